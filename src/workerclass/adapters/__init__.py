@@ -1,0 +1,1 @@
+"""Adapters: the only places that touch files, TLS material or a Kubernetes API."""

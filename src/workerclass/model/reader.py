@@ -1,0 +1,177 @@
+"""A small typed reader over plain dicts that collects ``Invalid`` violations with field paths.
+
+Parsing never raises on bad input: every problem becomes a :class:`Violation` and the reader
+returns ``None`` for the value it could not read, so later rules can still run on the rest.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from ..violations import Violation
+
+TALOS_VERSION = re.compile(r"^v\d+\.\d+\.\d+(-[0-9A-Za-z.-]+)?$")
+KUBERNETES_MINOR = re.compile(r"^v\d+\.\d+$")
+KUBERNETES_PATCH = re.compile(r"^v\d+\.\d+\.\d+$")
+SCHEMATIC_ID = re.compile(r"^[0-9a-f]{64}$")
+URL = re.compile(r"^https?://[^\s/]+[^\s]*$")
+REPOSITORY = re.compile(r"^[a-z0-9]([a-z0-9._-]*[a-z0-9])?(:\d+)?(/[a-z0-9._/-]+)?$")
+QUANTITY = re.compile(r"^\d+(\.\d+)?(m|k|Ki|Mi|Gi|Ti|Pi|Ei|M|G|T|P|E)?$")
+DURATION = re.compile(r"^(\d+(\.\d+)?(ns|us|µs|ms|s|m|h))+$")
+PERCENT = re.compile(r"^\d{1,3}%$")
+NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
+MODULE_NAME = re.compile(r"^[A-Za-z0-9_-]+$")
+LABEL_KEY = re.compile(r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
+
+TYPE_NAMES = {
+    str: "a string",
+    int: "an integer",
+    bool: "a boolean",
+    list: "a list",
+    dict: "a mapping",
+}
+
+
+def type_name(value: object) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int):
+        return "an integer"
+    if isinstance(value, float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, dict):
+        return "a mapping"
+    return type(value).__name__
+
+
+class Reader:
+    """Collects violations while typed values are read out of plain dicts."""
+
+    __slots__ = ("violations",)
+
+    def __init__(self) -> None:
+        self.violations: list[Violation] = []
+
+    def add(self, code: str, field: str, message: str) -> None:
+        self.violations.append(Violation(code, field, message))
+
+    def invalid(self, field: str, message: str) -> None:
+        self.violations.append(Violation("Invalid", field, message))
+
+    def mapping(self, value: object, field: str) -> Mapping[str, Any] | None:
+        if isinstance(value, dict):
+            return value
+        self.invalid(field, f"must be a mapping, not {type_name(value)}")
+        return None
+
+    def only(self, data: Mapping[str, Any], allowed: frozenset[str], field: str) -> None:
+        for key in data:
+            if key not in allowed:
+                known = ", ".join(sorted(allowed))
+                self.invalid(f"{field}.{key}", f"unknown field; expected one of: {known}")
+
+    def string(
+        self,
+        data: Mapping[str, Any],
+        key: str,
+        field: str,
+        *,
+        pattern: re.Pattern[str] | None = None,
+        what: str = "",
+        required: bool = False,
+    ) -> str | None:
+        """Read ``data[key]`` as a string: ``None`` when absent, ``""`` kept as supplied."""
+        if key not in data:
+            if required:
+                self.invalid(f"{field}.{key}", "is required")
+            return None
+        value = data[key]
+        path = f"{field}.{key}"
+        if value is None:
+            # YAML ``key:`` with nothing after it: treated as supplied and empty.
+            value = ""
+        if not isinstance(value, str):
+            self.invalid(path, f"must be a string, not {type_name(value)}")
+            return None
+        if required and value == "":
+            self.invalid(path, "is required and must not be empty")
+            return value
+        if value and pattern is not None and not pattern.match(value):
+            self.invalid(path, f"{value!r} is not {what}")
+            return None
+        return value
+
+    def integer(self, data: Mapping[str, Any], key: str, field: str) -> int | None:
+        if key not in data or data[key] is None:
+            return None
+        value = data[key]
+        if isinstance(value, bool) or not isinstance(value, int):
+            self.invalid(f"{field}.{key}", f"must be an integer, not {type_name(value)}")
+            return None
+        return value
+
+    def boolean(self, data: Mapping[str, Any], key: str, field: str) -> bool | None:
+        if key not in data or data[key] is None:
+            return None
+        value = data[key]
+        if not isinstance(value, bool):
+            self.invalid(f"{field}.{key}", f"must be true or false, not {type_name(value)}")
+            return None
+        return value
+
+    def string_list(
+        self,
+        data: Mapping[str, Any],
+        key: str,
+        field: str,
+        *,
+        pattern: re.Pattern[str] | None = None,
+        what: str = "",
+    ) -> tuple[str, ...] | None:
+        """Read a list of strings: ``None`` when absent, ``()`` when supplied empty."""
+        if key not in data:
+            return None
+        value = data[key]
+        path = f"{field}.{key}"
+        if value is None:
+            return ()
+        if not isinstance(value, list):
+            self.invalid(path, f"must be a list, not {type_name(value)}")
+            return None
+        out: list[str] = []
+        for index, item in enumerate(value):
+            if not isinstance(item, str):
+                self.invalid(f"{path}[{index}]", f"must be a string, not {type_name(item)}")
+                continue
+            if pattern is not None and not pattern.match(item):
+                self.invalid(f"{path}[{index}]", f"{item!r} is not {what}")
+                continue
+            out.append(item)
+        return tuple(out)
+
+    def object_list(self, data: Mapping[str, Any], key: str, field: str) -> list[tuple[str, Mapping[str, Any]]] | None:
+        """A list of mappings, each with its field path; ``None`` when absent."""
+        if key not in data:
+            return None
+        value = data[key]
+        path = f"{field}.{key}"
+        if value is None:
+            return []
+        if not isinstance(value, list):
+            self.invalid(path, f"must be a list, not {type_name(value)}")
+            return None
+        out: list[tuple[str, Mapping[str, Any]]] = []
+        for index, item in enumerate(value):
+            item_path = f"{path}[{index}]"
+            mapping = self.mapping(item, item_path)
+            if mapping is not None:
+                out.append((item_path, mapping))
+        return out

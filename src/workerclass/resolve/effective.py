@@ -1,0 +1,99 @@
+"""The effective settings of one pool: what resolution hands to the renderer and the CLI.
+
+Every value is final (platform defaults filled in) and ``origins`` says, per field path, why
+that value won (``pool``, ``class <name>``, ``platform``, a rule), so users can see why.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..model import KernelModule, PoolSpec
+
+
+@dataclass(frozen=True, slots=True)
+class EffectiveTalos:
+    """Final Talos settings; ``registry_mirrors`` is registry -> endpoint URLs."""
+
+    version: str
+    schematic_id: str
+    image_factory_url: str
+    image_factory_ca: str
+    installer_repository: str
+    registry_mirrors: Mapping[str, tuple[str, ...]]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "version": self.version,
+            "schematicID": self.schematic_id,
+            "imageFactoryURL": self.image_factory_url,
+            "imageFactoryCA": self.image_factory_ca,
+            "installerRepository": self.installer_repository,
+            "registryMirrors": {
+                registry: {"endpoints": list(endpoints)} for registry, endpoints in sorted(self.registry_mirrors.items())
+            },
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class EffectiveImage:
+    """The selected disk.
+
+    ``source`` is one of ``factory`` (Image Factory URL imported by CDI over HTTP), ``builtin``
+    (CDI clone of a golden DataVolume, ``reference`` = ``namespace/name``), ``proxmox``
+    (template chosen by ``template_tags``), ``fixed`` (a class's pinned Kairos container disk)
+    or ``platform`` (the platform's Kairos container disk for the pool's minor).
+    """
+
+    source: str
+    reference: str | None
+    version: str | None
+    schematic_id: str | None
+    template_tags: tuple[str, ...] | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "source": self.source,
+            "reference": self.reference,
+            "version": self.version,
+            "schematicID": self.schematic_id,
+            "templateTags": list(self.template_tags) if self.template_tags is not None else None,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Effective:
+    """Everything needed to render one pool's workers, and why each value won."""
+
+    kind: str  # KubernetesNodes | HelmRelease | ComputePlane
+    namespace: str
+    name: str
+    cluster: str
+    class_name: str | None  # None: classless, the legacy Talos path
+    bootstrap: str  # talos | kairos
+    infrastructure: str  # kubevirt | proxmox
+    kubernetes_minor: str  # vX.Y
+    kubernetes_version: str  # vX.Y.Z
+    talos: EffectiveTalos | None  # Talos only
+    kernel_modules: tuple[KernelModule, ...]
+    image: EffectiveImage
+    installer_image: str | None  # <installerRepository>/<schematicID>:<version>, Talos only
+    pool: PoolSpec  # replicas, sizing, labels, taints, health, GPUs, SSH keys
+    origins: Mapping[str, str] = field(default_factory=dict)
+    warnings: tuple[str, ...] = ()
+
+    @property
+    def identity(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    @property
+    def legacy(self) -> bool:
+        return self.class_name is None
+
+    @property
+    def ssh_key(self) -> str | None:
+        """The single SSH public key of a Kairos pool, if any."""
+        keys = self.pool.ssh_keys or ()
+        return keys[0] if keys else None

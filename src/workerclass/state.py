@@ -1,0 +1,304 @@
+"""State: a read-only view of classes, pools, the platform and parent clusters.
+
+Built from a STATE folder (the cluster as GitOps holds it) or from plain objects (the
+webhook's and controller's cache). Built-in classes and the embedded platform are included
+unless the objects replace them. Its edge: it indexes and parses; it decides nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from functools import cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from .adapters.folder import Document, LoadError, parse_documents, read_folder
+from .model import (
+    Cluster,
+    Platform,
+    PoolSpec,
+    WorkerClassSpec,
+    parse_class_spec,
+    parse_cluster,
+    parse_node_group,
+    parse_platform,
+    parse_pool_spec,
+)
+from .violations import Violation
+
+__all__ = ["ClassRecord", "LoadError", "ObjectRecord", "PoolRecord", "State", "identify"]
+
+COZYSTACK = "cozystack.io"
+APPS = "apps.cozystack.io"
+FLUX = "helm.toolkit.fluxcd.io"
+APPLICATION_KIND_LABEL = "apps.cozystack.io/application.kind"
+
+#: kind -> (API group, namespaced, dependency rank for ``check`` ordering)
+KINDS: dict[str, tuple[str, bool, int]] = {
+    "WorkerPlatform": (COZYSTACK, False, 0),
+    "WorkerClass": (COZYSTACK, False, 1),
+    "Kubernetes": (APPS, True, 2),
+    "KubernetesNodes": (APPS, True, 3),
+    "HelmRelease": (FLUX, True, 4),
+    "ComputePlane": (APPS, True, 5),
+}
+POOL_KINDS = ("KubernetesNodes", "HelmRelease", "ComputePlane")
+
+
+def identify(obj: Mapping[str, Any]) -> tuple[str, str, str]:
+    """``(kind, namespace, name)``; cluster-scoped kinds have namespace ``""``."""
+    kind = obj.get("kind")
+    metadata = obj.get("metadata")
+    name = metadata.get("name") if isinstance(metadata, dict) else None
+    namespace = metadata.get("namespace") if isinstance(metadata, dict) else None
+    namespaced = KINDS.get(kind, ("", True, 0))[1] if isinstance(kind, str) else True
+    return (
+        kind if isinstance(kind, str) else "",
+        (namespace if isinstance(namespace, str) and namespace else "default") if namespaced else "",
+        name if isinstance(name, str) else "",
+    )
+
+
+def is_pool_release(obj: Mapping[str, Any]) -> bool:
+    """A HelmRelease that carries KubernetesNodes pool values."""
+    metadata = obj.get("metadata")
+    labels = metadata.get("labels") if isinstance(metadata, dict) else None
+    return isinstance(labels, dict) and labels.get(APPLICATION_KIND_LABEL) == "KubernetesNodes"
+
+
+@dataclass(frozen=True, slots=True)
+class ObjectRecord:
+    """One object read into the state, with where it came from."""
+
+    kind: str
+    namespace: str
+    name: str
+    obj: Mapping[str, Any]
+    origin: str
+
+    @property
+    def rank(self) -> int:
+        return KINDS[self.kind][2]
+
+
+@dataclass(frozen=True, slots=True)
+class ClassRecord:
+    name: str
+    spec: WorkerClassSpec
+    obj: Mapping[str, Any]
+    builtin: bool
+    violations: tuple[Violation, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class PoolRecord:
+    """A pool as stored: a KubernetesNodes, a labelled HelmRelease or a ComputePlane node group."""
+
+    kind: str
+    namespace: str
+    name: str
+    values: Mapping[str, Any]
+    spec: PoolSpec
+    violations: tuple[Violation, ...]
+    field: str  # where the values live in the object, for field paths
+    cluster: str  # the parent cluster name (ComputePlane groups: the ComputePlane itself)
+
+    @property
+    def identity(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    @property
+    def class_name(self) -> str | None:
+        """The selected class, or ``None`` for a classless (legacy Talos) pool."""
+        return self.spec.worker_class_name or None
+
+
+@cache
+def _builtin_documents() -> tuple[tuple[Document, ...], Document]:
+    package = resources.files("workerclass.builtin")
+    classes = parse_documents(package.joinpath("classes.yaml").read_text("utf-8"), "builtin/classes.yaml")
+    platform = parse_documents(package.joinpath("platform.yaml").read_text("utf-8"), "builtin/platform.yaml")
+    return tuple(classes), platform[0]
+
+
+def pool_from_object(obj: Mapping[str, Any]) -> PoolRecord | None:
+    """A pool record for a KubernetesNodes or a pool HelmRelease; ``None`` for other objects."""
+    kind, namespace, name = identify(obj)
+    if kind == "KubernetesNodes":
+        values, path = obj.get("spec"), "spec"
+    elif kind == "HelmRelease" and is_pool_release(obj):
+        spec = obj.get("spec")
+        values, path = (spec.get("values") if isinstance(spec, dict) else None), "spec.values"
+    else:
+        return None
+    parsed, violations = parse_pool_spec(values, path)
+    return PoolRecord(
+        kind,
+        namespace,
+        name,
+        values if isinstance(values, dict) else {},
+        parsed,
+        tuple(violations),
+        path,
+        parsed.cluster or "",
+    )
+
+
+def node_group_pools(obj: Mapping[str, Any]) -> list[PoolRecord]:
+    """ComputePlane node groups as classless pools named ``<computeplane>-<group>``."""
+    _, namespace, name = identify(obj)
+    spec = obj.get("spec")
+    groups = spec.get("nodeGroups") if isinstance(spec, dict) else None
+    if not isinstance(groups, dict):
+        return []
+    out: list[PoolRecord] = []
+    for group, values in sorted(groups.items(), key=lambda item: str(item[0])):
+        path = f"spec.nodeGroups.{group}"
+        parsed, violations = parse_node_group(values, path)
+        out.append(
+            PoolRecord(
+                "ComputePlane",
+                namespace,
+                f"{name}-{group}",
+                values if isinstance(values, dict) else {},
+                parsed,
+                tuple(violations),
+                path,
+                name,
+            )
+        )
+    return out
+
+
+@dataclass
+class State:
+    """Classes, pools, the platform and parent clusters; read-only once built."""
+
+    platform: Platform
+    platform_object: Mapping[str, Any]
+    classes: dict[str, ClassRecord]
+    clusters: dict[tuple[str, str], Cluster]
+    pools: dict[tuple[str, str, str], PoolRecord]
+    objects: list[ObjectRecord] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    platform_violations: tuple[Violation, ...] = ()
+
+    # ------------------------------------------------------------------ construction
+
+    @classmethod
+    def load(cls, path: str | Path) -> State:
+        """Build a state from a STATE folder (or one file). Raises :class:`LoadError`."""
+        return cls.from_documents(read_folder(Path(path)))
+
+    @classmethod
+    def from_objects(cls, objects: Iterable[Mapping[str, Any]], *, origin: str = "cluster") -> State:
+        return cls.from_documents(
+            [Document(dict(obj), f"{origin}#{index + 1}") for index, obj in enumerate(objects)],
+            strict=False,
+        )
+
+    @classmethod
+    def from_documents(cls, documents: Iterable[Document], *, strict: bool = True) -> State:
+        """Index documents. ``strict``: duplicate identities are an error, not a replacement."""
+        warnings: list[str] = []
+        seen: dict[tuple[str, str, str], ObjectRecord] = {}
+        for document in documents:
+            obj = document.obj
+            kind, namespace, name = identify(obj)
+            if kind not in KINDS:
+                label = kind or "an object without kind"
+                warnings.append(f"{document.origin}: skipped {label}: not a kind workerclass reads")
+                continue
+            if kind == "HelmRelease" and not is_pool_release(obj):
+                continue  # other releases are none of our business
+            group = KINDS[kind][0]
+            api_version = obj.get("apiVersion")
+            if not isinstance(api_version, str) or not api_version.startswith(group + "/"):
+                warnings.append(
+                    f"{document.origin}: skipped {kind} {name or '?'}: apiVersion {api_version!r} is not in {group}"
+                )
+                continue
+            if not name:
+                raise LoadError(f"{document.origin}: {kind} has no metadata.name")
+            key = (kind, namespace, name)
+            if key in seen and strict:
+                where = f"{namespace}/{name}" if namespace else name
+                raise LoadError(f"{document.origin}: duplicate {kind} {where}, also defined at {seen[key].origin}")
+            seen[key] = ObjectRecord(kind, namespace, name, obj, document.origin)
+        return cls.from_records(list(seen.values()), warnings=warnings)
+
+    @classmethod
+    def from_records(cls, records: list[ObjectRecord], *, warnings: list[str] | None = None) -> State:
+        builtin_classes, builtin_platform = _builtin_documents()
+        platform_object: Mapping[str, Any] = builtin_platform.obj
+        classes: dict[str, ClassRecord] = {}
+        for document in builtin_classes:
+            _, _, name = identify(document.obj)
+            spec, violations = parse_class_spec(document.obj.get("spec"))
+            classes[name] = ClassRecord(name, spec, document.obj, True, tuple(violations))
+        clusters: dict[tuple[str, str], Cluster] = {}
+        pools: dict[tuple[str, str, str], PoolRecord] = {}
+        for record in records:
+            obj = record.obj
+            if record.kind == "WorkerPlatform":
+                if record.name == "default":
+                    platform_object = obj
+            elif record.kind == "WorkerClass":
+                spec, violations = parse_class_spec(obj.get("spec"))
+                classes[record.name] = ClassRecord(record.name, spec, obj, False, tuple(violations))
+            elif record.kind == "Kubernetes":
+                cluster, _ = parse_cluster(record.namespace, record.name, obj.get("spec"))
+                clusters[(record.namespace, record.name)] = cluster
+            elif record.kind == "ComputePlane":
+                cluster, _ = parse_cluster(record.namespace, record.name, obj.get("spec"))
+                clusters.setdefault((record.namespace, record.name), cluster)
+                for pool in node_group_pools(obj):
+                    pools[(pool.kind, pool.namespace, pool.name)] = pool
+            else:
+                stored = pool_from_object(obj)
+                if stored is not None:
+                    pools[(stored.kind, stored.namespace, stored.name)] = stored
+        platform, platform_violations = parse_platform(platform_object.get("spec"))
+        ordered = sorted(records, key=lambda r: (r.rank, r.namespace, r.name))
+        return cls(
+            platform=platform,
+            platform_object=platform_object,
+            classes=classes,
+            clusters=clusters,
+            pools=pools,
+            objects=ordered,
+            warnings=list(warnings or []),
+            platform_violations=tuple(platform_violations),
+        )
+
+    # ------------------------------------------------------------------ lookups
+
+    def worker_class(self, name: str) -> ClassRecord | None:
+        return self.classes.get(name)
+
+    def cluster(self, namespace: str, name: str) -> Cluster | None:
+        return self.clusters.get((namespace, name))
+
+    def pool(self, identity: str) -> PoolRecord | None:
+        """A pool by ``NS/NAME`` (KubernetesNodes first, then HelmRelease, then ComputePlane)."""
+        namespace, _, name = identity.partition("/")
+        for kind in POOL_KINDS:
+            found = self.pools.get((kind, namespace, name))
+            if found is not None:
+                return found
+        return None
+
+    def sorted_pools(self) -> list[PoolRecord]:
+        return sorted(self.pools.values(), key=lambda p: (p.namespace, p.name, POOL_KINDS.index(p.kind)))
+
+    def pools_selecting(self, class_name: str) -> list[PoolRecord]:
+        """Live pools whose stored class is ``class_name``."""
+        return [pool for pool in self.sorted_pools() if pool.class_name == class_name]
+
+    def find(self, kind: str, namespace: str, name: str) -> ObjectRecord | None:
+        for record in self.objects:
+            if (record.kind, record.namespace, record.name) == (kind, namespace, name):
+                return record
+        return None

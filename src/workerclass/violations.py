@@ -1,0 +1,63 @@
+"""Violations as values: ``Violation(code, field, message)``.
+
+Every door (webhook, controller status, CLI) shows a violation the same way,
+``CODE field: message``. The codes are the stable set of API.md section 3.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+CODES = frozenset(
+    {
+        "ClassNotFound",
+        "ClusterNotFound",
+        "BootstrapFamilyChange",
+        "SSHKeysOnTalos",
+        "TooManySSHKeys",
+        "InvalidSSHKey",
+        "PrivateKeyMaterial",
+        "KairosOnProxmox",
+        "TalosSettingOnKairos",
+        "IncompleteImage",
+        "ImageNotPinned",
+        "VersionMismatch",
+        "UnsupportedVersion",
+        "ControlPlaneTooOld",
+        "TalosKubernetesIncompatible",
+        "OsImageSourceConflict",
+        "GoldenNotFound",
+        "ArtifactConflict",
+        "EmptyTemplateTags",
+        "OsImageOnProxmox",
+        "ClassImmutable",
+        "ClassInUse",
+        "TalosVGPU",
+        "InvalidReplicas",
+        "NotAllowedInComputePlane",
+        "Invalid",
+    }
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Violation:
+    """One reason to refuse an object: a stable code, the field path and an actionable message."""
+
+    code: str
+    field: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.code} {self.field}: {self.message}"
+
+    def as_dict(self) -> dict[str, str]:
+        return {"code": self.code, "field": self.field, "message": self.message}
+
+
+class Denied(Exception):
+    """Raised by :func:`workerclass.resolve` when a pool cannot be resolved."""
+
+    def __init__(self, violations: list[Violation] | tuple[Violation, ...]) -> None:
+        self.violations: tuple[Violation, ...] = tuple(violations)
+        super().__init__("; ".join(str(v) for v in self.violations))
