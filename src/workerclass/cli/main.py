@@ -1,0 +1,29 @@
+"""The ``workerclass`` command: registers each command module on one Typer app."""
+
+from __future__ import annotations
+
+import typer
+
+app = typer.Typer(
+    name="workerclass",
+    help="Worker classes and Kairos pools for managed Kubernetes: admit, resolve, render and plan "
+    "a folder of manifests (STATE) offline, or serve the admission webhook against a cluster.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+)
+
+
+def _register() -> None:
+    # Each command module adds itself to ``app``; importing them here keeps start-up explicit.
+    from . import commands_core  # noqa: F401  check, admit, resolve
+
+
+def main() -> None:
+    _register()
+    app()
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()
