@@ -1,0 +1,121 @@
+"""The versioned template hash: which effective settings roll a pool's machines.
+
+Owns the explicit list of hashed fields and their canonical form. Its edge: it reads an
+:class:`~workerclass.resolve.effective.Effective` and returns text; it renders nothing.
+
+Modelled on Karpenter's drift hash (``designs/drift-hash-versioning.md``): a canonical JSON
+document of an *explicit* field list, never "the whole object minus some fields", so that a
+new field is left out until someone decides it should roll machines. The hash names both
+templates of a pool (``<pool>-<hash>``) and is stored beside :data:`HASH_VERSION` in the
+annotations :data:`HASH_ANNOTATION` and :data:`HASH_VERSION_ANNOTATION`.
+
+In the hash (what the machines boot and how they bootstrap): bootstrap family,
+infrastructure, exact Kubernetes version, the image (source, reference, version, schematic,
+Proxmox template tags), the installer image, Talos version/schematic/installer repository/
+registry mirrors, kernel modules, the machine shape (instance type or resources, disk size,
+storage class, GPUs) and the Kairos SSH key.
+
+Not in the hash (changed in place or not part of the machine): replicas and autoscaling
+bounds, health-check settings, roles, labels and taints (Cluster API propagates them to
+Machines and Nodes in place), the class name (a classless pool and a class resolving to the
+same settings boot the same machines), the Image Factory URL on its own (it reaches the
+machines only through the image reference, which is hashed) and the Image Factory CA (trust
+for the CDI import; it does not change the bytes booted, and its ConfigMap has a stable name).
+
+Rules for bumping :data:`HASH_VERSION` (write the reason in the history below):
+
+- Bump when the hash of unchanged effective settings would change: a field added to or
+  removed from the list, a renamed key, a changed canonical form or digest, a changed default
+  filled in before hashing. Pools are then compared field by field, never by hash, across
+  versions: a consumer that finds a stored hash of another version must re-stamp it (compute
+  the new hash for the running template and store it) rather than treat it as drift, so a
+  change of hashing code never rolls every worker.
+- Do not bump when a change of rendering alone leaves the hashed inputs alone; such a change
+  must not alter template content either, or running templates and their names disagree.
+- Adding an optional field whose absent value is left out of the document (see
+  :func:`_drop_empty`) needs no bump: every existing hash stays the same.
+
+History: ``v1``: first version.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+from ..resolve.effective import Effective
+from .defaults import machine_shape
+
+__all__ = [
+    "HASH_ANNOTATION",
+    "HASH_LENGTH",
+    "HASH_VERSION",
+    "HASH_VERSION_ANNOTATION",
+    "hash_document",
+    "template_hash",
+]
+
+HASH_VERSION = "v1"
+HASH_ANNOTATION = "workerclass.cozystack.io/template-hash"
+HASH_VERSION_ANNOTATION = "workerclass.cozystack.io/template-hash-version"
+#: Hex digits of SHA-256 kept in names: 40 bits, like the pod-template-hash of a ReplicaSet.
+HASH_LENGTH = 10
+
+
+def _drop_empty(document: dict[str, Any]) -> dict[str, Any]:
+    """Leave absent values (``None``) out, so that a new optional field keeps old hashes."""
+    return {key: value for key, value in document.items() if value is not None}
+
+
+def hash_document(effective: Effective) -> dict[str, Any]:
+    """The explicit field list that is hashed, as plain JSON data (shown by ``plan``)."""
+    talos = effective.talos
+    image = effective.image
+    shape = machine_shape(effective)
+    document: dict[str, Any] = {
+        "bootstrap": effective.bootstrap,
+        "infrastructure": effective.infrastructure,
+        "kubernetesVersion": effective.kubernetes_version,
+        "image": _drop_empty(
+            {
+                "source": image.source,
+                "reference": image.reference,
+                "version": image.version,
+                "schematicID": image.schematic_id,
+                "templateTags": list(image.template_tags) if image.template_tags is not None else None,
+            }
+        ),
+        "installerImage": effective.installer_image,
+        "talos": _drop_empty(
+            {
+                "version": talos.version,
+                "schematicID": talos.schematic_id,
+                "installerRepository": talos.installer_repository,
+                "registryMirrors": {
+                    registry: list(endpoints) for registry, endpoints in sorted(talos.registry_mirrors.items())
+                },
+            }
+        )
+        if talos is not None
+        else None,
+        "kernelModules": [
+            {"name": module.name, "parameters": list(module.parameters)} for module in effective.kernel_modules
+        ]
+        if effective.bootstrap == "talos"
+        else None,
+        "machine": shape.as_hash(),
+        "sshKey": effective.ssh_key if effective.bootstrap == "kairos" else None,
+    }
+    return _drop_empty(document)
+
+
+def canonical_json(document: Any) -> str:
+    """Sorted keys, no insignificant whitespace, UTF-8 text: one byte string per value."""
+    return json.dumps(document, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def template_hash(effective: Effective) -> str:
+    """The first :data:`HASH_LENGTH` hex digits of SHA-256 over the canonical hash document."""
+    payload = canonical_json(hash_document(effective)).encode("utf-8")
+    return hashlib.sha256(payload).hexdigest()[:HASH_LENGTH]
