@@ -32,7 +32,8 @@ class EffectiveTalos:
             "imageFactoryCA": self.image_factory_ca,
             "installerRepository": self.installer_repository,
             "registryMirrors": {
-                registry: {"endpoints": list(endpoints)} for registry, endpoints in sorted(self.registry_mirrors.items())
+                registry: {"endpoints": list(endpoints)}
+                for registry, endpoints in sorted(self.registry_mirrors.items())
             },
         }
 

@@ -1,0 +1,1 @@
+"""check, admit, resolve."""

@@ -1,0 +1,616 @@
+"""Resolution: class baseline, then pool overrides, then image selection and compatibility.
+
+Pure. Implements API.md section 2 and the design page's "Talos overrides and image selection"
+table, one rule per path. Its edge: it reads a :class:`~workerclass.state.State` and one pool;
+it returns :class:`Effective` settings with the origin of every value, or violations.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ..model import (
+    Cluster,
+    Golden,
+    ImageSource,
+    KernelModule,
+    OsImage,
+    OsSettings,
+    Platform,
+    PoolSpec,
+    TalosSettings,
+    WorkerClassSpec,
+    minor_of,
+    version_tuple,
+)
+from ..state import ClassRecord, PoolRecord, State, pool_from_object
+from ..violations import Denied, Violation
+from .effective import Effective, EffectiveImage, EffectiveTalos
+from .keys import private_key_paths, public_key_problem
+
+__all__ = [
+    "NVIDIA_MODULES",
+    "Effective",
+    "EffectiveImage",
+    "EffectiveTalos",
+    "Resolution",
+    "golden_reference",
+    "resolve",
+    "resolve_all",
+    "resolve_pool",
+    "resolve_talos",
+]
+
+NVIDIA_MODULES = (
+    KernelModule("nvidia", ("NVreg_NvLinkDisable=1",)),
+    KernelModule("nvidia_uvm"),
+    KernelModule("nvidia_drm"),
+    KernelModule("nvidia_modeset"),
+)
+GOLDEN_NAMESPACE = "cozy-public"
+MAX_MINOR_SKEW = 3
+
+
+def golden_reference(schematic_id: str, version: str) -> str:
+    """The golden DataVolume a builtin source clones: ``cozy-public/talos-worker-<schematic>-<version>``."""
+    return f"{GOLDEN_NAMESPACE}/talos-worker-{schematic_id}-{version}"
+
+
+def factory_reference(endpoint: str, schematic_id: str, version: str) -> str:
+    """The Image Factory disk CDI imports over HTTP (OpenStack image: bootstrap via config drive)."""
+    return f"{endpoint.rstrip('/')}/image/{schematic_id}/{version}/openstack-amd64.raw.xz"
+
+
+@dataclass(slots=True)
+class Resolution:
+    """Working space of one resolution: denials and warnings collected together."""
+
+    denials: list[Violation]
+    warnings: list[str]
+    origins: dict[str, str]
+
+    def deny(self, code: str, field: str, message: str) -> None:
+        self.denials.append(Violation(code, field, message))
+
+
+# --------------------------------------------------------------------------- Talos settings
+
+
+def _class_origin(record: ClassRecord | None) -> str:
+    return f"class {record.name}" if record is not None else "class"
+
+
+def resolve_talos(
+    platform: Platform,
+    pool: TalosSettings | None,
+    baseline: TalosSettings | None,
+    *,
+    baseline_origin: str,
+    origins: dict[str, str],
+) -> EffectiveTalos:
+    """Scalars: a supplied pool value (even ``""``) replaces the baseline; ``""`` means platform.
+
+    ``registryMirrors``: a supplied map replaces the baseline whole, ``{}`` clears it.
+    """
+    platform_values = {
+        "version": platform.talos_version,
+        "schematicID": platform.talos_schematic_id,
+        "imageFactoryURL": platform.talos_image_factory_url,
+        "imageFactoryCA": "",
+        "installerRepository": platform.talos_installer_repository,
+    }
+    values: dict[str, str] = {}
+    for name, attribute in (
+        ("version", "version"),
+        ("schematicID", "schematic_id"),
+        ("imageFactoryURL", "image_factory_url"),
+        ("imageFactoryCA", "image_factory_ca"),
+        ("installerRepository", "installer_repository"),
+    ):
+        supplied_by_pool = getattr(pool, attribute) if pool is not None else None
+        supplied_by_class = getattr(baseline, attribute) if baseline is not None else None
+        if supplied_by_pool is not None:
+            value, origin = supplied_by_pool, "pool"
+        elif supplied_by_class is not None:
+            value, origin = supplied_by_class, baseline_origin
+        else:
+            value, origin = "", ""
+        if value == "":
+            fallback = platform_values[name]
+            if fallback:
+                origin = f"platform ({origin} set it empty)" if origin else "platform"
+            else:
+                origin = f"{origin} (empty)" if origin else "unset"
+            value = fallback
+        values[name] = value
+        origins[f"talos.{name}"] = origin
+    if pool is not None and pool.registry_mirrors is not None:
+        mirrors, origin = pool.registry_mirrors, "pool"
+    elif baseline is not None and baseline.registry_mirrors is not None:
+        mirrors, origin = baseline.registry_mirrors, baseline_origin
+    else:
+        mirrors, origin = {}, "unset"
+    origins["talos.registryMirrors"] = origin
+    return EffectiveTalos(
+        version=values["version"],
+        schematic_id=values["schematicID"],
+        image_factory_url=values["imageFactoryURL"],
+        image_factory_ca=values["imageFactoryCA"],
+        installer_repository=values["installerRepository"],
+        registry_mirrors=mirrors,
+    )
+
+
+def resolve_kubevirt_image(
+    platform: Platform,
+    talos: EffectiveTalos,
+    selection: OsImage,
+    *,
+    field: str,
+    owner: str = "pool",
+    result: Resolution,
+) -> EffectiveImage | None:
+    """Builtin golden or Image Factory disk; then the disk/installer compatibility check.
+
+    ``owner`` says who selected the source (``pool``, ``class NAME``) for the messages.
+    """
+    chosen = f" (selected by {owner})" if owner.startswith("class") else ""
+    if selection.builtin is not None and selection.factory is not None:
+        result.deny(
+            "OsImageSourceConflict",
+            field,
+            f"set builtin or factory, not both{chosen}: osImage selects exactly one disk source "
+            "({} = default factory path)",
+        )
+        return None
+    if selection.builtin is not None:
+        source, kind, path = selection.builtin, "builtin", f"{field}.builtin"
+    else:
+        source, kind, path = selection.factory or ImageSource(), "factory", f"{field}.factory"
+    version = source.version or talos.version
+    schematic = source.schematic_id or talos.schematic_id
+    result.origins["image.version"] = "osImage source" if source.version else "effective talos.version"
+    result.origins["image.schematicID"] = "osImage source" if source.schematic_id else "effective talos.schematicID"
+    if not version or not schematic:
+        return None  # reported as missing Talos settings by the caller
+    if kind == "builtin":
+        if Golden(version, schematic) not in platform.goldens:
+            result.deny(
+                "GoldenNotFound",
+                path,
+                f"no builtin golden disk for Talos {version} with schematic {schematic}{chosen}: "
+                "choose a version/schematic the platform publishes, or the factory source",
+            )
+        reference = golden_reference(schematic, version)
+    else:
+        endpoint = source.endpoint or talos.image_factory_url
+        result.origins["image.endpoint"] = "osImage source" if source.endpoint else "effective talos.imageFactoryURL"
+        if not endpoint:
+            result.deny("Invalid", f"{path}.endpoint", "no Image Factory endpoint: set talos.imageFactoryURL")
+            return None
+        reference = factory_reference(endpoint, schematic, version)
+    if version != talos.version:
+        result.deny(
+            "ArtifactConflict",
+            f"{path}.version",
+            f"the {kind} disk{chosen} is Talos {version} but the installer is Talos {talos.version}: "
+            "disk and installer must agree; leave the source version empty to follow talos.version",
+        )
+    if schematic != talos.schematic_id:
+        result.deny(
+            "ArtifactConflict",
+            f"{path}.schematicID",
+            f"the {kind} disk{chosen} uses schematic {schematic} but the installer uses {talos.schematic_id}: "
+            "disk and installer must agree; leave the source schematicID empty to follow talos.schematicID",
+        )
+    return EffectiveImage(kind, reference, version, schematic)
+
+
+def _kernel_modules(
+    spec: PoolSpec, baseline: OsSettings | None, origin: str, result: Resolution
+) -> tuple[KernelModule, ...]:
+    if spec.os.kernel_modules is not None:
+        result.origins["kernelModules"] = "pool"
+        return spec.os.kernel_modules
+    if baseline is not None and baseline.kernel_modules is not None:
+        result.origins["kernelModules"] = origin
+        return baseline.kernel_modules
+    if any(gpu.name.startswith("nvidia.com/") for gpu in spec.gpus):
+        result.origins["kernelModules"] = "NVIDIA rule (an nvidia.com GPU, no list supplied)"
+        return NVIDIA_MODULES
+    result.origins["kernelModules"] = "unset"
+    return ()
+
+
+# --------------------------------------------------------------------------- pools
+
+
+def _family(record: ClassRecord | None) -> str:
+    return (record.spec.bootstrap if record is not None else "") or "talos"
+
+
+def _minor_key(minor: str) -> tuple[int, ...]:
+    return version_tuple(minor)[:2]
+
+
+def _check_replicas(spec: PoolSpec, field: str, result: Resolution) -> None:
+    low, high = spec.min_replicas, spec.max_replicas
+    if low is not None and low < 0:
+        result.deny("InvalidReplicas", f"{field}.minReplicas", f"must not be negative (got {low})")
+    if high is not None and high < 0:
+        result.deny("InvalidReplicas", f"{field}.maxReplicas", f"must not be negative (got {high})")
+    if low is not None and high is not None and low > high >= 0:
+        result.deny("InvalidReplicas", f"{field}.minReplicas", f"minReplicas {low} is above maxReplicas {high}")
+
+
+def _check_health(spec: PoolSpec, result: Resolution) -> None:
+    value = spec.max_unhealthy
+    if not isinstance(value, str) or not value.endswith("%"):
+        return
+    percent = int(value[:-1])
+    size = max(spec.min_replicas or 0, 1)
+    if percent < 100 and percent * size // 100 == 0:
+        result.warnings.append(
+            f"maxUnhealthy {value} of a {size}-worker pool rounds down to 0: one unhealthy worker already "
+            "exceeds it, so MachineHealthCheck will not remediate; use an integer or a larger pool"
+        )
+
+
+def _check_control_plane(minor: str, cluster: Cluster | None, field: str, result: Resolution) -> None:
+    if cluster is None or not cluster.version:
+        return
+    pool_key, parent_key = _minor_key(minor), _minor_key(cluster.version)
+    if pool_key[0] != parent_key[0]:
+        return
+    if pool_key > parent_key:
+        result.deny(
+            "ControlPlaneTooOld",
+            field,
+            f"pool {minor} is newer than the control plane {cluster.version} of cluster {cluster.name}: "
+            "upgrade the parent control-plane minor first",
+        )
+    elif parent_key[1] - pool_key[1] > MAX_MINOR_SKEW:
+        result.deny(
+            "ControlPlaneTooOld",
+            field,
+            f"pool {minor} is more than {MAX_MINOR_SKEW} minors older than the control plane {cluster.version}: "
+            "upgrade the pool",
+        )
+
+
+def _kubernetes_minor(state: State, record: PoolRecord, cluster: Cluster | None) -> tuple[str | None, str]:
+    if record.spec.version:
+        return record.spec.version, "pool"
+    if cluster is not None and cluster.version:
+        return cluster.version, f"control plane of {cluster.name}"
+    if record.kind == "ComputePlane" and state.platform.kubernetes_versions:
+        newest = max(state.platform.kubernetes_versions, key=_minor_key)
+        return newest, "platform (newest supported minor)"
+    return None, ""
+
+
+def resolve_pool(state: State, record: PoolRecord) -> tuple[Effective | None, list[Violation], list[str]]:
+    """Resolve one pool. Never raises: returns ``(effective or None, denials, warnings)``."""
+    field = record.field
+    spec = record.spec
+    result = Resolution(list(record.violations), [], {})
+    for path in private_key_paths(record.values, field):
+        result.deny(
+            "PrivateKeyMaterial",
+            path,
+            "private key material must never be put in pool values; remove it and rotate the key",
+        )
+
+    cluster = state.cluster(record.namespace, record.cluster) if record.cluster else None
+    if cluster is None and record.cluster:
+        result.deny(
+            "ClusterNotFound",
+            f"{field}.cluster",
+            f"Kubernetes app {record.cluster!r} does not exist in namespace {record.namespace}: "
+            "create the parent cluster first",
+        )
+    infrastructure = cluster.infrastructure if cluster is not None else "kubevirt"
+
+    class_name = spec.worker_class_name or None if record.kind != "ComputePlane" else None
+    class_record: ClassRecord | None = None
+    if class_name is not None:
+        class_record = state.worker_class(class_name)
+        if class_record is None:
+            known = ", ".join(sorted(state.classes)) or "none"
+            result.deny(
+                "ClassNotFound",
+                f"{field}.workerClassName",
+                f"WorkerClass {class_name!r} does not exist (available: {known})",
+            )
+            return None, result.denials, result.warnings
+        if not class_record.spec.bootstrap:
+            result.deny("Invalid", f"{field}.workerClassName", f"WorkerClass {class_name!r} has no valid bootstrap")
+            return None, result.denials, result.warnings
+    bootstrap = _family(class_record)
+    result.origins["bootstrap"] = _class_origin(class_record) if class_record else "legacy classless pool (Talos)"
+    result.origins["class"] = f"{record.kind} value" if class_name else "none: legacy Talos rendering"
+
+    _check_replicas(spec, field, result)
+    _check_health(spec, result)
+    minor, minor_origin = _kubernetes_minor(state, record, cluster)
+    result.origins["kubernetesMinor"] = minor_origin
+    if minor is None:
+        if cluster is not None:
+            result.deny("Invalid", f"{field}.version", "set the Kubernetes minor (vX.Y) of the pool")
+        return None, result.denials, result.warnings
+    _check_control_plane(minor, cluster, f"{field}.version", result)
+
+    args = (state, record, class_record, cluster, minor, result)
+    effective = _resolve_kairos(*args) if bootstrap == "kairos" else _resolve_talos_pool(*args, infrastructure)
+    if result.denials or effective is None:
+        return None, result.denials, result.warnings
+    return effective, result.denials, result.warnings
+
+
+def _platform_patch(state: State, minor: str, field: str, result: Resolution) -> str | None:
+    patch = state.platform.kubernetes_versions.get(minor)
+    if patch is None:
+        supported = ", ".join(sorted(state.platform.kubernetes_versions, key=_minor_key)) or "none"
+        result.deny(
+            "UnsupportedVersion",
+            f"{field}.version",
+            f"Kubernetes {minor} is not in the platform version map (supported: {supported})",
+        )
+    else:
+        result.origins["kubernetesVersion"] = f"platform version map ({minor})"
+    return patch
+
+
+def _resolve_talos_pool(
+    state: State,
+    record: PoolRecord,
+    class_record: ClassRecord | None,
+    cluster: Cluster | None,
+    minor: str,
+    result: Resolution,
+    infrastructure: str,
+) -> Effective | None:
+    field, spec, platform = record.field, record.spec, state.platform
+    baseline: WorkerClassSpec | None = class_record.spec if class_record else None
+    baseline_os = baseline.os if baseline else None
+    origin = _class_origin(class_record)
+
+    if spec.ssh_keys:
+        result.deny(
+            "SSHKeysOnTalos",
+            f"{field}.sshKeys",
+            "Talos has no SSH server: leave sshKeys empty, or use a Kairos class for SSH access",
+        )
+    for index, gpu in enumerate(spec.gpus):
+        if gpu.vgpu:
+            result.deny(
+                "TalosVGPU",
+                f"{field}.gpus[{index}].vgpu",
+                "vGPU is not available on Talos workers: use a passthrough GPU, or a class whose image supports vGPU",
+            )
+    talos = resolve_talos(
+        platform,
+        spec.os.talos,
+        baseline_os.talos if baseline_os else None,
+        baseline_origin=origin,
+        origins=result.origins,
+    )
+    for name, value in (("version", talos.version), ("schematicID", talos.schematic_id)):
+        if not value:
+            result.deny("Invalid", f"{field}.talos.{name}", f"no Talos {name}: set it in the pool, class or platform")
+    if not talos.installer_repository:
+        result.deny(
+            "Invalid", f"{field}.talos.installerRepository", "no installer repository in the pool, class or platform"
+        )
+    kernel_modules = _kernel_modules(spec, baseline_os, origin, result)
+
+    image: EffectiveImage | None = None
+    if infrastructure == "proxmox":
+        if spec.os.os_image is not None and not spec.os.os_image.empty:
+            result.deny(
+                "OsImageOnProxmox",
+                f"{field}.kubevirt.osImage",
+                "osImage selects a KubeVirt disk and is not a Proxmox source: "
+                "select the template with proxmox.templateTags",
+            )
+        if spec.os.template_tags is not None:
+            tags, tags_origin = spec.os.template_tags, "pool"
+        elif baseline_os is not None and baseline_os.template_tags is not None:
+            tags, tags_origin = baseline_os.template_tags, origin
+        else:
+            tags, tags_origin = (), "unset"
+        result.origins["image.templateTags"] = tags_origin
+        if not tags:
+            result.deny(
+                "EmptyTemplateTags",
+                f"{field}.proxmox.templateTags",
+                "a Proxmox pool needs a nonempty template tag list to select its VM template",
+            )
+        image = EffectiveImage("proxmox", None, talos.version or None, talos.schematic_id or None, tags)
+    elif talos.version and talos.schematic_id:
+        if spec.os.os_image is not None:
+            selection, selection_origin = spec.os.os_image, "pool"
+        elif baseline_os is not None and baseline_os.os_image is not None:
+            selection, selection_origin = baseline_os.os_image, origin
+        else:
+            selection, selection_origin = OsImage(), "default factory path"
+        if selection.empty and selection_origin != "default factory path":
+            selection_origin += " ({} = default factory path)"
+        result.origins["image.source"] = selection_origin
+        path = f"{field}.kubevirt.osImage"
+        image = resolve_kubevirt_image(platform, talos, selection, field=path, owner=selection_origin, result=result)
+
+    patch = _platform_patch(state, minor, field, result)
+    if talos.version and platform.support_matrix:
+        talos_minor = minor_of(talos.version)
+        bounds = platform.support_matrix.get(talos_minor)
+        runs = bounds is not None and _minor_key(bounds[0]) <= _minor_key(minor) <= _minor_key(bounds[1])
+        if not runs:
+            supported = f"{bounds[0]}..{bounds[1]}" if bounds else "no Kubernetes minor in the support matrix"
+            version_field = (
+                f"{field}.talos.version" if result.origins.get("talos.version") == "pool" else f"{field}.version"
+            )
+            result.deny(
+                "TalosKubernetesIncompatible",
+                version_field,
+                f"Talos {talos.version} does not run Kubernetes {minor} (Talos {talos_minor} runs {supported})",
+            )
+    if image is None or patch is None or result.denials:
+        return None
+    installer = f"{talos.installer_repository}/{talos.schematic_id}:{talos.version}"
+    return Effective(
+        kind=record.kind,
+        namespace=record.namespace,
+        name=record.name,
+        cluster=record.cluster,
+        class_name=class_record.name if class_record else None,
+        bootstrap="talos",
+        infrastructure=infrastructure,
+        kubernetes_minor=minor,
+        kubernetes_version=patch,
+        talos=talos,
+        kernel_modules=kernel_modules,
+        image=image,
+        installer_image=installer,
+        pool=spec,
+        origins=dict(result.origins),
+        warnings=tuple(result.warnings),
+    )
+
+
+def _resolve_kairos(
+    state: State,
+    record: PoolRecord,
+    class_record: ClassRecord | None,
+    cluster: Cluster | None,
+    minor: str,
+    result: Resolution,
+) -> Effective | None:
+    field, spec, platform = record.field, record.spec, state.platform
+    assert class_record is not None  # kairos is only ever selected through a class
+    if cluster is not None and cluster.infrastructure == "proxmox":
+        result.deny(
+            "KairosOnProxmox",
+            f"{field}.workerClassName",
+            f"Kairos initially supports KubeVirt, not Proxmox: cluster {cluster.name} runs on Proxmox; "
+            "select a Talos class",
+        )
+    for path in spec.os.nonempty_paths(field):
+        result.deny(
+            "TalosSettingOnKairos",
+            path,
+            f"a Talos-only setting on a Kairos pool (class {class_record.name}) is refused rather than "
+            "interpreted as Kairos configuration: remove it or leave it empty",
+        )
+    keys = spec.ssh_keys or ()
+    if len(keys) > 1:
+        result.deny(
+            "TooManySSHKeys",
+            f"{field}.sshKeys",
+            f"Kairos accepts zero or one SSH public key, not {len(keys)}",
+        )
+    for index, key in enumerate(keys):
+        if any(True for _ in private_key_paths(key, "")):
+            continue  # reported as PrivateKeyMaterial
+        problem = public_key_problem(key)
+        if problem is not None:
+            result.deny("InvalidSSHKey", f"{field}.sshKeys[{index}]", f"not an OpenSSH public key: {problem}")
+    if keys:
+        result.warnings.append("the SSH key authorizes a sudo-capable guest user on every worker of this pool")
+    if spec.min_replicas == 0:
+        result.warnings.append(
+            "scale from zero on Kairos needs separate evidence: "
+            "verify it for this image and substrate before relying on it"
+        )
+
+    image_spec = class_record.spec.image
+    image: EffectiveImage | None = None
+    patch: str | None = None
+    if image_spec is not None and bool(image_spec.kubernetes_version) != bool(image_spec.reference):
+        result.deny(
+            "IncompleteImage",
+            f"{field}.workerClassName",
+            f"class {class_record.name} sets only one of image.kubernetesVersion / image.reference",
+        )
+    fixed = class_record.spec.fixed_image
+    if fixed is not None and fixed.kubernetes_version and fixed.reference:
+        image_minor = minor_of(fixed.kubernetes_version)
+        if image_minor != minor:
+            result.deny(
+                "VersionMismatch",
+                f"{field}.version",
+                f"class {class_record.name} carries a fixed image with Kubernetes {fixed.kubernetes_version}: "
+                f"the pool must select {image_minor}, not {minor}",
+            )
+        patch = fixed.kubernetes_version
+        result.origins["kubernetesVersion"] = f"fixed image of class {class_record.name}"
+        result.origins["image.reference"] = f"fixed image of class {class_record.name}"
+        image = EffectiveImage("fixed", fixed.reference, fixed.kubernetes_version, None)
+    elif image_spec is None or not (image_spec.kubernetes_version or image_spec.reference):
+        patch = _platform_patch(state, minor, field, result)
+        platform_image = platform.kairos_images.get(minor)
+        if patch is not None and platform_image is None:
+            result.deny(
+                "UnsupportedVersion",
+                f"{field}.version",
+                f"the platform publishes no Kairos image for Kubernetes {minor}; select a class with a fixed image",
+            )
+        if patch is not None and platform_image is not None:
+            if platform_image.kubernetes_version and platform_image.kubernetes_version != patch:
+                result.deny(
+                    "ArtifactConflict",
+                    f"{field}.version",
+                    f"the platform Kairos image for {minor} carries Kubernetes {platform_image.kubernetes_version} "
+                    f"but the platform version map selects {patch}: the hoster must publish a matching image",
+                )
+            result.origins["image.reference"] = f"platform Kairos image for {minor}"
+            image = EffectiveImage("platform", platform_image.reference, patch, None)
+            result.warnings.append(
+                "platform Kairos images are experimental: a platform rebuild can change the image digest and "
+                "replace workers even when intended inputs did not change; pin a class with a fixed image to avoid it"
+            )
+    if image is None or patch is None or result.denials:
+        return None
+    return Effective(
+        kind=record.kind,
+        namespace=record.namespace,
+        name=record.name,
+        cluster=record.cluster,
+        class_name=class_record.name,
+        bootstrap="kairos",
+        infrastructure=cluster.infrastructure if cluster else "kubevirt",
+        kubernetes_minor=minor,
+        kubernetes_version=patch,
+        talos=None,
+        kernel_modules=(),
+        image=image,
+        installer_image=None,
+        pool=spec,
+        origins=dict(result.origins),
+        warnings=tuple(result.warnings),
+    )
+
+
+# --------------------------------------------------------------------------- public API
+
+
+def resolve(state: State, pool: PoolRecord | Mapping[str, Any]) -> Effective:
+    """Effective settings of one pool (a stored record or a pool object); raises :class:`Denied`."""
+    record = pool if isinstance(pool, PoolRecord) else pool_from_object(pool)
+    if record is None:
+        raise Denied([Violation("Invalid", "kind", "not a KubernetesNodes pool or a KubernetesNodes HelmRelease")])
+    effective, denials, _ = resolve_pool(state, record)
+    if effective is None:
+        raise Denied(denials or [Violation("Invalid", record.field, "cannot be resolved")])
+    return effective
+
+
+def resolve_all(state: State) -> list[tuple[PoolRecord, Effective | None, list[Violation], list[str]]]:
+    """Every pool of the state, in stable order, resolved."""
+    out = []
+    for record in state.sorted_pools():
+        effective, denials, warnings = resolve_pool(state, record)
+        out.append((record, effective, denials, warnings))
+    return out
