@@ -1,0 +1,345 @@
+"""Admission decisions: mutation of KubernetesNodes and validation of every kind we admit.
+
+Pure, like the DefaultStorageClass plugin: a ladder of early returns over a read-only
+:class:`~workerclass.state.State`. ``mutate`` only defaults or restores ``workerClassName``;
+``validate`` applies every rule; ``admit`` is both, in the order the API server runs them.
+Its edge: dicts in, a :class:`Decision` out; no I/O.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from ..model import (
+    WorkerClassSpec,
+    parse_class_spec,
+    parse_cluster,
+    parse_node_group,
+    parse_platform,
+)
+from ..resolve import Resolution, resolve_kubevirt_image, resolve_pool, resolve_talos
+from ..resolve.keys import private_key_paths
+from ..state import KINDS, State, identify, is_pool_release, pool_from_object
+from ..violations import Violation
+from .decision import Decision
+
+__all__ = ["OPERATIONS", "Decision", "admit", "mutate", "validate"]
+
+OPERATIONS = frozenset({"CREATE", "UPDATE", "DELETE", "CONNECT"})
+PINNED = re.compile(r"@sha256:[0-9a-f]{64}$")
+CLASS_FIELD = "workerClassName"
+
+
+def _spec(obj: Mapping[str, Any] | None) -> Any:
+    return obj.get("spec") if isinstance(obj, Mapping) else None
+
+
+def _stored_class(obj: Mapping[str, Any] | None) -> str | None:
+    spec = _spec(obj)
+    value = spec.get(CLASS_FIELD) if isinstance(spec, dict) else None
+    return value if isinstance(value, str) and value else None
+
+
+def _bad_operation(operation: str) -> Decision | None:
+    if operation in OPERATIONS:
+        return None
+    return Decision(
+        False,
+        operation,
+        denials=[Violation("Invalid", "operation", f"{operation!r} is not CREATE, UPDATE, DELETE or CONNECT")],
+    )
+
+
+# --------------------------------------------------------------------------- mutation
+
+
+def mutate(
+    state: State, operation: str, obj: Mapping[str, Any] | None, old: Mapping[str, Any] | None = None
+) -> Decision:
+    """Default (CREATE) or restore (UPDATE) a KubernetesNodes ``workerClassName``.
+
+    Only the application API mutates: HelmRelease writers and other kinds are left alone.
+    Idempotent: a mutated object needs no further patch.
+    """
+    refused = _bad_operation(operation)
+    if refused is not None:
+        return refused
+    if obj is None or obj.get("kind") != "KubernetesNodes" or operation not in ("CREATE", "UPDATE"):
+        return Decision(True, operation, object=obj)
+    spec = obj.get("spec")
+    if spec is not None and not isinstance(spec, dict):
+        return Decision(True, operation, object=obj)  # malformed: validation says why
+    current = spec.get(CLASS_FIELD) if spec else None
+    if current not in (None, ""):
+        return Decision(True, operation, object=obj)  # an explicit class is kept
+    target = state.platform.default_worker_class if operation == "CREATE" else _stored_class(old)
+    if target is None:
+        return Decision(True, operation, object=obj)  # UPDATE of a classless pool: stays legacy Talos
+    if spec is None:
+        patch = [{"op": "add", "path": "/spec", "value": {CLASS_FIELD: target}}]
+        new_spec: dict[str, Any] = {CLASS_FIELD: target}
+    else:
+        op = "replace" if CLASS_FIELD in spec else "add"
+        patch = [{"op": op, "path": f"/spec/{CLASS_FIELD}", "value": target}]
+        new_spec = {**spec, CLASS_FIELD: target}
+    return Decision(True, operation, patch=patch, object={**obj, "spec": new_spec})
+
+
+# --------------------------------------------------------------------------- validation
+
+
+def validate(
+    state: State, operation: str, obj: Mapping[str, Any] | None, old: Mapping[str, Any] | None = None
+) -> Decision:
+    """Every rule for the object's kind; no mutation. For DELETE, ``obj`` may be ``None``."""
+    refused = _bad_operation(operation)
+    if refused is not None:
+        return refused
+    subject = obj if obj is not None else old
+    if not isinstance(subject, Mapping):
+        return Decision(False, operation, denials=[Violation("Invalid", "object", "no object to admit")])
+    kind = subject.get("kind")
+    handler = _VALIDATORS.get(kind) if isinstance(kind, str) else None
+    if handler is None:
+        return Decision(True, operation, object=obj, warnings=[f"workerclass does not admit kind {kind!r}"])
+    denials, warnings = handler(state, operation, obj, old)
+    return Decision(not denials, operation, object=obj, warnings=warnings, denials=denials)
+
+
+def admit(
+    state: State, operation: str, obj: Mapping[str, Any] | None, old: Mapping[str, Any] | None = None
+) -> Decision:
+    """Mutation then validation of the mutated object, as the API server would run them."""
+    mutation = mutate(state, operation, obj, old)
+    if not mutation.allowed:
+        return mutation
+    validation = validate(state, operation, mutation.object, old)
+    return Decision(
+        validation.allowed,
+        operation,
+        patch=mutation.patch,
+        object=mutation.object,
+        warnings=mutation.warnings + validation.warnings,
+        denials=validation.denials,
+    )
+
+
+Outcome = tuple[list[Violation], list[str]]
+
+
+def _metadata_name(obj: Mapping[str, Any] | None) -> str:
+    _, _, name = identify(obj or {})
+    return name
+
+
+def _family_of(state: State, obj: Mapping[str, Any] | None) -> str | None:
+    """talos or kairos for a pool object (classless = talos); ``None`` when the class is unknown."""
+    name = _stored_class(obj)
+    if name is None:
+        return "talos"
+    record = state.worker_class(name)
+    return record.spec.bootstrap or None if record is not None else None
+
+
+def _validate_pool(
+    state: State, operation: str, obj: Mapping[str, Any] | None, old: Mapping[str, Any] | None
+) -> Outcome:
+    if operation in ("DELETE", "CONNECT") or obj is None:
+        return [], []
+    if obj.get("kind") == "HelmRelease" and not is_pool_release(obj):
+        return [], []
+    record = pool_from_object(obj)
+    if record is None:  # pragma: no cover - the dispatcher only sends pool kinds
+        return [Violation("Invalid", "kind", "not a pool")], []
+    denials: list[Violation] = []
+    if operation == "UPDATE" and old is not None:
+        before, after = _family_of(state, old), _family_of(state, obj)
+        if before is not None and after is not None and before != after:
+            old_class = _stored_class(old) or "none (legacy Talos)"
+            denials.append(
+                Violation(
+                    "BootstrapFamilyChange",
+                    f"{record.field}.{CLASS_FIELD}",
+                    f"switching a running pool from {before} (class {old_class}) to {after} in place is refused: "
+                    "create a second pool, verify worker join and workloads, then plan workload migration",
+                )
+            )
+    _, resolved_denials, warnings = resolve_pool(state, record)
+    return denials + resolved_denials, warnings
+
+
+def validate_class_spec(state: State, spec: WorkerClassSpec, raw: Any, field: str = "spec") -> list[Violation]:
+    """Rules of one WorkerClass spec on its own (and against the platform for its baseline)."""
+    denials: list[Violation] = []
+    for path in private_key_paths(raw, field):
+        denials.append(Violation("PrivateKeyMaterial", path, "private key material must never be put in class values"))
+    image = spec.image
+    if spec.bootstrap == "kairos":
+        for path in spec.os.nonempty_paths(field):
+            denials.append(
+                Violation(
+                    "TalosSettingOnKairos",
+                    path,
+                    "a Kairos class cannot carry Talos-only settings; they are not interpreted as Kairos configuration",
+                )
+            )
+    elif spec.bootstrap == "talos" and image is not None and (image.kubernetes_version or image.reference):
+        denials.append(
+            Violation(
+                "Invalid",
+                f"{field}.image",
+                "a fixed image is for Kairos classes; a Talos class selects its disk through talos, kubevirt "
+                "and proxmox settings",
+            )
+        )
+    if image is not None:
+        if bool(image.kubernetes_version) != bool(image.reference):
+            missing = "reference" if image.kubernetes_version else "kubernetesVersion"
+            denials.append(
+                Violation(
+                    "IncompleteImage",
+                    f"{field}.image.{missing}",
+                    "image.kubernetesVersion and image.reference are required together: set both or neither",
+                )
+            )
+        if image.reference and not PINNED.search(image.reference):
+            denials.append(
+                Violation(
+                    "ImageNotPinned",
+                    f"{field}.image.reference",
+                    f"{image.reference!r} is not pinned: use <repository>@sha256:<64 hex digest> of a verified, "
+                    "publicly pullable disk",
+                )
+            )
+    os_image = spec.os.os_image
+    if spec.bootstrap == "talos" and os_image is not None:
+        if os_image.builtin is not None and os_image.factory is not None:
+            denials.append(
+                Violation(
+                    "OsImageSourceConflict",
+                    f"{field}.kubevirt.osImage",
+                    "set builtin or factory, not both: osImage selects exactly one disk source",
+                )
+            )
+        elif not denials:
+            # The baseline on its own (a pool that supplies nothing) must resolve to a compatible disk.
+            result = Resolution([], [], {})
+            talos = resolve_talos(state.platform, None, spec.os.talos, baseline_origin="class", origins={})
+            if talos.version and talos.schematic_id:
+                resolve_kubevirt_image(
+                    state.platform, talos, os_image, field=f"{field}.kubevirt.osImage", result=result
+                )
+            denials.extend(result.denials)
+    return denials
+
+
+def _validate_class(
+    state: State, operation: str, obj: Mapping[str, Any] | None, old: Mapping[str, Any] | None
+) -> Outcome:
+    name = _metadata_name(obj if obj is not None else old)
+    if operation == "DELETE":
+        pools = state.pools_selecting(name)
+        if not pools:
+            return [], []
+        shown = ", ".join(pool.identity for pool in pools[:5]) + (", ..." if len(pools) > 5 else "")
+        return [
+            Violation(
+                "ClassInUse",
+                "metadata.name",
+                f"{len(pools)} live pool(s) select WorkerClass {name}: {shown}; "
+                "move or remove them before deleting the class",
+            )
+        ], []
+    if operation == "CONNECT" or obj is None:
+        return [], []
+    if operation == "UPDATE" and old is not None and (obj.get("spec") or {}) != (old.get("spec") or {}):
+        return [
+            Violation(
+                "ClassImmutable",
+                "spec",
+                f"the spec of WorkerClass {name} is immutable: publish another class (for example {name}-r2) "
+                "for another baseline or fixed image, and select it from the pools",
+            )
+        ], []
+    spec, denials = parse_class_spec(obj.get("spec"))
+    return denials + validate_class_spec(state, spec, obj.get("spec")), []
+
+
+def _validate_compute_plane(
+    state: State, operation: str, obj: Mapping[str, Any] | None, old: Mapping[str, Any] | None
+) -> Outcome:
+    if operation in ("DELETE", "CONNECT") or obj is None:
+        return [], []
+    denials: list[Violation] = []
+    spec = obj.get("spec")
+    groups = spec.get("nodeGroups") if isinstance(spec, dict) else None
+    if groups is None:
+        return [], []
+    if not isinstance(groups, dict):
+        return [Violation("Invalid", "spec.nodeGroups", "must be a mapping of node group name to settings")], []
+    for group, values in groups.items():
+        path = f"spec.nodeGroups.{group}"
+        parsed, violations = parse_node_group(values, path)
+        denials.extend(violations)
+        low, high = parsed.min_replicas, parsed.max_replicas
+        if low is not None and low < 0:
+            denials.append(Violation("InvalidReplicas", f"{path}.minReplicas", f"must not be negative (got {low})"))
+        if high is not None and high < 0:
+            denials.append(Violation("InvalidReplicas", f"{path}.maxReplicas", f"must not be negative (got {high})"))
+        if low is not None and high is not None and low > high >= 0:
+            denials.append(
+                Violation("InvalidReplicas", f"{path}.minReplicas", f"minReplicas {low} is above maxReplicas {high}")
+            )
+        for index, gpu in enumerate(parsed.gpus):
+            if gpu.vgpu:
+                denials.append(
+                    Violation("TalosVGPU", f"{path}.gpus[{index}].vgpu", "vGPU is not available on Talos workers")
+                )
+    return denials, []
+
+
+def _validate_cluster(
+    state: State, operation: str, obj: Mapping[str, Any] | None, old: Mapping[str, Any] | None
+) -> Outcome:
+    if operation in ("DELETE", "CONNECT") or obj is None:
+        return [], []
+    _, namespace, name = identify(obj)
+    _, denials = parse_cluster(namespace, name, obj.get("spec"))
+    return denials, []
+
+
+def _validate_platform(
+    state: State, operation: str, obj: Mapping[str, Any] | None, old: Mapping[str, Any] | None
+) -> Outcome:
+    if operation in ("DELETE", "CONNECT") or obj is None:
+        return [], []
+    platform, denials = parse_platform(obj.get("spec"))
+    warnings: list[str] = []
+    if _metadata_name(obj) != "default":
+        warnings.append("only the WorkerPlatform named 'default' is read")
+    if state.worker_class(platform.default_worker_class) is None:
+        denials.append(
+            Violation(
+                "ClassNotFound",
+                "spec.defaultWorkerClass",
+                f"WorkerClass {platform.default_worker_class!r} does not exist: new pools would be denied",
+            )
+        )
+    if operation == "UPDATE" and old is not None:
+        before = (old.get("spec") or {}).get("defaultWorkerClass") if isinstance(old.get("spec"), dict) else None
+        if before and before != platform.default_worker_class:
+            warnings.append("changing the platform default does not retarget stored pools; it applies to new creates")
+    return denials, warnings
+
+
+_VALIDATORS = {
+    "KubernetesNodes": _validate_pool,
+    "HelmRelease": _validate_pool,
+    "WorkerClass": _validate_class,
+    "ComputePlane": _validate_compute_plane,
+    "Kubernetes": _validate_cluster,
+    "WorkerPlatform": _validate_platform,
+}
+assert set(_VALIDATORS) == set(KINDS)
