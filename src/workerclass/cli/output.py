@@ -1,0 +1,64 @@
+"""Output for people and scripts: JSON exactly as API.md fixes it, tables for people.
+
+Colour only on a terminal (rich detects it; NO_COLOR is honoured). Errors go to stderr as one
+line, never a traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterable
+from enum import StrEnum
+from typing import Any, NoReturn
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from ..violations import Violation
+
+EXIT_OK = 0
+EXIT_DENIED = 1
+EXIT_USAGE = 2
+
+
+class Format(StrEnum):
+    table = "table"
+    json = "json"
+
+
+def stdout() -> Console:
+    # A pipe or a CI log has no width: do not fold tables at 80 columns there.
+    return Console(highlight=False, soft_wrap=False, width=None if sys.stdout.isatty() else 200)
+
+
+def stderr() -> Console:
+    return Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+def fail(message: str, code: int = EXIT_USAGE) -> NoReturn:
+    """One clean line on stderr, then exit (2: bad input or unreadable state)."""
+    stderr().print(f"[bold red]error:[/] {message}", markup=True)
+    raise typer.Exit(code)
+
+
+def print_json(data: Any) -> None:
+    sys.stdout.write(json.dumps(data, indent=2, sort_keys=False) + "\n")
+
+
+def table(*columns: str, title: str | None = None) -> Table:
+    out = Table(title=title, title_justify="left", show_edge=False, pad_edge=False, box=None, header_style="bold")
+    for column in columns:
+        out.add_column(column, overflow="fold")
+    return out
+
+
+def denial_lines(denials: Iterable[Violation]) -> str:
+    return "\n".join(str(violation) for violation in denials)
+
+
+def print_denials(label: str, denials: Iterable[Violation]) -> None:
+    console = stderr()
+    for violation in denials:
+        console.print(f"{label}: [red]{violation.code}[/] {violation.field}: {violation.message}", markup=True)
