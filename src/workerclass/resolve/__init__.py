@@ -330,7 +330,7 @@ def resolve_pool(state: State, record: PoolRecord) -> tuple[Effective | None, li
             return None, result.denials, result.warnings
     bootstrap = _family(class_record)
     result.origins["bootstrap"] = _class_origin(class_record) if class_record else "legacy classless pool (Talos)"
-    result.origins["class"] = f"{record.kind} value" if class_name else "none: legacy Talos rendering"
+    result.origins["class"] = f"{record.field}.workerClassName" if class_name else "classless: legacy Talos rendering"
 
     _check_replicas(spec, field, result)
     _check_health(spec, result)
