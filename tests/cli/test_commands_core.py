@@ -1,0 +1,274 @@
+"""The offline CLI: check, admit, resolve — exit codes, JSON shapes of API.md section 4, errors."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from workerclass.cli.main import _register, app
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = ROOT / "examples"
+_register()
+
+
+@pytest.fixture
+def state(tmp_path: Path) -> Path:
+    """A writable copy of the bundled examples."""
+    target = tmp_path / "state"
+    shutil.copytree(EXAMPLES, target)
+    return target
+
+
+def run(*args: str, input: str | None = None) -> Any:
+    result = CliRunner().invoke(app, list(args), input=input)
+    assert "Traceback" not in result.stdout + result.stderr
+    return result
+
+
+def write(path: Path, *objects: dict[str, Any]) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(yaml.safe_dump_all(objects))
+    return path
+
+
+def pool(name: str = "new-pool", **spec: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "apps.cozystack.io/v1alpha1",
+        "kind": "KubernetesNodes",
+        "metadata": {"name": name, "namespace": "tenant-example"},
+        "spec": {"cluster": "example", "version": "v1.35", **spec},
+    }
+
+
+# ------------------------------------------------------------------ check
+
+
+def test_check_examples_all_allowed_json() -> None:
+    result = run("check", str(EXAMPLES), "-o", "json")
+    assert result.exit_code == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert data["allowed"] is True
+    kinds = [item["kind"] for item in data["objects"]]
+    # dependency order: platform, classes, parent cluster, pools
+    assert kinds == [
+        "WorkerPlatform",
+        "WorkerClass",
+        "WorkerClass",
+        "Kubernetes",
+        "KubernetesNodes",
+        "KubernetesNodes",
+        "KubernetesNodes",
+        "HelmRelease",
+    ]
+    assert all(item["allowed"] for item in data["objects"])
+
+
+def test_check_table_for_people(state: Path) -> None:
+    result = run("check", str(state))
+    assert result.exit_code == 0
+    assert "8 objects, 0 denied" in result.stdout
+    assert "\x1b[" not in result.stdout  # no colour codes outside a terminal
+
+
+def test_check_denied_object_exits_one(state: Path) -> None:
+    write(state / "bad.yaml", pool("bad", workerClassName="talos", sshKeys=["ssh-ed25519 AAAA x"]))
+    result = run("check", str(state), "-o", "json")
+    assert result.exit_code == 1
+    denied = [item for item in json.loads(result.stdout)["objects"] if not item["allowed"]]
+    assert [d["name"] for d in denied] == ["bad"]
+    assert denied[0]["denials"][0]["code"] == "SSHKeysOnTalos"
+
+
+def test_check_defaults_the_platform_class_on_create(state: Path) -> None:
+    write(state / "classless.yaml", pool("classless"))
+    data = json.loads(run("check", str(state), "-o", "json").stdout)
+    (item,) = [item for item in data["objects"] if item["name"] == "classless"]
+    assert item["patch"] == [{"op": "add", "path": "/spec/workerClassName", "value": "talos"}]
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        ("kind: [unclosed\n", "bad.yaml:2: invalid YAML"),
+        ("- just\n- a list\n", "is not a mapping"),
+    ],
+    ids=["yaml-syntax", "not-an-object"],
+)
+def test_check_unreadable_file_exits_two_with_one_line(state: Path, content: str, expected: str) -> None:
+    (state / "bad.yaml").write_text(content)
+    result = run("check", str(state))
+    assert result.exit_code == 2
+    assert expected in result.stderr
+
+
+def test_check_duplicate_identity_exits_two(state: Path) -> None:
+    write(state / "again.yaml", pool("example-talos", workerClassName="talos"))
+    result = run("check", str(state))
+    assert result.exit_code == 2
+    assert "duplicate KubernetesNodes tenant-example/example-talos" in result.stderr
+    assert "pools.yaml" in result.stderr
+
+
+def test_check_unknown_kind_is_skipped_with_a_warning(state: Path) -> None:
+    write(state / "cm.yaml", {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}})
+    result = run("check", str(state))
+    assert result.exit_code == 0
+    assert "skipped ConfigMap" in result.stderr
+
+
+def test_check_missing_folder_exits_two(tmp_path: Path) -> None:
+    result = run("check", str(tmp_path / "nope"))
+    assert result.exit_code == 2
+    assert "no such folder" in result.stderr
+
+
+# ------------------------------------------------------------------ admit
+
+ADMIT_KEYS = {"allowed", "operation", "patch", "object", "warnings", "denials"}
+
+
+def test_admit_create_json_shape_and_default_patch(state: Path, tmp_path: Path) -> None:
+    request = write(tmp_path / "req.yaml", pool(workerClassName=""))
+    result = run("admit", str(state), "-f", str(request), "-o", "json")
+    assert result.exit_code == 0, result.stdout
+    data = json.loads(result.stdout)
+    assert set(data) == ADMIT_KEYS
+    assert data["operation"] == "CREATE"
+    assert data["patch"] == [{"op": "replace", "path": "/spec/workerClassName", "value": "talos"}]
+    assert data["object"]["spec"]["workerClassName"] == "talos"
+    assert data["denials"] == []
+
+
+def test_admit_update_restores_stored_class(state: Path, tmp_path: Path) -> None:
+    replaced = pool("example-talos")  # a full replace that drops workerClassName
+    request = write(tmp_path / "req.yaml", replaced)
+    data = json.loads(run("admit", str(state), "-f", str(request), "--operation", "UPDATE", "-o", "json").stdout)
+    assert data["patch"] == [{"op": "add", "path": "/spec/workerClassName", "value": "talos-example-r1"}]
+    assert data["allowed"] is True
+
+
+def test_admit_update_family_change_denied(state: Path, tmp_path: Path) -> None:
+    request = write(tmp_path / "req.yaml", pool("example-talos", workerClassName="kairos"))
+    result = run("admit", str(state), "-f", str(request), "--operation", "update", "-o", "json")
+    assert result.exit_code == 1
+    codes = [d["code"] for d in json.loads(result.stdout)["denials"]]
+    assert codes == ["BootstrapFamilyChange"]
+
+
+def test_admit_update_without_old_object_exits_two(state: Path, tmp_path: Path) -> None:
+    request = write(tmp_path / "req.yaml", pool("not-stored"))
+    result = run("admit", str(state), "-f", str(request), "--operation", "UPDATE")
+    assert result.exit_code == 2
+    assert "needs the old object" in result.stderr
+
+
+def test_admit_delete_class_in_use(state: Path, tmp_path: Path) -> None:
+    klass = {"apiVersion": "cozystack.io/v1alpha1", "kind": "WorkerClass", "metadata": {"name": "talos-example-r1"}}
+    request = write(tmp_path / "req.yaml", klass)
+    result = run("admit", str(state), "-f", str(request), "--operation", "DELETE", "-o", "json")
+    assert result.exit_code == 1
+    (denial,) = json.loads(result.stdout)["denials"]
+    assert denial["code"] == "ClassInUse"
+    assert "tenant-example/example-talos" in denial["message"]
+
+
+def test_admit_reads_stdin_and_prints_a_table(state: Path) -> None:
+    result = run("admit", str(state), "-f", "-", input=json.dumps(pool(workerClassName="kairos", sshKeys=["a", "b"])))
+    assert result.exit_code == 1
+    assert "TooManySSHKeys" in result.stdout
+    assert "spec.sshKeys" in result.stdout
+
+
+def test_admit_rejects_several_objects(state: Path, tmp_path: Path) -> None:
+    request = write(tmp_path / "req.yaml", pool("a"), pool("b"))
+    result = run("admit", str(state), "-f", str(request))
+    assert result.exit_code == 2
+    assert "expected exactly one object" in result.stderr
+
+
+def test_admit_rejects_unknown_operation(state: Path, tmp_path: Path) -> None:
+    request = write(tmp_path / "req.yaml", pool())
+    result = run("admit", str(state), "-f", str(request), "--operation", "PATCH")
+    assert result.exit_code == 2
+
+
+# ------------------------------------------------------------------ resolve
+
+POOL_KEYS = {
+    "pool",
+    "class",
+    "bootstrap",
+    "kubernetesVersion",
+    "talos",
+    "kernelModules",
+    "image",
+    "installerImage",
+    "templateHash",
+}
+
+
+def test_resolve_json_shape() -> None:
+    result = run("resolve", str(EXAMPLES), "-o", "json")
+    assert result.exit_code == 0, result.stderr
+    pools = {row["pool"]: row for row in json.loads(result.stdout)["pools"]}
+    assert set(pools) == {
+        "tenant-example/example-custom-kairos",
+        "tenant-example/example-kairos",
+        "tenant-example/example-legacy",
+        "tenant-example/example-talos",
+    }
+    for row in pools.values():
+        assert set(row) == POOL_KEYS
+        assert set(row["image"]) == {"source", "reference", "version", "schematicID", "templateTags"}
+    talos = pools["tenant-example/example-talos"]
+    assert set(talos["talos"]) == {
+        "version",
+        "schematicID",
+        "imageFactoryURL",
+        "imageFactoryCA",
+        "installerRepository",
+        "registryMirrors",
+    }
+    assert talos["kernelModules"] == [{"name": "nvme_tcp", "parameters": []}]
+    assert talos["image"]["source"] == "factory"
+    assert talos["installerImage"].endswith(":v1.13.6")
+    custom = pools["tenant-example/example-custom-kairos"]
+    assert custom["talos"] is None and custom["installerImage"] is None
+    assert (custom["image"]["source"], custom["kubernetesVersion"]) == ("fixed", "v1.35.6")
+    assert pools["tenant-example/example-kairos"]["image"]["source"] == "platform"
+    assert pools["tenant-example/example-legacy"]["class"] is None
+
+
+def test_resolve_one_pool_table_says_why(state: Path) -> None:
+    result = run("resolve", str(state), "--pool", "tenant-example/example-talos")
+    assert result.exit_code == 0
+    assert "talos.version" in result.stdout and "pool" in result.stdout
+    assert "example-kairos" not in result.stdout
+
+
+def test_resolve_unknown_pool_exits_two() -> None:
+    result = run("resolve", str(EXAMPLES), "--pool", "tenant-example/nope")
+    assert result.exit_code == 2
+
+
+def test_resolve_denied_pool_exits_one_with_denials_on_stderr(state: Path) -> None:
+    write(state / "bad.yaml", pool("bad", workerClassName="kairos", version="v1.34"))
+    result = run("resolve", str(state), "-o", "json")
+    assert result.exit_code == 1
+    rows = json.loads(result.stdout)["pools"]
+    assert "tenant-example/bad" not in {row["pool"] for row in rows}
+    assert "tenant-example/bad: UnsupportedVersion spec.version" in result.stderr
+
+
+@pytest.mark.parametrize("command", ["check", "admit", "resolve"])
+def test_help_explains_each_command(command: str) -> None:
+    result = run(command, "--help")
+    assert result.exit_code == 0
+    assert "STATE" in result.stdout
