@@ -36,9 +36,17 @@ def _spec(obj: Mapping[str, Any] | None) -> Any:
     return obj.get("spec") if isinstance(obj, Mapping) else None
 
 
-def _stored_class(obj: Mapping[str, Any] | None) -> str | None:
+def _pool_values(obj: Mapping[str, Any] | None) -> Any:
+    """A pool's values: ``spec`` of a KubernetesNodes, ``spec.values`` of a HelmRelease."""
     spec = _spec(obj)
-    value = spec.get(CLASS_FIELD) if isinstance(spec, dict) else None
+    if isinstance(obj, Mapping) and obj.get("kind") == "HelmRelease":
+        return spec.get("values") if isinstance(spec, dict) else None
+    return spec
+
+
+def _stored_class(obj: Mapping[str, Any] | None) -> str | None:
+    values = _pool_values(obj)
+    value = values.get(CLASS_FIELD) if isinstance(values, dict) else None
     return value if isinstance(value, str) and value else None
 
 
@@ -319,6 +327,15 @@ def _validate_platform(
     warnings: list[str] = []
     if _metadata_name(obj) != "default":
         warnings.append("only the WorkerPlatform named 'default' is read")
+    for minor, image in sorted(platform.kairos_images.items()):
+        if not PINNED.search(image.reference):
+            denials.append(
+                Violation(
+                    "ImageNotPinned",
+                    f"spec.kairos.images.{minor}.reference",
+                    f"{image.reference!r} is not pinned: use <repository>@sha256:<64 hex digest>",
+                )
+            )
     if state.worker_class(platform.default_worker_class) is None:
         denials.append(
             Violation(
