@@ -12,9 +12,8 @@ The core is a library first; the webhook, the controller and the CLI are its use
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
 from .admission import Decision, admit, mutate, validate
+from .render import render
 from .resolve import Effective, resolve
 from .state import LoadError, State
 from .violations import Denied, Violation
@@ -35,14 +34,3 @@ __all__ = [
 
 __version__ = "0.1.0"
 
-if TYPE_CHECKING:
-    from .render import render as render
-else:
-
-    def __getattr__(name: str) -> Any:
-        # The renderer is imported lazily so admission-only users (the webhook) skip it.
-        if name == "render":
-            from .render import render
-
-            return render
-        raise AttributeError(name)
