@@ -1,0 +1,254 @@
+"""admission.k8s.io/v1 AdmissionReview on the wire: bytes in, a checked request out; a Decision in, bytes out.
+
+Its edge: this module knows the envelope (apiVersion, kind, uid, operation, object, oldObject,
+dryRun) and the response shape of API.md section 5. It makes no admission decision: the core's
+:class:`~workerclass.admission.decision.Decision` says allowed or denied, this module only says
+how that travels back. It imports no HTTP server, so it is tested and benchmarked on its own.
+
+Two kinds of bad input, answered differently:
+
+* :class:`EnvelopeError`: not an AdmissionReview we can answer (not JSON, wrong apiVersion or
+  kind, no ``request.uid``). There is no uid to echo, so the HTTP layer answers a plain 4xx.
+* :class:`RequestError`: a well-formed envelope whose request cannot be decided (unknown
+  operation, missing object, a kind this path does not serve). It is answered as a denial
+  (``allowed: false``, ``status.code`` 400) carrying the uid, so the API server shows why.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ..admission.decision import Decision
+
+API_VERSION = "admission.k8s.io/v1"
+KIND = "AdmissionReview"
+OPERATIONS = ("CREATE", "UPDATE", "DELETE")
+
+#: the HTTP status of a denial, by the first violation's code (API.md section 5)
+DENIED_CODE = 403
+INVALID_CODE = 422
+
+
+class EnvelopeError(Exception):
+    """The body is not an AdmissionReview this server can answer; ``status`` is the HTTP 4xx to send."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+class RequestError(Exception):
+    """A readable AdmissionReview whose request cannot be decided; answered as a denial with ``uid``."""
+
+    def __init__(self, uid: str, message: str) -> None:
+        super().__init__(message)
+        self.uid = uid
+        self.message = message
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """What one webhook path serves: the kind (and its API group) it admits."""
+
+    kind: str
+    group: str
+
+
+@dataclass(frozen=True, slots=True)
+class Review:
+    """One decoded admission request, checked against the path's target."""
+
+    uid: str
+    operation: str
+    kind: str
+    namespace: str
+    name: str
+    obj: dict[str, Any] | None
+    old: dict[str, Any] | None
+    dry_run: bool
+
+    @property
+    def identity(self) -> str:
+        """``namespace/name`` (or ``name``) for logs: never the object's contents."""
+        return f"{self.namespace}/{self.name}" if self.namespace else self.name
+
+
+def _short(value: object, limit: int = 64) -> str:
+    """A bounded ``repr`` of a client-supplied scalar for an error message (never an object's body)."""
+    text = repr(value) if isinstance(value, str | int | float | bool) or value is None else type(value).__name__
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def decode(body: bytes, target: Target) -> Review:
+    """Check an AdmissionReview body for ``target``. Raises :class:`EnvelopeError` or :class:`RequestError`."""
+    try:
+        envelope = json.loads(body)
+    except (UnicodeDecodeError, ValueError):
+        raise EnvelopeError(400, "the body is not JSON") from None
+    except RecursionError:
+        raise EnvelopeError(400, "the body nests too deeply") from None
+    if not isinstance(envelope, dict):
+        raise EnvelopeError(400, "the body is not a JSON object")
+    if envelope.get("apiVersion") != API_VERSION or envelope.get("kind") != KIND:
+        raise EnvelopeError(
+            400,
+            f"expected apiVersion {API_VERSION} kind {KIND}, got apiVersion "
+            f"{_short(envelope.get('apiVersion'))} kind {_short(envelope.get('kind'))}",
+        )
+    request = envelope.get("request")
+    if not isinstance(request, dict):
+        raise EnvelopeError(400, "the AdmissionReview has no request object")
+    uid = request.get("uid")
+    if not isinstance(uid, str) or not uid:
+        raise EnvelopeError(400, "request.uid is missing or not a string")
+    return _decode_request(uid, request, target)
+
+
+def _decode_request(uid: str, request: Mapping[str, Any], target: Target) -> Review:
+    operation = request.get("operation")
+    if operation not in OPERATIONS:
+        raise RequestError(uid, f"request.operation {_short(operation)} is not one of {', '.join(OPERATIONS)}")
+    obj = request.get("object")
+    old = request.get("oldObject")
+    if obj is not None and not isinstance(obj, dict):
+        raise RequestError(uid, "request.object is not an object")
+    if old is not None and not isinstance(old, dict):
+        raise RequestError(uid, "request.oldObject is not an object")
+    if operation in ("CREATE", "UPDATE") and obj is None:
+        raise RequestError(uid, f"request.object is required for {operation}")
+    if operation in ("UPDATE", "DELETE") and old is None:
+        raise RequestError(uid, f"request.oldObject is required for {operation}")
+    dry_run = request.get("dryRun", False)
+    if dry_run is None:
+        dry_run = False
+    if not isinstance(dry_run, bool):
+        raise RequestError(uid, "request.dryRun is not a boolean")
+    namespace = request.get("namespace") or ""
+    name = request.get("name") or ""
+    if not isinstance(namespace, str) or not isinstance(name, str):
+        raise RequestError(uid, "request.namespace and request.name must be strings")
+
+    # The kind the API server says it sends (request.kind) and the kind of the object(s) must
+    # both be the one this path serves: a mismatch is a misconfigured webhook, never guessed at.
+    request_kind = request.get("kind")
+    if request_kind is not None:
+        if not isinstance(request_kind, dict):
+            raise RequestError(uid, "request.kind is not a GroupVersionKind object")
+        group, kind = request_kind.get("group"), request_kind.get("kind")
+        if kind != target.kind or group != target.group:
+            raise RequestError(
+                uid,
+                f"this webhook serves {target.kind}.{target.group}, the request is for {_short(kind)}.{_short(group)}",
+            )
+    version = request_kind.get("version") if isinstance(request_kind, dict) else None
+    obj = _checked_object(uid, "object", obj, target, version, namespace)
+    old = _checked_object(uid, "oldObject", old, target, version, namespace)
+    if not name:
+        stored = obj if obj is not None else old
+        metadata = stored.get("metadata") if stored is not None else None
+        found = metadata.get("name") if isinstance(metadata, dict) else None
+        name = found if isinstance(found, str) else ""
+    return Review(uid, operation, target.kind, namespace, name, obj, old, dry_run)
+
+
+def _checked_object(
+    uid: str,
+    field: str,
+    obj: dict[str, Any] | None,
+    target: Target,
+    version: object,
+    namespace: str,
+) -> dict[str, Any] | None:
+    """The object as the core should see it: its kind checked, apiVersion/kind/namespace filled if absent."""
+    if obj is None:
+        return None
+    kind = obj.get("kind")
+    api_version = obj.get("apiVersion")
+    metadata = obj.get("metadata")
+    if metadata is not None and not isinstance(metadata, dict):
+        raise RequestError(uid, f"request.{field}.metadata is not an object")
+    if kind is not None and kind != target.kind:
+        raise RequestError(uid, f"this webhook serves {target.kind}, request.{field} is a {_short(kind)}")
+    if api_version is not None and (not isinstance(api_version, str) or not api_version.startswith(target.group + "/")):
+        raise RequestError(uid, f"request.{field}.apiVersion {_short(api_version)} is not in {target.group}")
+    filled: dict[str, Any] | None = None
+    if kind is None or api_version is None:
+        # The API server always sends both; an object without them is filled from request.kind
+        # so that the core dispatches on the kind the path serves.
+        filled = dict(obj)
+        filled["kind"] = target.kind
+        if api_version is None:
+            filled["apiVersion"] = f"{target.group}/{version if isinstance(version, str) and version else 'v1alpha1'}"
+    if namespace and (metadata is None or not metadata.get("namespace")):
+        filled = dict(obj) if filled is None else filled
+        filled["metadata"] = {**(metadata or {}), "namespace": namespace}
+    return obj if filled is None else filled
+
+
+# --------------------------------------------------------------------------- responses
+
+
+def encode(response: Mapping[str, Any]) -> bytes:
+    """The AdmissionReview envelope around ``response``, as compact JSON bytes."""
+    return json.dumps(
+        {"apiVersion": API_VERSION, "kind": KIND, "response": response},
+        separators=(",", ":"),
+        ensure_ascii=False,
+    ).encode("utf-8")
+
+
+def refusal(uid: str, code: int, reason: str, message: str) -> dict[str, Any]:
+    """A denial that is not about the object's values: a bad request, not ready, an internal error."""
+    return {
+        "uid": uid,
+        "allowed": False,
+        "status": {"status": "Failure", "code": code, "reason": reason, "message": message},
+    }
+
+
+def from_decision(uid: str, decision: Decision, *, mutating: bool) -> dict[str, Any]:
+    """The response for a core decision.
+
+    Allowed: ``patch`` (base64 RFC 6902, ``patchType: JSONPatch``) only from a mutating webhook and
+    only when there is a change. Denied: ``status.code`` 403, or 422 when the first denial is
+    ``Invalid``; ``status.reason`` the first code; ``status.message`` every denial as
+    ``CODE field: message`` joined by ``"; "``; ``status.details.causes`` the same, structured.
+    Warnings in both cases.
+    """
+    response: dict[str, Any] = {"uid": uid, "allowed": bool(decision.allowed)}
+    if decision.allowed:
+        if mutating and decision.patch:
+            patch = json.dumps(list(decision.patch), separators=(",", ":")).encode("utf-8")
+            response["patch"] = base64.b64encode(patch).decode("ascii")
+            response["patchType"] = "JSONPatch"
+    else:
+        denials = list(decision.denials)
+        if denials:
+            first = denials[0].code
+            response["status"] = {
+                "status": "Failure",
+                "code": INVALID_CODE if first == "Invalid" else DENIED_CODE,
+                "reason": first,
+                "message": "; ".join(str(violation) for violation in denials),
+                "details": {
+                    "causes": [
+                        {"reason": violation.code, "field": violation.field, "message": violation.message}
+                        for violation in denials
+                    ]
+                },
+            }
+        else:  # the core denied without saying why: still a denial, and say so
+            response["status"] = {
+                "status": "Failure",
+                "code": DENIED_CODE,
+                "reason": "Forbidden",
+                "message": "denied by workerclass admission without a stated reason",
+            }
+    if decision.warnings:
+        response["warnings"] = [str(warning) for warning in decision.warnings]
+    return response

@@ -1,0 +1,369 @@
+"""The admission webhook over HTTPS: AdmissionReview in, the core's decision out.
+
+Its edge: HTTP, TLS, readiness, metrics and shutdown. Every decision comes from the core
+(:func:`workerclass.admission.mutate` for the mutating path, :func:`workerclass.admission.validate`
+for the validating paths) against one State snapshot from a :class:`~.sources.StateSource`; this
+module adds no rule of its own. While the source has no snapshot the server is not ready and
+answers every review with a denial that says why (fail closed, never a guess).
+
+Bad input gets a clear answer and never a crash: bodies over the limit get 413, slow bodies 408,
+non-JSON or a wrong envelope 400, other media types 415; a readable review whose request is wrong
+(unknown operation, missing object, another kind) gets a denial with ``status.code`` 400. Logs
+carry the uid, webhook, operation, object identity and denial codes, never object contents.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+import time
+import traceback
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from aiohttp import web
+from aiohttp.http_exceptions import HttpProcessingError
+
+from ..adapters.tls import ReloadingContext, stop_task
+from ..admission.decision import Decision
+from ..state import State
+from . import review as wire
+from .metrics import CONTENT_TYPE, WebhookMetrics
+from .sources import StateSource
+
+logger = logging.getLogger("workerclass.webhook")
+
+Decider = Callable[[State, str, dict[str, Any] | None, dict[str, Any] | None], Decision]
+
+MIB = 1024 * 1024
+
+COZYSTACK = "cozystack.io"
+APPS = "apps.cozystack.io"
+
+
+@dataclass(frozen=True, slots=True)
+class Route:
+    """One webhook path: its metric/log name, the kind it admits, and which core function decides."""
+
+    path: str
+    name: str
+    target: wire.Target
+    mutating: bool
+    decider: str  # "mutate" or "validate"
+
+
+_NODES = wire.Target("KubernetesNodes", APPS)
+_CLASSES = wire.Target("WorkerClass", COZYSTACK)
+_PLANES = wire.Target("ComputePlane", APPS)
+
+ROUTES: tuple[Route, ...] = (
+    Route("/mutate/kubernetesnodes", "mutate-kubernetesnodes", _NODES, True, "mutate"),
+    Route("/validate/kubernetesnodes", "validate-kubernetesnodes", _NODES, False, "validate"),
+    Route("/validate/workerclasses", "validate-workerclasses", _CLASSES, False, "validate"),
+    Route("/validate/computeplanes", "validate-computeplanes", _PLANES, False, "validate"),
+)
+
+
+def core_deciders() -> dict[str, Decider]:
+    """The core's ``mutate`` and ``validate`` (imported late: the core is a library of its own)."""
+    from ..admission import mutate, validate
+
+    return {"mutate": mutate, "validate": validate}
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Listening address and the limits that keep bad or slow clients from hurting the server."""
+
+    host: str = "0.0.0.0"
+    port: int = 8443
+    #: bodies over this get 413 (an object is at most ~1.5 MiB in etcd; a review carries two)
+    max_body: int = 3 * MIB
+    #: a client that has not sent its whole body after this many seconds gets 408
+    body_timeout: float = 10.0
+    #: idle keep-alive connections, and connections that never finish their headers, close after this
+    keepalive_timeout: float = 60.0
+    #: TLS handshakes that take longer are dropped
+    handshake_timeout: float = 10.0
+    #: on shutdown, in-flight requests get this long to finish
+    shutdown_timeout: float = 20.0
+    #: on shutdown, keep serving (reported not ready) this long so endpoints drop the pod first
+    shutdown_delay: float = 0.0
+    #: how often the certificate files are checked for rotation
+    tls_reload_interval: float = 5.0
+    #: log every request line (off by default: denials are logged anyway)
+    access_log: bool = False
+    max_field_size: int = 8190
+
+
+class WebhookServer:
+    """The aiohttp application plus its lifecycle (start, drain, stop)."""
+
+    def __init__(
+        self,
+        source: StateSource,
+        *,
+        tls: ReloadingContext | None,
+        settings: Settings | None = None,
+        metrics: WebhookMetrics | None = None,
+        deciders: Mapping[str, Decider] | None = None,
+    ) -> None:
+        self.source = source
+        self.tls = tls
+        self.settings = settings or Settings()
+        self.metrics = metrics or WebhookMetrics()
+        self._deciders = dict(deciders) if deciders is not None else core_deciders()
+        self._draining = False
+        self._runner: web.AppRunner | None = None
+        self._listener: asyncio.AbstractServer | None = None
+        self._tls_task: asyncio.Task[None] | None = None
+        self._port: int | None = None
+        self._state_seen: State | None = None
+        self._generation = 0
+        self.app = self._make_app()
+
+    # ------------------------------------------------------------------ application
+
+    def _make_app(self) -> web.Application:
+        app = web.Application(client_max_size=self.settings.max_body)
+        for route in ROUTES:
+            app.router.add_post(route.path, self._handler(route))
+        app.router.add_get("/healthz", self._healthz)
+        app.router.add_get("/readyz", self._readyz)
+        app.router.add_get("/metrics", self._metrics)
+        return app
+
+    def _handler(self, route: Route) -> Callable[[web.Request], Any]:
+        async def handle(request: web.Request) -> web.StreamResponse:
+            started = time.perf_counter()
+            result, response = await self._answer(request, route)
+            self.metrics.observe(route.name, result, time.perf_counter() - started)
+            return response
+
+        return handle
+
+    @property
+    def ready(self) -> bool:
+        return not self._draining and self.source.state is not None
+
+    def not_ready_reason(self) -> str:
+        if self._draining:
+            return "the server is shutting down"
+        return self.source.reason or "the state has not synced"
+
+    async def _healthz(self, request: web.Request) -> web.Response:
+        return web.Response(text="ok\n")
+
+    async def _readyz(self, request: web.Request) -> web.Response:
+        if self.ready:
+            return web.Response(text="ok\n")
+        return web.Response(status=503, text=f"not ready: {self.not_ready_reason()}\n")
+
+    async def _metrics(self, request: web.Request) -> web.Response:
+        self.metrics.ready.set(1 if self.ready else 0)
+        self._note_state(self.source.state)
+        if self.tls is not None:
+            self.metrics.certificate_reloads.set(self.tls.reloads)
+            if self.tls.not_after is not None:
+                self.metrics.certificate_expiry.set(self.tls.not_after.timestamp())
+        response = web.Response(body=self.metrics.exposition())
+        response.headers["Content-Type"] = CONTENT_TYPE
+        return response
+
+    def _note_state(self, state: State | None) -> None:
+        if state is not None and state is not self._state_seen:
+            self._state_seen = state
+            self._generation += 1
+            self.metrics.state_loads.set(self._generation)
+
+    # ------------------------------------------------------------------ one review
+
+    async def _answer(self, request: web.Request, route: Route) -> tuple[str, web.StreamResponse]:
+        problem = self._check_headers(request)
+        if problem is not None:
+            return "rejected", problem
+        try:
+            async with asyncio.timeout(self.settings.body_timeout):
+                body = await request.read()
+        except TimeoutError:
+            logger.warning("%s: request body not received within %.0fs", route.name, self.settings.body_timeout)
+            return "rejected", _error(408, f"the request body did not arrive within {self.settings.body_timeout:g}s")
+        except web.HTTPRequestEntityTooLarge:
+            return "rejected", _error(413, f"the request body is larger than {self.settings.max_body} bytes")
+        except (HttpProcessingError, ConnectionError, ValueError) as error:
+            return "rejected", _error(400, f"the request body could not be read ({type(error).__name__})")
+
+        try:
+            review = wire.decode(body, route.target)
+        except wire.EnvelopeError as error:
+            logger.warning("%s: not an AdmissionReview: %s", route.name, error.message)
+            return "rejected", _error(error.status, error.message)
+        except wire.RequestError as error:
+            logger.warning("%s: uid=%s refused: %s", route.name, error.uid, error.message)
+            answer = wire.refusal(error.uid, 400, "BadRequest", error.message)
+            return "bad_request", _review(answer)
+
+        if review.dry_run:
+            # Answered exactly like the real request: this webhook has no side effects to skip.
+            self.metrics.dry_run.labels(route.name).inc()
+
+        state = self.source.state
+        if state is None:
+            reason = self.not_ready_reason()
+            logger.warning(
+                "%s: uid=%s %s %s refused, not ready: %s",
+                route.name,
+                review.uid,
+                review.operation,
+                review.identity,
+                reason,
+            )
+            answer = wire.refusal(
+                review.uid,
+                503,
+                "ServiceUnavailable",
+                f"workerclass admission is not ready and refuses rather than guesses: {reason}",
+            )
+            return "not_ready", _review(answer)
+
+        decide = self._deciders[route.decider]
+        try:
+            decision = decide(state, review.operation, review.obj, review.old)
+        except Exception as error:
+            # The traceback's frames locate the bug; its message could quote the object, so it stays out.
+            frames = traceback.extract_tb(error.__traceback__)[-3:]
+            where = " <- ".join(f"{frame.filename.rsplit('/', 1)[-1]}:{frame.lineno}" for frame in reversed(frames))
+            logger.error(
+                "%s: uid=%s %s %s: the core raised %s at %s",
+                route.name,
+                review.uid,
+                review.operation,
+                review.identity,
+                type(error).__name__,
+                where,
+            )
+            answer = wire.refusal(
+                review.uid,
+                500,
+                "InternalError",
+                f"workerclass admission failed on this request ({type(error).__name__}) and refuses it",
+            )
+            return "error", _review(answer)
+
+        answer = wire.from_decision(review.uid, decision, mutating=route.mutating)
+        if not decision.allowed:
+            codes = ", ".join(f"{violation.code} {violation.field}" for violation in decision.denials)
+            logger.info(
+                "%s: uid=%s %s %s %s denied: %s",
+                route.name,
+                review.uid,
+                review.operation,
+                review.kind,
+                review.identity,
+                codes or "no reason given",
+            )
+            return "denied", _review(answer)
+        return ("patched" if "patch" in answer else "allowed"), _review(answer)
+
+    def _check_headers(self, request: web.Request) -> web.Response | None:
+        content_type = request.headers.get("Content-Type")
+        if content_type is not None:
+            media = content_type.split(";", 1)[0].strip().lower()
+            if media != "application/json" and not (media.startswith("application/") and media.endswith("+json")):
+                return _error(415, "the request body must be application/json")
+        encoding = request.headers.get("Content-Encoding")
+        if encoding is not None and encoding.strip().lower() not in ("", "identity"):
+            return _error(415, "compressed request bodies are not accepted")
+        length = request.content_length
+        if length is not None and length > self.settings.max_body:
+            return _error(413, f"the request body is larger than {self.settings.max_body} bytes")
+        return None
+
+    # ------------------------------------------------------------------ lifecycle
+
+    @property
+    def port(self) -> int:
+        if self._port is None:
+            raise RuntimeError("the server is not started")
+        return self._port
+
+    async def start(self) -> None:
+        """Start the state source, then listen. Returns once the socket accepts connections."""
+        await self.source.start()
+        settings = self.settings
+        runner = web.AppRunner(
+            self.app,
+            handle_signals=False,
+            shutdown_timeout=settings.shutdown_timeout,
+            access_log=logging.getLogger("workerclass.access") if settings.access_log else None,
+            keepalive_timeout=settings.keepalive_timeout,
+            auto_decompress=False,
+            max_field_size=settings.max_field_size,
+        )
+        await runner.setup()
+        self._runner = runner
+        assert runner.server is not None
+        loop = asyncio.get_running_loop()
+        self._listener = await loop.create_server(
+            runner.server,
+            settings.host,
+            settings.port,
+            ssl=self.tls.context if self.tls is not None else None,
+            ssl_handshake_timeout=settings.handshake_timeout if self.tls is not None else None,
+            backlog=1024,
+            reuse_address=True,
+        )
+        sockets = self._listener.sockets
+        self._port = sockets[0].getsockname()[1] if sockets else settings.port
+        if self.tls is not None:
+            self.tls.interval = settings.tls_reload_interval
+            self._tls_task = self.tls.start()
+        logger.info("webhook listening on %s:%d (%s)", settings.host, self._port, "https" if self.tls else "http")
+
+    async def stop(self) -> None:
+        """Drain: report not ready, optionally wait, stop accepting, let in-flight requests finish."""
+        self._draining = True
+        if self.settings.shutdown_delay > 0:
+            await asyncio.sleep(self.settings.shutdown_delay)
+        if self._listener is not None:
+            self._listener.close()
+        if self._runner is not None:
+            await self._runner.cleanup()  # closes idle connections, waits for in-flight handlers
+            self._runner = None
+        if self._listener is not None:
+            with contextlib.suppress(Exception):
+                await self._listener.wait_closed()
+            self._listener = None
+        await stop_task(self._tls_task)
+        self._tls_task = None
+        await self.source.stop()
+        logger.info("webhook stopped")
+
+    async def serve(self, *, stop: asyncio.Event | None = None) -> None:
+        """Run until SIGTERM/SIGINT (or ``stop`` is set), then drain and return."""
+        stop = stop or asyncio.Event()
+        loop = asyncio.get_running_loop()
+        installed: list[signal.Signals] = []
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+                loop.add_signal_handler(sig, stop.set)
+                installed.append(sig)
+        try:
+            await self.start()
+            await stop.wait()
+            logger.info("shutting down: draining in-flight requests")
+        finally:
+            for sig in installed:
+                loop.remove_signal_handler(sig)
+            await self.stop()
+
+
+def _review(answer: Mapping[str, Any]) -> web.Response:
+    return web.Response(body=wire.encode(answer), content_type="application/json")
+
+
+def _error(status: int, message: str) -> web.Response:
+    return web.json_response({"error": message, "code": status}, status=status)
