@@ -19,6 +19,7 @@ __all__ = [
     "MachineShape",
     "RenderError",
     "machine_shape",
+    "template_tags",
 ]
 
 #: The Cozystack ``kubernetes`` app's node-group defaults.
@@ -70,7 +71,12 @@ class MachineShape:
 
 
 def machine_shape(effective: Effective) -> MachineShape:
-    """Resources replace the instance type; neither means the default instance type."""
+    """Resources replace the instance type; neither means the default instance type.
+
+    Proxmox clones a template onto Proxmox storage: a Kubernetes storage class and KubeVirt
+    GPU devices mean nothing there, so they are left out of the shape (and of the hash).
+    """
+    proxmox = effective.infrastructure == "proxmox"
     pool = effective.pool
     resources = pool.resources
     if resources is not None:
@@ -82,6 +88,11 @@ def machine_shape(effective: Effective) -> MachineShape:
         cpu=cpu,
         memory=memory,
         disk_size=pool.disk_size or DEFAULT_DISK_SIZE,
-        storage_class=pool.storage_class or None,
-        gpus=tuple((gpu.name, gpu.vgpu) for gpu in pool.gpus),
+        storage_class=None if proxmox else pool.storage_class or None,
+        gpus=() if proxmox else tuple((gpu.name, gpu.vgpu) for gpu in pool.gpus),
     )
+
+
+def template_tags(tags: tuple[str, ...] | None) -> list[str] | None:
+    """Proxmox template tags as a set (the CRD's ``matchTags`` is a list-type set): sorted, unique."""
+    return sorted(set(tags)) if tags is not None else None

@@ -13,14 +13,16 @@ In the hash (what the machines boot and how they bootstrap): bootstrap family,
 infrastructure, exact Kubernetes version, the image (source, reference, version, schematic,
 Proxmox template tags), the installer image, Talos version/schematic/installer repository/
 registry mirrors, kernel modules, the machine shape (instance type or resources, disk size,
-storage class, GPUs) and the Kairos SSH key.
+storage class, GPUs; storage class and GPUs on KubeVirt only) and the Kairos SSH key.
 
 Not in the hash (changed in place or not part of the machine): replicas and autoscaling
 bounds, health-check settings, roles, labels and taints (Cluster API propagates them to
 Machines and Nodes in place), the class name (a classless pool and a class resolving to the
 same settings boot the same machines), the Image Factory URL on its own (it reaches the
-machines only through the image reference, which is hashed) and the Image Factory CA (trust
-for the CDI import; it does not change the bytes booted, and its ConfigMap has a stable name).
+machines only through the image reference, which is hashed) and the Image Factory CA's text
+(trust for the CDI import: it does not change the bytes booted, and its ConfigMap has a stable
+name). Whether a factory import has a CA at all *is* hashed, because the template then names
+the ConfigMap: template content must be a function of the hashed fields and the pool identity.
 
 Rules for bumping :data:`HASH_VERSION` (write the reason in the history below):
 
@@ -45,7 +47,7 @@ import json
 from typing import Any
 
 from ..resolve.effective import Effective
-from .defaults import machine_shape
+from .defaults import machine_shape, template_tags
 
 __all__ = [
     "HASH_ANNOTATION",
@@ -83,10 +85,13 @@ def hash_document(effective: Effective) -> dict[str, Any]:
                 "reference": image.reference,
                 "version": image.version,
                 "schematicID": image.schematic_id,
-                "templateTags": list(image.template_tags) if image.template_tags is not None else None,
+                "templateTags": template_tags(image.template_tags),
             }
         ),
         "installerImage": effective.installer_image,
+        # Whether the CDI import carries a CA (the template then references its ConfigMap),
+        # never the CA itself: rotating trust must not roll machines.
+        "imageFactoryCA": True if image.source == "factory" and talos is not None and talos.image_factory_ca else None,
         "talos": _drop_empty(
             {
                 "version": talos.version,
