@@ -40,7 +40,11 @@ __all__ = [
     "CLASS_ANNOTATION",
     "KIND_RANK",
     "POOL_ANNOTATION",
+    "autoscaler_bounds",
     "cluster_api_name",
+    "health_settings",
+    "node_labels",
+    "node_taints",
     "render",
     "sort_manifests",
     "template_name",
@@ -77,6 +81,8 @@ KAIROS_ADMIN_GROUP = "admin"
 KAIROS_DISTRIBUTION = "kubeadm"
 CA_CONFIGMAP_KEY = "ca.pem"
 PROXMOX_BOOT_DISK = "scsi0"
+#: Proxmox's default bridge; the machine takes its IPv4 address from the ProxmoxCluster's pool.
+PROXMOX_BRIDGE = "vmbr0"
 SYSTEM_VOLUME = "system"
 EPHEMERAL_VOLUME = "ephemeral"
 
@@ -147,7 +153,7 @@ def _ref(group: str, kind: str, name: str) -> dict[str, str]:
 # --------------------------------------------------------------------------- MachineDeployment
 
 
-def _node_labels(effective: Effective) -> dict[str, str]:
+def node_labels(effective: Effective) -> dict[str, str]:
     """Roles as ``node-role.kubernetes.io/<role>`` plus the pool's labels, sorted by key.
 
     They sit on the Machine template, which Cluster API updates in place; it syncs the
@@ -159,16 +165,39 @@ def _node_labels(effective: Effective) -> dict[str, str]:
     return dict(sorted(labels.items()))
 
 
+def node_taints(effective: Effective) -> list[str]:
+    """The pool's taints as ``key=value:effect`` (for people; the manifest keeps the list)."""
+    return [f"{t.key}={t.value}:{t.effect}" if t.value else f"{t.key}:{t.effect}" for t in effective.pool.taints]
+
+
+def autoscaler_bounds(effective: Effective) -> dict[str, int]:
+    """``{"min": .., "max": ..}`` with the node-group defaults filled in."""
+    pool = effective.pool
+    minimum = pool.min_replicas if pool.min_replicas is not None else DEFAULT_MIN_REPLICAS
+    maximum = pool.max_replicas if pool.max_replicas is not None else max(DEFAULT_MAX_REPLICAS, minimum)
+    return {"min": minimum, "max": maximum}
+
+
+def health_settings(effective: Effective) -> dict[str, Any]:
+    """The MachineHealthCheck inputs with defaults filled in, timeouts in seconds."""
+    pool = effective.pool
+    return {
+        "nodeStartupTimeoutSeconds": duration_seconds(pool.node_startup_timeout or DEFAULT_NODE_STARTUP_TIMEOUT),
+        "readyUnknownSeconds": duration_seconds(pool.ready_unknown_timeout or DEFAULT_READY_UNKNOWN_TIMEOUT),
+        "readyFalseSeconds": duration_seconds(pool.ready_false_timeout or DEFAULT_READY_FALSE_TIMEOUT),
+        "maxUnhealthy": pool.max_unhealthy,
+    }
+
+
 def _machine_deployment(
     effective: Effective, digest: str, infrastructure_kind: str, bootstrap_kind: str
 ) -> dict[str, Any]:
     pool = effective.pool
     cluster = cluster_api_name(effective)
-    minimum = pool.min_replicas if pool.min_replicas is not None else DEFAULT_MIN_REPLICAS
-    maximum = pool.max_replicas if pool.max_replicas is not None else max(DEFAULT_MAX_REPLICAS, minimum)
+    bounds = autoscaler_bounds(effective)
     annotations = {
-        AUTOSCALER_MIN: str(minimum),
-        AUTOSCALER_MAX: str(maximum),
+        AUTOSCALER_MIN: str(bounds["min"]),
+        AUTOSCALER_MAX: str(bounds["max"]),
         **_hash_annotations(digest),
     }
     if effective.class_name is not None:
@@ -193,7 +222,7 @@ def _machine_deployment(
             "clusterName": cluster,
             "selector": {"matchLabels": dict(selector)},
             "template": {
-                "metadata": {"labels": {**selector, **_node_labels(effective)}},
+                "metadata": {"labels": {**selector, **node_labels(effective)}},
                 "spec": machine,
             },
         },
@@ -204,25 +233,23 @@ def _machine_deployment(
 
 
 def _machine_health_check(effective: Effective) -> dict[str, Any]:
-    pool = effective.pool
     cluster = cluster_api_name(effective)
-    unknown = duration_seconds(pool.ready_unknown_timeout or DEFAULT_READY_UNKNOWN_TIMEOUT)
-    false = duration_seconds(pool.ready_false_timeout or DEFAULT_READY_FALSE_TIMEOUT)
+    health = health_settings(effective)
     spec: dict[str, Any] = {
         "clusterName": cluster,
         "selector": {"matchLabels": {CLUSTER_NAME_LABEL: cluster, DEPLOYMENT_NAME_LABEL: effective.name}},
         "checks": {
-            "nodeStartupTimeoutSeconds": duration_seconds(pool.node_startup_timeout or DEFAULT_NODE_STARTUP_TIMEOUT),
+            "nodeStartupTimeoutSeconds": health["nodeStartupTimeoutSeconds"],
             "unhealthyNodeConditions": [
-                {"type": "Ready", "status": "Unknown", "timeoutSeconds": unknown},
-                {"type": "Ready", "status": "False", "timeoutSeconds": false},
+                {"type": "Ready", "status": "Unknown", "timeoutSeconds": health["readyUnknownSeconds"]},
+                {"type": "Ready", "status": "False", "timeoutSeconds": health["readyFalseSeconds"]},
             ],
         },
     }
-    if pool.max_unhealthy is not None:
+    if health["maxUnhealthy"] is not None:
         # v1beta2 spells maxUnhealthy as remediation.triggerIf.unhealthyLessThanOrEqualTo
         # (int or string); "50%" stays the string "50%", 1 stays the integer 1.
-        spec["remediation"] = {"triggerIf": {"unhealthyLessThanOrEqualTo": pool.max_unhealthy}}
+        spec["remediation"] = {"triggerIf": {"unhealthyLessThanOrEqualTo": health["maxUnhealthy"]}}
     return {
         "apiVersion": f"{CAPI_GROUP}/v1beta2",
         "kind": "MachineHealthCheck",
@@ -371,6 +398,11 @@ def _proxmox_machine_template(effective: Effective, digest: str) -> dict[str, An
                     # The CRD wants a multiple of 8 MiB.
                     "memoryMiB": -(-memory // 8) * 8,
                     "disks": {"bootVolume": {"disk": PROXMOX_BOOT_DISK, "sizeGb": max(5, gibibytes(shape.disk_size))}},
+                    "network": {
+                        "networkDevices": [
+                            {"name": "net0", "bridge": PROXMOX_BRIDGE, "model": "virtio", "defaultIPv4": True}
+                        ]
+                    },
                 }
             }
         },
