@@ -86,6 +86,8 @@ class Settings:
     body_timeout: float = 10.0
     #: idle keep-alive connections, and connections that never finish their headers, close after this
     keepalive_timeout: float = 60.0
+    #: after refusing a body, keep reading (and dropping) it this long so the client sees the answer
+    lingering_time: float = 2.0
     #: TLS handshakes that take longer are dropped
     handshake_timeout: float = 10.0
     #: on shutdown, in-flight requests get this long to finish
@@ -117,6 +119,9 @@ class WebhookServer:
         self.metrics = metrics or WebhookMetrics()
         self._deciders = dict(deciders) if deciders is not None else core_deciders()
         self._draining = False
+        self._in_flight = 0
+        self._idle = asyncio.Event()
+        self._idle.set()
         self._runner: web.AppRunner | None = None
         self._listener: asyncio.AbstractServer | None = None
         self._tls_task: asyncio.Task[None] | None = None
@@ -139,7 +144,16 @@ class WebhookServer:
     def _handler(self, route: Route) -> Callable[[web.Request], Any]:
         async def handle(request: web.Request) -> web.StreamResponse:
             started = time.perf_counter()
-            result, response = await self._answer(request, route)
+            self._in_flight += 1
+            self._idle.clear()
+            try:
+                result, response = await self._answer(request, route)
+            finally:
+                self._in_flight -= 1
+                if self._in_flight == 0:
+                    self._idle.set()
+            if self._draining:
+                response.force_close()  # the client reconnects, to a replica that is not stopping
             self.metrics.observe(route.name, result, time.perf_counter() - started)
             return response
 
@@ -189,12 +203,16 @@ class WebhookServer:
             async with asyncio.timeout(self.settings.body_timeout):
                 body = await request.read()
         except TimeoutError:
-            logger.warning("%s: request body not received within %.0fs", route.name, self.settings.body_timeout)
-            return "rejected", _error(408, f"the request body did not arrive within {self.settings.body_timeout:g}s")
+            logger.warning("%s: request body not received within %gs", route.name, self.settings.body_timeout)
+            message = f"the request body did not arrive within {self.settings.body_timeout:g}s"
+            return "rejected", _error(408, message, close=True)
         except web.HTTPRequestEntityTooLarge:
-            return "rejected", _error(413, f"the request body is larger than {self.settings.max_body} bytes")
+            return "rejected", _error(
+                413, f"the request body is larger than {self.settings.max_body} bytes", close=True
+            )
         except (HttpProcessingError, ConnectionError, ValueError) as error:
-            return "rejected", _error(400, f"the request body could not be read ({type(error).__name__})")
+            message = f"the request body could not be read ({type(error).__name__})"
+            return "rejected", _error(400, message, close=True)
 
         try:
             review = wire.decode(body, route.target)
@@ -279,7 +297,8 @@ class WebhookServer:
             return _error(415, "compressed request bodies are not accepted")
         length = request.content_length
         if length is not None and length > self.settings.max_body:
-            return _error(413, f"the request body is larger than {self.settings.max_body} bytes")
+            # closed: the unread body would otherwise be drained from a client we just refused
+            return _error(413, f"the request body is larger than {self.settings.max_body} bytes", close=True)
         return None
 
     # ------------------------------------------------------------------ lifecycle
@@ -300,6 +319,7 @@ class WebhookServer:
             shutdown_timeout=settings.shutdown_timeout,
             access_log=logging.getLogger("workerclass.access") if settings.access_log else None,
             keepalive_timeout=settings.keepalive_timeout,
+            lingering_time=settings.lingering_time,
             auto_decompress=False,
             max_field_size=settings.max_field_size,
         )
@@ -324,14 +344,23 @@ class WebhookServer:
         logger.info("webhook listening on %s:%d (%s)", settings.host, self._port, "https" if self.tls else "http")
 
     async def stop(self) -> None:
-        """Drain: report not ready, optionally wait, stop accepting, let in-flight requests finish."""
+        """Drain: report not ready, optionally wait, stop accepting, let in-flight requests finish.
+
+        In flight means the headers have arrived: a review whose body is still on its way is
+        waited for (up to ``shutdown_timeout``) and answered, not cut off.
+        """
         self._draining = True
         if self.settings.shutdown_delay > 0:
             await asyncio.sleep(self.settings.shutdown_delay)
         if self._listener is not None:
             self._listener.close()
+        if self._in_flight:
+            logger.info("waiting for %d in-flight request(s)", self._in_flight)
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(self.settings.shutdown_timeout):
+                    await self._idle.wait()
         if self._runner is not None:
-            await self._runner.cleanup()  # closes idle connections, waits for in-flight handlers
+            await self._runner.cleanup()  # closes idle keep-alive connections, then any handler left
             self._runner = None
         if self._listener is not None:
             with contextlib.suppress(Exception):
@@ -365,5 +394,8 @@ def _review(answer: Mapping[str, Any]) -> web.Response:
     return web.Response(body=wire.encode(answer), content_type="application/json")
 
 
-def _error(status: int, message: str) -> web.Response:
-    return web.json_response({"error": message, "code": status}, status=status)
+def _error(status: int, message: str, *, close: bool = False) -> web.Response:
+    response = web.json_response({"error": message, "code": status}, status=status)
+    if close:  # the connection's state is unknown (body unread or partly read): do not reuse it
+        response.force_close()
+    return response
