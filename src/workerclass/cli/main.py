@@ -18,6 +18,7 @@ app = typer.Typer(
 def _register() -> None:
     # Each command module adds itself to ``app``; importing them here keeps start-up explicit.
     from . import commands_core  # noqa: F401  check, admit, resolve
+    from . import commands_render  # noqa: F401  render, plan
 
 
 def main() -> None:

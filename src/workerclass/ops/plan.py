@@ -157,9 +157,8 @@ def _compare(pool: str, kind: str, old: Effective, new: Effective) -> PlanRow:
         rebuild_only = _rebuild_only(old, new, old_document, new_document)
         if rebuild_only:
             reasons.append(
-                f"{REBUILD_ONLY}: the platform Kairos image for {new.kubernetes_minor} has a new digest for the"
-                f" same Kubernetes {new.kubernetes_version}; the reference is in the template hash, so workers"
-                " are replaced although no intended input changed (pin a class with a fixed image to avoid it)"
+                f"{REBUILD_ONLY}: the platform Kairos image for {new.kubernetes_minor} has a new digest,"
+                f" Kubernetes {new.kubernetes_version} unchanged; the digest is in the template hash"
             )
         if not reasons:  # pragma: no cover - a hash differs only if a hashed field does
             reasons.append(f"template hash {old_hash} -> {new_hash}")

@@ -1,0 +1,141 @@
+"""``render`` and ``plan``: Cluster API objects for the pools, and which machines a change replaces.
+
+The door over :mod:`workerclass.render` and :mod:`workerclass.ops.plan`: it reads STATE folders,
+prints, and maps outcomes to exit codes (0 ok, 1 a selected pool denied, 2 unreadable input).
+Manifests go to stdout and nothing else does, so ``workerclass render STATE | kubectl apply -f -``
+works; denials and warnings go to stderr.
+"""
+
+from __future__ import annotations
+
+import sys
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.markup import escape
+
+from ..ops import Plan, plan
+from ..render import RenderError, render, sort_manifests
+from ..render.text import manifests_json, manifests_yaml
+from ..resolve import resolve_all
+from ..violations import Violation
+from .commands_core import load_state
+from .main import app
+from .output import EXIT_DENIED, EXIT_OK, Format, fail, print_denials, print_json, stderr, stdout, table
+
+StateArgument = Annotated[
+    Path,
+    typer.Argument(
+        metavar="STATE",
+        help="A folder of YAML manifests (any depth, multi-document): the cluster as GitOps holds it.",
+        show_default=False,
+    ),
+]
+
+
+class ManifestFormat(StrEnum):
+    yaml = "yaml"
+    json = "json"
+
+
+@app.command("render")
+def render_command(
+    state_path: StateArgument,
+    pool: Annotated[str | None, typer.Option("--pool", metavar="NS/NAME", help="Only this pool.")] = None,
+    output: Annotated[
+        ManifestFormat,
+        typer.Option("--output", "-o", help="yaml: documents separated by ---; json: one v1 List."),
+    ] = ManifestFormat.yaml,
+) -> None:
+    """The Cluster API objects for the pools of STATE, sorted by kind, then name.
+
+    Exit 0 when every selected pool renders, 1 when one is denied (its denials on stderr as
+    CODE field: message; the other pools are still printed), 2 when STATE cannot be read.
+    """
+    state = load_state(state_path)
+    if pool is not None and state.pool(pool) is None:
+        fail(f"no pool {escape(pool)} in {escape(str(state_path))}")
+    denied = False
+    manifests: list[dict[str, Any]] = []
+    console = stderr()
+    for record, effective, denials, warnings in resolve_all(state):
+        if pool is not None and record.identity != pool:
+            continue
+        for warning in warnings:
+            console.print(f"[yellow]warning:[/] {escape(record.identity)}: {escape(warning)}", markup=True)
+        if effective is None:
+            denied = True
+            print_denials(record.identity, denials)
+            continue
+        try:
+            manifests.extend(render(effective))
+        except RenderError as error:
+            denied = True
+            print_denials(record.identity, [Violation("Invalid", record.field, str(error))])
+    ordered = sort_manifests(manifests)
+    if output is ManifestFormat.json:
+        sys.stdout.write(manifests_json({"apiVersion": "v1", "kind": "List", "items": ordered}))
+    elif ordered:
+        sys.stdout.write(manifests_yaml(ordered))
+    raise typer.Exit(EXIT_DENIED if denied else EXIT_OK)
+
+
+def _reasons_cell(reasons: tuple[str, ...]) -> str:
+    lines = []
+    for reason in reasons:
+        style = "dim" if reason.startswith("in place:") else "yellow" if reason.startswith("platform image") else ""
+        lines.append(f"[{style}]{escape(reason)}[/]" if style else escape(reason))
+    return "\n".join(lines)
+
+
+def _print_plan(result: Plan) -> None:
+    console = stdout()
+    out = table("POOL", "REPLACE", "REASONS")
+    for row in result.rows:
+        if row.replace:
+            verdict = "[red]yes[/]" + (" [yellow](rebuild only)[/]" if row.rebuild_only else "")
+        else:
+            verdict = "[green]no[/]"
+        out.add_row(escape(row.pool), verdict, _reasons_cell(row.reasons) or "[dim]unchanged[/]")
+    if not result.rows:
+        console.print("no pools in either STATE")
+        return
+    console.print(out)
+    replacing = result.replacing
+    rebuilds = sum(1 for row in replacing if row.rebuild_only)
+    summary = f"{len(result.rows)} pools, {len(replacing)} would replace machines"
+    if rebuilds:
+        summary += f", {rebuilds} only because a platform Kairos image was rebuilt"
+    console.print(f"[{'red' if replacing else 'green'}]{summary}[/]")
+
+
+@app.command("plan")
+def plan_command(
+    state_path: StateArgument,
+    to: Annotated[
+        Path,
+        typer.Option("--to", metavar="STATE2", help="The STATE folder after the change.", show_default=False),
+    ],
+    output: Annotated[
+        Format, typer.Option("--output", "-o", help="table for people, json for scripts.")
+    ] = Format.table,
+) -> None:
+    """Which pools' machines would be replaced going from STATE to STATE2, and why.
+
+    A row for every pool in either state. Replacements that come only from a rebuilt platform
+    Kairos image (a new digest, the same Kubernetes version) are flagged. Exit 0; 2 when a
+    STATE cannot be read.
+    """
+    before = load_state(state_path)
+    after = load_state(to)
+    result = plan(before, after)
+    if output is Format.json:
+        print_json(result.as_dict())
+    else:
+        _print_plan(result)
+    raise typer.Exit(EXIT_OK)
+
+
+__all__ = ["plan_command", "render_command"]

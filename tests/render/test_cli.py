@@ -1,0 +1,125 @@
+"""``workerclass render`` and ``workerclass plan``: output, exit codes, errors without tracebacks."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from workerclass.cli.main import _register, app
+from workerclass.render import KIND_RANK
+
+from .schemas import REPO, crd_directory, validation_errors
+
+EXAMPLES = REPO / "examples"
+_register()
+
+
+def run(*args: str) -> Any:
+    result = CliRunner().invoke(app, list(args))
+    assert "Traceback" not in result.stdout + result.stderr
+    assert "\x1b[" not in result.stdout + result.stderr, "colour outside a terminal"
+    return result
+
+
+@pytest.fixture
+def state(tmp_path: Path) -> Path:
+    target = tmp_path / "state"
+    shutil.copytree(EXAMPLES, target)
+    return target
+
+
+def test_render_prints_yaml_for_every_pool() -> None:
+    result = run("render", str(EXAMPLES))
+    assert result.exit_code == 0, result.stderr
+    documents = list(yaml.safe_load_all(result.stdout))
+    assert len(documents) == 16
+    ranks = [KIND_RANK[doc["kind"]] for doc in documents]
+    assert ranks == sorted(ranks)
+    assert [doc["kind"] for doc in documents][-4:] == ["MachineHealthCheck"] * 4
+    if crd_directory() is not None:
+        assert all(validation_errors(doc) == [] for doc in documents)
+    # Warnings go to stderr so stdout stays pure manifests.
+    assert "experimental" in result.stderr
+
+
+def test_render_one_pool_as_json_list() -> None:
+    result = run("render", str(EXAMPLES), "--pool", "tenant-example/example-talos", "-o", "json")
+    assert result.exit_code == 0, result.stderr
+    document = json.loads(result.stdout)
+    assert (document["apiVersion"], document["kind"]) == ("v1", "List")
+    assert {item["metadata"]["name"].split("-")[1] for item in document["items"]} == {"talos"}
+    assert [item["kind"] for item in document["items"]] == [
+        "KubevirtMachineTemplate",
+        "TalosConfigTemplate",
+        "MachineDeployment",
+        "MachineHealthCheck",
+    ]
+
+
+def test_render_is_byte_stable() -> None:
+    assert run("render", str(EXAMPLES)).stdout == run("render", str(EXAMPLES)).stdout
+
+
+def test_render_denied_pool_exits_1_with_denials_on_stderr(state: Path) -> None:
+    pools = state / "tenant-example" / "pools.yaml"
+    pools.write_text(pools.read_text().replace("workerClassName: kairos\n", "workerClassName: missing\n"))
+    result = run("render", str(state))
+    assert result.exit_code == 1
+    assert "ClassNotFound spec.workerClassName: " in result.stderr
+    names = {doc["metadata"]["name"] for doc in yaml.safe_load_all(result.stdout)}
+    assert "example-talos" in names and "example-kairos" not in names
+    selected = run("render", str(state), "--pool", "tenant-example/example-talos")
+    assert selected.exit_code == 0
+
+
+def test_render_unknown_pool_exits_2() -> None:
+    result = run("render", str(EXAMPLES), "--pool", "tenant-example/nope")
+    assert result.exit_code == 2
+    assert "no pool tenant-example/nope" in result.stderr
+
+
+@pytest.mark.parametrize("command", ["render", "plan"])
+def test_load_errors_are_one_clean_line(state: Path, command: str) -> None:
+    (state / "broken.yaml").write_text("kind: [unclosed\n")
+    args = [command, str(state)] + (["--to", str(EXAMPLES)] if command == "plan" else [])
+    result = run(*args)
+    assert result.exit_code == 2
+    assert result.stderr.startswith("error: ")
+    assert "broken.yaml" in result.stderr and "invalid YAML" in result.stderr
+    missing = run("plan", str(EXAMPLES), "--to", str(state / "missing"))
+    assert missing.exit_code == 2 and "no such folder" in missing.stderr
+
+
+def test_plan_json(state: Path) -> None:
+    platform = state / "platform" / "workerplatform.yaml"
+    platform.write_text(platform.read_text().replace("ab712e0c41c4a395", "0000000000000000"))
+    result = run("plan", str(EXAMPLES), "--to", str(state), "-o", "json")
+    assert result.exit_code == 0, result.stderr
+    document = json.loads(result.stdout)
+    assert list(document) == ["pools"]
+    by_pool = {row["pool"]: row for row in document["pools"]}
+    assert len(by_pool) == 4
+    assert all(list(row) == ["pool", "replace", "reasons"] for row in document["pools"])
+    assert by_pool["tenant-example/example-kairos"]["replace"] is True
+    assert any("platform image rebuild only" in r for r in by_pool["tenant-example/example-kairos"]["reasons"])
+    assert by_pool["tenant-example/example-talos"] == {
+        "pool": "tenant-example/example-talos",
+        "replace": False,
+        "reasons": [],
+    }
+
+
+def test_plan_table_for_people(state: Path) -> None:
+    platform = state / "platform" / "workerplatform.yaml"
+    platform.write_text(platform.read_text().replace("ab712e0c41c4a395", "0000000000000000"))
+    result = run("plan", str(EXAMPLES), "--to", str(state))
+    assert result.exit_code == 0
+    assert "POOL" in result.stdout and "REPLACE" in result.stdout
+    assert "yes (rebuild only)" in result.stdout
+    assert "4 pools, 1 would replace machines, 1 only because a platform Kairos image was rebuilt" in result.stdout
