@@ -1,0 +1,102 @@
+"""``--state DIR``: the server decides against a STATE folder and follows its changes."""
+
+from __future__ import annotations
+
+import shutil
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+import yaml
+
+from workerclass.adapters.tls import ReloadingContext
+from workerclass.webhook import FolderSource, WebhookServer
+
+from .cases import pool, worker_class
+from .conftest import fast_settings
+from .helpers import EXAMPLES, CertFiles, Client, Running, review
+
+
+def eventually(check: Callable[[], bool], limit: float = 5.0) -> None:
+    deadline = time.monotonic() + limit
+    while not check():
+        assert time.monotonic() < deadline, "condition not reached in time"
+        time.sleep(0.02)
+
+
+@pytest.fixture
+def folder(tmp_path: Path) -> Path:
+    target = tmp_path / "state"
+    shutil.copytree(EXAMPLES, target)
+    return target
+
+
+@pytest.fixture
+def from_folder(folder: Path, certs: CertFiles) -> Iterator[tuple[Running, Client, FolderSource]]:
+    source = FolderSource(folder, interval=0.05)
+    running = Running(WebhookServer(source, tls=ReloadingContext(certs.cert, certs.key), settings=fast_settings()))
+    client = Client(running.port, certs.client_context())
+    yield running, client, source
+    client.close()
+    running.close()
+
+
+def class_allowed(client: Client, name: str) -> bool:
+    response = client.post_review("/validate/kubernetesnodes", review(pool(workerClassName=name))).response
+    return bool(response["allowed"])
+
+
+def test_folder_changes_are_followed(folder: Path, from_folder: tuple[Running, Client, FolderSource]) -> None:
+    _, client, source = from_folder
+    assert client.request("GET", "/readyz").status == 200
+    assert not class_allowed(client, "talos-r2")
+
+    (folder / "classes" / "talos-r2.yaml").write_text(yaml.safe_dump(worker_class("talos-r2", bootstrap="talos")))
+    eventually(lambda: class_allowed(client, "talos-r2"))
+
+    # a half-saved file keeps the last good state: still ready, still deciding with talos-r2
+    (folder / "classes" / "broken.yaml").write_text("kind: WorkerClass\nmetadata: [unclosed\n")
+    eventually(lambda: source.failures >= 1)
+    assert client.request("GET", "/readyz").status == 200
+    assert class_allowed(client, "talos-r2")
+
+    (folder / "classes" / "broken.yaml").unlink()
+    (folder / "classes" / "talos-r2.yaml").unlink()
+    eventually(lambda: not class_allowed(client, "talos-r2"))
+
+
+def test_unloadable_folder_is_not_ready_until_fixed(tmp_path: Path, certs: CertFiles) -> None:
+    folder = tmp_path / "state"
+    folder.mkdir()
+    (folder / "bad.yaml").write_text("a: [\n")
+    source = FolderSource(folder, interval=0.05)
+    running = Running(WebhookServer(source, tls=ReloadingContext(certs.cert, certs.key), settings=fast_settings()))
+    client = Client(running.port, certs.client_context())
+    try:
+        reply = client.request("GET", "/readyz")
+        assert reply.status == 503 and b"invalid YAML" in reply.body
+        response = client.post_review("/mutate/kubernetesnodes", review(pool())).response
+        assert response["allowed"] is False and response["status"]["code"] == 503
+        assert "invalid YAML" in response["status"]["message"]
+
+        (folder / "bad.yaml").unlink()
+        shutil.copytree(EXAMPLES, folder, dirs_exist_ok=True)
+        eventually(lambda: client.request("GET", "/readyz").status == 200)
+        response = client.post_review("/mutate/kubernetesnodes", review(pool())).response
+        assert response["allowed"] is True and response["patchType"] == "JSONPatch"
+    finally:
+        client.close()
+        running.close()
+
+
+def test_missing_folder_is_not_ready(tmp_path: Path, certs: CertFiles) -> None:
+    source = FolderSource(tmp_path / "absent", interval=0.05)
+    running = Running(WebhookServer(source, tls=ReloadingContext(certs.cert, certs.key), settings=fast_settings()))
+    client = Client(running.port, certs.client_context())
+    try:
+        reply = client.request("GET", "/readyz")
+        assert reply.status == 503 and b"no such folder" in reply.body
+    finally:
+        client.close()
+        running.close()
