@@ -19,7 +19,11 @@ PATHS = ["/mutate/kubernetesnodes", "/validate/kubernetesnodes", "/validate/work
 RESPONSE_KEYS = {"uid", "allowed", "status", "patch", "patchType", "warnings"}
 
 # WORKERCLASS_FUZZ_EXAMPLES=5000 for a deeper run than the suite's quick one
-FUZZ = settings(max_examples=int(os.environ.get("WORKERCLASS_FUZZ_EXAMPLES", "150")), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+FUZZ = settings(
+    max_examples=int(os.environ.get("WORKERCLASS_FUZZ_EXAMPLES", "150")),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
 
 json_scalars = (
     st.none() | st.booleans() | st.integers(-(2**63), 2**63) | st.floats(allow_nan=False) | st.text(max_size=20)

@@ -1,0 +1,214 @@
+"""The cluster-backed state against kmock, a fake Kubernetes API over HTTP (lightkube's real client)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+import kmock
+import pytest
+import pytest_asyncio
+
+pytest.importorskip("lightkube")
+
+from lightkube import AsyncClient, KubeConfig
+
+from workerclass.adapters.kube import WATCHED, ClusterCache, Watched
+from workerclass.adapters.tls import ReloadingContext
+from workerclass.admission import mutate, validate
+from workerclass.state import State
+from workerclass.webhook import WebhookServer
+
+from .cases import pool, worker_class
+from .conftest import fast_settings
+from .helpers import EXAMPLES, CertFiles, Client, review
+
+pytestmark = pytest.mark.asyncio
+
+BY_KIND = {watched.kind: watched for watched in WATCHED}
+
+
+def resource_of(watched: Watched) -> kmock.resource:
+    return kmock.resource(watched.group, watched.version, watched.plural)
+
+
+def seed(emulator: kmock.KubernetesEmulator, objects: list[dict[str, Any]], *, skip: tuple[str, ...] = ()) -> None:
+    """Declare every watched resource (but ``skip``) and store ``objects`` in the fake API."""
+    for watched in WATCHED:
+        if watched.kind not in skip:
+            emulator.resources[resource_of(watched)] = {}
+    for obj in objects:
+        watched = BY_KIND[obj["kind"]]
+        metadata = obj["metadata"]
+        emulator.objects[resource_of(watched), metadata.get("namespace"), metadata["name"]] = obj
+
+
+def example_objects() -> list[dict[str, Any]]:
+    return [json.loads(json.dumps(dict(record.obj))) for record in State.load(EXAMPLES).objects]
+
+
+def url_of(emulator: kmock.KubernetesEmulator, watched: Watched, namespace: str | None = None) -> str:
+    prefix = f"/apis/{watched.group}/{watched.version}"
+    return f"{prefix}/namespaces/{namespace}/{watched.plural}" if namespace else f"{prefix}/{watched.plural}"
+
+
+@pytest_asyncio.fixture
+async def cache(kmock: kmock.KubernetesEmulator) -> AsyncIterator[ClusterCache]:
+    config = KubeConfig.from_dict(
+        {
+            "clusters": [{"name": "kmock", "cluster": {"server": str(kmock.url)}}],
+            "users": [{"name": "webhook", "user": {"token": "test-token"}}],
+            "contexts": [{"name": "kmock", "context": {"cluster": "kmock", "user": "webhook"}}],
+            "current-context": "kmock",
+        }
+    )
+    client = AsyncClient(config=config, trust_env=False)
+    cache = ClusterCache(client, retry_delay=0.05, max_retry_delay=0.2, debounce=0.01)
+    yield cache
+    await cache.stop()
+    await client.close()
+
+
+async def eventually(check: Any, limit: float = 5.0) -> None:
+    async with asyncio.timeout(limit):
+        while not check():
+            await asyncio.sleep(0.01)
+
+
+async def test_synced_state_holds_the_cluster(kmock: kmock.KubernetesEmulator, cache: ClusterCache) -> None:
+    seed(kmock, example_objects())
+    await cache.start()
+    state = await cache.wait_synced(5)
+    assert cache.reason == ""
+    assert {"talos", "kairos", "talos-example-r1", "kairos-example-v1-35-6-r1"} <= set(state.classes)
+    assert state.cluster("tenant-example", "example") is not None
+    assert state.pool("tenant-example/example-talos") is not None
+    assert state.pool("tenant-example/example-legacy") is not None  # the labelled HelmRelease
+    decision = mutate(state, "CREATE", pool())
+    assert decision.patch == [{"op": "add", "path": "/spec/workerClassName", "value": "talos"}]
+    assert validate(state, "CREATE", pool(workerClassName="talos-example-r1")).allowed
+
+
+async def test_watch_events_rebuild_the_state(kmock: kmock.KubernetesEmulator, cache: ClusterCache) -> None:
+    seed(kmock, example_objects())
+    await cache.start()
+    await cache.wait_synced(5)
+    classes = BY_KIND["WorkerClass"]
+
+    reply = await kmock.post(url_of(kmock, classes), json=worker_class("talos-r2", bootstrap="talos"))
+    assert reply.status in (200, 201)
+    await eventually(lambda: cache.state is not None and cache.state.worker_class("talos-r2") is not None)
+    assert validate(cache.state, "CREATE", pool(workerClassName="talos-r2")).allowed  # type: ignore[arg-type]
+
+    platform = BY_KIND["WorkerPlatform"]
+    reply = await kmock.patch(url_of(kmock, platform) + "/default", json={"spec": {"defaultWorkerClass": "kairos"}})
+    assert reply.status == 200
+    await eventually(lambda: cache.state is not None and cache.state.platform.default_worker_class == "kairos")
+
+    reply = await kmock.delete(url_of(kmock, classes) + "/talos-r2")
+    assert reply.status == 200
+    await eventually(lambda: cache.state is not None and cache.state.worker_class("talos-r2") is None)
+
+    nodes = BY_KIND["KubernetesNodes"]
+    reply = await kmock.post(url_of(kmock, nodes, "tenant-example"), json=pool("fresh", workerClassName="kairos"))
+    assert reply.status in (200, 201)
+    await eventually(lambda: cache.state is not None and cache.state.pool("tenant-example/fresh") is not None)
+
+
+async def test_not_synced_until_every_list_succeeds(kmock: kmock.KubernetesEmulator, cache: ClusterCache) -> None:
+    seed(kmock, [obj for obj in example_objects() if obj["kind"] != "HelmRelease"], skip=("HelmRelease",))
+    await cache.start()
+    await eventually(lambda: "helmreleases.helm.toolkit.fluxcd.io" in cache.reason and "404" in cache.reason)
+    await asyncio.sleep(0.2)
+    assert cache.state is None
+    assert "waiting for the first list of helmreleases.helm.toolkit.fluxcd.io" in cache.reason
+    assert "workerclasses" not in cache.reason.split("(")[0]  # those lists did succeed
+
+    kmock.resources[resource_of(BY_KIND["HelmRelease"])] = {}  # the CRD appears
+    state = await cache.wait_synced(5)
+    assert state.pool("tenant-example/example-talos") is not None
+
+
+async def test_webhook_over_the_cluster_cache(
+    kmock: kmock.KubernetesEmulator, cache: ClusterCache, tmp_certs: CertFiles
+) -> None:
+    seed(kmock, example_objects(), skip=("ComputePlane",))
+    server = WebhookServer(cache, tls=ReloadingContext(tmp_certs.cert, tmp_certs.key), settings=fast_settings())
+    await server.start()
+    try:
+        client = Client(server.port, tmp_certs.client_context())
+
+        def call(method: str, path: str, body: Any = None) -> Any:
+            if body is None:
+                return client.request(method, path)
+            return client.post_review(path, body)
+
+        reply = await asyncio.to_thread(call, "GET", "/readyz")
+        assert reply.status == 503 and b"computeplanes" in reply.body
+        response = (await asyncio.to_thread(call, "POST", "/mutate/kubernetesnodes", review(pool()))).response
+        assert response["allowed"] is False and response["status"]["code"] == 503
+        assert "computeplanes.apps.cozystack.io" in response["status"]["message"]
+
+        kmock.resources[resource_of(BY_KIND["ComputePlane"])] = {}
+        await cache.wait_synced(5)
+        assert (await asyncio.to_thread(call, "GET", "/readyz")).status == 200
+        response = (await asyncio.to_thread(call, "POST", "/mutate/kubernetesnodes", review(pool()))).response
+        assert response["allowed"] is True and response["patchType"] == "JSONPatch"
+        old = (
+            await asyncio.to_thread(
+                call,
+                "POST",
+                "/validate/workerclasses",
+                review(None, operation="DELETE", old=worker_class("talos-example-r1", bootstrap="talos")),
+            )
+        ).response
+        assert old["allowed"] is False and old["status"]["reason"] == "ClassInUse"
+        await asyncio.to_thread(client.close)
+    finally:
+        await server.stop()
+
+
+class FlakyClient:
+    """A client whose first watch of each resource breaks (as on 410 Gone); lists count calls."""
+
+    def __init__(self, objects: list[dict[str, Any]]) -> None:
+        self.objects = objects
+        self.lists: dict[str, int] = {}
+        self.watches: dict[str, int] = {}
+
+    def list(self, resource: Any, **scope: Any) -> Any:
+        kind = resource._api_info.resource.kind
+        self.lists[kind] = self.lists.get(kind, 0) + 1
+        items = [obj for obj in self.objects if obj["kind"] == kind]
+
+        class Listing:
+            resourceVersion = "7"
+
+            async def __aiter__(self) -> AsyncIterator[dict[str, Any]]:
+                for item in items:
+                    yield item
+
+        return Listing()
+
+    async def watch(self, resource: Any, **scope: Any) -> AsyncIterator[tuple[str, dict[str, Any]]]:
+        kind = resource._api_info.resource.kind
+        self.watches[kind] = self.watches.get(kind, 0) + 1
+        if self.watches[kind] == 1:
+            if kind == "WorkerClass":
+                self.objects.append(worker_class("late", bootstrap="talos"))  # missed while the watch was down
+            raise RuntimeError("410 Gone")
+        await asyncio.Event().wait()  # a quiet, healthy watch
+        yield "ADDED", {}  # pragma: no cover
+
+
+async def test_broken_watch_is_followed_by_a_fresh_list() -> None:
+    client = FlakyClient(example_objects())
+    cache = ClusterCache(client, retry_delay=0.01, debounce=0.01)
+    await cache.start()
+    try:
+        await eventually(lambda: cache.state is not None and cache.state.worker_class("late") is not None)
+        assert client.lists["WorkerClass"] == 2 and client.watches["WorkerClass"] == 2
+    finally:
+        await cache.stop()
