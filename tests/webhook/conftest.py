@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from workerclass.adapters.tls import ReloadingContext
-from workerclass.webhook import Settings, StaticSource, WebhookServer
+from workerclass.webhook import StaticSource
+from workerclass.webhook.server import Settings, WebhookServer
 
 from .cases import table_state
 from .helpers import CertFiles, Client, Running

@@ -24,7 +24,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-from workerclass.webhook import WebhookServer
+from workerclass.webhook.server import WebhookServer
 
 T = TypeVar("T")
 ROOT = Path(__file__).resolve().parents[2]

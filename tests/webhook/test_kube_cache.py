@@ -19,7 +19,7 @@ from workerclass.adapters.kube import WATCHED, ClusterCache, Watched
 from workerclass.adapters.tls import ReloadingContext
 from workerclass.admission import mutate, validate
 from workerclass.state import State
-from workerclass.webhook import WebhookServer
+from workerclass.webhook.server import WebhookServer
 
 from .cases import pool, worker_class
 from .conftest import fast_settings

@@ -15,7 +15,8 @@ from typing import Any
 import pytest
 
 from workerclass.adapters.tls import ReloadingContext
-from workerclass.webhook import StaticSource, WebhookServer
+from workerclass.webhook import StaticSource
+from workerclass.webhook.server import WebhookServer
 
 from .cases import PRIVATE_KEY, pool, ssh_key, table_state, worker_class
 from .conftest import fast_settings

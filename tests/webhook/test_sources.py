@@ -11,7 +11,8 @@ import pytest
 import yaml
 
 from workerclass.adapters.tls import ReloadingContext
-from workerclass.webhook import FolderSource, WebhookServer
+from workerclass.webhook import FolderSource
+from workerclass.webhook.server import WebhookServer
 
 from .cases import pool, worker_class
 from .conftest import fast_settings

@@ -9,7 +9,8 @@ from collections.abc import Iterator
 import pytest
 
 from workerclass.adapters.tls import ReloadingContext, TLSFileError
-from workerclass.webhook import StaticSource, WebhookServer
+from workerclass.webhook import StaticSource
+from workerclass.webhook.server import WebhookServer
 
 from .cases import pool, table_state
 from .conftest import fast_settings

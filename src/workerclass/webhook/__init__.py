@@ -1,11 +1,13 @@
-"""The admission webhook server: AdmissionReview over HTTPS, answered by the core.
+"""The admission webhook: AdmissionReview over HTTPS, answered by the core.
 
-``review`` is the wire format, ``sources`` where the State comes from, ``server`` the aiohttp
-application and its lifecycle, ``metrics`` the Prometheus side. Nothing here decides admission.
+``review`` is the wire format, ``routes`` the served paths, ``sources`` where the State comes
+from, ``server`` the aiohttp application and its lifecycle (import it from
+``workerclass.webhook.server``: this package itself imports no HTTP server), ``metrics`` the
+Prometheus side. Nothing here decides admission.
 """
 
 from .review import EnvelopeError, RequestError, Review, Target, decode, encode, from_decision, refusal
-from .server import ROUTES, Route, Settings, WebhookServer
+from .routes import ROUTES, Route
 from .sources import FolderSource, StateSource, StaticSource
 
 __all__ = [
@@ -15,11 +17,9 @@ __all__ = [
     "RequestError",
     "Review",
     "Route",
-    "Settings",
     "StateSource",
     "StaticSource",
     "Target",
-    "WebhookServer",
     "decode",
     "encode",
     "from_decision",

@@ -32,6 +32,7 @@ from ..admission.decision import Decision
 from ..state import State
 from . import review as wire
 from .metrics import CONTENT_TYPE, WebhookMetrics
+from .routes import ROUTES, Route
 from .sources import StateSource
 
 logger = logging.getLogger("workerclass.webhook")
@@ -39,32 +40,6 @@ logger = logging.getLogger("workerclass.webhook")
 Decider = Callable[[State, str, dict[str, Any] | None, dict[str, Any] | None], Decision]
 
 MIB = 1024 * 1024
-
-COZYSTACK = "cozystack.io"
-APPS = "apps.cozystack.io"
-
-
-@dataclass(frozen=True, slots=True)
-class Route:
-    """One webhook path: its metric/log name, the kind it admits, and which core function decides."""
-
-    path: str
-    name: str
-    target: wire.Target
-    mutating: bool
-    decider: str  # "mutate" or "validate"
-
-
-_NODES = wire.Target("KubernetesNodes", APPS)
-_CLASSES = wire.Target("WorkerClass", COZYSTACK)
-_PLANES = wire.Target("ComputePlane", APPS)
-
-ROUTES: tuple[Route, ...] = (
-    Route("/mutate/kubernetesnodes", "mutate-kubernetesnodes", _NODES, True, "mutate"),
-    Route("/validate/kubernetesnodes", "validate-kubernetesnodes", _NODES, False, "validate"),
-    Route("/validate/workerclasses", "validate-workerclasses", _CLASSES, False, "validate"),
-    Route("/validate/computeplanes", "validate-computeplanes", _PLANES, False, "validate"),
-)
 
 
 def core_deciders() -> dict[str, Decider]:

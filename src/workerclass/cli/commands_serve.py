@@ -1,0 +1,168 @@
+"""``serve webhook`` and ``manifests``: the admission webhook against a cluster, and its install.
+
+``serve`` is a Typer group (:data:`serve_app`) so that other servers (the controller) can be
+added beside ``webhook`` as ``workerclass serve NAME``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import sys
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.markup import escape
+
+from ..adapters.tls import ReloadingContext, TLSFileError
+from ..deploy import DEFAULT_IMAGE, DEFAULT_NAMESPACE, InstallOptions, to_yaml, webhook_manifests
+from ..webhook.sources import FolderSource, StateSource
+from .main import app
+from .output import fail
+
+serve_app = typer.Typer(
+    name="serve",
+    help="Serve against a cluster: the admission webhook (more servers may join it).",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+)
+app.add_typer(serve_app, name="serve")
+
+
+class LogLevel(StrEnum):
+    debug = "debug"
+    info = "info"
+    warning = "warning"
+    error = "error"
+
+
+def _cluster_source(kubeconfig: Path | None) -> StateSource:
+    try:
+        from lightkube import AsyncClient, KubeConfig
+    except ImportError:
+        fail("reading a cluster needs lightkube: install workerclass[controller], or serve a folder with --state DIR")
+    from ..adapters.kube import ClusterCache
+
+    try:
+        config = KubeConfig.from_file(kubeconfig) if kubeconfig is not None else KubeConfig.from_env()
+    except Exception as error:  # lightkube's ConfigError and file errors: one line, no traceback
+        fail(
+            f"no Kubernetes configuration: {escape(str(error).splitlines()[0] if str(error) else type(error).__name__)}"
+        )
+    return ClusterCache(AsyncClient(config=config, field_manager="workerclass-webhook"))
+
+
+@serve_app.command("webhook")
+def serve_webhook(
+    tls_cert: Annotated[
+        Path, typer.Option("--tls-cert", metavar="FILE", help="PEM certificate chain; reloaded when the file changes.")
+    ],
+    tls_key: Annotated[Path, typer.Option("--tls-key", metavar="FILE", help="PEM private key of that certificate.")],
+    port: Annotated[int, typer.Option("--port", help="HTTPS port.")] = 8443,
+    host: Annotated[str, typer.Option("--host", help="Address to listen on.")] = "0.0.0.0",
+    state: Annotated[
+        Path | None,
+        typer.Option(
+            "--state",
+            metavar="DIR",
+            help="Decide against a STATE folder (reloaded when it changes) instead of the cluster.",
+        ),
+    ] = None,
+    kubeconfig: Annotated[
+        Path | None,
+        typer.Option("--kubeconfig", metavar="FILE", help="Without it: in-cluster, then KUBECONFIG, ~/.kube/config."),
+    ] = None,
+    state_interval: Annotated[float, typer.Option(help="Seconds between checks of the STATE folder.")] = 1.0,
+    tls_reload_interval: Annotated[float, typer.Option(help="Seconds between checks of the TLS files.")] = 5.0,
+    shutdown_delay: Annotated[
+        float, typer.Option(help="On SIGTERM, keep answering (not ready) this long before draining.")
+    ] = 0.0,
+    shutdown_timeout: Annotated[float, typer.Option(help="Longest wait for in-flight requests on shutdown.")] = 20.0,
+    access_log: Annotated[bool, typer.Option(help="Log every request line.")] = False,
+    log_level: Annotated[LogLevel, typer.Option(help="Log level.")] = LogLevel.info,
+) -> None:
+    """Serve the admission webhooks (API.md section 5) over HTTPS until SIGTERM, then drain.
+
+    Paths: /mutate/kubernetesnodes, /validate/kubernetesnodes, /validate/workerclasses,
+    /validate/computeplanes; /healthz, /readyz (ready once the state has synced) and /metrics.
+    """
+    from ..webhook.server import Settings, WebhookServer
+
+    logging.basicConfig(
+        level=log_level.value.upper(),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+    try:
+        tls = ReloadingContext(tls_cert, tls_key)
+    except TLSFileError as error:
+        fail(escape(str(error)))
+    source: StateSource = (
+        FolderSource(state, interval=state_interval) if state is not None else _cluster_source(kubeconfig)
+    )
+    settings = Settings(
+        host=host,
+        port=port,
+        tls_reload_interval=tls_reload_interval,
+        shutdown_delay=shutdown_delay,
+        shutdown_timeout=shutdown_timeout,
+        access_log=access_log,
+    )
+    server = WebhookServer(source, tls=tls, settings=settings)
+    try:
+        asyncio.run(server.serve())
+    except OSError as error:  # the port is taken, the address does not exist, ...
+        fail(f"cannot listen on {escape(host)}:{port}: {escape(error.strerror or str(error))}")
+
+
+class ManifestFormat(StrEnum):
+    yaml = "yaml"
+    json = "json"
+
+
+@app.command("manifests")
+def manifests_command(
+    namespace: Annotated[str, typer.Option("--namespace", "-n", help="Namespace of the webhook.")] = DEFAULT_NAMESPACE,
+    image: Annotated[
+        str, typer.Option("--image", help="Container image with the workerclass command.")
+    ] = DEFAULT_IMAGE,
+    replicas: Annotated[int, typer.Option("--replicas", min=1, help="Webhook replicas (a PDB keeps one up).")] = 2,
+    ca_bundle: Annotated[
+        Path | None,
+        typer.Option(
+            "--ca-bundle",
+            metavar="FILE",
+            help="PEM CA of a serving Secret you provide (workerclass-webhook-tls); without it cert-manager "
+            "issues the certificate and injects its CA.",
+        ),
+    ] = None,
+    timeout: Annotated[int, typer.Option("--timeout", min=1, max=30, help="Webhook timeoutSeconds.")] = 10,
+    output: Annotated[
+        ManifestFormat, typer.Option("--output", "-o", help="yaml: documents separated by ---; json: one v1 List.")
+    ] = ManifestFormat.yaml,
+) -> None:
+    """The webhook's install manifests: webhook configurations, Service, Deployment, PDB and RBAC."""
+    bundle: bytes | None = None
+    if ca_bundle is not None:
+        try:
+            bundle = ca_bundle.read_bytes()
+        except OSError as error:
+            fail(f"{escape(str(ca_bundle))}: cannot read ({escape(error.strerror or type(error).__name__)})")
+        if b"-----BEGIN CERTIFICATE-----" not in bundle:
+            fail(f"{escape(str(ca_bundle))}: not a PEM certificate bundle")
+        if b"PRIVATE KEY" in bundle:
+            fail(f"{escape(str(ca_bundle))}: holds a private key; give the CA certificate only")
+    options = InstallOptions(
+        namespace=namespace, image=image, replicas=replicas, ca_bundle=bundle, timeout_seconds=timeout
+    )
+    objects = webhook_manifests(options)
+    if output is ManifestFormat.json:
+        data: dict[str, Any] = {"apiVersion": "v1", "kind": "List", "items": objects}
+        sys.stdout.write(json.dumps(data, indent=2) + "\n")
+    else:
+        sys.stdout.write(to_yaml(objects))

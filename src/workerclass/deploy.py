@@ -1,0 +1,315 @@
+"""The install manifests of the admission webhook, generated (``workerclass manifests``).
+
+Its edge: plain dicts out, in a stable order; nothing is applied. The webhook rules come from the
+server's routes and the RBAC rules from the cluster cache's watch list, so what is installed is
+what is served and what is read, no more:
+
+* one MutatingWebhookConfiguration (KubernetesNodes CREATE/UPDATE: defaulting and restoring
+  ``workerClassName``) and one ValidatingWebhookConfiguration (KubernetesNodes CREATE/UPDATE,
+  WorkerClass CREATE/UPDATE/DELETE, ComputePlane CREATE/UPDATE), all ``failurePolicy: Fail``,
+  ``sideEffects: None``, ``admissionReviewVersions: [v1]``, with a timeout. DELETE of a pool and
+  every other operation are deliberately not matched: a Fail webhook that matches more than it
+  needs can refuse requests its handler would allow (the design page's warning);
+* a Service, a Deployment of 2 replicas spread over nodes with readiness on ``/readyz`` (cache
+  synced) and liveness on ``/healthz``, a PodDisruptionBudget keeping one up;
+* a ServiceAccount with a ClusterRole of get/list/watch on exactly the watched resources;
+* the serving certificate from cert-manager (a self-signed Issuer and a Certificate, the CA
+  injected into both configurations), unless a CA bundle is given for a Secret made elsewhere.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections import defaultdict
+from dataclasses import dataclass
+from importlib import metadata
+from typing import Any
+
+import yaml
+
+from .adapters.kube import WATCHED
+from .webhook.routes import ROUTES, Route
+
+NAME = "workerclass-webhook"
+DEFAULT_NAMESPACE = "cozy-workerclass"
+TLS_SECRET = f"{NAME}-tls"
+PORT = 8443
+WEBHOOK_DOMAIN = "workerclass.cozystack.io"
+
+#: the operations each path is matched for (the smallest set its rules need)
+OPERATIONS: dict[str, list[str]] = {
+    "/mutate/kubernetesnodes": ["CREATE", "UPDATE"],
+    "/validate/kubernetesnodes": ["CREATE", "UPDATE"],
+    "/validate/workerclasses": ["CREATE", "UPDATE", "DELETE"],
+    "/validate/computeplanes": ["CREATE", "UPDATE"],
+}
+
+
+def package_version() -> str:
+    try:
+        return metadata.version("workerclass")
+    except metadata.PackageNotFoundError:  # pragma: no cover - running from a source tree
+        return "0.1.0"
+
+
+DEFAULT_IMAGE = f"ghcr.io/cozystack/cozystack/workerclass:v{package_version()}"
+
+
+@dataclass(frozen=True)
+class InstallOptions:
+    namespace: str = DEFAULT_NAMESPACE
+    image: str = DEFAULT_IMAGE
+    replicas: int = 2
+    #: PEM CA bundle for a serving Secret made outside (then no cert-manager objects are generated)
+    ca_bundle: bytes | None = None
+    timeout_seconds: int = 10
+    #: on SIGTERM, keep answering (reported not ready) this long so endpoints drop the pod first
+    shutdown_delay: int = 5
+
+
+def _labels() -> dict[str, str]:
+    return {"app.kubernetes.io/name": NAME, "app.kubernetes.io/part-of": "workerclass"}
+
+
+def _metadata(name: str, namespace: str | None = None, **extra: Any) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name}
+    if namespace is not None:
+        meta["namespace"] = namespace
+    meta["labels"] = _labels()
+    meta.update(extra)
+    return meta
+
+
+def _resource_of(route: Route) -> tuple[str, str, str, str]:
+    """``(group, version, plural, scope)`` of the kind a route admits, from the watch list."""
+    for watched in WATCHED:
+        if watched.kind == route.target.kind and watched.group == route.target.group:
+            return watched.group, watched.version, watched.plural, "Namespaced" if watched.namespaced else "Cluster"
+    raise LookupError(f"{route.target.kind} is served but not watched")  # pragma: no cover - guarded by tests
+
+
+def _webhook(route: Route, options: InstallOptions) -> dict[str, Any]:
+    group, version, plural, scope = _resource_of(route)
+    action = "mutate" if route.mutating else "validate"
+    client: dict[str, Any] = {
+        "service": {"name": NAME, "namespace": options.namespace, "path": route.path, "port": 443},
+    }
+    if options.ca_bundle is not None:
+        client["caBundle"] = base64.b64encode(options.ca_bundle).decode("ascii")
+    webhook: dict[str, Any] = {
+        "name": f"{plural}.{action}.{WEBHOOK_DOMAIN}",
+        "admissionReviewVersions": ["v1"],
+        "clientConfig": client,
+        "rules": [
+            {
+                "apiGroups": [group],
+                "apiVersions": [version],
+                "resources": [plural],
+                "operations": list(OPERATIONS[route.path]),
+                "scope": scope,
+            }
+        ],
+        "failurePolicy": "Fail",
+        "matchPolicy": "Equivalent",
+        "sideEffects": "None",
+        "timeoutSeconds": options.timeout_seconds,
+    }
+    if route.mutating:
+        # the mutation is idempotent, so running it again after later mutations is safe
+        webhook["reinvocationPolicy"] = "IfNeeded"
+    return webhook
+
+
+def _configuration(kind: str, routes: list[Route], options: InstallOptions) -> dict[str, Any]:
+    annotations = (
+        {} if options.ca_bundle is not None else {"cert-manager.io/inject-ca-from": f"{options.namespace}/{NAME}"}
+    )
+    meta = _metadata(f"{NAME}-{'mutating' if kind.startswith('Mutating') else 'validating'}")
+    if annotations:
+        meta["annotations"] = annotations
+    return {
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": kind,
+        "metadata": meta,
+        "webhooks": [_webhook(route, options) for route in routes],
+    }
+
+
+def rbac_rules() -> list[dict[str, Any]]:
+    """get/list/watch on exactly what the cluster cache reads, one rule per API group."""
+    by_group: dict[str, list[str]] = defaultdict(list)
+    for watched in WATCHED:
+        by_group[watched.group].append(watched.plural)
+    return [
+        {"apiGroups": [group], "resources": sorted(plurals), "verbs": ["get", "list", "watch"]}
+        for group, plurals in sorted(by_group.items())
+    ]
+
+
+def _deployment(options: InstallOptions) -> dict[str, Any]:
+    probe = {"scheme": "HTTPS", "port": "https"}
+    args = [
+        "serve",
+        "webhook",
+        "--tls-cert",
+        "/tls/tls.crt",
+        "--tls-key",
+        "/tls/tls.key",
+        "--port",
+        str(PORT),
+        "--shutdown-delay",
+        str(options.shutdown_delay),
+    ]
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": _metadata(NAME, options.namespace),
+        "spec": {
+            "replicas": options.replicas,
+            "selector": {"matchLabels": {"app.kubernetes.io/name": NAME}},
+            # a Fail webhook must keep answering during a rollout: add before removing
+            "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 0, "maxSurge": 1}},
+            "template": {
+                "metadata": {"labels": _labels()},
+                "spec": {
+                    "serviceAccountName": NAME,
+                    "securityContext": {
+                        "runAsNonRoot": True,
+                        "runAsUser": 65532,
+                        "runAsGroup": 65532,
+                        "seccompProfile": {"type": "RuntimeDefault"},
+                    },
+                    "terminationGracePeriodSeconds": options.shutdown_delay + 25,
+                    "topologySpreadConstraints": [
+                        {
+                            "maxSkew": 1,
+                            "topologyKey": "kubernetes.io/hostname",
+                            "whenUnsatisfiable": "ScheduleAnyway",
+                            "labelSelector": {"matchLabels": {"app.kubernetes.io/name": NAME}},
+                        }
+                    ],
+                    "containers": [
+                        {
+                            "name": "webhook",
+                            "image": options.image,
+                            "command": ["workerclass"],
+                            "args": args,
+                            "ports": [{"name": "https", "containerPort": PORT, "protocol": "TCP"}],
+                            "readinessProbe": {
+                                "httpGet": {"path": "/readyz", **probe},
+                                "periodSeconds": 5,
+                                "failureThreshold": 2,
+                                "timeoutSeconds": 2,
+                            },
+                            "livenessProbe": {
+                                "httpGet": {"path": "/healthz", **probe},
+                                "initialDelaySeconds": 5,
+                                "periodSeconds": 10,
+                                "failureThreshold": 3,
+                                "timeoutSeconds": 2,
+                            },
+                            "resources": {
+                                "requests": {"cpu": "100m", "memory": "128Mi"},
+                                "limits": {"memory": "256Mi"},
+                            },
+                            "securityContext": {
+                                "allowPrivilegeEscalation": False,
+                                "readOnlyRootFilesystem": True,
+                                "capabilities": {"drop": ["ALL"]},
+                            },
+                            "volumeMounts": [{"name": "tls", "mountPath": "/tls", "readOnly": True}],
+                        }
+                    ],
+                    "volumes": [{"name": "tls", "secret": {"secretName": TLS_SECRET}}],
+                },
+            },
+        },
+    }
+
+
+def _certificate_objects(options: InstallOptions) -> list[dict[str, Any]]:
+    issuer = f"{NAME}-selfsigned"
+    return [
+        {
+            "apiVersion": "cert-manager.io/v1",
+            "kind": "Issuer",
+            "metadata": _metadata(issuer, options.namespace),
+            "spec": {"selfSigned": {}},
+        },
+        {
+            "apiVersion": "cert-manager.io/v1",
+            "kind": "Certificate",
+            "metadata": _metadata(NAME, options.namespace),
+            "spec": {
+                "secretName": TLS_SECRET,
+                "dnsNames": [f"{NAME}.{options.namespace}.svc", f"{NAME}.{options.namespace}.svc.cluster.local"],
+                "issuerRef": {"kind": "Issuer", "name": issuer},
+                "privateKey": {"algorithm": "ECDSA", "size": 256, "rotationPolicy": "Always"},
+                "duration": "2160h",
+                "renewBefore": "720h",
+            },
+        },
+    ]
+
+
+def webhook_manifests(options: InstallOptions | None = None) -> list[dict[str, Any]]:
+    """Every object of the install, in apply order."""
+    options = options or InstallOptions()
+    namespace = options.namespace
+    mutating = [route for route in ROUTES if route.mutating]
+    validating = [route for route in ROUTES if not route.mutating]
+    objects: list[dict[str, Any]] = [
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": _metadata(namespace)},
+        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": _metadata(NAME, namespace)},
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRole",
+            "metadata": _metadata(NAME),
+            "rules": rbac_rules(),
+        },
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRoleBinding",
+            "metadata": _metadata(NAME),
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": NAME},
+            "subjects": [{"kind": "ServiceAccount", "name": NAME, "namespace": namespace}],
+        },
+    ]
+    if options.ca_bundle is None:
+        objects.extend(_certificate_objects(options))
+    objects.extend(
+        [
+            {
+                "apiVersion": "v1",
+                "kind": "Service",
+                "metadata": _metadata(NAME, namespace),
+                "spec": {
+                    "type": "ClusterIP",
+                    "selector": {"app.kubernetes.io/name": NAME},
+                    "ports": [{"name": "https", "port": 443, "targetPort": "https", "protocol": "TCP"}],
+                },
+            },
+            _deployment(options),
+            {
+                "apiVersion": "policy/v1",
+                "kind": "PodDisruptionBudget",
+                "metadata": _metadata(NAME, namespace),
+                "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app.kubernetes.io/name": NAME}}},
+            },
+            _configuration("MutatingWebhookConfiguration", mutating, options),
+            _configuration("ValidatingWebhookConfiguration", validating, options),
+        ]
+    )
+    return objects
+
+
+HEADER = (
+    "# Generated by `workerclass manifests`: the admission webhook install. Do not edit;\n"
+    "# regenerate (tests/webhook/test_manifests.py checks this file matches the generator).\n"
+)
+
+
+def to_yaml(objects: list[dict[str, Any]]) -> str:
+    """Multi-document YAML, keys in the order written above (stable across runs)."""
+    body = yaml.safe_dump_all(objects, sort_keys=False, default_flow_style=False, explicit_start=True, width=1000)
+    return HEADER + body

@@ -1,0 +1,151 @@
+"""``workerclass manifests`` and the committed ``deploy/webhook.yaml``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import typer.main
+import yaml
+from typer.testing import CliRunner
+
+from workerclass.adapters.kube import WATCHED
+from workerclass.cli.main import _register, app
+from workerclass.deploy import NAME, OPERATIONS, InstallOptions, to_yaml, webhook_manifests
+from workerclass.webhook import ROUTES
+
+from .helpers import ROOT
+
+_register()
+COMMITTED = ROOT / "deploy" / "webhook.yaml"
+
+
+def by_kind(objects: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    out: dict[str, dict[str, Any]] = {}
+    for obj in objects:
+        assert obj["kind"] not in out, f"two {obj['kind']}"
+        out[obj["kind"]] = obj
+    return out
+
+
+def test_committed_manifests_match_the_generator() -> None:
+    assert COMMITTED.read_text() == to_yaml(webhook_manifests()), (
+        "deploy/webhook.yaml is stale: run `workerclass manifests > deploy/webhook.yaml`"
+    )
+    result = CliRunner().invoke(app, ["manifests"])
+    assert result.exit_code == 0
+    assert result.stdout == COMMITTED.read_text()
+    assert list(yaml.safe_load_all(COMMITTED.read_text())) == webhook_manifests()
+
+
+def test_every_route_has_one_webhook_with_safe_settings() -> None:
+    objects = by_kind(webhook_manifests())
+    hooks = {
+        hook["clientConfig"]["service"]["path"]: (kind, hook)
+        for kind in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration")
+        for hook in objects[kind]["webhooks"]
+    }
+    assert set(hooks) == {route.path for route in ROUTES}
+    plurals = {(watched.group, watched.kind): watched for watched in WATCHED}
+    for route in ROUTES:
+        kind, hook = hooks[route.path]
+        assert kind == ("MutatingWebhookConfiguration" if route.mutating else "ValidatingWebhookConfiguration")
+        assert hook["failurePolicy"] == "Fail"
+        assert hook["sideEffects"] == "None"
+        assert hook["admissionReviewVersions"] == ["v1"]
+        assert 1 <= hook["timeoutSeconds"] <= 30
+        assert hook["clientConfig"]["service"] == {
+            "name": NAME,
+            "namespace": "cozy-workerclass",
+            "path": route.path,
+            "port": 443,
+        }
+        watched = plurals[(route.target.group, route.target.kind)]
+        (rule,) = hook["rules"]
+        assert rule["apiGroups"] == [watched.group] and rule["apiVersions"] == [watched.version]
+        assert rule["resources"] == [watched.plural]  # the main resource only, never status
+        assert rule["operations"] == OPERATIONS[route.path]
+        assert rule["scope"] == ("Namespaced" if watched.namespaced else "Cluster")
+        assert hook["name"].endswith(".workerclass.cozystack.io")
+    # only what a rule needs: pool DELETE and CONNECT are not matched, class DELETE is (ClassInUse)
+    assert "DELETE" not in OPERATIONS["/validate/kubernetesnodes"]
+    assert OPERATIONS["/validate/workerclasses"] == ["CREATE", "UPDATE", "DELETE"]
+    assert all("CONNECT" not in operations for operations in OPERATIONS.values())
+
+
+def test_rbac_reads_exactly_what_the_cache_watches() -> None:
+    role = by_kind(webhook_manifests())["ClusterRole"]
+    granted = {
+        (group, resource) for rule in role["rules"] for group in rule["apiGroups"] for resource in rule["resources"]
+    }
+    assert granted == {(watched.group, watched.plural) for watched in WATCHED}
+    assert all(rule["verbs"] == ["get", "list", "watch"] for rule in role["rules"])
+    assert "Role" not in by_kind(webhook_manifests())  # no write access anywhere
+    binding = by_kind(webhook_manifests())["ClusterRoleBinding"]
+    assert binding["subjects"] == [{"kind": "ServiceAccount", "name": NAME, "namespace": "cozy-workerclass"}]
+
+
+def test_deployment_service_and_budget_fit_together() -> None:
+    objects = by_kind(webhook_manifests())
+    deployment = objects["Deployment"]["spec"]
+    pod = deployment["template"]
+    container = pod["spec"]["containers"][0]
+    assert deployment["replicas"] == 2
+    assert deployment["strategy"]["rollingUpdate"]["maxUnavailable"] == 0
+    labels = pod["metadata"]["labels"]
+    for selector in (
+        deployment["selector"]["matchLabels"],
+        objects["Service"]["spec"]["selector"],
+        objects["PodDisruptionBudget"]["spec"]["selector"]["matchLabels"],
+    ):
+        assert selector.items() <= labels.items()
+    assert objects["PodDisruptionBudget"]["spec"]["minAvailable"] == 1
+    assert objects["Service"]["spec"]["ports"][0]["targetPort"] == container["ports"][0]["name"] == "https"
+    assert container["readinessProbe"]["httpGet"] == {"path": "/readyz", "scheme": "HTTPS", "port": "https"}
+    assert container["livenessProbe"]["httpGet"] == {"path": "/healthz", "scheme": "HTTPS", "port": "https"}
+    assert pod["spec"]["terminationGracePeriodSeconds"] > 5 + 20  # shutdown delay + drain fit in
+    assert container["securityContext"]["readOnlyRootFilesystem"] is True
+    assert pod["spec"]["volumes"][0]["secret"]["secretName"] == objects["Certificate"]["spec"]["secretName"]
+
+    # the container's arguments are ones `workerclass serve webhook` accepts
+    command = typer.main.get_command(app)
+    webhook = command.commands["serve"].commands["webhook"]  # type: ignore[attr-defined]
+    assert container["args"][:2] == ["serve", "webhook"]
+    context = webhook.make_context("webhook", list(container["args"][2:]))
+    assert context.params["port"] == 8443 and str(context.params["tls_cert"]) == "/tls/tls.crt"
+
+
+def test_ca_bundle_instead_of_cert_manager(tmp_path: Path) -> None:
+    pem = b"-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"
+    objects = webhook_manifests(InstallOptions(ca_bundle=pem, namespace="elsewhere", image="example/wc:1"))
+    kinds = [obj["kind"] for obj in objects]
+    assert "Certificate" not in kinds and "Issuer" not in kinds
+    for obj in objects:
+        if obj["kind"].endswith("WebhookConfiguration"):
+            assert "annotations" not in obj["metadata"]
+            for hook in obj["webhooks"]:
+                assert (
+                    hook["clientConfig"]["caBundle"]
+                    == "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCk1JSUIKLS0tLS1FTkQgQ0VSVElGSUNBVEUtLS0tLQo="
+                )
+                assert hook["clientConfig"]["service"]["namespace"] == "elsewhere"
+
+    bundle = tmp_path / "ca.crt"
+    bundle.write_bytes(pem)
+    result = CliRunner().invoke(app, ["manifests", "--ca-bundle", str(bundle), "-n", "elsewhere", "-o", "json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["kind"] == "List" and all(
+        item["metadata"].get("namespace", "elsewhere") == "elsewhere" for item in data["items"]
+    )
+
+
+def test_ca_bundle_errors_are_one_line(tmp_path: Path) -> None:
+    key = tmp_path / "key.pem"
+    key.write_text("-----BEGIN CERTIFICATE-----\n-----BEGIN PRIVATE KEY-----\n")
+    result = CliRunner().invoke(app, ["manifests", "--ca-bundle", str(key)])
+    assert result.exit_code == 2 and "private key" in result.stderr
+    result = CliRunner().invoke(app, ["manifests", "--ca-bundle", str(tmp_path / "absent")])
+    assert result.exit_code == 2 and "cannot read" in result.stderr
+    assert "Traceback" not in result.stderr
