@@ -485,3 +485,16 @@ def test_render_and_ops_import_no_server_client_or_cli_library() -> None:
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert result.stdout.strip() == ""
+
+
+# --------------------------------------------------------------------------- text
+
+
+def test_yaml_text_round_trips_with_sorted_keys_and_a_literal_certificate() -> None:
+    import yaml
+
+    manifests = render(with_talos(make_effective(), image_factory_ca=CA))
+    text = manifests_yaml(manifests)
+    assert list(yaml.safe_load_all(text)) == manifests
+    assert "  ca.pem: |\n    -----BEGIN CERTIFICATE-----\n" in text
+    assert text.index("apiVersion:") < text.index("kind:") < text.index("metadata:")
