@@ -184,6 +184,8 @@ class State:
     objects: list[ObjectRecord] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     platform_violations: tuple[Violation, ...] = ()
+    #: derived facts computed once per state (e.g. the class rules a class breaks)
+    memo: dict[Any, Any] = field(default_factory=dict, repr=False, compare=False)
 
     # ------------------------------------------------------------------ construction
 

@@ -655,10 +655,6 @@ def test_parent_cluster_is_looked_up_in_the_pool_namespace() -> None:
 # class source), never resolve with the bad class values silently dropped or passed through.
 
 
-def _bug(reason: str) -> Any:
-    return pytest.mark.xfail(strict=True, reason=f"BUG: {reason}")
-
-
 BROKEN_CLASSES = [
     pytest.param(
         make_class("broken", "kairos", image={"kubernetesVersion": "v1.35.6"}),
@@ -676,31 +672,26 @@ BROKEN_CLASSES = [
         ),
         ("ImageNotPinned",),
         id="unpinned-fixed-image",
-        marks=_bug("a pool resolves to a class's fixed image given by tag (no @sha256 digest)"),
     ),
     pytest.param(
         make_class("broken", "kairos", talos={"version": "v1.13.6"}, kernelModules=[{"name": "nvme_tcp"}]),
         ("TalosSettingOnKairos",),
         id="talos-settings-on-kairos-class",
-        marks=_bug("a Kairos class's nonempty Talos settings are silently ignored for its pools"),
     ),
     pytest.param(
         make_class("broken", talos={"imageFactoryCA": PRIVATE_KEY}),
         ("PrivateKeyMaterial",),
         id="private-key-in-class",
-        marks=_bug("a private key in a class's imageFactoryCA becomes the pool's effective imageFactoryCA"),
     ),
     pytest.param(
         make_class("broken", talos={"version": "latest"}),
         ("Invalid",),
         id="malformed-class-talos-version",
-        marks=_bug("a malformed class talos.version is silently replaced by the platform default"),
     ),
     pytest.param(
         make_class("broken", kernelModules=[{"name": "nvme_tcp"}, {"name": 3}]),
         ("Invalid",),
         id="malformed-class-kernel-module",
-        marks=_bug("a class kernel module list with a malformed item is silently truncated"),
     ),
 ]
 

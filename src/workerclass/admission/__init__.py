@@ -8,19 +8,17 @@ Its edge: dicts in, a :class:`Decision` out; no I/O.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from typing import Any
 
 from ..model import (
-    WorkerClassSpec,
     parse_class_spec,
     parse_cluster,
     parse_node_group,
     parse_platform,
 )
-from ..resolve import Resolution, resolve_kubevirt_image, resolve_pool, resolve_talos
-from ..resolve.keys import private_key_paths
+from ..resolve import resolve_pool
+from ..resolve.classes import PINNED, class_rule_violations
 from ..state import KINDS, State, identify, is_pool_release, pool_from_object
 from ..violations import Violation
 from .decision import Decision
@@ -28,7 +26,6 @@ from .decision import Decision
 __all__ = ["OPERATIONS", "Decision", "admit", "mutate", "validate"]
 
 OPERATIONS = frozenset({"CREATE", "UPDATE", "DELETE", "CONNECT"})
-PINNED = re.compile(r"@sha256:[0-9a-f]{64}$")
 CLASS_FIELD = "workerClassName"
 
 
@@ -178,71 +175,6 @@ def _validate_pool(
     return denials + resolved_denials, warnings
 
 
-def validate_class_spec(state: State, spec: WorkerClassSpec, raw: Any, field: str = "spec") -> list[Violation]:
-    """Rules of one WorkerClass spec on its own (and against the platform for its baseline)."""
-    denials: list[Violation] = []
-    for path in private_key_paths(raw, field):
-        denials.append(Violation("PrivateKeyMaterial", path, "private key material must never be put in class values"))
-    image = spec.image
-    if spec.bootstrap == "kairos":
-        for path in spec.os.nonempty_paths(field):
-            denials.append(
-                Violation(
-                    "TalosSettingOnKairos",
-                    path,
-                    "a Kairos class cannot carry Talos-only settings; they are not interpreted as Kairos configuration",
-                )
-            )
-    elif spec.bootstrap == "talos" and image is not None and (image.kubernetes_version or image.reference):
-        denials.append(
-            Violation(
-                "Invalid",
-                f"{field}.image",
-                "a fixed image is for Kairos classes; a Talos class selects its disk through talos, kubevirt "
-                "and proxmox settings",
-            )
-        )
-    if image is not None:
-        if bool(image.kubernetes_version) != bool(image.reference):
-            missing = "reference" if image.kubernetes_version else "kubernetesVersion"
-            denials.append(
-                Violation(
-                    "IncompleteImage",
-                    f"{field}.image.{missing}",
-                    "image.kubernetesVersion and image.reference are required together: set both or neither",
-                )
-            )
-        if image.reference and not PINNED.search(image.reference):
-            denials.append(
-                Violation(
-                    "ImageNotPinned",
-                    f"{field}.image.reference",
-                    f"{image.reference!r} is not pinned: use <repository>@sha256:<64 hex digest> of a verified, "
-                    "publicly pullable disk",
-                )
-            )
-    os_image = spec.os.os_image
-    if spec.bootstrap == "talos" and os_image is not None:
-        if os_image.builtin is not None and os_image.factory is not None:
-            denials.append(
-                Violation(
-                    "OsImageSourceConflict",
-                    f"{field}.kubevirt.osImage",
-                    "set builtin or factory, not both: osImage selects exactly one disk source",
-                )
-            )
-        elif not denials:
-            # The baseline on its own (a pool that supplies nothing) must resolve to a compatible disk.
-            result = Resolution([], [], {})
-            talos = resolve_talos(state.platform, None, spec.os.talos, baseline_origin="class", origins={})
-            if talos.version and talos.schematic_id:
-                resolve_kubevirt_image(
-                    state.platform, talos, os_image, field=f"{field}.kubevirt.osImage", result=result
-                )
-            denials.extend(result.denials)
-    return denials
-
-
 def _validate_class(
     state: State, operation: str, obj: Mapping[str, Any] | None, old: Mapping[str, Any] | None
 ) -> Outcome:
@@ -272,7 +204,7 @@ def _validate_class(
             )
         ], []
     spec, denials = parse_class_spec(obj.get("spec"))
-    return denials + validate_class_spec(state, spec, obj.get("spec")), []
+    return denials + class_rule_violations(state.platform, spec, obj.get("spec")), []
 
 
 def _validate_compute_plane(

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from ..model import (
     Cluster,
@@ -227,6 +227,18 @@ def _kernel_modules(
 # --------------------------------------------------------------------------- pools
 
 
+def class_problems(state: State, record: ClassRecord) -> tuple[Violation, ...]:
+    """Every class rule the record breaks, computed once per state and class."""
+    key = ("class-problems", record.name)
+    cached = state.memo.get(key)
+    if cached is None:
+        from .classes import class_rule_violations
+
+        cached = (*record.violations, *class_rule_violations(state.platform, record.spec, record.obj.get("spec")))
+        state.memo[key] = cached
+    return cast(tuple[Violation, ...], cached)
+
+
 def _family(record: ClassRecord | None) -> str:
     return (record.spec.bootstrap if record is not None else "") or "talos"
 
@@ -325,8 +337,15 @@ def resolve_pool(state: State, record: PoolRecord) -> tuple[Effective | None, li
                 f"WorkerClass {class_name!r} does not exist (available: {known})",
             )
             return None, result.denials, result.warnings
-        if not class_record.spec.bootstrap:
-            result.deny("Invalid", f"{field}.workerClassName", f"WorkerClass {class_name!r} has no valid bootstrap")
+        problems = class_problems(state, class_record)
+        if problems:
+            for problem in problems:
+                result.deny(
+                    problem.code,
+                    f"{field}.workerClassName",
+                    f"WorkerClass {class_name} breaks the class rules ({problem.field}: {problem.message}); "
+                    "the hoster must publish a corrected class",
+                )
             return None, result.denials, result.warnings
     bootstrap = _family(class_record)
     result.origins["bootstrap"] = _class_origin(class_record) if class_record else "legacy classless pool (Talos)"
@@ -528,12 +547,6 @@ def _resolve_kairos(
     image_spec = class_record.spec.image
     image: EffectiveImage | None = None
     patch: str | None = None
-    if image_spec is not None and bool(image_spec.kubernetes_version) != bool(image_spec.reference):
-        result.deny(
-            "IncompleteImage",
-            f"{field}.workerClassName",
-            f"class {class_record.name} sets only one of image.kubernetesVersion / image.reference",
-        )
     fixed = class_record.spec.fixed_image
     if fixed is not None and fixed.kubernetes_version and fixed.reference:
         image_minor = minor_of(fixed.kubernetes_version)
