@@ -123,3 +123,11 @@ def test_plan_table_for_people(state: Path) -> None:
     assert "POOL" in result.stdout and "REPLACE" in result.stdout
     assert "yes (rebuild only)" in result.stdout
     assert "4 pools, 1 would replace machines, 1 only because a platform Kairos image was rebuilt" in result.stdout
+
+
+def test_denials_with_markup_like_tenant_text_print_verbatim(state: Path) -> None:
+    pools = state / "tenant-example" / "pools.yaml"
+    pools.write_text(pools.read_text().replace("  sshKeys: []\n", '  sshKeys: []\n  labels: {"[/x]": v}\n', 1))
+    result = run("render", str(state), "--pool", "tenant-example/example-kairos")
+    assert result.exit_code == 1
+    assert "tenant-example/example-kairos: Invalid spec.labels.[/x]: '[/x]' is not a valid label key" in result.stderr

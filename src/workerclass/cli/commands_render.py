@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import gc
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from enum import StrEnum
 from pathlib import Path
@@ -27,7 +27,7 @@ from ..state import State
 from ..violations import Violation
 from .commands_core import load_state
 from .main import app
-from .output import EXIT_DENIED, EXIT_OK, Format, fail, print_denials, print_json, stderr, stdout, table
+from .output import EXIT_DENIED, EXIT_OK, Format, fail, print_json, stderr, stdout, table
 
 StateArgument = Annotated[
     Path,
@@ -89,6 +89,14 @@ def render_command(
     raise typer.Exit(EXIT_DENIED if denied else EXIT_OK)
 
 
+def _print_denials(identity: str, denials: Iterable[Violation]) -> None:
+    """``NS/NAME: CODE field: message`` per denial on stderr; tenant text is escaped, never markup."""
+    console = stderr()
+    for violation in denials:
+        where = f"{escape(violation.field)}: {escape(violation.message)}"
+        console.print(f"{escape(identity)}: [red]{escape(violation.code)}[/] {where}", markup=True)
+
+
 def _render_pools(state: State, pool: str | None) -> tuple[list[dict[str, Any]], bool]:
     """Manifests of the selected pools, and whether one was denied (reported on stderr)."""
     denied = False
@@ -101,13 +109,13 @@ def _render_pools(state: State, pool: str | None) -> tuple[list[dict[str, Any]],
             console.print(f"[yellow]warning:[/] {escape(record.identity)}: {escape(warning)}", markup=True)
         if effective is None:
             denied = True
-            print_denials(record.identity, denials)
+            _print_denials(record.identity, denials)
             continue
         try:
             manifests.extend(render(effective))
         except RenderError as error:
             denied = True
-            print_denials(record.identity, [Violation("Invalid", record.field, str(error))])
+            _print_denials(record.identity, [Violation("Invalid", record.field, str(error))])
     return manifests, denied
 
 
