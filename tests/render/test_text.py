@@ -109,3 +109,14 @@ def test_every_rendered_variant_round_trips() -> None:
 def test_style_is_block_with_sorted_keys_and_indentless_lists() -> None:
     document = {"b": [{"y": 1, "x": "a"}, "c"], "a": {"k": []}, "ca": "line one\nline two\n"}
     assert yaml_document(document) == ("a:\n  k: []\nb:\n- x: a\n  y: 1\n- c\nca: |\n  line one\n  line two\n")
+
+
+def test_streamed_list_json_equals_one_json_document() -> None:
+    import json
+
+    from workerclass.render.text import iter_list_json, manifests_json
+
+    for items in ([], render(variants()["talos-factory-ca"]), [{"a": "µ", "b": [1, {}]}]):
+        streamed = "".join(iter_list_json(items))
+        assert streamed == manifests_json({"apiVersion": "v1", "kind": "List", "items": items})
+        assert json.loads(streamed)["items"] == items

@@ -21,7 +21,7 @@ from rich.markup import escape
 
 from ..ops import Plan, plan
 from ..render import RenderError, render, sort_manifests
-from ..render.text import manifests_json, manifests_yaml
+from ..render.text import iter_list_json, iter_manifests_yaml
 from ..resolve import resolve_all
 from ..state import State
 from ..violations import Violation
@@ -81,11 +81,13 @@ def render_command(
         if pool is not None and state.pool(pool) is None:
             fail(f"no pool {escape(pool)} in {escape(str(state_path))}")
         manifests, denied = _render_pools(state, pool)
-    ordered = sort_manifests(manifests)
-    if output is ManifestFormat.json:
-        sys.stdout.write(manifests_json({"apiVersion": "v1", "kind": "List", "items": ordered}))
-    elif ordered:
-        sys.stdout.write(manifests_yaml(ordered))
+        ordered = sort_manifests(manifests)
+        del manifests
+        # Written piece by piece: one string of 10,000 pools' manifests would double peak memory.
+        chunks = iter_list_json(ordered) if output is ManifestFormat.json else iter_manifests_yaml(ordered)
+        write = sys.stdout.write
+        for chunk in chunks:
+            write(chunk)
     raise typer.Exit(EXIT_DENIED if denied else EXIT_OK)
 
 

@@ -16,13 +16,13 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from functools import lru_cache
 from typing import Any
 
 import yaml
 
-__all__ = ["manifests_json", "manifests_yaml", "yaml_document"]
+__all__ = ["iter_list_json", "iter_manifests_yaml", "manifests_json", "manifests_yaml", "yaml_document"]
 
 _INDENT = "  "
 #: Plain scalars: a conservative alphabet; ": " and " #" cannot occur, and the first character
@@ -150,9 +150,27 @@ def yaml_document(value: Any) -> str:
     return "".join(out)
 
 
+def iter_manifests_yaml(manifests: Iterable[dict[str, Any]]) -> Iterator[str]:
+    """One ``---``-led YAML document per manifest, so a caller can write them as they come."""
+    for obj in manifests:
+        yield f"---\n{yaml_document(obj)}"
+
+
 def manifests_yaml(manifests: Iterable[dict[str, Any]]) -> str:
     """``---``-separated YAML documents with sorted keys."""
-    return "".join(f"---\n{yaml_document(obj)}" for obj in manifests)
+    return "".join(iter_manifests_yaml(manifests))
+
+
+def iter_list_json(items: Iterable[dict[str, Any]]) -> Iterator[str]:
+    """A ``v1`` ``List`` as :func:`manifests_json` would print it, one item at a time."""
+    yield '{\n  "apiVersion": "v1",\n  "items": ['
+    first = True
+    for item in items:
+        text = json.dumps(item, indent=2, sort_keys=True, ensure_ascii=False).replace("\n", "\n    ")
+        yield ("\n    " if first else ",\n    ") + text
+        first = False
+    yield "]" if first else "\n  ]"
+    yield ',\n  "kind": "List"\n}\n'
 
 
 def manifests_json(document: Any) -> str:
