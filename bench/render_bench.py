@@ -149,7 +149,13 @@ try:
 except SystemExit as exit:
     code = exit.code
 seconds = time.perf_counter() - start
-peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+# VmHWM belongs to this process's own memory map; ru_maxrss would also count the pages of the
+# (large) benchmark process this one was forked from.
+try:
+    with open("/proc/self/status") as status:
+        peak = next(int(line.split()[1]) for line in status if line.startswith("VmHWM:")) / 1024
+except (OSError, StopIteration):
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 print(f"{seconds:.3f} {peak:.0f} {code}", file=sys.stderr)
 """
 
