@@ -24,18 +24,26 @@ machines only through the image reference, which is hashed) and the Image Factor
 name). Whether a factory import has a CA at all *is* hashed, because the template then names
 the ConfigMap: template content must be a function of the hashed fields and the pool identity.
 
-Rules for bumping :data:`HASH_VERSION` (write the reason in the history below):
+Rules for bumping :data:`HASH_VERSION` (write the reason in the history below). Template
+names are ``<pool>-<hash>`` and templates are immutable, so a new hash is a new template and
+a rollout of the pool:
 
-- Bump when the hash of unchanged effective settings would change: a field added to or
-  removed from the list, a renamed key, a changed canonical form or digest, a changed default
-  filled in before hashing. Pools are then compared field by field, never by hash, across
-  versions: a consumer that finds a stored hash of another version must re-stamp it (compute
-  the new hash for the running template and store it) rather than treat it as drift, so a
-  change of hashing code never rolls every worker.
-- Do not bump when a change of rendering alone leaves the hashed inputs alone; such a change
-  must not alter template content either, or running templates and their names disagree.
+- Changing how unchanged settings hash (a field added to or removed from the list, a renamed
+  key, another canonical form or digest, a default filled in before hashing) needs a bump, and
+  must not roll anything by itself: whoever reconciles live pools compares the stored version
+  annotation with :data:`HASH_VERSION` and, when they differ, decides drift field by field
+  (as :mod:`workerclass.ops.plan` names reasons, from the effective settings) and re-stamps
+  the annotations of the running templates instead of renaming them.
+- Changing template content for unchanged settings (a renderer change: a new template field, a
+  new rendering default) is a rollout of every affected pool, because the name must change with
+  the content. Make it only on purpose: add a ``layout`` entry to the hashed document for the
+  affected family, bump the version, and name the pools it rolls in the history. Otherwise
+  template content must stay a function of the hashed fields and the pool identity (the tests
+  check this for every field).
 - Adding an optional field whose absent value is left out of the document (see
   :func:`_drop_empty`) needs no bump: every existing hash stays the same.
+- Objects other than the two templates (MachineDeployment metadata, MachineHealthCheck, the CA
+  ConfigMap) change in place; their rendering never needs a bump.
 
 History: ``v1``: first version.
 """
