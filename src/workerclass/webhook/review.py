@@ -22,6 +22,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import orjson
+
 from ..admission.decision import Decision
 
 API_VERSION = "admission.k8s.io/v1"
@@ -87,11 +89,11 @@ def _short(value: object, limit: int = 64) -> str:
 def decode(body: bytes, target: Target) -> Review:
     """Check an AdmissionReview body for ``target``. Raises :class:`EnvelopeError` or :class:`RequestError`."""
     try:
-        envelope = json.loads(body)
-    except (UnicodeDecodeError, ValueError):
-        raise EnvelopeError(400, "the body is not JSON") from None
-    except RecursionError:
-        raise EnvelopeError(400, "the body nests too deeply") from None
+        # orjson: several times faster than json on reviews (the server's hot path), strict about
+        # what JSON is (no NaN, UTF-8 only) and limited to 1024 levels of nesting.
+        envelope = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        raise EnvelopeError(400, "the body is not JSON (UTF-8, at most 1024 levels deep)") from None
     if not isinstance(envelope, dict):
         raise EnvelopeError(400, "the body is not a JSON object")
     if envelope.get("apiVersion") != API_VERSION or envelope.get("kind") != KIND:
@@ -195,11 +197,11 @@ def _checked_object(
 
 def encode(response: Mapping[str, Any]) -> bytes:
     """The AdmissionReview envelope around ``response``, as compact JSON bytes."""
-    return json.dumps(
-        {"apiVersion": API_VERSION, "kind": KIND, "response": response},
-        separators=(",", ":"),
-        ensure_ascii=False,
-    ).encode("utf-8")
+    envelope = {"apiVersion": API_VERSION, "kind": KIND, "response": response}
+    try:
+        return orjson.dumps(envelope)
+    except TypeError:  # a value orjson does not know (or an int over 64 bits): the slower, lenient path
+        return json.dumps(envelope, separators=(",", ":"), ensure_ascii=False, default=str).encode("utf-8")
 
 
 def refusal(uid: str, code: int, reason: str, message: str) -> dict[str, Any]:
@@ -223,7 +225,10 @@ def from_decision(uid: str, decision: Decision, *, mutating: bool) -> dict[str, 
     response: dict[str, Any] = {"uid": uid, "allowed": bool(decision.allowed)}
     if decision.allowed:
         if mutating and decision.patch:
-            patch = json.dumps(list(decision.patch), separators=(",", ":")).encode("utf-8")
+            try:
+                patch = orjson.dumps(list(decision.patch))
+            except TypeError:
+                patch = json.dumps(list(decision.patch), separators=(",", ":"), default=str).encode("utf-8")
             response["patch"] = base64.b64encode(patch).decode("ascii")
             response["patchType"] = "JSONPatch"
     else:

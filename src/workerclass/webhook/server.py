@@ -37,6 +37,26 @@ from .sources import StateSource
 
 logger = logging.getLogger("workerclass.webhook")
 
+
+class _OneLineHTTPErrors(logging.Filter):
+    """aiohttp logs a malformed request with a traceback whose message quotes the request bytes;
+    keep one line with the error type instead (cheap, and nothing a client sent ends up in the log)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.exc_info and record.exc_info[1] is not None:
+            error = record.exc_info[1]
+            record.msg = "refused a malformed HTTP request (%s %s)"
+            record.args = (type(error).__name__, getattr(error, "code", ""))
+            record.exc_info = None
+            record.exc_text = None
+            record.levelno, record.levelname = logging.DEBUG, "DEBUG"
+            return logging.getLogger(record.name).isEnabledFor(logging.DEBUG)
+        return True
+
+
+http_logger = logging.getLogger("workerclass.http")
+http_logger.addFilter(_OneLineHTTPErrors())
+
 Decider = Callable[[State, str, dict[str, Any] | None, dict[str, Any] | None], Decision]
 
 MIB = 1024 * 1024
@@ -175,8 +195,11 @@ class WebhookServer:
         if problem is not None:
             return "rejected", problem
         try:
-            async with asyncio.timeout(self.settings.body_timeout):
+            if request.content.is_eof():  # the usual case: the whole body came with the headers
                 body = await request.read()
+            else:
+                async with asyncio.timeout(self.settings.body_timeout):
+                    body = await request.read()
         except TimeoutError:
             logger.warning("%s: request body not received within %gs", route.name, self.settings.body_timeout)
             message = f"the request body did not arrive within {self.settings.body_timeout:g}s"
@@ -262,12 +285,13 @@ class WebhookServer:
         return ("patched" if "patch" in answer else "allowed"), _review(answer)
 
     def _check_headers(self, request: web.Request) -> web.Response | None:
-        content_type = request.headers.get("Content-Type")
-        if content_type is not None:
+        headers = request.headers
+        content_type = headers.get("Content-Type")
+        if content_type is not None and content_type != "application/json":  # the API server's exact value
             media = content_type.split(";", 1)[0].strip().lower()
             if media != "application/json" and not (media.startswith("application/") and media.endswith("+json")):
                 return _error(415, "the request body must be application/json")
-        encoding = request.headers.get("Content-Encoding")
+        encoding = headers.get("Content-Encoding")
         if encoding is not None and encoding.strip().lower() not in ("", "identity"):
             return _error(415, "compressed request bodies are not accepted")
         length = request.content_length
@@ -294,6 +318,7 @@ class WebhookServer:
             shutdown_timeout=settings.shutdown_timeout,
             access_log=logging.getLogger("workerclass.access") if settings.access_log else None,
             keepalive_timeout=settings.keepalive_timeout,
+            logger=http_logger,
             lingering_time=settings.lingering_time,
             auto_decompress=False,
             max_field_size=settings.max_field_size,

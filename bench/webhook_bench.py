@@ -1,0 +1,417 @@
+"""Load the admission webhook over HTTPS on loopback, beside an echo server of the same stack.
+
+    .venv/bin/python bench/webhook_bench.py [--connections 16] [--duration 10] [--client wrk|python]
+
+Both servers are the same stack: aiohttp on one event loop, the same TLS context (TLS 1.2+,
+ECDSA P-256 certificate made here with ``cryptography``), the same runner settings. The echo
+server reads the body and sends it back; the webhook decodes the AdmissionReview, decides with
+the core against the ``examples/`` state (plus the objects the admission tests add) and encodes
+the answer. Each server runs in its own process pinned to CPU 0; the load generator is pinned to
+CPU 1 (on a 2-core machine, one core each). The request mix is what the API server sends for
+KubernetesNodes writes, one mutating and one validating call each (see :func:`workload`).
+
+The load generator is wrk (Debian's package: installed with apt-get when missing and running as
+root; ``--client python`` uses an aiohttp client instead). Targets (issue 4): at least 2,000
+reviews/s with 16 connections, p99 under 25 ms, throughput at least 70% of the echo server's.
+Never run as a timed test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import platform
+import re
+import shutil
+import signal
+import ssl
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # the tests' case builders and certificate helper
+sys.path.insert(0, str(ROOT / "src"))
+
+SERVER_CPU = 0
+CLIENT_CPU = 1
+
+
+# --------------------------------------------------------------------------- workload
+
+
+def workload() -> list[tuple[str, bytes]]:
+    """``(path, body)`` of the reviews the load rotates over.
+
+    What the API server sends for KubernetesNodes writes: each write is one mutating and one
+    validating call. A CREATE without a class (defaulted, then allowed) and an UPDATE that omits
+    the class and switches the pool to Kairos (the stored class restored by the mutation, then the
+    family change denied when the tenant sets kairos explicitly).
+    """
+    from tests.webhook.cases import pool, stored
+    from tests.webhook.helpers import review
+
+    created = pool("bench-pool")
+    old = stored("KubernetesNodes:tenant-example/example-talos")
+    restored = json.loads(json.dumps(old))
+    del restored["spec"]["workerClassName"]
+    restored["spec"]["maxReplicas"] = 4
+    switched = json.loads(json.dumps(old))
+    switched["spec"].update(workerClassName="kairos", talos={}, kernelModules=[])
+    return [
+        ("/mutate/kubernetesnodes", json.dumps(review(created, uid="bench-create-mutate")).encode()),
+        (
+            "/validate/kubernetesnodes",
+            json.dumps(review(pool("bench-pool", workerClassName="talos"), uid="bench-create-validate")).encode(),
+        ),
+        (
+            "/mutate/kubernetesnodes",
+            json.dumps(review(restored, operation="UPDATE", old=old, uid="bench-update-mutate")).encode(),
+        ),
+        (
+            "/validate/kubernetesnodes",
+            json.dumps(review(switched, operation="UPDATE", old=old, uid="bench-update-validate")).encode(),
+        ),
+    ]
+
+
+# --------------------------------------------------------------------------- servers (child processes)
+
+
+def pin(cpu: int) -> None:
+    if hasattr(os, "sched_setaffinity") and (os.cpu_count() or 1) > cpu:
+        os.sched_setaffinity(0, {cpu})
+
+
+async def run_server(kind: str, cert: Path, key: Path, port_file: Path) -> None:
+    from aiohttp import web
+    from tests.webhook.cases import table_state
+
+    from workerclass.adapters.tls import ReloadingContext
+    from workerclass.webhook.server import Settings, WebhookServer
+    from workerclass.webhook.sources import StaticSource
+
+    tls = ReloadingContext(cert, key)
+    settings = Settings(host="127.0.0.1", port=0)
+    server = WebhookServer(StaticSource(table_state()), tls=tls, settings=settings)
+    if kind == "echo":
+        # Same application object and runner settings; the routes answer with the body they read.
+        async def echo(request: web.Request) -> web.Response:
+            return web.Response(body=await request.read(), content_type="application/json")
+
+        server.app = web.Application(client_max_size=settings.max_body)
+        for path in ("/mutate/kubernetesnodes", "/validate/kubernetesnodes"):
+            server.app.router.add_post(path, echo)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    loop.add_signal_handler(signal.SIGTERM, stop.set)
+    await server.start()
+    port_file.write_text(str(server.port))
+    await stop.wait()
+    await server.stop()
+
+
+def start_server(kind: str, cert: Path, key: Path, workdir: Path) -> tuple[subprocess.Popen[bytes], int]:
+    port_file = workdir / f"{kind}.port"
+    port_file.unlink(missing_ok=True)
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            __file__,
+            "--serve",
+            kind,
+            "--cert",
+            str(cert),
+            "--key",
+            str(key),
+            "--port-file",
+            str(port_file),
+        ],
+        stdout=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 30
+    while not port_file.exists() or not port_file.read_text():
+        if process.poll() is not None or time.monotonic() > deadline:
+            raise SystemExit(f"the {kind} server did not start")
+        time.sleep(0.05)
+    return process, int(port_file.read_text())
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process so far (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    ticks = os.sysconf("SC_CLK_TCK")
+    return (int(fields[11]) + int(fields[12])) / ticks
+
+
+def stop_server(process: subprocess.Popen[bytes]) -> None:
+    process.send_signal(signal.SIGTERM)
+    try:
+        process.wait(15)
+    except subprocess.TimeoutExpired:
+        process.kill()
+
+
+# --------------------------------------------------------------------------- load generators
+
+
+def ensure_wrk() -> str | None:
+    found = shutil.which("wrk")
+    if found or os.geteuid() != 0 or not shutil.which("apt-get"):
+        return found
+    print("installing wrk from Debian's packages ...", file=sys.stderr)
+    quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
+    if subprocess.run(["apt-get", "install", "-y", "-q", "wrk"], **quiet, check=False).returncode != 0:  # type: ignore[call-overload]
+        subprocess.run(["apt-get", "update", "-q"], **quiet, check=False)  # type: ignore[call-overload]
+        subprocess.run(["apt-get", "install", "-y", "-q", "wrk"], **quiet, check=False)  # type: ignore[call-overload]
+    return shutil.which("wrk")
+
+
+HEADERS = '{["Host"] = "127.0.0.1", ["Content-Type"] = "application/json"}'
+
+
+def lua_script(requests: list[tuple[str, bytes]]) -> str:
+    lines = ["local requests = {}"]
+    for path, body in requests:
+        lines.append(f'table.insert(requests, wrk.format("POST", "{path}", {HEADERS}, [==[{body.decode()}]==]))')
+    lines += [
+        "local i = 0",
+        "request = function()",
+        "  i = i % #requests + 1",
+        "  return requests[i]",
+        "end",
+        "done = function(summary, latency, requests)",
+        '  io.write(string.format("JSON {\\"requests\\": %d, \\"errors\\": %d, \\"non2xx\\": 0, '
+        '\\"p50\\": %d, \\"p99\\": %d, \\"mean\\": %f}\\n", summary.requests, '
+        "summary.errors.connect + summary.errors.read + summary.errors.write + summary.errors.status "
+        "+ summary.errors.timeout, latency:percentile(50), latency:percentile(99), latency.mean))",
+        "end",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def run_wrk(wrk: str, port: int, connections: int, duration: int, script: Path) -> dict[str, Any]:
+    command = [
+        wrk,
+        "-t1",
+        f"-c{connections}",
+        f"-d{duration}s",
+        "--latency",
+        "-s",
+        str(script),
+        f"https://127.0.0.1:{port}",
+    ]
+    if shutil.which("taskset") and (os.cpu_count() or 1) > CLIENT_CPU:
+        command = ["taskset", "-c", str(CLIENT_CPU), *command]
+    output = subprocess.run(command, capture_output=True, text=True, check=True).stdout
+    found = re.search(r"^JSON (\{.*\})$", output, re.MULTILINE)
+    rate = re.search(r"Requests/sec:\s+([\d.]+)", output)
+    if found is None or rate is None:
+        raise SystemExit("wrk printed no result:\n" + output)
+    data = json.loads(found.group(1))
+    non2xx = re.search(r"Non-2xx or 3xx responses: (\d+)", output)
+    return {
+        "requests": data["requests"],
+        "errors": data["errors"] + (int(non2xx.group(1)) if non2xx else 0),
+        "rps": float(rate.group(1)),
+        "p50_ms": data["p50"] / 1000,
+        "p99_ms": data["p99"] / 1000,
+        "mean_ms": data["mean"] / 1000,
+    }
+
+
+async def python_load(
+    port: int, connections: int, duration: float, requests: list[tuple[str, bytes]]
+) -> dict[str, Any]:
+    import aiohttp
+
+    context = ssl.create_default_context()
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+    latencies: list[float] = []
+    errors = 0
+    deadline = time.perf_counter() + duration
+    connector = aiohttp.TCPConnector(limit=connections, ssl=context)
+    async with aiohttp.ClientSession(f"https://127.0.0.1:{port}", connector=connector) as session:
+
+        async def worker(offset: int) -> None:
+            nonlocal errors
+            index = offset
+            while time.perf_counter() < deadline:
+                path, body = requests[index % len(requests)]
+                index += 1
+                started = time.perf_counter()
+                try:
+                    async with session.post(path, data=body, headers={"Content-Type": "application/json"}) as reply:
+                        await reply.read()
+                        if reply.status != 200:
+                            errors += 1
+                except aiohttp.ClientError:
+                    errors += 1
+                latencies.append(time.perf_counter() - started)
+
+        began = time.perf_counter()
+        await asyncio.gather(*(worker(index) for index in range(connections)))
+        elapsed = time.perf_counter() - began
+    latencies.sort()
+    return {
+        "requests": len(latencies),
+        "errors": errors,
+        "rps": len(latencies) / elapsed,
+        "p50_ms": latencies[len(latencies) // 2] * 1000,
+        "p99_ms": latencies[int(len(latencies) * 0.99)] * 1000,
+        "mean_ms": statistics.fmean(latencies) * 1000,
+    }
+
+
+def run_python(port: int, connections: int, duration: int, workdir: Path) -> dict[str, Any]:
+    out = workdir / "python-load.json"
+    subprocess.run(
+        [sys.executable, __file__, "--load", str(port), "--connections", str(connections), "--duration", str(duration),
+         "--result", str(out)],
+        check=True,
+    )  # fmt: skip
+    data: dict[str, Any] = json.loads(out.read_text())
+    return data
+
+
+# --------------------------------------------------------------------------- the run
+
+
+def check_answers(port: int, context: ssl.SSLContext) -> None:
+    """The webhook answers the workload as the admission tests expect (so the load measures the real path)."""
+    from tests.webhook.helpers import Client
+
+    client = Client(port, context)
+    expected = [
+        ("allowed", True, "patch"),
+        ("allowed", True, None),
+        ("allowed", True, "patch"),
+        ("allowed", False, None),
+    ]
+    for (path, body), (_, allowed, patch) in zip(workload(), expected, strict=True):
+        response = client.request("POST", path, body).response
+        assert response["allowed"] is allowed, response
+        assert ("patch" in response) == (patch is not None), response
+    client.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--connections", type=int, default=16)
+    parser.add_argument("--duration", type=int, default=10, help="seconds per measured run")
+    parser.add_argument("--rounds", type=int, default=3, help="interleaved runs per server (medians reported)")
+    parser.add_argument("--warmup", type=int, default=2, help="seconds of unmeasured load before each run")
+    parser.add_argument("--client", choices=["wrk", "python", "auto"], default="auto")
+    parser.add_argument("--json", type=Path, help="also write the figures here")
+    # child-process modes
+    parser.add_argument("--serve", choices=["webhook", "echo"], help=argparse.SUPPRESS)
+    parser.add_argument("--cert", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--key", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--port-file", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--load", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--result", type=Path, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+
+    if args.serve:
+        pin(SERVER_CPU)
+        asyncio.run(run_server(args.serve, args.cert, args.key, args.port_file))
+        return
+    if args.load:
+        pin(CLIENT_CPU)
+        result = asyncio.run(python_load(args.load, args.connections, args.duration, workload()))
+        args.result.write_text(json.dumps(result))
+        return
+
+    from tests.webhook.helpers import CertFiles
+
+    wrk = ensure_wrk() if args.client in ("wrk", "auto") else None
+    if args.client == "wrk" and wrk is None:
+        raise SystemExit("wrk is not installed and could not be installed")
+    client = "wrk" if wrk else "python"
+
+    rounds: dict[str, list[dict[str, Any]]] = {"echo": [], "webhook": []}
+    with tempfile.TemporaryDirectory(prefix="webhook-bench-") as temporary:
+        workdir = Path(temporary)
+        certs = CertFiles.create(workdir / "certs")
+        script = workdir / "reviews.lua"
+        script.write_text(lua_script(workload()))
+        servers = {kind: start_server(kind, certs.cert, certs.key, workdir) for kind in ("echo", "webhook")}
+        try:
+            check_answers(servers["webhook"][1], certs.client_context())
+
+            def load(port: int, seconds: int) -> dict[str, Any]:
+                if wrk:
+                    return run_wrk(wrk, port, args.connections, seconds, script)
+                return run_python(port, args.connections, seconds, workdir)
+
+            for kind in ("echo", "webhook"):
+                if args.warmup:
+                    load(servers[kind][1], args.warmup)
+            # Interleaved rounds, medians reported: a shared machine's noise hits both servers alike.
+            for _ in range(args.rounds):
+                for kind in ("echo", "webhook"):
+                    process, port = servers[kind]
+                    before = cpu_seconds(process.pid)
+                    run = load(port, args.duration)
+                    # CPU the server spent per answered review: what throughput would be on a core of
+                    # its own, robust to other work stealing the core during the run
+                    run["cpu_us"] = (cpu_seconds(process.pid) - before) / max(run["requests"], 1) * 1e6
+                    rounds[kind].append(run)
+        finally:
+            for process, _ in servers.values():
+                stop_server(process)
+
+    def median_of(kind: str) -> dict[str, Any]:
+        runs = sorted(rounds[kind], key=lambda run: run["rps"])
+        middle = dict(runs[len(runs) // 2])
+        middle["p99_ms"] = statistics.median(run["p99_ms"] for run in runs)
+        middle["p50_ms"] = statistics.median(run["p50_ms"] for run in runs)
+        middle["errors"] = sum(run["errors"] for run in runs)
+        middle["cpu_us"] = statistics.median(run["cpu_us"] for run in runs)
+        return middle
+
+    results = {kind: median_of(kind) for kind in rounds}
+    webhook, echo = results["webhook"], results["echo"]
+    ratio = webhook["rps"] / echo["rps"] if echo["rps"] else 0.0
+    print(
+        f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}, "
+        f"client {client}, {args.connections} connections, {args.rounds} x {args.duration}s per server, medians"
+    )
+    print(
+        f"{'server':<8} {'reviews/s':>10} {'p50 ms':>8} {'p99 ms':>8} {'mean ms':>8} {'CPU µs/req':>10} {'errors':>7}"
+    )
+    for kind in ("echo", "webhook"):
+        row = results[kind]
+        print(
+            f"{kind:<8} {row['rps']:>10.0f} {row['p50_ms']:>8.2f} {row['p99_ms']:>8.2f} {row['mean_ms']:>8.2f} "
+            f"{row['cpu_us']:>10.0f} {row['errors']:>7}"
+        )
+    checks = {
+        "throughput >= 2000/s": webhook["rps"] >= 2000,
+        "p99 < 25 ms": webhook["p99_ms"] < 25,
+        "throughput >= 70% of echo": ratio >= 0.70,
+        "no errors": webhook["errors"] == 0 and echo["errors"] == 0,
+    }
+    ratios = [w["rps"] / e["rps"] for w, e in zip(rounds["webhook"], rounds["echo"], strict=True)]
+    print(f"webhook/echo throughput: {ratio:.2f} (rounds: {', '.join(f'{r:.2f}' for r in ratios)})")
+    cpu_ratio = echo["cpu_us"] / webhook["cpu_us"] if webhook["cpu_us"] else 0.0
+    print(f"echo/webhook server CPU per review: {cpu_ratio:.2f} (the throughput ratio on an otherwise idle core)")
+    for name, passed in checks.items():
+        print(f"  {'met' if passed else 'NOT MET'}: {name}")
+    if args.json:
+        args.json.write_text(
+            json.dumps(
+                {"client": client, "connections": args.connections, "results": results, "ratio": ratio}, indent=2
+            )
+        )
+
+
+if __name__ == "__main__":
+    main()
