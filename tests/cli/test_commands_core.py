@@ -272,3 +272,10 @@ def test_help_explains_each_command(command: str) -> None:
     result = run(command, "--help")
     assert result.exit_code == 0
     assert "STATE" in result.stdout
+
+
+def test_resolve_prints_denials_with_tenant_text_escaped(state: Path) -> None:
+    write(state / "bad.yaml", pool("bad", workerClassName="talos", labels={"[/x]": "v"}))
+    result = run("resolve", str(state))
+    assert result.exit_code == 1
+    assert "Invalid spec.labels.[/x]" in result.stderr

@@ -14,6 +14,7 @@ from typing import Any, NoReturn
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from ..violations import Violation
@@ -61,4 +62,8 @@ def denial_lines(denials: Iterable[Violation]) -> str:
 def print_denials(label: str, denials: Iterable[Violation]) -> None:
     console = stderr()
     for violation in denials:
-        console.print(f"{label}: [red]{violation.code}[/] {violation.field}: {violation.message}", markup=True)
+        # Field paths and messages carry tenant text (label keys, values): never markup.
+        console.print(
+            f"{escape(label)}: [red]{violation.code}[/] {escape(violation.field)}: {escape(violation.message)}",
+            markup=True,
+        )
