@@ -184,6 +184,7 @@ def resolve_kubevirt_image(
                 "choose a version/schematic the platform publishes, or the factory source",
             )
         reference = golden_reference(schematic, version)
+        result.origins["image.reference"] = "golden DataVolume for the disk version and schematic"
     else:
         endpoint = source.endpoint or talos.image_factory_url
         result.origins["image.endpoint"] = "osImage source" if source.endpoint else "effective talos.imageFactoryURL"
@@ -191,6 +192,7 @@ def resolve_kubevirt_image(
             result.deny("Invalid", f"{path}.endpoint", "no Image Factory endpoint: set talos.imageFactoryURL")
             return None
         reference = factory_reference(endpoint, schematic, version)
+        result.origins["image.reference"] = "Image Factory URL from endpoint, schematic and version"
     if version != talos.version:
         result.deny(
             "ArtifactConflict",
