@@ -17,7 +17,7 @@ from ..model import (
     parse_node_group,
     parse_platform,
 )
-from ..resolve import resolve_pool
+from ..resolve import Resolution, check_replicas, check_talos_vgpu, resolve_pool
 from ..resolve.classes import PINNED, class_rule_violations
 from ..state import KINDS, State, identify, is_pool_release, pool_from_object
 from ..violations import Violation
@@ -223,20 +223,11 @@ def _validate_compute_plane(
         path = f"spec.nodeGroups.{group}"
         parsed, violations = parse_node_group(values, path)
         denials.extend(violations)
-        low, high = parsed.min_replicas, parsed.max_replicas
-        if low is not None and low < 0:
-            denials.append(Violation("InvalidReplicas", f"{path}.minReplicas", f"must not be negative (got {low})"))
-        if high is not None and high < 0:
-            denials.append(Violation("InvalidReplicas", f"{path}.maxReplicas", f"must not be negative (got {high})"))
-        if low is not None and high is not None and low > high >= 0:
-            denials.append(
-                Violation("InvalidReplicas", f"{path}.minReplicas", f"minReplicas {low} is above maxReplicas {high}")
-            )
-        for index, gpu in enumerate(parsed.gpus):
-            if gpu.vgpu:
-                denials.append(
-                    Violation("TalosVGPU", f"{path}.gpus[{index}].vgpu", "vGPU is not available on Talos workers")
-                )
+        # Node groups keep the classless Talos path: the same pool rules as a legacy pool.
+        result = Resolution([], [], {})
+        check_replicas(parsed, path, result)
+        check_talos_vgpu(parsed, path, result)
+        denials.extend(result.denials)
     return denials, []
 
 

@@ -25,18 +25,9 @@ from ..render.text import iter_list_json, iter_manifests_yaml
 from ..resolve import resolve_all
 from ..state import State
 from ..violations import Violation
-from .commands_core import load_state
+from .commands_core import StateArgument, load_state
 from .main import app
 from .output import EXIT_DENIED, EXIT_OK, Format, fail, print_json, stderr, stdout, table
-
-StateArgument = Annotated[
-    Path,
-    typer.Argument(
-        metavar="STATE",
-        help="A folder of YAML manifests (any depth, multi-document): the cluster as GitOps holds it.",
-        show_default=False,
-    ),
-]
 
 
 @contextmanager

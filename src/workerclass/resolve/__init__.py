@@ -36,6 +36,8 @@ __all__ = [
     "EffectiveImage",
     "EffectiveTalos",
     "Resolution",
+    "check_replicas",
+    "check_talos_vgpu",
     "golden_reference",
     "resolve",
     "resolve_all",
@@ -249,7 +251,8 @@ def _minor_key(minor: str) -> tuple[int, ...]:
     return version_tuple(minor)[:2]
 
 
-def _check_replicas(spec: PoolSpec, field: str, result: Resolution) -> None:
+def check_replicas(spec: PoolSpec, field: str, result: Resolution) -> None:
+    """``InvalidReplicas``: negative bounds, or min above max."""
     low, high = spec.min_replicas, spec.max_replicas
     if low is not None and low < 0:
         result.deny("InvalidReplicas", f"{field}.minReplicas", f"must not be negative (got {low})")
@@ -257,6 +260,17 @@ def _check_replicas(spec: PoolSpec, field: str, result: Resolution) -> None:
         result.deny("InvalidReplicas", f"{field}.maxReplicas", f"must not be negative (got {high})")
     if low is not None and high is not None and low > high >= 0:
         result.deny("InvalidReplicas", f"{field}.minReplicas", f"minReplicas {low} is above maxReplicas {high}")
+
+
+def check_talos_vgpu(spec: PoolSpec, field: str, result: Resolution) -> None:
+    """``TalosVGPU``: the known bootstrap-family exception for vGPU."""
+    for index, gpu in enumerate(spec.gpus):
+        if gpu.vgpu:
+            result.deny(
+                "TalosVGPU",
+                f"{field}.gpus[{index}].vgpu",
+                "vGPU is not available on Talos workers: use a passthrough GPU, or a class whose image supports vGPU",
+            )
 
 
 def _check_health(spec: PoolSpec, result: Resolution) -> None:
@@ -353,7 +367,7 @@ def resolve_pool(state: State, record: PoolRecord) -> tuple[Effective | None, li
     result.origins["bootstrap"] = _class_origin(class_record) if class_record else "legacy classless pool (Talos)"
     result.origins["class"] = f"{record.field}.workerClassName" if class_name else "classless: legacy Talos rendering"
 
-    _check_replicas(spec, field, result)
+    check_replicas(spec, field, result)
     _check_health(spec, result)
     minor, minor_origin = _kubernetes_minor(state, record, cluster)
     result.origins["kubernetesMinor"] = minor_origin
@@ -404,13 +418,7 @@ def _resolve_talos_pool(
             f"{field}.sshKeys",
             "Talos has no SSH server: leave sshKeys empty, or use a Kairos class for SSH access",
         )
-    for index, gpu in enumerate(spec.gpus):
-        if gpu.vgpu:
-            result.deny(
-                "TalosVGPU",
-                f"{field}.gpus[{index}].vgpu",
-                "vGPU is not available on Talos workers: use a passthrough GPU, or a class whose image supports vGPU",
-            )
+    check_talos_vgpu(spec, field, result)
     talos = resolve_talos(
         platform,
         spec.os.talos,
