@@ -26,7 +26,11 @@ FUZZ = settings(
 )
 
 json_scalars = (
-    st.none() | st.booleans() | st.integers(-(2**63), 2**63) | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=20)
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**63), 2**63)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=20)
 )
 json_values = st.recursive(
     json_scalars,

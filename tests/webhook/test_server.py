@@ -319,6 +319,13 @@ def impatient(certs: CertFiles) -> Iterator[Running]:
     running.close()
 
 
+def wait_until(check: Any, limit: float = 10.0) -> None:
+    deadline = time.monotonic() + limit
+    while not check():
+        assert time.monotonic() < deadline, "condition not reached in time"
+        time.sleep(0.01)
+
+
 def read_all(sock: socket.socket, limit: float = 5.0) -> bytes:
     sock.settimeout(limit)
     chunks = []
@@ -386,13 +393,19 @@ def test_graceful_shutdown_drains_in_flight_requests(certs: CertFiles) -> None:
         + f"Content-Length: {len(body)}\r\n\r\n".encode()
         + body[:10]
     )
-    time.sleep(0.2)  # the request is in flight: headers read, body incomplete
+    wait_until(lambda: running.server._in_flight == 1)  # headers read, body incomplete: in flight
     stopping = threading.Thread(target=running.close)
     stopping.start()
-    time.sleep(0.3)
-    assert running.server.ready is False  # draining: readiness says so
-    with pytest.raises(OSError):  # no longer accepting
-        socket.create_connection(("127.0.0.1", running.port), timeout=1).close()
+    wait_until(lambda: not running.server.ready)  # draining: readiness says so
+
+    def refused() -> bool:
+        try:
+            socket.create_connection(("127.0.0.1", running.port), timeout=1).close()
+        except OSError:
+            return True
+        return False
+
+    wait_until(refused)  # no longer accepting
     sock.sendall(body[10:])
     answer = read_all(sock)
     sock.close()

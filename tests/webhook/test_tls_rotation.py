@@ -59,6 +59,8 @@ def test_rotation_under_load_drops_nothing(rotating: Running, tmp_certs: CertFil
                 client.close()  # a fresh TLS handshake for every request
         client.close()
 
+    tls = rotating.server.tls
+    assert tls is not None
     threads = [threading.Thread(target=send, args=(index, index % 2 == 0)) for index in range(4)]
     for thread in threads:
         thread.start()
@@ -70,8 +72,12 @@ def test_rotation_under_load_drops_nothing(rotating: Running, tmp_certs: CertFil
                 # the racy way: the new certificate lands first, its key a moment later; the
                 # server must keep serving the old pair in between, not a broken one
                 cert, key, serial = tmp_certs.authority.issue()
+                refused_before = tls.failures
                 tmp_certs.cert.write_bytes(cert)
-                time.sleep(0.2)
+                deadline = time.monotonic() + 10
+                while tls.failures == refused_before:  # the poller has seen (and refused) the mismatched pair
+                    assert time.monotonic() < deadline
+                    time.sleep(0.01)
                 tmp_certs.key.write_bytes(key)
             else:
                 serial = tmp_certs.rotate()
@@ -83,8 +89,6 @@ def test_rotation_under_load_drops_nothing(rotating: Running, tmp_certs: CertFil
             thread.join(10)
     assert failures == []
     assert all(count > 5 for count in counts), counts
-    tls = rotating.server.tls
-    assert tls is not None
     # at least one swap per rotation; a poll that read the files mid-rotation may add one more
     assert tls.reloads >= len(serials)
     assert tls.failures >= 1  # the half-written pair was seen and refused
