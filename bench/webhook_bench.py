@@ -408,7 +408,15 @@ def main() -> None:
     if args.json:
         args.json.write_text(
             json.dumps(
-                {"client": client, "connections": args.connections, "results": results, "ratio": ratio}, indent=2
+                {
+                    "client": client,
+                    "connections": args.connections,
+                    "results": results,
+                    "rounds": rounds,
+                    "ratio": ratio,
+                    "cpu_ratio": cpu_ratio,
+                },
+                indent=2,
             )
         )
 
