@@ -124,8 +124,12 @@ class ClusterCache:
             return ""
         missing = [watched.name for watched in self.resources if watched.kind not in self._listed]
         text = "the cluster cache has not synced: waiting for the first list of " + ", ".join(missing)
-        errors = [f"{name}: {error}" for name, error in sorted(self._errors.items())]
-        if errors:
+        messages = set(self._errors.values())
+        if len(messages) == 1 and len(self._errors) > 1:  # one cause for all (the API is unreachable)
+            text += f" (last error of each: {messages.pop()})"
+        elif self._errors:
+            names = {watched.kind: watched.name for watched in self.resources}
+            errors = [f"{names.get(kind, kind)}: {error}" for kind, error in sorted(self._errors.items())]
             text += " (last errors: " + "; ".join(errors) + ")"
         return text
 
