@@ -79,8 +79,10 @@ class Settings:
     max_body: int = 3 * MIB
     #: a client that has not sent its whole body after this many seconds gets 408
     body_timeout: float = 10.0
-    #: idle keep-alive connections, and connections that never finish their headers, close after this
-    keepalive_timeout: float = 60.0
+    #: idle keep-alive connections, and connections that never finish their headers, close after this;
+    #: longer than the API server's idle timeout for webhook connections (Go's 90 s), so the server
+    #: never closes a connection the API server is about to reuse for a POST it cannot retry
+    keepalive_timeout: float = 120.0
     #: after refusing a body, keep reading (and dropping) it this long so the client sees the answer
     lingering_time: float = 2.0
     #: TLS handshakes that take longer are dropped
