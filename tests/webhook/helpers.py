@@ -305,7 +305,8 @@ def patched(obj: Mapping[str, Any], response: Mapping[str, Any]) -> dict[str, An
     """``obj`` with the response's JSONPatch applied (or unchanged when there is none)."""
     if "patch" not in response:
         assert "patchType" not in response
-        return json.loads(json.dumps(obj))
+        unchanged: dict[str, Any] = json.loads(json.dumps(obj))
+        return unchanged
     assert response["patchType"] == "JSONPatch"
     operations = json.loads(base64.b64decode(response["patch"]))
     result: dict[str, Any] = jsonpatch.apply_patch(json.loads(json.dumps(obj)), operations)

@@ -38,7 +38,9 @@ def seed(emulator: kmock.KubernetesEmulator, objects: list[dict[str, Any]], *, s
     """Declare every watched resource (but ``skip``) and store ``objects`` in the fake API."""
     for watched in WATCHED:
         if watched.kind not in skip:
-            emulator.resources[resource_of(watched)] = {}
+            emulator.resources[resource_of(watched)] = kmock.ResourceInfo(
+                kind=watched.kind, namespaced=watched.namespaced
+            )
     for obj in objects:
         watched = BY_KIND[obj["kind"]]
         metadata = obj["metadata"]
@@ -126,7 +128,7 @@ async def test_not_synced_until_every_list_succeeds(kmock: kmock.KubernetesEmula
     assert "waiting for the first list of helmreleases.helm.toolkit.fluxcd.io" in cache.reason
     assert "workerclasses" not in cache.reason.split("(")[0]  # those lists did succeed
 
-    kmock.resources[resource_of(BY_KIND["HelmRelease"])] = {}  # the CRD appears
+    kmock.resources[resource_of(BY_KIND["HelmRelease"])] = kmock.ResourceInfo(kind="HelmRelease")  # the CRD appears
     state = await cache.wait_synced(5)
     assert state.pool("tenant-example/example-talos") is not None
 
@@ -151,7 +153,7 @@ async def test_webhook_over_the_cluster_cache(
         assert response["allowed"] is False and response["status"]["code"] == 503
         assert "computeplanes.apps.cozystack.io" in response["status"]["message"]
 
-        kmock.resources[resource_of(BY_KIND["ComputePlane"])] = {}
+        kmock.resources[resource_of(BY_KIND["ComputePlane"])] = kmock.ResourceInfo(kind="ComputePlane")
         await cache.wait_synced(5)
         assert (await asyncio.to_thread(call, "GET", "/readyz")).status == 200
         response = (await asyncio.to_thread(call, "POST", "/mutate/kubernetesnodes", review(pool()))).response

@@ -144,7 +144,7 @@ def base_objects() -> list[dict[str, Any]]:
 @st.composite
 def mangled(draw: st.DrawFn) -> dict[str, Any]:
     """A real object with arbitrary JSON put at a few places in its spec (or its metadata)."""
-    obj = json.loads(json.dumps(draw(st.sampled_from(base_objects()))))
+    obj: dict[str, Any] = json.loads(json.dumps(draw(st.sampled_from(base_objects()))))
     for _ in range(draw(st.integers(1, 3))):
         where = draw(st.sampled_from(["spec", "metadata"]))
         target = obj.setdefault(where, {})

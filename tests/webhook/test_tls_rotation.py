@@ -29,6 +29,7 @@ def rotating(tmp_certs: CertFiles) -> Iterator[Running]:
 def served_serial(running: Running, certs: CertFiles) -> int:
     with raw_tls_socket(running.port, certs.client_context()) as sock:
         peer = sock.getpeercert()
+    assert peer is not None
     return int(str(peer["serialNumber"]), 16)
 
 
