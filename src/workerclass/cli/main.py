@@ -17,9 +17,11 @@ app = typer.Typer(
 
 def _register() -> None:
     # Each command module adds itself to ``app``; importing them here keeps start-up explicit.
-    from . import commands_core  # noqa: F401  check, admit, resolve
-    from . import commands_render  # noqa: F401  render, plan
-    from . import commands_serve  # noqa: F401  serve webhook, manifests
+    from . import (
+        commands_core,  # noqa: F401  check, admit, resolve
+        commands_render,  # noqa: F401  render, plan
+        commands_serve,  # noqa: F401  serve webhook, manifests
+    )
 
 
 def main() -> None:
