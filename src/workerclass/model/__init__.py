@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from ..violations import Violation
@@ -65,12 +66,14 @@ COMPUTE_PLANE_ALLOWLIST = frozenset(
 )
 
 
+@lru_cache(maxsize=1024)
 def version_tuple(version: str) -> tuple[int, ...]:
-    """``v1.35.6`` -> ``(1, 35, 6)``; a pre-release suffix is ignored."""
+    """``v1.35.6`` -> ``(1, 35, 6)``; a pre-release suffix is ignored. Cached: a hot path."""
     core = version.lstrip("v").split("-", 1)[0]
     return tuple(int(part) for part in core.split("."))
 
 
+@lru_cache(maxsize=1024)
 def minor_of(version: str) -> str:
     """``v1.35.6`` -> ``v1.35``."""
     major, minor = version_tuple(version)[:2]

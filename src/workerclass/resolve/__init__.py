@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, cast
 
 from ..model import (
@@ -247,6 +248,7 @@ def _family(record: ClassRecord | None) -> str:
     return (record.spec.bootstrap if record is not None else "") or "talos"
 
 
+@lru_cache(maxsize=1024)
 def _minor_key(minor: str) -> tuple[int, ...]:
     return version_tuple(minor)[:2]
 

@@ -18,16 +18,28 @@ PUBLIC_KEY_TYPES = frozenset(
         "sk-ecdsa-sha2-nistp256@openssh.com",
     }
 )
-PRIVATE_MARKERS = ("PRIVATE KEY-----", "PuTTY-User-Key-File-")
 
 
 def looks_private(text: str) -> bool:
     """True for PEM/OpenSSH private keys and PuTTY key files, whatever surrounds them."""
-    return any(marker in text for marker in PRIVATE_MARKERS)
+    return "PRIVATE KEY-----" in text or "PuTTY-User-Key-File-" in text
+
+
+def holds_private(value: Any) -> bool:
+    """Whether any string below ``value`` holds private key material (the cheap common answer)."""
+    if isinstance(value, str):
+        return looks_private(value)
+    if isinstance(value, dict):
+        return any(holds_private(item) for item in value.values())
+    if isinstance(value, list):
+        return any(holds_private(item) for item in value)
+    return False
 
 
 def private_key_paths(value: Any, path: str) -> Iterator[str]:
     """Field paths of every string that holds private key material, depth first."""
+    if not holds_private(value):
+        return
     if isinstance(value, str):
         if looks_private(value):
             yield path
