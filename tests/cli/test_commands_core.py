@@ -279,3 +279,19 @@ def test_resolve_prints_denials_with_tenant_text_escaped(state: Path) -> None:
     result = run("resolve", str(state))
     assert result.exit_code == 1
     assert "Invalid spec.labels.[/x]" in result.stderr
+
+
+@pytest.mark.parametrize("module", ["workerclass", "workerclass.cli.main"])
+def test_python_dash_m_runs_the_same_cli(module: str) -> None:
+    import subprocess
+    import sys
+
+    result = subprocess.run(
+        [sys.executable, "-m", module, "check", str(EXAMPLES), "-o", "json"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["allowed"] is True

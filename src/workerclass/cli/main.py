@@ -30,4 +30,8 @@ def main() -> None:
 
 
 if __name__ == "__main__":  # pragma: no cover
-    main()
+    # Run as ``python -m workerclass.cli.main``: this file is then a second module object, and
+    # the commands register on the canonical one, so hand over to it.
+    from workerclass.cli.main import main as canonical_main
+
+    canonical_main()
