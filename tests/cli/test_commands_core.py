@@ -141,7 +141,7 @@ def test_admit_create_json_shape_and_default_patch(state: Path, tmp_path: Path) 
     data = json.loads(result.stdout)
     assert set(data) == ADMIT_KEYS
     assert data["operation"] == "CREATE"
-    assert data["patch"] == [{"op": "replace", "path": "/spec/workerClassName", "value": "talos"}]
+    assert data["patch"] == [{"op": "add", "path": "/spec/workerClassName", "value": "talos"}]
     assert data["object"]["spec"]["workerClassName"] == "talos"
     assert data["denials"] == []
 

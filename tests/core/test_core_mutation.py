@@ -1,7 +1,7 @@
 """The application-API table of the specification (and of API.md section 3, "Mutation").
 
-Every row tells unset, empty and set apart, checks the RFC 6902 op (``add`` when the key is
-absent, ``replace`` when it is ``""``), and runs the mutation twice to prove it idempotent.
+Every row tells unset, empty and set apart, checks the RFC 6902 op (``add``, which sets the
+member whether it is absent or ``""``, as API.md says "patch adds"), and runs the mutation twice to prove it idempotent.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ class Row:
     new: Any  # workerClassName of the request: ABSENT, "" or a name
     old: Any = None  # None: no old object (CREATE); otherwise the stored workerClassName (ABSENT, "", name)
     default: str = "talos"  # the platform's defaultWorkerClass
-    patch_op: str | None = None  # expected op on /spec/workerClassName, None = no patch
+    patch_op: str | None = None  # expected op on /spec/workerClassName (always add: it also sets ""), None = no patch
     stored: Any = ABSENT  # expected workerClassName after the mutation
     denials: tuple[str, ...] = ()  # expected denial codes (empty: allowed)
     request: dict[str, Any] = field(default_factory=dict)  # other spec overrides of the request
@@ -45,11 +45,11 @@ class Row:
 ROWS = [
     # CREATE with class omitted or empty: admission writes the current platform default, then validates it.
     Row("create-omitted-gets-default", "CREATE", ABSENT, patch_op="add", stored="talos"),
-    Row("create-empty-gets-default", "CREATE", "", patch_op="replace", stored="talos"),
+    Row("create-empty-gets-default", "CREATE", "", patch_op="add", stored="talos"),
     Row(
         "create-omitted-default-changed-to-kairos", "CREATE", ABSENT, default="kairos", patch_op="add", stored="kairos"
     ),
-    Row("create-empty-default-changed-to-kairos", "CREATE", "", default="kairos", patch_op="replace", stored="kairos"),
+    Row("create-empty-default-changed-to-kairos", "CREATE", "", default="kairos", patch_op="add", stored="kairos"),
     Row(
         "create-omitted-default-custom-class",
         "CREATE",
@@ -106,11 +106,11 @@ ROWS = [
         "UPDATE",
         "",
         old="talos-example-r1",
-        patch_op="replace",
+        patch_op="add",
         stored="talos-example-r1",
     ),
     Row(
-        "update-classified-builtin-talos-empty-restored", "UPDATE", "", old="talos", patch_op="replace", stored="talos"
+        "update-classified-builtin-talos-empty-restored", "UPDATE", "", old="talos", patch_op="add", stored="talos"
     ),
     Row("update-classified-kairos-omitted-restored", "UPDATE", ABSENT, old="kairos", patch_op="add", stored="kairos"),
     Row(
@@ -137,7 +137,7 @@ ROWS = [
         "UPDATE",
         "",
         old="kairos",
-        patch_op="replace",
+        patch_op="add",
         stored="kairos",
         request={"minReplicas": 3, "maxReplicas": 4},
     ),

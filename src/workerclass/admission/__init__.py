@@ -86,8 +86,8 @@ def mutate(
         patch = [{"op": "add", "path": "/spec", "value": {CLASS_FIELD: target}}]
         new_spec: dict[str, Any] = {CLASS_FIELD: target}
     else:
-        op = "replace" if CLASS_FIELD in spec else "add"
-        patch = [{"op": op, "path": f"/spec/{CLASS_FIELD}", "value": target}]
+        # RFC 6902 "add" sets the member whether it is absent or "" (API.md: the patch adds it).
+        patch = [{"op": "add", "path": f"/spec/{CLASS_FIELD}", "value": target}]
         new_spec = {**spec, CLASS_FIELD: target}
     return Decision(True, operation, patch=patch, object={**obj, "spec": new_spec})
 
