@@ -1,8 +1,10 @@
 """Validation of rendered objects against the real upstream CRD schemas.
 
 The CRDs live in ``shared/upstream-crds`` beside the repository (``../shared`` from the repo
-root in a fresh clone; ``WORKERCLASS_UPSTREAM_CRDS`` overrides). Each object is checked with
-jsonschema against its served version, as the API server would check it:
+root in a fresh clone; ``WORKERCLASS_UPSTREAM_CRDS`` overrides). ``tests/upstream-crds`` is a
+vendored copy (same files, same ``SOURCES.tsv``) used when ``shared/`` is not beside the clone,
+so the schema checks always run; a test keeps the copy identical to ``shared/`` when both exist.
+Each object is checked with jsonschema against its served version, as the API server would check it:
 
 - unknown fields are refused where the schema lists properties and does not preserve unknown
   fields (the API server would prune them silently, which hides typos);
@@ -31,12 +33,13 @@ import yaml
 from jsonschema import Draft202012Validator
 
 REPO = Path(__file__).resolve().parents[2]
+VENDORED = REPO / "tests" / "upstream-crds"
 
 
 def crd_directory() -> Path | None:
     override = os.environ.get("WORKERCLASS_UPSTREAM_CRDS")
     candidates = [Path(override)] if override else []
-    candidates += [REPO.parent / "shared" / "upstream-crds", REPO / "shared" / "upstream-crds"]
+    candidates += [REPO.parent / "shared" / "upstream-crds", VENDORED]
     for candidate in candidates:
         if (candidate / "SOURCES.tsv").is_file():
             return candidate
