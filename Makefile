@@ -29,7 +29,9 @@ typecheck: $(STAMP)
 	$(BIN)/mypy
 
 bench: $(STAMP)
-	$(BIN)/python bench/run.py
+	$(BIN)/python bench/core_bench.py
+	$(BIN)/python bench/render_bench.py
+	$(BIN)/python bench/webhook_bench.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info src/*.egg-info
