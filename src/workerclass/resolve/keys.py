@@ -26,13 +26,22 @@ def looks_private(text: str) -> bool:
 
 
 def holds_private(value: Any) -> bool:
-    """Whether any string below ``value`` holds private key material (the cheap common answer)."""
+    """Whether any string below ``value`` holds private key material (the cheap common answer).
+
+    Plain loops, not ``any()`` over generators: this runs on every admission request.
+    """
     if isinstance(value, str):
-        return looks_private(value)
+        return "PRIVATE KEY-----" in value or "PuTTY-User-Key-File-" in value
     if isinstance(value, dict):
-        return any(holds_private(item) for item in value.values())
-    if isinstance(value, list):
-        return any(holds_private(item) for item in value)
+        value = value.values()
+    elif not isinstance(value, list):
+        return False
+    for item in value:
+        if isinstance(item, str):
+            if "PRIVATE KEY-----" in item or "PuTTY-User-Key-File-" in item:
+                return True
+        elif isinstance(item, dict | list) and holds_private(item):
+            return True
     return False
 
 
