@@ -89,7 +89,16 @@ def pin(cpu: int) -> None:
         os.sched_setaffinity(0, {cpu})
 
 
-async def run_server(kind: str, cert: Path, key: Path, port_file: Path) -> None:
+#: ``--diagnostic`` variants of the webhook server (calibration; the default run measures the real one)
+DIAGNOSTICS = {
+    "noop-decision": "the real handler with the core's decision replaced by 'allowed, no patch'",
+    "constant": "the WebhookServer route wrapper (in-flight count, metrics) around: read the body, "
+    "answer a constant small AdmissionReview",
+    "constant-raw": "a plain aiohttp handler: read the body, answer a constant small AdmissionReview",
+}
+
+
+async def run_server(kind: str, cert: Path, key: Path, port_file: Path, variant: str | None = None) -> None:
     from aiohttp import web
     from tests.webhook.cases import table_state
 
@@ -100,6 +109,8 @@ async def run_server(kind: str, cert: Path, key: Path, port_file: Path) -> None:
     tls = ReloadingContext(cert, key)
     settings = Settings(host="127.0.0.1", port=0)
     server = WebhookServer(StaticSource(table_state()), tls=tls, settings=settings)
+    if kind == "webhook" and variant is not None:
+        diagnostic_variant(server, variant)
     if kind == "echo":
         # Same application object and runner settings; the routes answer with the body they read.
         async def echo(request: web.Request) -> web.Response:
@@ -117,7 +128,46 @@ async def run_server(kind: str, cert: Path, key: Path, port_file: Path) -> None:
     await server.stop()
 
 
-def start_server(kind: str, cert: Path, key: Path, workdir: Path) -> tuple[subprocess.Popen[bytes], int]:
+def diagnostic_variant(server: Any, variant: str) -> None:
+    """Swap part of the webhook's path for a stand-in (``--diagnostic``): what the rest costs."""
+    from aiohttp import web
+
+    from workerclass.admission.decision import Decision
+    from workerclass.webhook import review as wire
+    from workerclass.webhook.routes import ROUTES
+
+    if variant == "noop-decision":
+
+        def allow(state: Any, operation: str, obj: Any, old: Any) -> Decision:
+            return Decision(allowed=True, operation=operation)
+
+        server._deciders = {"mutate": allow, "validate": allow}
+        return
+    constant = wire.encode({"uid": "bench", "allowed": True})
+    if variant == "constant":
+
+        async def answer(request: web.Request, route: Any) -> tuple[str, web.StreamResponse]:
+            await request.read()
+            return "allowed", web.Response(body=constant, content_type="application/json")
+
+        server._answer = answer
+        return
+    if variant == "constant-raw":
+
+        async def handle(request: web.Request) -> web.Response:
+            await request.read()
+            return web.Response(body=constant, content_type="application/json")
+
+        server.app = web.Application(client_max_size=server.settings.max_body)
+        for route in ROUTES:
+            server.app.router.add_post(route.path, handle)
+        return
+    raise SystemExit(f"unknown diagnostic variant {variant!r}")
+
+
+def start_server(
+    kind: str, cert: Path, key: Path, workdir: Path, variant: str | None = None
+) -> tuple[subprocess.Popen[bytes], int]:
     port_file = workdir / f"{kind}.port"
     port_file.unlink(missing_ok=True)
     process = subprocess.Popen(
@@ -132,6 +182,7 @@ def start_server(kind: str, cert: Path, key: Path, workdir: Path) -> tuple[subpr
             str(key),
             "--port-file",
             str(port_file),
+            *(["--variant", variant] if variant else []),
         ],
         stdout=subprocess.DEVNULL,
     )
@@ -315,13 +366,16 @@ def main() -> None:
     parser.add_argument("--cert", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--key", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--port-file", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--variant", choices=sorted(DIAGNOSTICS), help=argparse.SUPPRESS)
+    # calibration: run a stand-in in place of the webhook (the figures then describe the stand-in)
+    parser.add_argument("--diagnostic", choices=sorted(DIAGNOSTICS), help=argparse.SUPPRESS)
     parser.add_argument("--load", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--result", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
 
     if args.serve:
         pin(SERVER_CPU)
-        asyncio.run(run_server(args.serve, args.cert, args.key, args.port_file))
+        asyncio.run(run_server(args.serve, args.cert, args.key, args.port_file, args.variant))
         return
     if args.load:
         pin(CLIENT_CPU)
@@ -342,9 +396,15 @@ def main() -> None:
         certs = CertFiles.create(workdir / "certs")
         script = workdir / "reviews.lua"
         script.write_text(lua_script(workload()))
-        servers = {kind: start_server(kind, certs.cert, certs.key, workdir) for kind in ("echo", "webhook")}
+        servers = {
+            kind: start_server(kind, certs.cert, certs.key, workdir, args.diagnostic if kind == "webhook" else None)
+            for kind in ("echo", "webhook")
+        }
         try:
-            check_answers(servers["webhook"][1], certs.client_context())
+            if args.diagnostic is None:
+                check_answers(servers["webhook"][1], certs.client_context())
+            else:
+                print(f"DIAGNOSTIC: the 'webhook' row is {DIAGNOSTICS[args.diagnostic]}")
 
             def load(port: int, seconds: int) -> dict[str, Any]:
                 if wrk:
