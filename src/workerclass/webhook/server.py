@@ -117,8 +117,9 @@ class WebhookServer:
         self._deciders = dict(deciders) if deciders is not None else core_deciders()
         self._draining = False
         self._in_flight = 0
-        self._idle = asyncio.Event()
-        self._idle.set()
+        #: made by :meth:`stop` when it has requests to wait for, set by the last one to finish
+        #: (nothing to signal per request while the server is not stopping)
+        self._idle: asyncio.Event | None = None
         self._runner: web.AppRunner | None = None
         self._listener: asyncio.AbstractServer | None = None
         self._tls_task: asyncio.Task[None] | None = None
@@ -142,12 +143,11 @@ class WebhookServer:
         async def handle(request: web.Request) -> web.StreamResponse:
             started = time.perf_counter()
             self._in_flight += 1
-            self._idle.clear()
             try:
                 result, response = await self._answer(request, route)
             finally:
                 self._in_flight -= 1
-                if self._in_flight == 0:
+                if self._in_flight == 0 and self._idle is not None:
                     self._idle.set()
             if self._draining:
                 response.force_close()  # the client reconnects, to a replica that is not stopping
@@ -196,9 +196,16 @@ class WebhookServer:
         problem = self._check_headers(request)
         if problem is not None:
             return "rejected", problem
+        max_body = self.settings.max_body
         try:
-            if request.content.is_eof():  # the usual case: the whole body came with the headers
-                body = await request.read()
+            content = request.content
+            if content.is_eof():
+                # The usual case: the whole body came with the headers. Take it from the buffer
+                # (what request.read() would return, without its copies and awaits); the size
+                # limit is checked the same.
+                body = content.read_nowait()
+                if len(body) > max_body:
+                    return "rejected", _error(413, f"the request body is larger than {max_body} bytes", close=True)
             else:
                 async with asyncio.timeout(self.settings.body_timeout):
                     body = await request.read()
@@ -207,13 +214,14 @@ class WebhookServer:
             message = f"the request body did not arrive within {self.settings.body_timeout:g}s"
             return "rejected", _error(408, message, close=True)
         except web.HTTPRequestEntityTooLarge:
-            return "rejected", _error(
-                413, f"the request body is larger than {self.settings.max_body} bytes", close=True
-            )
+            return "rejected", _error(413, f"the request body is larger than {max_body} bytes", close=True)
         except (HttpProcessingError, ConnectionError, ValueError) as error:
             message = f"the request body could not be read ({type(error).__name__})"
             return "rejected", _error(400, message, close=True)
+        return self._decide(route, body)
 
+    def _decide(self, route: Route, body: bytes) -> tuple[str, web.Response]:
+        """Decode, decide and encode one review (no awaits: the body is all there)."""
         try:
             review = wire.decode(body, route.target)
         except wire.EnvelopeError as error:
@@ -273,16 +281,17 @@ class WebhookServer:
 
         answer = wire.from_decision(review.uid, decision, mutating=route.mutating)
         if not decision.allowed:
-            codes = ", ".join(f"{violation.code} {violation.field}" for violation in decision.denials)
-            logger.info(
-                "%s: uid=%s %s %s %s denied: %s",
-                route.name,
-                review.uid,
-                review.operation,
-                review.kind,
-                review.identity,
-                codes or "no reason given",
-            )
+            if logger.isEnabledFor(logging.INFO):  # the denial's codes are only joined for the log
+                codes = ", ".join(f"{violation.code} {violation.field}" for violation in decision.denials)
+                logger.info(
+                    "%s: uid=%s %s %s %s denied: %s",
+                    route.name,
+                    review.uid,
+                    review.operation,
+                    review.kind,
+                    review.identity,
+                    codes or "no reason given",
+                )
             return "denied", _review(answer)
         return ("patched" if "patch" in answer else "allowed"), _review(answer)
 
@@ -358,9 +367,10 @@ class WebhookServer:
             self._listener.close()
         if self._in_flight:
             logger.info("waiting for %d in-flight request(s)", self._in_flight)
+            self._idle = idle = asyncio.Event()
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(self.settings.shutdown_timeout):
-                    await self._idle.wait()
+                    await idle.wait()
         if self._runner is not None:
             await self._runner.cleanup()  # closes idle keep-alive connections, then any handler left
             self._runner = None
