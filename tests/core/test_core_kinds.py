@@ -309,6 +309,20 @@ def test_risky_or_experimental_choices_are_warned_about(pool: dict[str, Any], ne
     assert any(needle in warning.lower() for warning in decision.warnings), decision.warnings
 
 
+@pytest.mark.parametrize(
+    ("overrides", "warned"),
+    [({}, True), ({"minReplicas": 0}, True), ({"minReplicas": 2, "maxReplicas": 3}, False)],
+    ids=["min-unset-defaults-to-zero", "min-zero", "min-two"],
+)
+def test_kairos_scale_from_zero_warning_follows_the_rendered_minimum(overrides: dict[str, Any], warned: bool) -> None:
+    pool = make_pool(workerClassName="kairos-example-v1-35-6-r1", **overrides)
+    if "minReplicas" not in overrides:
+        pool["spec"].pop("minReplicas", None)  # whatever the builder's defaults hold
+    decision = admit(make_state(), "CREATE", pool)
+    assert decision.allowed, [str(v) for v in decision.denials]
+    assert any("scale from zero" in warning for warning in decision.warnings) is warned, decision.warnings
+
+
 def test_integer_max_unhealthy_on_a_singleton_is_not_warned_about() -> None:
     decision = admit(make_state(), "CREATE", make_pool(minReplicas=1, maxReplicas=1, maxUnhealthy=1))
     assert decision.allowed

@@ -35,6 +35,8 @@ from .reader import (
 
 __all__ = [
     "COMPUTE_PLANE_ALLOWLIST",
+    "DEFAULT_MAX_REPLICAS",
+    "DEFAULT_MIN_REPLICAS",
     "Cluster",
     "FixedImage",
     "Golden",
@@ -61,6 +63,9 @@ __all__ = [
 BOOTSTRAPS = ("talos", "kairos")
 INFRASTRUCTURES = ("kubevirt", "proxmox")
 TAINT_EFFECTS = frozenset({"NoSchedule", "PreferNoSchedule", "NoExecute"})
+#: replica bounds of a pool that leaves them out (the Cozystack node-group defaults)
+DEFAULT_MIN_REPLICAS = 0
+DEFAULT_MAX_REPLICAS = 10
 COMPUTE_PLANE_ALLOWLIST = frozenset(
     {"minReplicas", "maxReplicas", "instanceType", "ephemeralStorage", "resources", "roles", "gpus"}
 )

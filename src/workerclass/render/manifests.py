@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..model import DEFAULT_MAX_REPLICAS, DEFAULT_MIN_REPLICAS
 from ..resolve.effective import Effective
 from .defaults import (
     INSTANCE_TYPES,
@@ -66,9 +67,6 @@ CLASS_ANNOTATION = "workerclass.cozystack.io/class"
 
 #: The Cozystack ``kubernetes`` app names its Cluster API ``Cluster`` after its release.
 CLUSTER_PREFIX = "kubernetes-"
-#: Node-group defaults of the Cozystack ``kubernetes`` app, for pools that leave them out.
-DEFAULT_MIN_REPLICAS = 0
-DEFAULT_MAX_REPLICAS = 10
 #: Health-check defaults: Cluster API's own node start-up default, 5 minutes per condition.
 DEFAULT_NODE_STARTUP_TIMEOUT = "10m"
 DEFAULT_READY_UNKNOWN_TIMEOUT = "5m"

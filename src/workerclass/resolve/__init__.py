@@ -13,6 +13,7 @@ from functools import lru_cache
 from typing import Any, cast
 
 from ..model import (
+    DEFAULT_MIN_REPLICAS,
     Cluster,
     Golden,
     ImageSource,
@@ -550,10 +551,11 @@ def _resolve_kairos(
             result.deny("InvalidSSHKey", f"{field}.sshKeys[{index}]", f"not an OpenSSH public key: {problem}")
     if keys:
         result.warnings.append("the SSH key authorizes a sudo-capable guest user on every worker of this pool")
-    if spec.min_replicas == 0:
+    if (spec.min_replicas if spec.min_replicas is not None else DEFAULT_MIN_REPLICAS) == 0:
+        unset = "" if spec.min_replicas is not None else f" (minReplicas defaults to {DEFAULT_MIN_REPLICAS})"
         result.warnings.append(
-            "scale from zero on Kairos needs separate evidence: "
-            "verify it for this image and substrate before relying on it"
+            f"scale from zero on Kairos needs separate evidence{unset}: "
+            "verify it for this image and substrate before relying on it, or set minReplicas"
         )
 
     image_spec = class_record.spec.image
