@@ -101,6 +101,32 @@ def test_chunked_body_over_3_mib_is_413(served: Running, certs: CertFiles) -> No
     connection.close()
 
 
+@pytest.mark.parametrize(("extra", "status"), [(0, 200), (1, 413)])
+def test_whole_chunked_body_is_held_to_the_limit(certs: CertFiles, extra: int, status: int) -> None:
+    """A chunked body (no Content-Length to refuse early) that arrives whole with its headers is
+    taken from the buffer, and still held to ``max_body`` to the byte."""
+    limit = 8192
+    body = json.dumps(review(pool(workerClassName="talos"))).encode()
+    body += b" " * (limit - len(body) + extra)  # JSON allows trailing whitespace
+    running = Running(
+        WebhookServer(
+            StaticSource(table_state()),
+            tls=ReloadingContext(certs.cert, certs.key),
+            settings=fast_settings(max_body=limit),
+        )
+    )
+    try:
+        with raw_tls_socket(running.port, certs.client_context()) as sock:
+            sock.sendall(
+                b"POST /validate/kubernetesnodes HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                b"Transfer-Encoding: chunked\r\n\r\n" + f"{len(body):x}\r\n".encode() + body + b"\r\n0\r\n\r\n"
+            )
+            answer = read_all(sock, 1.0)
+    finally:
+        running.close()
+    assert answer.startswith(f"HTTP/1.1 {status}".encode()), answer[:100]
+
+
 def test_body_of_3_mib_is_read(client: Client) -> None:
     obj = pool(labels={"padding": "x" * (3 * MIB - 4096)})
     body = json.dumps(review(obj)).encode()
