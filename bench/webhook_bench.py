@@ -95,6 +95,8 @@ DIAGNOSTICS = {
     "constant": "the WebhookServer route wrapper (in-flight count, metrics) around: read the body, "
     "answer a constant small AdmissionReview",
     "constant-raw": "a plain aiohttp handler: read the body, answer a constant small AdmissionReview",
+    "parse": "the WebhookServer route wrapper around: read the body, orjson.loads it, answer 'allowed' "
+    "with its uid (JSON in and out, nothing checked or decided)",
 }
 
 
@@ -151,6 +153,16 @@ def diagnostic_variant(server: Any, variant: str) -> None:
             return "allowed", web.Response(body=constant, content_type="application/json")
 
         server._answer = answer
+        return
+    if variant == "parse":
+        import orjson
+
+        async def parse(request: web.Request, route: Any) -> tuple[str, web.StreamResponse]:
+            uid = orjson.loads(await request.read())["request"]["uid"]
+            body = wire.encode({"uid": uid, "allowed": True})
+            return "allowed", web.Response(body=body, content_type="application/json")
+
+        server._answer = parse
         return
     if variant == "constant-raw":
 
