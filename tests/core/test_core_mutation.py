@@ -109,9 +109,7 @@ ROWS = [
         patch_op="add",
         stored="talos-example-r1",
     ),
-    Row(
-        "update-classified-builtin-talos-empty-restored", "UPDATE", "", old="talos", patch_op="add", stored="talos"
-    ),
+    Row("update-classified-builtin-talos-empty-restored", "UPDATE", "", old="talos", patch_op="add", stored="talos"),
     Row("update-classified-kairos-omitted-restored", "UPDATE", ABSENT, old="kairos", patch_op="add", stored="kairos"),
     Row(
         "update-classified-restores-stored-not-default",
