@@ -45,6 +45,17 @@ KINDS: dict[str, tuple[str, bool, int]] = {
     "ComputePlane": (APPS, True, 5),
 }
 POOL_KINDS = ("KubernetesNodes", "HelmRelease", "ComputePlane")
+#: Kinds that are not admitted or resolved but that ``preflight`` reads: how the webhook is
+#: installed (its configurations, Deployment, Service, PodDisruptionBudget). Kept, not warned about.
+AUXILIARY_KINDS = frozenset(
+    {
+        "MutatingWebhookConfiguration",
+        "ValidatingWebhookConfiguration",
+        "Deployment",
+        "Service",
+        "PodDisruptionBudget",
+    }
+)
 
 
 def identify(obj: Mapping[str, Any]) -> tuple[str, str, str]:
@@ -184,6 +195,8 @@ class State:
     objects: list[ObjectRecord] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     platform_violations: tuple[Violation, ...] = ()
+    #: objects of :data:`AUXILIARY_KINDS` (webhook installation), for ``preflight``
+    auxiliary: list[ObjectRecord] = field(default_factory=list)
     #: derived facts computed once per state (e.g. the class rules a class breaks)
     memo: dict[Any, Any] = field(default_factory=dict, repr=False, compare=False)
 
@@ -206,9 +219,13 @@ class State:
         """Index documents. ``strict``: duplicate identities are an error, not a replacement."""
         warnings: list[str] = []
         seen: dict[tuple[str, str, str], ObjectRecord] = {}
+        auxiliary: list[ObjectRecord] = []
         for document in documents:
             obj = document.obj
             kind, namespace, name = identify(obj)
+            if kind in AUXILIARY_KINDS:
+                auxiliary.append(ObjectRecord(kind, namespace, name, obj, document.origin))
+                continue
             if kind not in KINDS:
                 label = kind or "an object without kind"
                 warnings.append(f"{document.origin}: skipped {label}: not a kind workerclass reads")
@@ -229,7 +246,9 @@ class State:
                 where = f"{namespace}/{name}" if namespace else name
                 raise LoadError(f"{document.origin}: duplicate {kind} {where}, also defined at {seen[key].origin}")
             seen[key] = ObjectRecord(kind, namespace, name, obj, document.origin)
-        return cls.from_records(list(seen.values()), warnings=warnings)
+        state = cls.from_records(list(seen.values()), warnings=warnings)
+        state.auxiliary = auxiliary
+        return state
 
     @classmethod
     def from_records(cls, records: list[ObjectRecord], *, warnings: list[str] | None = None) -> State:
