@@ -20,6 +20,7 @@ def _register() -> None:
     from . import (
         commands_core,  # noqa: F401  check, admit, resolve
         commands_render,  # noqa: F401  render, plan
+        commands_restore,  # noqa: F401  restore
         commands_serve,  # noqa: F401  serve webhook, manifests
     )
 
