@@ -194,7 +194,6 @@ class State:
     pools: dict[tuple[str, str, str], PoolRecord]
     objects: list[ObjectRecord] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
-    platform_violations: tuple[Violation, ...] = ()
     #: objects of :data:`AUXILIARY_KINDS` (webhook installation), for ``preflight``
     auxiliary: list[ObjectRecord] = field(default_factory=list)
     #: derived facts computed once per state (e.g. the class rules a class breaks)
@@ -281,7 +280,8 @@ class State:
                 stored = pool_from_object(obj)
                 if stored is not None:
                     pools[(stored.kind, stored.namespace, stored.name)] = stored
-        platform, platform_violations = parse_platform(platform_object.get("spec"))
+        # The platform's own violations are reported when ``check`` admits its object.
+        platform, _ = parse_platform(platform_object.get("spec"))
         ordered = sorted(records, key=lambda r: (r.rank, r.namespace, r.name))
         return cls(
             platform=platform,
@@ -291,7 +291,6 @@ class State:
             pools=pools,
             objects=ordered,
             warnings=list(warnings or []),
-            platform_violations=tuple(platform_violations),
         )
 
     # ------------------------------------------------------------------ lookups

@@ -10,6 +10,7 @@ from rich.markup import escape
 
 from ..adapters.folder import LoadError, parse_documents, read_documents
 from ..admission import Decision, admit, validate
+from ..render import template_hash
 from ..resolve import Effective, resolve_all
 from ..state import State, identify
 from .main import app
@@ -17,7 +18,6 @@ from .output import (
     EXIT_DENIED,
     EXIT_OK,
     Format,
-    denial_lines,
     fail,
     print_denials,
     print_json,
@@ -166,8 +166,6 @@ def admit_command(
 
 def effective_json(effective: Effective) -> dict[str, Any]:
     """One row of ``resolve -o json`` (API.md section 4)."""
-    from ..render import template_hash
-
     return {
         "pool": effective.identity,
         "class": effective.class_name,
@@ -233,8 +231,6 @@ def resolve_command(
         if output is Format.json:
             rows.append(effective_json(effective))
             continue
-        from ..render import template_hash
-
         out = table("SETTING", "VALUE", "WHY", title=f"{record.identity} ({record.kind})")
         for setting, value, why in _rows(effective):
             out.add_row(setting, escape(value), escape(why))
@@ -250,4 +246,4 @@ def resolve_command(
     raise typer.Exit(EXIT_DENIED if denied else EXIT_OK)
 
 
-__all__ = ["denial_lines", "effective_json", "load_state"]
+__all__ = ["StateArgument", "effective_json", "load_state"]

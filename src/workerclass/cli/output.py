@@ -55,10 +55,6 @@ def table(*columns: str, title: str | None = None) -> Table:
     return out
 
 
-def denial_lines(denials: Iterable[Violation]) -> str:
-    return "\n".join(str(violation) for violation in denials)
-
-
 def print_denials(label: str, denials: Iterable[Violation]) -> None:
     console = stderr()
     for violation in denials:

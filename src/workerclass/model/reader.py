@@ -25,14 +25,6 @@ NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
 MODULE_NAME = re.compile(r"^[A-Za-z0-9_-]+$")
 LABEL_KEY = re.compile(r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
 
-TYPE_NAMES = {
-    str: "a string",
-    int: "an integer",
-    bool: "a boolean",
-    list: "a list",
-    dict: "a mapping",
-}
-
 
 def type_name(value: object) -> str:
     if value is None:
