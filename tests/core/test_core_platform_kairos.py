@@ -1,0 +1,42 @@
+"""Platform Kairos images: missing for a supported minor, a patch that disagrees with the
+version map, and an unpinned reference. Rules the lead chose where API.md is open."""
+
+from __future__ import annotations
+
+from workerclass import admit
+
+from .builders import PLATFORM_KAIROS_135, has_denial, make_platform, make_pool, make_state
+
+
+def _platform_with_images(images: dict[str, dict[str, str]]) -> dict[str, object]:
+    platform = make_platform()  # a fresh dict each call
+    platform["spec"]["kairos"] = {"images": images}  # type: ignore[index]
+    return platform
+
+
+def test_minor_in_the_map_without_a_platform_kairos_image_is_unsupported() -> None:
+    state = make_state(platform=_platform_with_images({}))
+    decision = admit(state, "CREATE", make_pool(workerClassName="kairos", version="v1.35"))
+    assert has_denial(decision.denials, "UnsupportedVersion", "spec.version"), decision.denials
+
+
+def test_platform_image_patch_that_disagrees_with_the_map_is_an_artifact_conflict() -> None:
+    images = {"v1.35": {"reference": PLATFORM_KAIROS_135, "kubernetesVersion": "v1.35.1"}}
+    state = make_state(platform=_platform_with_images(images))
+    decision = admit(state, "CREATE", make_pool(workerClassName="kairos", version="v1.35"))
+    assert has_denial(decision.denials, "ArtifactConflict", "spec.version"), decision.denials
+
+
+def test_matching_platform_image_is_allowed_with_the_experimental_warning() -> None:
+    decision = admit(make_state(), "CREATE", make_pool(workerClassName="kairos", version="v1.35"))
+    assert decision.allowed, decision.denials
+    assert any("experimental" in warning for warning in decision.warnings)
+
+
+def test_unpinned_platform_kairos_image_is_refused_on_the_platform() -> None:
+    images = {"v1.35": {"reference": "ghcr.io/cozystack/kairos-worker:v1.35", "kubernetesVersion": "v1.35.6"}}
+    platform = _platform_with_images(images)
+    decision = admit(make_state(platform=platform), "CREATE", platform)
+    assert has_denial(decision.denials, "ImageNotPinned", "spec.kairos.images.v1.35.reference"), decision.denials
+    pinned = make_platform()
+    assert admit(make_state(platform=pinned), "CREATE", pinned).allowed
