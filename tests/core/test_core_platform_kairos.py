@@ -1,11 +1,12 @@
-"""Platform Kairos images: missing for a supported minor, a patch that disagrees with the
-version map, and an unpinned reference. Rules the lead chose where API.md is open."""
+"""Rules the lead chose where API.md is open: platform Kairos images (missing for a supported
+minor, a patch that disagrees with the version map, an unpinned reference), a fixed image on a
+Talos class, and the warning when the platform default changes."""
 
 from __future__ import annotations
 
 from workerclass import admit
 
-from .builders import PLATFORM_KAIROS_135, has_denial, make_platform, make_pool, make_state
+from .builders import FIXED_REFERENCE, PLATFORM_KAIROS_135, has_denial, make_class, make_platform, make_pool, make_state
 
 
 def _platform_with_images(images: dict[str, dict[str, str]]) -> dict[str, object]:
@@ -40,3 +41,18 @@ def test_unpinned_platform_kairos_image_is_refused_on_the_platform() -> None:
     assert has_denial(decision.denials, "ImageNotPinned", "spec.kairos.images.v1.35.reference"), decision.denials
     pinned = make_platform()
     assert admit(make_state(platform=pinned), "CREATE", pinned).allowed
+
+
+def test_a_fixed_image_on_a_talos_class_is_invalid() -> None:
+    talos_with_image = make_class("talos-fixed", image={"kubernetesVersion": "v1.35.6", "reference": FIXED_REFERENCE})
+    decision = admit(make_state(), "CREATE", talos_with_image)
+    assert has_denial(decision.denials, "Invalid", "spec.image"), decision.denials
+
+
+def test_changing_the_platform_default_warns_that_stored_pools_keep_their_class() -> None:
+    old, new = make_platform(), make_platform(defaultWorkerClass="kairos")
+    decision = admit(make_state(platform=old), "UPDATE", new, old)
+    assert decision.allowed, decision.denials
+    assert any("does not retarget stored pools" in warning for warning in decision.warnings), decision.warnings
+    same = admit(make_state(platform=old), "UPDATE", make_platform(), old)
+    assert not any("retarget" in warning for warning in same.warnings)
