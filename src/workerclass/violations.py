@@ -61,3 +61,8 @@ class Denied(Exception):
     def __init__(self, violations: list[Violation] | tuple[Violation, ...]) -> None:
         self.violations: tuple[Violation, ...] = tuple(violations)
         super().__init__("; ".join(str(v) for v in self.violations))
+
+    @property
+    def denials(self) -> tuple[Violation, ...]:
+        """The violations, by the name API.md section 6 gives them (``Denied(denials)``)."""
+        return self.violations

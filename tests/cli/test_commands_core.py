@@ -179,6 +179,42 @@ def test_admit_delete_class_in_use(state: Path, tmp_path: Path) -> None:
     assert "tenant-example/example-talos" in denial["message"]
 
 
+def test_admit_update_and_delete_of_a_builtin_class(state: Path, tmp_path: Path) -> None:
+    """API.md: built-in classes apply unless the folder overrides them, so they are old objects too."""
+    changed = {
+        "apiVersion": "cozystack.io/v1alpha1",
+        "kind": "WorkerClass",
+        "metadata": {"name": "talos"},
+        "spec": {"bootstrap": "talos", "talos": {"version": "v1.12.4"}},
+    }
+    request = write(tmp_path / "update.yaml", changed)
+    result = run("admit", str(state), "-f", str(request), "--operation", "UPDATE", "-o", "json")
+    assert result.exit_code == 1, result.stderr
+    assert [d["code"] for d in json.loads(result.stdout)["denials"]] == ["ClassImmutable"]
+    # examples/ holds a pool selecting the built-in kairos class
+    klass = {"apiVersion": "cozystack.io/v1alpha1", "kind": "WorkerClass", "metadata": {"name": "kairos"}}
+    request = write(tmp_path / "delete.yaml", klass)
+    result = run("admit", str(state), "-f", str(request), "--operation", "DELETE", "-o", "json")
+    assert result.exit_code == 1, result.stderr
+    assert [d["code"] for d in json.loads(result.stdout)["denials"]] == ["ClassInUse"]
+
+
+def test_admit_update_of_the_embedded_platform(state: Path, tmp_path: Path) -> None:
+    for path in state.rglob("*.yaml"):  # leave the embedded platform as the only one
+        if "WorkerPlatform" in path.read_text():
+            path.unlink()
+    platform = {
+        "apiVersion": "cozystack.io/v1alpha1",
+        "kind": "WorkerPlatform",
+        "metadata": {"name": "default"},
+        "spec": {"defaultWorkerClass": "nope"},
+    }
+    request = write(tmp_path / "platform.yaml", platform)
+    result = run("admit", str(state), "-f", str(request), "--operation", "UPDATE", "-o", "json")
+    assert result.exit_code == 1, result.stderr
+    assert "ClassNotFound" in [d["code"] for d in json.loads(result.stdout)["denials"]]
+
+
 def test_admit_reads_stdin_and_prints_a_table(state: Path) -> None:
     result = run("admit", str(state), "-f", "-", input=json.dumps(pool(workerClassName="kairos", sshKeys=["a", "b"])))
     assert result.exit_code == 1

@@ -18,7 +18,7 @@ from ..model import (
     parse_platform,
 )
 from ..resolve import Resolution, check_replicas, check_talos_vgpu, resolve_pool
-from ..resolve.classes import PINNED, class_rule_violations
+from ..resolve.classes import class_rule_violations, reference_problem
 from ..state import KINDS, State, identify, is_pool_release, pool_from_object
 from ..violations import Violation
 from .decision import Decision
@@ -204,7 +204,7 @@ def _validate_class(
             )
         ], []
     spec, denials = parse_class_spec(obj.get("spec"))
-    return denials + class_rule_violations(state.platform, spec, obj.get("spec")), []
+    return denials + class_rule_violations(state.platform, spec, obj.get("spec"), name=name), []
 
 
 def _validate_compute_plane(
@@ -251,14 +251,9 @@ def _validate_platform(
     if _metadata_name(obj) != "default":
         warnings.append("only the WorkerPlatform named 'default' is read")
     for minor, image in sorted(platform.kairos_images.items()):
-        if not PINNED.search(image.reference):
-            denials.append(
-                Violation(
-                    "ImageNotPinned",
-                    f"spec.kairos.images.{minor}.reference",
-                    f"{image.reference!r} is not pinned: use <repository>@sha256:<64 hex digest>",
-                )
-            )
+        problem = reference_problem(image.reference, f"spec.kairos.images.{minor}.reference", "the platform build")
+        if problem is not None:
+            denials.append(problem)
     if state.worker_class(platform.default_worker_class) is None:
         denials.append(
             Violation(

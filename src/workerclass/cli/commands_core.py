@@ -141,10 +141,9 @@ def admit_command(
     kind, namespace, name = identify(obj)
     old = None
     if operation != "CREATE":
-        stored = state.find(kind, namespace, name)
-        if stored is None:
+        old = _stored_object(state, kind, namespace, name)
+        if old is None:
             fail(f"{operation} needs the old object: no {_name(kind or '?', namespace, name or '?')} in {state_path}")
-        old = dict(stored.obj)
     decision = validate(state, "DELETE", None, old) if operation == "DELETE" else admit(state, operation, obj, old)
     if output is Format.json:
         print_json(decision.as_dict())
@@ -162,6 +161,20 @@ def admit_command(
         for warning in decision.warnings:
             console.print(f"[yellow]warning:[/] {escape(warning)}")
     raise typer.Exit(EXIT_OK if decision.allowed else EXIT_DENIED)
+
+
+def _stored_object(state: State, kind: str, namespace: str, name: str) -> dict[str, Any] | None:
+    """The old object of an UPDATE or DELETE: the folder's, else a built-in class or the embedded platform."""
+    stored = state.find(kind, namespace, name)
+    if stored is not None:
+        return dict(stored.obj)
+    if kind == "WorkerClass":
+        record = state.worker_class(name)
+        if record is not None and record.builtin:
+            return dict(record.obj)
+    if kind == "WorkerPlatform" and name == "default":
+        return dict(state.platform_object)
+    return None
 
 
 def effective_json(effective: Effective) -> dict[str, Any]:

@@ -16,7 +16,13 @@ TALOS_VERSION = re.compile(r"^v\d+\.\d+\.\d+(-[0-9A-Za-z.-]+)?$")
 KUBERNETES_MINOR = re.compile(r"^v\d+\.\d+$")
 KUBERNETES_PATCH = re.compile(r"^v\d+\.\d+\.\d+$")
 SCHEMATIC_ID = re.compile(r"^[0-9a-f]{64}$")
-URL = re.compile(r"^https?://[^\s/]+[^\s]*$")
+URL = re.compile(r"^https?://[^\s/@?#]+([/?#]\S*)?$")
+#: ``user[:password]@`` in the authority of an http(s) URL: credentials never belong in these values
+URL_CREDENTIALS = re.compile(r"^https?://[^\s/?#]*@")
+CREDENTIALS_MESSAGE = (
+    "must not carry credentials (user:password@): classes and pools hold no credentials; "
+    "configure registry or Image Factory authentication on the platform side"
+)
 REPOSITORY = re.compile(r"^[a-z0-9]([a-z0-9._-]*[a-z0-9])?(:\d+)?(/[a-z0-9._/-]+)?$")
 QUANTITY = re.compile(r"^\d+(\.\d+)?(m|k|Ki|Mi|Gi|Ti|Pi|Ei|M|G|T|P|E)?$")
 DURATION = re.compile(r"^(\d+(\.\d+)?(ns|us|µs|ms|s|m|h))+$")
@@ -97,7 +103,10 @@ class Reader:
             self.invalid(path, "is required and must not be empty")
             return value
         if value and pattern is not None and not pattern.match(value):
-            self.invalid(path, f"{value!r} is not {what}")
+            if pattern is URL and URL_CREDENTIALS.match(value):
+                self.invalid(path, CREDENTIALS_MESSAGE)  # the value is not quoted: it holds a secret
+            else:
+                self.invalid(path, f"{value!r} is not {what}")
             return None
         return value
 
@@ -144,7 +153,10 @@ class Reader:
                 self.invalid(f"{path}[{index}]", f"must be a string, not {type_name(item)}")
                 continue
             if pattern is not None and not pattern.match(item):
-                self.invalid(f"{path}[{index}]", f"{item!r} is not {what}")
+                if pattern is URL and URL_CREDENTIALS.match(item):
+                    self.invalid(f"{path}[{index}]", CREDENTIALS_MESSAGE)
+                else:
+                    self.invalid(f"{path}[{index}]", f"{item!r} is not {what}")
                 continue
             out.append(item)
         return tuple(out)

@@ -240,7 +240,10 @@ def class_problems(state: State, record: ClassRecord) -> tuple[Violation, ...]:
     if cached is None:
         from .classes import class_rule_violations
 
-        cached = (*record.violations, *class_rule_violations(state.platform, record.spec, record.obj.get("spec")))
+        rules = class_rule_violations(
+            state.platform, record.spec, record.obj.get("spec"), name=record.name, baseline=False
+        )
+        cached = (*record.violations, *rules)
         state.memo[key] = cached
     return cast(tuple[Violation, ...], cached)
 
@@ -346,6 +349,7 @@ def resolve_pool(state: State, record: PoolRecord) -> tuple[Effective | None, li
 
     class_name = spec.worker_class_name or None if record.kind != "ComputePlane" else None
     class_record: ClassRecord | None = None
+    class_usable = True
     if class_name is not None:
         class_record = state.worker_class(class_name)
         if class_record is None:
@@ -355,21 +359,22 @@ def resolve_pool(state: State, record: PoolRecord) -> tuple[Effective | None, li
                 f"{field}.workerClassName",
                 f"WorkerClass {class_name!r} does not exist (available: {known})",
             )
-            return None, result.denials, result.warnings
-        problems = class_problems(state, class_record)
-        if problems:
-            for problem in problems:
+            class_usable = False
+        else:
+            for problem in class_problems(state, class_record):
                 result.deny(
                     problem.code,
                     f"{field}.workerClassName",
                     f"WorkerClass {class_name} breaks the class rules ({problem.field}: {problem.message}); "
                     "the hoster must publish a corrected class",
                 )
-            return None, result.denials, result.warnings
+                class_usable = False
     bootstrap = _family(class_record)
     result.origins["bootstrap"] = _class_origin(class_record) if class_record else "legacy classless pool (Talos)"
     result.origins["class"] = f"{record.field}.workerClassName" if class_name else "classless: legacy Talos rendering"
 
+    # The rules that do not depend on the class still run when the class is missing or broken:
+    # every denial of the request is reported together.
     check_replicas(spec, field, result)
     _check_health(spec, result)
     minor, minor_origin = _kubernetes_minor(state, record, cluster)
@@ -379,6 +384,8 @@ def resolve_pool(state: State, record: PoolRecord) -> tuple[Effective | None, li
             result.deny("Invalid", f"{field}.version", "set the Kubernetes minor (vX.Y) of the pool")
         return None, result.denials, result.warnings
     _check_control_plane(minor, cluster, f"{field}.version", result)
+    if not class_usable:
+        return None, result.denials, result.warnings
 
     args = (state, record, class_record, cluster, minor, result)
     effective = _resolve_kairos(*args) if bootstrap == "kairos" else _resolve_talos_pool(*args, infrastructure)
@@ -447,6 +454,12 @@ def _resolve_talos_pool(
                 "osImage selects a KubeVirt disk and is not a Proxmox source: "
                 "select the template with proxmox.templateTags",
             )
+            if spec.os.os_image.builtin is not None and spec.os.os_image.factory is not None:
+                result.deny(
+                    "OsImageSourceConflict",
+                    f"{field}.kubevirt.osImage",
+                    "set builtin or factory, not both: osImage selects exactly one disk source",
+                )
         if spec.os.template_tags is not None:
             tags, tags_origin = spec.os.template_tags, "pool"
         elif baseline_os is not None and baseline_os.template_tags is not None:

@@ -15,11 +15,67 @@ from ..violations import Violation
 from .keys import private_key_paths
 
 PINNED = re.compile(r"@sha256:[0-9a-f]{64}$")
+_COMPONENT = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
+_LABEL = r"[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?"
+_DOMAIN = rf"(?:{_LABEL}(?:\.{_LABEL})*|\[[0-9a-fA-F:]+\])"
+#: A pinned OCI image reference (the distribution/reference grammar): [registry[:port]/]path[:tag]@sha256:<hex>
+REFERENCE = re.compile(
+    rf"^(?:{_DOMAIN}(?::[0-9]+)?/)?{_COMPONENT}(?:/{_COMPONENT})*(?::[A-Za-z0-9_][A-Za-z0-9_.-]{{0,127}})?"
+    r"@sha256:[0-9a-f]{64}$"
+)
 
 
-def class_rule_violations(platform: Platform, spec: WorkerClassSpec, raw: Any, field: str = "spec") -> list[Violation]:
-    """Rules of one WorkerClass spec on its own (and against the platform for its baseline)."""
+def reference_problem(reference: str, field: str, what: str) -> Violation | None:
+    """``ImageNotPinned`` for a reference without a digest, ``Invalid`` for one that is not a reference.
+
+    The reference is not quoted in the ``Invalid`` message: a malformed one may carry credentials.
+    """
+    if not PINNED.search(reference):
+        return Violation(
+            "ImageNotPinned",
+            field,
+            f"{reference!r} is not pinned: use <repository>@sha256:<64 hex digest> of {what}",
+        )
+    if not REFERENCE.match(reference):
+        return Violation(
+            "Invalid",
+            field,
+            "is not an image reference ([registry[:port]/]repository[:tag]@sha256:<digest>, lower-case "
+            "repository, no credentials)",
+        )
+    return None
+
+
+#: The built-in class names, each bound to its own bootstrap family (a folder may redefine the
+#: class, not turn ``talos`` into a Kairos offer or the reverse).
+BUILTIN_FAMILIES = {"talos": "talos", "kairos": "kairos"}
+
+
+def class_rule_violations(
+    platform: Platform,
+    spec: WorkerClassSpec,
+    raw: Any,
+    field: str = "spec",
+    *,
+    name: str | None = None,
+    baseline: bool = True,
+) -> list[Violation]:
+    """Rules of one WorkerClass spec on its own, and (``baseline``) its baseline against the platform.
+
+    The baseline check resolves the class with nothing from a pool; a pool that selects the class
+    gets the same compatibility check after its own overrides, so pool resolution leaves it out.
+    """
     denials: list[Violation] = []
+    family = BUILTIN_FAMILIES.get(name or "")
+    if family is not None and spec.bootstrap and spec.bootstrap != family:
+        denials.append(
+            Violation(
+                "Invalid",
+                f"{field}.bootstrap",
+                f"the built-in class name {name!r} is the {family} offer and must keep bootstrap {family}; "
+                f"publish a {spec.bootstrap} class under another name",
+            )
+        )
     for path in private_key_paths(raw, field):
         denials.append(Violation("PrivateKeyMaterial", path, "private key material must never be put in class values"))
     image = spec.image
@@ -51,15 +107,13 @@ def class_rule_violations(platform: Platform, spec: WorkerClassSpec, raw: Any, f
                     "image.kubernetesVersion and image.reference are required together: set both or neither",
                 )
             )
-        if image.reference and not PINNED.search(image.reference):
-            denials.append(
-                Violation(
-                    "ImageNotPinned",
-                    f"{field}.image.reference",
-                    f"{image.reference!r} is not pinned: use <repository>@sha256:<64 hex digest> of a verified, "
-                    "publicly pullable disk",
-                )
-            )
+        problem = (
+            reference_problem(image.reference, f"{field}.image.reference", "a verified, publicly pullable disk")
+            if image.reference
+            else None
+        )
+        if problem is not None:
+            denials.append(problem)
     os_image = spec.os.os_image
     if spec.bootstrap == "talos" and os_image is not None:
         if os_image.builtin is not None and os_image.factory is not None:
@@ -70,7 +124,7 @@ def class_rule_violations(platform: Platform, spec: WorkerClassSpec, raw: Any, f
                     "set builtin or factory, not both: osImage selects exactly one disk source",
                 )
             )
-        elif not denials:
+        elif baseline and not denials:
             # The baseline on its own (a pool that supplies nothing) must resolve to a compatible disk.
             from . import Resolution, resolve_kubevirt_image, resolve_talos
 

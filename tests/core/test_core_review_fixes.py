@@ -1,0 +1,180 @@
+"""Rules found by reading the design page and API.md again, each pinned by a test.
+
+- API.md section 3: "Several denials are reported together", also when the class is missing or
+  breaks the class rules: the rules that do not depend on the class still run.
+- Design page: "After resolving overrides, a conflicting artifact, version or schematic is
+  rejected": a class whose baseline alone conflicts is refused on its own CREATE, but a pool whose
+  overrides make disk and installer agree resolves.
+- Design page: "The built-in names are talos and kairos": a class under a built-in name keeps
+  that name's bootstrap family.
+- API.md section 6: ``Denied(denials)``.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from workerclass import Denied, resolve
+from workerclass.admission import admit, validate
+
+from .builders import (
+    TALOS_EXAMPLE,
+    has_denial,
+    make_class,
+    make_pool,
+    make_state,
+    pairs,
+    refused,
+    resolved,
+)
+
+
+def test_class_not_found_is_reported_with_the_other_denials() -> None:
+    state = make_state()
+    pool = make_pool(workerClassName="nope", version="v1.31", minReplicas=3, maxReplicas=1)
+    found = pairs(refused(state, pool))
+    assert ("ClassNotFound", "spec.workerClassName") in found
+    assert ("InvalidReplicas", "spec.minReplicas") in found
+    assert ("ControlPlaneTooOld", "spec.version") in found  # v1.31 is 4 minors below the v1.35 parent
+
+
+def test_a_broken_class_is_reported_with_the_other_denials() -> None:
+    broken = make_class("broken", "kairos", image={"kubernetesVersion": "v1.35.6"})
+    state = make_state(classes=[broken])
+    found = pairs(refused(state, make_pool(workerClassName="broken", version="v1.36", minReplicas=-1)))
+    assert ("IncompleteImage", "spec.workerClassName") in found
+    assert ("InvalidReplicas", "spec.minReplicas") in found
+    assert ("ControlPlaneTooOld", "spec.version") in found  # v1.36 is newer than the v1.35 parent
+
+
+def test_a_missing_class_alone_is_the_only_denial() -> None:
+    violations = refused(make_state(), make_pool(workerClassName="nope"))
+    assert pairs(violations) == {("ClassNotFound", "spec.workerClassName")}
+
+
+# A class whose factory disk is pinned to Talos v1.12.4 while the platform's Talos is v1.13.6.
+PINNED_DISK = make_class("pinned-disk", kubevirt={"osImage": {"factory": {"version": "v1.12.4"}}})
+
+
+def test_a_class_whose_baseline_alone_conflicts_is_refused_on_create() -> None:
+    decision = admit(make_state(), "CREATE", PINNED_DISK)
+    assert not decision.allowed
+    assert has_denial(decision.denials, "ArtifactConflict", "spec.kubevirt.osImage.factory.version")
+
+
+def test_a_pool_whose_overrides_make_that_baseline_agree_resolves() -> None:
+    state = make_state(classes=[PINNED_DISK])
+    pool = make_pool(workerClassName="pinned-disk", version="v1.34", talos={"version": "v1.12.4"})
+    effective = resolved(state, pool)
+    assert effective["talos"]["version"] == "v1.12.4"
+    assert effective["image"]["version"] == "v1.12.4"
+
+
+def test_a_pool_that_keeps_the_conflicting_baseline_is_refused_after_resolution() -> None:
+    state = make_state(classes=[PINNED_DISK])
+    violations = refused(state, make_pool(workerClassName="pinned-disk"))
+    assert any(v.code == "ArtifactConflict" for v in violations), [str(v) for v in violations]
+
+
+@pytest.mark.parametrize(
+    ("name", "bootstrap"),
+    [pytest.param("talos", "kairos", id="talos-as-kairos"), pytest.param("kairos", "talos", id="kairos-as-talos")],
+)
+def test_a_builtin_name_keeps_its_family(name: str, bootstrap: str) -> None:
+    obj = make_class(name, bootstrap)
+    decision = admit(make_state(), "CREATE", obj)
+    assert not decision.allowed
+    assert has_denial(decision.denials, "Invalid", "spec.bootstrap")
+    # A folder that redefines it anyway: pools selecting it fail closed.
+    state = make_state(classes=[obj])
+    assert has_denial(refused(state, make_pool(workerClassName=name)), "Invalid", "spec.workerClassName")
+
+
+def test_a_builtin_name_may_be_redefined_within_its_family() -> None:
+    obj = make_class("talos", talos={"version": "v1.13.6"})
+    assert admit(make_state(), "CREATE", obj).allowed
+    assert resolved(make_state(classes=[obj]), make_pool())["class"] == "talos"
+
+
+def test_denied_carries_denials() -> None:
+    with pytest.raises(Denied) as raised:
+        resolve(make_state(), make_pool(workerClassName="nope"))
+    assert raised.value.denials == raised.value.violations
+    assert [v.code for v in raised.value.denials] == ["ClassNotFound"]
+
+
+def test_class_update_still_checks_immutability_first() -> None:
+    changed = make_class("talos-example-r1", talos={"version": "v1.12.4"})
+    decision = validate(make_state(), "UPDATE", changed, TALOS_EXAMPLE)
+    assert pairs(decision.denials) == {("ClassImmutable", "spec")}
+
+
+def test_builtin_and_factory_together_are_refused_on_proxmox_too() -> None:
+    pool = make_pool(
+        cluster="pve", proxmox={"templateTags": ["talos"]}, kubevirt={"osImage": {"builtin": {}, "factory": {}}}
+    )
+    found = pairs(refused(make_state(), pool))
+    assert ("OsImageOnProxmox", "spec.kubevirt.osImage") in found
+    assert ("OsImageSourceConflict", "spec.kubevirt.osImage") in found
+
+
+# Design page: "Classes contain OS and bootstrap settings, not GPU licenses or tenant credentials."
+SECRET = "s3cr3t-value"
+
+
+@pytest.mark.parametrize(
+    ("obj", "field"),
+    [
+        pytest.param(
+            make_pool(talos={"registryMirrors": {"docker.io": {"endpoints": [f"https://user:{SECRET}@m.example"]}}}),
+            "spec.talos.registryMirrors.docker.io.endpoints[0]",
+            id="pool-mirror-endpoint",
+        ),
+        pytest.param(
+            make_class(talos={"imageFactoryURL": f"https://u:{SECRET}@factory.example"}),
+            "spec.talos.imageFactoryURL",
+            id="class-factory-url",
+        ),
+        pytest.param(
+            make_pool(kubevirt={"osImage": {"factory": {"endpoint": f"https://{SECRET}@factory.example/x"}}}),
+            "spec.kubevirt.osImage.factory.endpoint",
+            id="pool-factory-endpoint",
+        ),
+        pytest.param(
+            make_class(
+                "fixed",
+                "kairos",
+                image={
+                    "kubernetesVersion": "v1.35.6",
+                    "reference": f"u:{SECRET}@registry.example.com/w@sha256:" + "a" * 64,
+                },
+            ),
+            "spec.image.reference",
+            id="class-image-reference",
+        ),
+    ],
+)
+def test_credentials_in_urls_and_references_are_refused_without_echoing_them(obj: dict, field: str) -> None:
+    decision = admit(make_state(), "CREATE", obj)
+    assert not decision.allowed
+    assert has_denial(decision.denials, "Invalid", field), [str(v) for v in decision.denials]
+    assert all(SECRET not in v.message for v in decision.denials)
+
+
+@pytest.mark.parametrize(
+    "reference",
+    [
+        "registry.example.com/workers/kairos-worker@sha256:" + "a" * 64,
+        "localhost:5000/kairos@sha256:" + "a" * 64,
+        "ghcr.io/org/kairos-worker:v1.35.6@sha256:" + "a" * 64,
+        "kairos@sha256:" + "a" * 64,
+    ],
+)
+def test_pinned_references_are_accepted(reference: str) -> None:
+    obj = make_class("fixed", "kairos", image={"kubernetesVersion": "v1.35.6", "reference": reference})
+    assert admit(make_state(), "CREATE", obj).allowed
+
+
+def test_an_unpinned_reference_is_still_image_not_pinned_only() -> None:
+    obj = make_class("fixed", "kairos", image={"kubernetesVersion": "v1.35.6", "reference": "registry.example.com/w:1"})
+    assert pairs(admit(make_state(), "CREATE", obj).denials) == {("ImageNotPinned", "spec.image.reference")}
