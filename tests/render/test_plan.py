@@ -10,6 +10,7 @@ import pytest
 
 from workerclass.adapters.folder import Document, read_folder
 from workerclass.ops import REBUILD_ONLY, Plan, PlanRow, plan
+from workerclass.ops.plan import REFUSED
 from workerclass.state import State
 
 from .schemas import REPO
@@ -217,3 +218,51 @@ def test_json_rows_have_exactly_the_api_keys() -> None:
     assert set(document) == {"pools"}
     assert [set(row) for row in document["pools"]] == [{"pool", "replace", "reasons"}] * len(ALL)
     assert [row["pool"] for row in document["pools"]] == sorted(ALL)
+
+
+# --------------------------------------------------------------------------- what admission refuses
+
+
+def test_bootstrap_family_change_is_flagged_as_refused_without_empty_reasons() -> None:
+    def edit(obj: dict[str, Any]) -> None:
+        obj["spec"] = {"cluster": "example", "workerClassName": "kairos", "version": "v1.35"}
+
+    row = rows(plan(state(), state(**{"example-talos": edit})))["tenant-example/example-talos"]
+    assert row.replace and row.status == "refused"
+    assert any(reason.startswith(f"{REFUSED} (BootstrapFamilyChange): talos -> kairos") for reason in row.reasons)
+    assert not any("none -> none" in reason for reason in row.reasons), row.reasons
+
+
+def test_family_change_of_a_legacy_release_is_flagged_as_refused() -> None:
+    def edit(obj: dict[str, Any]) -> None:
+        obj["spec"]["values"]["workerClassName"] = "kairos"
+        obj["spec"]["values"].pop("talos", None)
+        obj["spec"]["values"].pop("kernelModules", None)
+
+    row = rows(plan(state(), state(**{"example-legacy": edit})))["tenant-example/example-legacy"]
+    assert row.status == "refused", row
+    assert any("BootstrapFamilyChange" in reason for reason in row.reasons)
+
+
+def test_an_edited_class_spec_is_flagged_as_refused() -> None:
+    def edit(obj: dict[str, Any]) -> None:
+        obj["spec"]["talos"]["registryMirrors"] = {"docker.io": {"endpoints": ["https://m.example"]}}
+
+    row = rows(plan(state(), state(**{"talos-example-r1": edit})))["tenant-example/example-talos"]
+    assert row.replace and row.status == "refused"
+    assert "registry mirrors: none -> docker.io=https://m.example" in row.reasons
+    assert any(reason.startswith(f"{REFUSED} (ClassImmutable)") for reason in row.reasons)
+
+
+def test_omitting_the_class_on_update_keeps_the_stored_class() -> None:
+    """API.md section 3: UPDATE of a classified pool with the class omitted restores it; nothing rolls."""
+
+    def edit(obj: dict[str, Any]) -> None:
+        del obj["spec"]["workerClassName"]
+
+    row = rows(plan(state(), state(**{"example-talos": edit})))["tenant-example/example-talos"]
+    assert not row.replace
+    assert row.status == "unchanged"
+    assert row.reasons == (
+        "class omitted: admission restores the stored class talos-example-r1 (not a switch to legacy)",
+    )

@@ -14,17 +14,17 @@ Its edge: two States in, plain values out; no rendering of whole manifests, no I
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..render.hash import hash_document, template_hash
 from ..render.manifests import autoscaler_bounds, health_settings, node_labels, node_taints
 from ..resolve import resolve_pool
 from ..resolve.effective import Effective
-from ..state import POOL_KINDS, PoolRecord, State
+from ..state import POOL_KINDS, PoolRecord, State, pool_from_object
 from ..violations import Violation
 
-__all__ = ["REBUILD_ONLY", "Plan", "PlanRow", "plan"]
+__all__ = ["REBUILD_ONLY", "REFUSED", "Plan", "PlanRow", "plan"]
 
 #: The first words of the reason that flags a replacement caused only by a platform rebuild.
 REBUILD_ONLY = "platform image rebuild only"
@@ -32,7 +32,8 @@ REBUILD_ONLY = "platform image rebuild only"
 
 @dataclass(frozen=True, slots=True)
 class PlanRow:
-    """One pool's verdict. ``status``: ``changed``, ``unchanged``, ``added``, ``removed`` or ``denied``."""
+    """One pool's verdict. ``status``: ``changed``, ``unchanged``, ``added``, ``removed``, ``denied`` or
+    ``refused`` (the admission webhooks refuse the change; ``replace`` says what it would do if let through)."""
 
     pool: str
     kind: str
@@ -87,10 +88,71 @@ def plan(before: State, after: State) -> Plan:
     rows: list[PlanRow] = []
     for key in sorted(old_pools.keys() | new_pools.keys(), key=_sort_key):
         old_record, new_record = old_pools.get(key), new_pools.get(key)
+        notes: list[str] = []
+        if old_record is not None and new_record is not None:
+            new_record, notes = _as_admitted(old_record, new_record)
+            notes = _refusals(before, after, old_record, new_record) + notes
         old = _side(before, old_record) if old_record is not None else None
         new = _side(after, new_record) if new_record is not None else None
-        rows.append(_row(key, old, new))
+        row = _row(key, old, new)
+        if notes:
+            refused = any(note.startswith(REFUSED) for note in notes)
+            status = "refused" if refused and row.status != "denied" else row.status
+            row = replace(row, reasons=(*row.reasons, *notes), status=status)
+        rows.append(row)
     return Plan(tuple(rows))
+
+
+#: The first words of a reason saying the admission webhooks would refuse the change.
+REFUSED = "refused by admission"
+
+
+def _as_admitted(old: PoolRecord, new: PoolRecord) -> tuple[PoolRecord, list[str]]:
+    """The new pool as the application API would store it (API.md section 3, mutation table).
+
+    A KubernetesNodes UPDATE that omits the class (or sends ``""``) gets the stored class
+    restored; it is never a request to become legacy. HelmRelease writers are not mutated.
+    """
+    if new.kind != "KubernetesNodes" or new.class_name is not None or old.class_name is None:
+        return new, []
+    obj = {
+        "apiVersion": "apps.cozystack.io/v1alpha1",
+        "kind": "KubernetesNodes",
+        "metadata": {"namespace": new.namespace, "name": new.name},
+        "spec": {**new.values, "workerClassName": old.class_name},
+    }
+    restored = pool_from_object(obj)
+    assert restored is not None  # a KubernetesNodes always gives a record
+    return restored, [f"class omitted: admission restores the stored class {old.class_name} (not a switch to legacy)"]
+
+
+def _family(state: State, record: PoolRecord) -> str | None:
+    if record.class_name is None:
+        return "talos"  # classless pools are legacy Talos
+    found = state.worker_class(record.class_name)
+    return (found.spec.bootstrap or None) if found is not None else None
+
+
+def _refusals(before: State, after: State, old: PoolRecord, new: PoolRecord) -> list[str]:
+    """Changes the admission webhooks refuse: the plan shows what they would replace if let through."""
+    if old.kind == "ComputePlane":
+        return []
+    reasons: list[str] = []
+    old_family, new_family = _family(before, old), _family(after, new)
+    if old_family is not None and new_family is not None and old_family != new_family:
+        reasons.append(
+            f"{REFUSED} (BootstrapFamilyChange): {old_family} -> {new_family} in place; "
+            "create a second pool, verify it, then migrate workloads"
+        )
+    name = new.class_name
+    if name is not None and name == old.class_name:
+        old_class, new_class = before.worker_class(name), after.worker_class(name)
+        if old_class is not None and new_class is not None and old_class.obj.get("spec") != new_class.obj.get("spec"):
+            reasons.append(
+                f"{REFUSED} (ClassImmutable): the spec of WorkerClass {name} changed; "
+                "publish another class and select it from the pools"
+            )
+    return reasons
 
 
 def _identity(key: tuple[str, str, str]) -> str:
@@ -251,8 +313,9 @@ def _hash_reasons(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
     reasons: list[str] = []
     for path, label in _LABELS:
         before, after = _get(old, path), _get(new, path)
-        if before != after:
-            reasons.append(f"{label}: {_show(path, before)} -> {_show(path, after)}")
+        shown_before, shown_after = _show(path, before), _show(path, after)
+        if before != after and shown_before != shown_after:  # an empty list and an absent map both show "none"
+            reasons.append(f"{label}: {shown_before} -> {shown_after}")
     return reasons
 
 
