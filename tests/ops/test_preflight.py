@@ -236,6 +236,15 @@ def _url_webhook(objects: Objects) -> None:
     del client["service"]
 
 
+def _object_selector(objects: Objects) -> None:
+    webhook(objects, "/mutate/kubernetesnodes")["objectSelector"] = {"matchLabels": {"x": "y"}}
+
+
+def _object_selector_on_validation(objects: Objects) -> None:
+    selector = {"matchExpressions": [{"key": "skip-admission", "operator": "DoesNotExist"}]}
+    webhook(objects, "/validate/kubernetesnodes")["objectSelector"] = selector
+
+
 FAILURES: list[tuple[str, Callable[[Objects], None], str, str | None]] = [
     ("ignore-mutating", _ignore_mutating, "failurePolicy", "webhooks[0].failurePolicy"),
     ("ignore-validating", _ignore_validating, "failurePolicy", "webhooks[1].failurePolicy"),
@@ -261,6 +270,8 @@ FAILURES: list[tuple[str, Callable[[Objects], None], str, str | None]] = [
     ("no-readiness-probe", _no_readiness_probe, "readiness", "spec.template.spec.containers[0].readinessProbe"),
     ("no-ca", _no_ca, "caBundle", "webhooks[0].clientConfig.caBundle"),
     ("url-webhook", _url_webhook, "service", "webhooks[2].clientConfig.url"),
+    ("object-selector", _object_selector, "selectors", "webhooks[0].objectSelector"),
+    ("object-selector-on-validation", _object_selector_on_validation, "selectors", "webhooks[0].objectSelector"),
 ]
 
 

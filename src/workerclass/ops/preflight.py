@@ -581,13 +581,26 @@ def _selectors(webhook: _Webhook) -> list[Check]:
             continue
         if key == "namespaceSelector" and expectation is not None and not expectation.namespaced:
             continue  # a namespace selector never excludes a cluster-scoped object
-        what = "tenant namespaces" if key == "namespaceSelector" else "objects"
+        if key == "objectSelector":
+            # Object labels belong to whoever writes the object: a tenant could label a pool out of
+            # defaulting, restoring and every denial. Namespace labels stay with the hoster: a warning.
+            found.append(
+                Check(
+                    "selectors",
+                    "fail",
+                    f"{webhook.name} objectSelector {_show(selector)} lets the writer of an object skip the webhook "
+                    "by its own labels (no stored default class, no validation): remove it",
+                    webhook.object,
+                    webhook.field(key),
+                )
+            )
+            continue
         found.append(
             Check(
                 "selectors",
                 "warn",
-                f"{webhook.name} {key} {_show(selector)} could exclude {what}: requests there skip the webhook "
-                "(no stored default class, no validation)",
+                f"{webhook.name} namespaceSelector {_show(selector)} could exclude tenant namespaces: requests "
+                "there skip the webhook (no stored default class, no validation)",
                 webhook.object,
                 webhook.field(key),
             )
