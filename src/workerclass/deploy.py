@@ -14,7 +14,13 @@ what is served and what is read, no more:
   synced) and liveness on ``/healthz``, a PodDisruptionBudget keeping one up;
 * a ServiceAccount with a ClusterRole of get/list/watch on exactly the watched resources;
 * the serving certificate from cert-manager (a self-signed Issuer and a Certificate, the CA
-  injected into both configurations), unless a CA bundle is given for a Secret made elsewhere.
+  injected into both configurations), unless a CA bundle is given for a Secret made elsewhere;
+* the WorkerClass controller (:func:`controller_manifests`, included unless
+  ``--without-controller``): its own ServiceAccount and ClusterRole (read what the cache reads;
+  patch WorkerClasses for the finalizer and ``workerclasses/status``; create Events; list and watch
+  CRDs, which kopf discovers resources through), and a Deployment of one replica with the
+  ``Recreate`` strategy (kopf runs standalone: two controllers must never run at once), liveness
+  on kopf's ``/healthz``.
 """
 
 from __future__ import annotations
@@ -143,6 +149,100 @@ def rbac_rules() -> list[dict[str, Any]]:
     return [
         {"apiGroups": [group], "resources": sorted(plurals), "verbs": ["get", "list", "watch"]}
         for group, plurals in sorted(by_group.items())
+    ]
+
+
+CONTROLLER = "workerclass-controller"
+CONTROLLER_LIVENESS_PORT = 8080
+
+
+def controller_rbac_rules() -> list[dict[str, Any]]:
+    """The cache's reads, plus what the controller writes: the class finalizer and status, Events."""
+    return [
+        *rbac_rules(),
+        {"apiGroups": ["cozystack.io"], "resources": ["workerclasses"], "verbs": ["patch"]},
+        {"apiGroups": ["cozystack.io"], "resources": ["workerclasses/status"], "verbs": ["get", "patch"]},
+        {"apiGroups": [""], "resources": ["events"], "verbs": ["create", "patch"]},
+        {"apiGroups": ["events.k8s.io"], "resources": ["events"], "verbs": ["create", "patch"]},
+        {"apiGroups": ["apiextensions.k8s.io"], "resources": ["customresourcedefinitions"], "verbs": ["list", "watch"]},
+    ]
+
+
+def _controller_labels() -> dict[str, str]:
+    return {"app.kubernetes.io/name": CONTROLLER, "app.kubernetes.io/part-of": "workerclass"}
+
+
+def controller_manifests(options: InstallOptions | None = None) -> list[dict[str, Any]]:
+    """The controller's ServiceAccount, ClusterRole, binding and Deployment."""
+    options = options or InstallOptions()
+    namespace = options.namespace
+
+    def meta(namespaced: bool) -> dict[str, Any]:
+        out: dict[str, Any] = {"name": CONTROLLER}
+        if namespaced:
+            out["namespace"] = namespace
+        out["labels"] = _controller_labels()
+        return out
+
+    container = {
+        "name": "controller",
+        "image": options.image,
+        "command": ["workerclass"],
+        "args": ["serve", "controller", "--liveness-port", str(CONTROLLER_LIVENESS_PORT)],
+        "ports": [{"name": "liveness", "containerPort": CONTROLLER_LIVENESS_PORT, "protocol": "TCP"}],
+        "livenessProbe": {
+            "httpGet": {"path": "/healthz", "port": "liveness"},
+            "initialDelaySeconds": 10,
+            "periodSeconds": 20,
+            "failureThreshold": 3,
+            "timeoutSeconds": 5,
+        },
+        "resources": {"requests": {"cpu": "50m", "memory": "128Mi"}, "limits": {"memory": "256Mi"}},
+        "securityContext": {
+            "allowPrivilegeEscalation": False,
+            "readOnlyRootFilesystem": True,
+            "capabilities": {"drop": ["ALL"]},
+        },
+    }
+    return [
+        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": meta(True)},
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRole",
+            "metadata": meta(False),
+            "rules": controller_rbac_rules(),
+        },
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRoleBinding",
+            "metadata": meta(False),
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": CONTROLLER},
+            "subjects": [{"kind": "ServiceAccount", "name": CONTROLLER, "namespace": namespace}],
+        },
+        {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": meta(True),
+            "spec": {
+                "replicas": 1,
+                "selector": {"matchLabels": {"app.kubernetes.io/name": CONTROLLER}},
+                "strategy": {"type": "Recreate"},
+                "template": {
+                    "metadata": {"labels": _controller_labels()},
+                    "spec": {
+                        "serviceAccountName": CONTROLLER,
+                        "securityContext": {
+                            "runAsNonRoot": True,
+                            "runAsUser": 65532,
+                            "runAsGroup": 65532,
+                            "seccompProfile": {"type": "RuntimeDefault"},
+                        },
+                        "terminationGracePeriodSeconds": 30,
+                        "containers": [container],
+                    },
+                },
+            },
+        },
     ]
 
 
@@ -304,9 +404,17 @@ def webhook_manifests(options: InstallOptions | None = None) -> list[dict[str, A
 
 
 HEADER = (
-    "# Generated by `workerclass manifests`: the admission webhook install. Do not edit;\n"
+    "# Generated by `workerclass manifests`: the admission webhook and controller install. Do not edit;\n"
     "# regenerate (tests/webhook/test_manifests.py checks this file matches the generator).\n"
 )
+
+
+def install_manifests(options: InstallOptions | None = None, *, controller: bool = True) -> list[dict[str, Any]]:
+    """The whole install: the webhook, then (by default) the controller."""
+    objects = webhook_manifests(options)
+    if controller:
+        objects += controller_manifests(options)
+    return objects
 
 
 def to_yaml(objects: list[dict[str, Any]]) -> str:

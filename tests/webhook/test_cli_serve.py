@@ -53,3 +53,28 @@ def test_unreadable_certificate_is_one_line(tmp_path: Path) -> None:
     _, err = process.communicate(timeout=30)
     assert process.returncode == 2
     assert "absent.crt" in err and "Traceback" not in err
+
+
+def _run_serve(*args: str) -> subprocess.CompletedProcess[str]:
+    entry = "from workerclass.cli.main import main; main()"
+    return subprocess.run(
+        [sys.executable, "-c", entry, "serve", *args], capture_output=True, text=True, timeout=60, check=False
+    )
+
+
+def test_bad_port_host_and_intervals_are_refused_without_a_traceback(tmp_certs: CertFiles) -> None:
+    tls = ("--tls-cert", str(tmp_certs.cert), "--tls-key", str(tmp_certs.key), "--state", str(EXAMPLES))
+    for extra in (("--port", "99999"), ("--port", "-5"), ("--state-interval", "-1"), ("--shutdown-timeout", "-1")):
+        result = _run_serve("webhook", *tls, *extra)
+        assert result.returncode == 2, (extra, result.stderr)
+        assert "Traceback" not in result.stderr
+    result = _run_serve("webhook", *tls, "--host", "bad..host", "--port", "0")
+    assert result.returncode == 2, result.stderr
+    assert "Traceback" not in result.stderr and "cannot listen on bad..host" in result.stderr
+
+
+def test_serve_controller_without_a_cluster_is_one_line(tmp_path: Path) -> None:
+    result = _run_serve("controller", "--kubeconfig", str(tmp_path / "missing"))
+    assert result.returncode == 2
+    assert result.stderr.startswith("error: no Kubernetes configuration")
+    assert "Traceback" not in result.stderr

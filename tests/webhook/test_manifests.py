@@ -1,4 +1,4 @@
-"""``workerclass manifests`` and the committed ``deploy/webhook.yaml``."""
+"""``workerclass manifests`` and the committed ``deploy/workerclass.yaml``."""
 
 from __future__ import annotations
 
@@ -12,13 +12,21 @@ from typer.testing import CliRunner
 
 from workerclass.adapters.kube import WATCHED
 from workerclass.cli.main import _register, app
-from workerclass.deploy import NAME, OPERATIONS, InstallOptions, to_yaml, webhook_manifests
+from workerclass.deploy import (
+    NAME,
+    OPERATIONS,
+    InstallOptions,
+    controller_manifests,
+    install_manifests,
+    to_yaml,
+    webhook_manifests,
+)
 from workerclass.webhook import ROUTES
 
 from .helpers import ROOT
 
 _register()
-COMMITTED = ROOT / "deploy" / "webhook.yaml"
+COMMITTED = ROOT / "deploy" / "workerclass.yaml"
 
 
 def by_kind(objects: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -30,13 +38,37 @@ def by_kind(objects: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
 
 
 def test_committed_manifests_match_the_generator() -> None:
-    assert COMMITTED.read_text() == to_yaml(webhook_manifests()), (
-        "deploy/webhook.yaml is stale: run `workerclass manifests > deploy/webhook.yaml`"
+    assert COMMITTED.read_text() == to_yaml(install_manifests()), (
+        "deploy/workerclass.yaml is stale: run `workerclass manifests > deploy/workerclass.yaml`"
     )
     result = CliRunner().invoke(app, ["manifests"])
     assert result.exit_code == 0
     assert result.stdout == COMMITTED.read_text()
-    assert list(yaml.safe_load_all(COMMITTED.read_text())) == webhook_manifests()
+    assert list(yaml.safe_load_all(COMMITTED.read_text())) == install_manifests()
+    alone = CliRunner().invoke(app, ["manifests", "--without-controller"])
+    assert list(yaml.safe_load_all(alone.stdout)) == webhook_manifests()
+
+
+def test_controller_install_is_one_replica_with_least_privilege() -> None:
+    objects = controller_manifests()
+    kinds = [obj["kind"] for obj in objects]
+    assert kinds == ["ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Deployment"]
+    deployment = objects[3]
+    assert deployment["spec"]["replicas"] == 1
+    assert deployment["spec"]["strategy"] == {"type": "Recreate"}  # never two standalone controllers at once
+    container = deployment["spec"]["template"]["spec"]["containers"][0]
+    assert container["args"][:2] == ["serve", "controller"]
+    assert container["livenessProbe"]["httpGet"]["path"] == "/healthz"
+    rules = objects[1]["rules"]
+    writes = [rule for rule in rules if set(rule["verbs"]) - {"get", "list", "watch"}]
+    assert {resource for rule in writes for resource in rule["resources"]} == {
+        "workerclasses",
+        "workerclasses/status",
+        "events",
+    }
+    assert all(set(rule["verbs"]) <= {"patch", "create", "get"} for rule in writes)  # never delete or update
+    read = {(group, resource) for rule in rules for group in rule["apiGroups"] for resource in rule["resources"]}
+    assert {(watched.group, watched.plural) for watched in WATCHED} <= read
 
 
 def test_every_route_has_one_webhook_with_safe_settings() -> None:

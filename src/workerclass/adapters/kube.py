@@ -67,7 +67,7 @@ WATCHED: tuple[Watched, ...] = (
 )
 
 
-def _short_error(error: BaseException) -> str:
+def short_error(error: BaseException) -> str:
     """An API error's status line, or the exception type: never a response body."""
     status = getattr(error, "status", None)
     code = getattr(status, "code", None)
@@ -223,7 +223,7 @@ class ClusterCache:
             except asyncio.CancelledError:
                 raise
             except Exception as error:
-                message = _short_error(error)
+                message = short_error(error)
                 self._errors[watched.kind] = message
                 logger.warning("%s: list/watch failed (%s); listing again in %.1fs", watched.name, message, delay)
                 await asyncio.sleep(delay)

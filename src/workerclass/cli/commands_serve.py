@@ -1,7 +1,7 @@
-"""``serve webhook`` and ``manifests``: the admission webhook against a cluster, and its install.
+"""``serve webhook``, ``serve controller`` and ``manifests``: the servers against a cluster, and the install.
 
-``serve`` is a Typer group (:data:`serve_app`) so that other servers (the controller) can be
-added beside ``webhook`` as ``workerclass serve NAME``.
+``serve`` is a Typer group (:data:`serve_app`): ``workerclass serve webhook`` and
+``workerclass serve controller``.
 """
 
 from __future__ import annotations
@@ -18,14 +18,20 @@ import typer
 from rich.markup import escape
 
 from ..adapters.tls import ReloadingContext, TLSFileError
-from ..deploy import DEFAULT_IMAGE, DEFAULT_NAMESPACE, InstallOptions, to_yaml, webhook_manifests
+from ..deploy import (
+    DEFAULT_IMAGE,
+    DEFAULT_NAMESPACE,
+    InstallOptions,
+    install_manifests,
+    to_yaml,
+)
 from ..webhook.sources import FolderSource, StateSource
 from .main import app
 from .output import fail
 
 serve_app = typer.Typer(
     name="serve",
-    help="Serve against a cluster: the admission webhook (more servers may join it).",
+    help="Serve against a cluster: the admission webhook, and the WorkerClass controller.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
@@ -63,7 +69,7 @@ def serve_webhook(
         Path, typer.Option("--tls-cert", metavar="FILE", help="PEM certificate chain; reloaded when the file changes.")
     ],
     tls_key: Annotated[Path, typer.Option("--tls-key", metavar="FILE", help="PEM private key of that certificate.")],
-    port: Annotated[int, typer.Option("--port", help="HTTPS port.")] = 8443,
+    port: Annotated[int, typer.Option("--port", min=0, max=65535, help="HTTPS port (0: any free port).")] = 8443,
     host: Annotated[str, typer.Option("--host", help="Address to listen on.")] = "0.0.0.0",
     state: Annotated[
         Path | None,
@@ -77,12 +83,14 @@ def serve_webhook(
         Path | None,
         typer.Option("--kubeconfig", metavar="FILE", help="Without it: in-cluster, then KUBECONFIG, ~/.kube/config."),
     ] = None,
-    state_interval: Annotated[float, typer.Option(help="Seconds between checks of the STATE folder.")] = 1.0,
-    tls_reload_interval: Annotated[float, typer.Option(help="Seconds between checks of the TLS files.")] = 5.0,
+    state_interval: Annotated[float, typer.Option(min=0.1, help="Seconds between checks of the STATE folder.")] = 1.0,
+    tls_reload_interval: Annotated[float, typer.Option(min=0.1, help="Seconds between checks of the TLS files.")] = 5.0,
     shutdown_delay: Annotated[
-        float, typer.Option(help="On SIGTERM, keep answering (not ready) this long before draining.")
+        float, typer.Option(min=0.0, help="On SIGTERM, keep answering (not ready) this long before draining.")
     ] = 0.0,
-    shutdown_timeout: Annotated[float, typer.Option(help="Longest wait for in-flight requests on shutdown.")] = 20.0,
+    shutdown_timeout: Annotated[
+        float, typer.Option(min=0.0, help="Longest wait for in-flight requests on shutdown.")
+    ] = 20.0,
     access_log: Annotated[bool, typer.Option(help="Log every request line.")] = False,
     log_level: Annotated[LogLevel, typer.Option(help="Log level.")] = LogLevel.info,
 ) -> None:
@@ -118,6 +126,70 @@ def serve_webhook(
         asyncio.run(server.serve())
     except OSError as error:  # the port is taken, the address does not exist, ...
         fail(f"cannot listen on {escape(host)}:{port}: {escape(error.strerror or str(error))}")
+    except (UnicodeError, ValueError) as error:  # a host name the resolver cannot encode
+        fail(
+            f"cannot listen on {escape(host)}:{port}: "
+            + escape(str(error).splitlines()[0] if str(error) else "bad address")
+        )
+
+
+@serve_app.command("controller")
+def serve_controller(
+    kubeconfig: Annotated[
+        Path | None,
+        typer.Option("--kubeconfig", metavar="FILE", help="Without it: in-cluster, then KUBECONFIG, ~/.kube/config."),
+    ] = None,
+    poll_interval: Annotated[
+        float,
+        typer.Option(min=0.1, help="Seconds between checks for a changed cluster (statuses are written on change)."),
+    ] = 2.0,
+    retain_recheck: Annotated[
+        float, typer.Option(min=1.0, help="Seconds between re-checks of a class deletion held by live pools.")
+    ] = 30.0,
+    liveness_port: Annotated[
+        int, typer.Option(min=0, max=65535, help="Port of kopf's liveness endpoint /healthz (0: none).")
+    ] = 8080,
+    log_level: Annotated[LogLevel, typer.Option(help="Log level.")] = LogLevel.info,
+) -> None:
+    """Run the WorkerClass controller against the cluster until SIGTERM (one replica).
+
+    Writes status.conditions (Accepted, InUse) and status.pools of every WorkerClass, and keeps a
+    finalizer on custom classes so that one is not deleted while live pools select it.
+    """
+    try:
+        import kopf  # noqa: F401
+        from lightkube import AsyncClient, KubeConfig
+    except ImportError:
+        fail("the controller needs kopf and lightkube: install workerclass[controller]")
+    from ..adapters.kube import ClusterCache
+    from ..controller import ClassController, ControllerSettings, LightkubeStatusWriter
+
+    logging.basicConfig(
+        level=log_level.value.upper(),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+    try:
+        config = KubeConfig.from_file(kubeconfig) if kubeconfig is not None else KubeConfig.from_env()
+    except Exception as error:  # lightkube's ConfigError and file errors: one line, no traceback
+        fail(
+            f"no Kubernetes configuration: {escape(str(error).splitlines()[0] if str(error) else type(error).__name__)}"
+        )
+    settings = ControllerSettings(poll_interval=poll_interval, retain_recheck=retain_recheck)
+    liveness = f"http://0.0.0.0:{liveness_port}/healthz" if liveness_port else None
+
+    async def run() -> None:
+        client = AsyncClient(config=config, field_manager="workerclass-controller")
+        cache = ClusterCache(client)
+        await cache.start()
+        try:
+            controller = ClassController(cache, LightkubeStatusWriter(client), settings=settings)
+            await controller.run(liveness_endpoint=liveness)
+        finally:
+            await cache.stop()
+            await client.close()
+
+    asyncio.run(run())
 
 
 class ManifestFormat(StrEnum):
@@ -145,8 +217,15 @@ def manifests_command(
     output: Annotated[
         ManifestFormat, typer.Option("--output", "-o", help="yaml: documents separated by ---; json: one v1 List.")
     ] = ManifestFormat.yaml,
+    controller: Annotated[
+        bool,
+        typer.Option(
+            "--with-controller/--without-controller",
+            help="Also install the WorkerClass controller (one replica, its own least-privilege RBAC).",
+        ),
+    ] = True,
 ) -> None:
-    """The webhook's install manifests: webhook configurations, Service, Deployment, PDB and RBAC."""
+    """The install manifests: webhook configurations, Service, Deployment, PDB, RBAC, and the controller."""
     bundle: bytes | None = None
     if ca_bundle is not None:
         try:
@@ -160,7 +239,7 @@ def manifests_command(
     options = InstallOptions(
         namespace=namespace, image=image, replicas=replicas, ca_bundle=bundle, timeout_seconds=timeout
     )
-    objects = webhook_manifests(options)
+    objects = install_manifests(options, controller=controller)
     if output is ManifestFormat.json:
         data: dict[str, Any] = {"apiVersion": "v1", "kind": "List", "items": objects}
         sys.stdout.write(json.dumps(data, indent=2) + "\n")

@@ -1,0 +1,214 @@
+"""The WorkerClass controller: class status and the retention of classes that live pools select.
+
+A thin door over the core (:mod:`workerclass.ops.status`):
+
+* every WorkerClass in the cluster gets ``status.conditions`` (``Accepted``, ``InUse``) and
+  ``status.pools`` as API.md section 1 lays them out. The controller reads the same cluster cache
+  as the webhook (:class:`~workerclass.adapters.kube.ClusterCache`: classes, pools, the platform
+  and parent clusters); whenever the cache holds a new State it recomputes every class and patches
+  the ``status`` subresource of those whose status differs, so a pool that starts or stops
+  selecting a class shows within ``poll_interval`` seconds and a quiet cluster sees no writes;
+* custom classes (every name but the built-in ``talos`` and ``kairos``) carry the finalizer
+  :data:`FINALIZER`, through kopf. The design page: "Retain custom classes and the worker
+  controller while live classified pools depend on them." A deletion waits, re-checked every
+  ``retain_recheck`` seconds, until no live pool selects the class. The validating webhook's
+  ``ClassInUse`` is the first line; this one also holds while the webhook is down. The page's
+  other half: "Removing the controller can also leave custom classes with finalizers needing
+  hoster handling": remove the finalizer by hand only after checking that no pool selects the class.
+
+Until the cache has synced nothing is written and no finalizer is released: the controller waits
+rather than guesses. kopf runs standalone (no peering): run one replica.
+
+Its edge: kopf handlers, the status writes and the loop; no rule lives here. kopf is imported
+here only, so the core and the webhook do not need it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import kopf
+
+from ..adapters.kube import short_error
+from ..ops.status import class_status, deletion_blocker
+from ..resolve.classes import BUILTIN_FAMILIES
+from ..state import State
+
+__all__ = [
+    "FINALIZER",
+    "ClassController",
+    "ControllerSettings",
+    "LightkubeStatusWriter",
+    "StateSource",
+    "StatusWriter",
+]
+
+logger = logging.getLogger("workerclass.controller")
+
+#: The finalizer that holds a custom class while live pools select it.
+FINALIZER = "workerclass.cozystack.io/retain-while-selected"
+
+GROUP, VERSION, PLURAL = "cozystack.io", "v1alpha1", "workerclasses"
+
+
+class StateSource(Protocol):
+    """Where the controller reads the cluster: a synced State, or ``None`` and the reason why not."""
+
+    @property
+    def state(self) -> State | None: ...
+
+    @property
+    def reason(self) -> str: ...
+
+
+class StatusWriter(Protocol):
+    """Writes the ``status`` subresource of one WorkerClass (a merge patch of ``status``)."""
+
+    async def write(self, name: str, status: dict[str, Any]) -> None: ...
+
+
+class LightkubeStatusWriter:
+    """:class:`StatusWriter` over a ``lightkube.AsyncClient``."""
+
+    def __init__(self, client: Any) -> None:
+        from lightkube.generic_resource import create_global_resource
+
+        self._client = client
+        self._resource = create_global_resource(GROUP, VERSION, "WorkerClass", PLURAL)
+
+    async def write(self, name: str, status: dict[str, Any]) -> None:
+        from lightkube.types import PatchType
+
+        await self._client.patch(self._resource.Status, name, {"status": status}, patch_type=PatchType.MERGE)
+
+
+@dataclass(frozen=True)
+class ControllerSettings:
+    #: seconds between checks for a new State (a cheap identity check; statuses are written on change)
+    poll_interval: float = 2.0
+    #: seconds between re-checks of a deletion held because live pools select the class
+    retain_recheck: float = 30.0
+    #: seconds before the deletion handler retries while the cache has not synced
+    retry_delay: float = 5.0
+
+
+def _custom(name: str | None = None, **_: Any) -> bool:
+    return name not in BUILTIN_FAMILIES
+
+
+class ClassController:
+    """The status loop, plus kopf's deletion handler in its own registry (no module-level kopf state)."""
+
+    def __init__(
+        self,
+        source: StateSource,
+        writer: StatusWriter,
+        *,
+        settings: ControllerSettings | None = None,
+        login: Callable[..., Any] | None = None,
+    ) -> None:
+        self.source = source
+        self.writer = writer
+        self.settings = settings or ControllerSettings()
+        self.registry = kopf.OperatorRegistry()
+        self._login = login
+        self.writes = 0  # status patches sent (for the log and tests)
+        kopf.on.startup(registry=self.registry)(self._configure)
+        kopf.on.login(registry=self.registry)(self._authenticate)
+        kopf.on.delete(GROUP, VERSION, PLURAL, registry=self.registry, when=_custom, id="retain")(self._retain)
+
+    async def run(
+        self,
+        *,
+        stop_flag: Any = None,
+        ready_flag: Any = None,
+        liveness_endpoint: str | None = None,
+    ) -> None:
+        """Run the status loop and the kopf operator until ``stop_flag`` is set."""
+        loop = asyncio.create_task(self._status_loop(), name="workerclass-status")
+        try:
+            await kopf.operator(
+                registry=self.registry,
+                clusterwide=True,
+                standalone=True,
+                stop_flag=stop_flag,
+                ready_flag=ready_flag,
+                liveness_endpoint=liveness_endpoint,
+            )
+        finally:
+            loop.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await loop
+
+    # ------------------------------------------------------------------ status
+
+    async def refresh(self, state: State) -> int:
+        """Write the status of every cluster class whose status differs; returns how many were written."""
+        written = 0
+        for name, record in sorted(state.classes.items()):
+            if record.builtin:
+                continue  # the package's embedded class: no object in the cluster to write to
+            metadata = record.obj.get("metadata") or {}
+            generation = metadata.get("generation")
+            status = class_status(state, name, generation if isinstance(generation, int) else None)
+            current = record.obj.get("status") or {}
+            if status is None or {key: current.get(key) for key in status} == status:
+                continue
+            await self.writer.write(name, status)
+            written += 1
+            accepted = status["conditions"][0]
+            if accepted["status"] != "True":
+                logger.warning("WorkerClass %s is not accepted: %s", name, accepted["reason"])
+        self.writes += written
+        return written
+
+    async def _status_loop(self) -> None:
+        seen: State | None = None
+        while True:
+            state = self.source.state
+            if state is not None and state is not seen:
+                try:
+                    written = await self.refresh(state)
+                except asyncio.CancelledError:
+                    raise
+                except Exception as error:  # the next new State, or the next tick, tries again
+                    logger.warning("writing WorkerClass status failed (%s); retrying", short_error(error))
+                else:
+                    seen = state
+                    if written:
+                        logger.info("wrote the status of %d WorkerClass(es)", written)
+            await asyncio.sleep(self.settings.poll_interval)
+
+    # ------------------------------------------------------------------ kopf
+
+    def _configure(self, settings: kopf.OperatorSettings, **_: Any) -> None:
+        settings.persistence.finalizer = FINALIZER
+        settings.posting.level = logging.WARNING  # Kubernetes Events only for problems
+        settings.watching.server_timeout = 300
+        # kopf's bookkeeping in our own annotations; status belongs to API.md's shape.
+        settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix="workerclass.cozystack.io")
+        settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(
+            prefix="workerclass.cozystack.io", key="last-handled-configuration"
+        )
+
+    def _authenticate(self, **kwargs: Any) -> kopf.ConnectionInfo | None:
+        if self._login is not None:
+            return self._login(**kwargs)  # type: ignore[no-any-return]
+        return kopf.login_with_service_account(**kwargs) or kopf.login_with_kubeconfig(**kwargs)
+
+    def _retain(self, name: str, **_: Any) -> None:
+        state = self.source.state
+        if state is None:
+            raise kopf.TemporaryError(
+                f"the cluster cache has not synced: {self.source.reason}", delay=self.settings.retry_delay
+            )
+        blocker = deletion_blocker(state, name)
+        if blocker is not None:
+            logger.info("WorkerClass %s is retained: %s", name, blocker)
+            raise kopf.TemporaryError(blocker, delay=self.settings.retain_recheck)
+        logger.info("WorkerClass %s: no live pool selects it; releasing it for deletion", name)

@@ -1,0 +1,124 @@
+"""WorkerClass status (API.md section 1) and deletion retention, as pure functions over a State."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from workerclass.ops.status import SHOWN_POOLS, class_status, deletion_blocker
+from workerclass.state import State
+
+ROOT = Path(__file__).resolve().parents[2]
+NS = "tenant-example"
+TALOS_EXAMPLE = "talos-example-r1"
+KAIROS_FIXED = "kairos-example-v1-35-6-r1"
+
+
+def make_class(name: str, bootstrap: str = "talos", **spec: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "cozystack.io/v1alpha1",
+        "kind": "WorkerClass",
+        "metadata": {"name": name},
+        "spec": {"bootstrap": bootstrap, **spec},
+    }
+
+
+def make_pool(name: str, **spec: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "apps.cozystack.io/v1alpha1",
+        "kind": "KubernetesNodes",
+        "metadata": {"name": name, "namespace": NS},
+        "spec": {"cluster": "example", "version": "v1.35", **spec},
+    }
+
+
+def make_release(name: str, **values: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "helm.toolkit.fluxcd.io/v2",
+        "kind": "HelmRelease",
+        "metadata": {
+            "name": name,
+            "namespace": NS,
+            "labels": {"apps.cozystack.io/application.kind": "KubernetesNodes"},
+        },
+        "spec": {"values": {"cluster": "example", "version": "v1.35", **values}},
+    }
+
+
+def make_state(objects: list[dict[str, Any]] = (), *, classes: list[dict[str, Any]] = ()) -> State:  # type: ignore[assignment]
+    """The examples (without their pools), plus ``classes`` and ``objects``."""
+    base = [dict(record.obj) for record in State.load(ROOT / "examples").objects]
+    base = [obj for obj in base if obj["kind"] not in ("KubernetesNodes", "HelmRelease")]
+    return State.from_objects([*base, *classes, *objects])
+
+
+def conditions(status: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {condition["type"]: condition for condition in status["conditions"]}
+
+
+def test_an_unused_valid_class() -> None:
+    status = class_status(make_state(), "talos-example-r1", 3)
+    assert status is not None
+    assert status["pools"] == 0
+    assert [c["type"] for c in status["conditions"]] == ["Accepted", "InUse"]
+    found = conditions(status)
+    assert (found["Accepted"]["status"], found["Accepted"]["reason"]) == ("True", "Valid")
+    assert (found["InUse"]["status"], found["InUse"]["reason"]) == ("False", "NoPools")
+    assert all(c["observedGeneration"] == 3 for c in status["conditions"])
+    assert all(set(c) == {"type", "status", "reason", "message", "observedGeneration"} for c in status["conditions"])
+
+
+def test_without_a_generation_no_observed_generation() -> None:
+    status = class_status(make_state(), "talos-example-r1")
+    assert status is not None
+    assert all("observedGeneration" not in c for c in status["conditions"])
+
+
+def test_live_pools_of_every_kind_are_counted() -> None:
+    objects = [
+        make_pool("a", workerClassName="talos-example-r1"),
+        make_pool("b", workerClassName="talos-example-r1"),
+        make_release("c", workerClassName="talos-example-r1"),
+        make_pool("d", workerClassName="talos"),
+    ]
+    status = class_status(make_state(objects), "talos-example-r1")
+    assert status is not None and status["pools"] == 3
+    in_use = conditions(status)["InUse"]
+    assert (in_use["status"], in_use["reason"]) == ("True", "PoolsSelectClass")
+    assert "tenant-example/a" in in_use["message"] and "tenant-example/c" in in_use["message"]
+    assert deletion_blocker(make_state(objects), "talos-example-r1") is not None
+    assert deletion_blocker(make_state(objects), KAIROS_FIXED) is None
+
+
+def test_many_pools_are_shown_up_to_a_limit() -> None:
+    objects = [make_pool(f"p{index:02}", workerClassName="talos-example-r1") for index in range(SHOWN_POOLS + 3)]
+    status = class_status(make_state(objects), "talos-example-r1")
+    assert status is not None and status["pools"] == SHOWN_POOLS + 3
+    assert "(3 more)" in conditions(status)["InUse"]["message"]
+
+
+def test_a_class_that_breaks_the_rules_is_not_accepted() -> None:
+    broken = make_class("broken", "kairos", talos={"version": "v1.13.6"})
+    status = class_status(make_state(classes=[broken]), "broken")
+    assert status is not None
+    accepted = conditions(status)["Accepted"]
+    assert (accepted["status"], accepted["reason"]) == ("False", "TalosSettingOnKairos")
+    assert "spec.talos.version" in accepted["message"]
+
+
+def test_a_baseline_that_alone_conflicts_is_not_accepted() -> None:
+    pinned = make_class("pinned", kubevirt={"osImage": {"factory": {"version": "v1.12.4"}}})
+    status = class_status(make_state(classes=[pinned]), "pinned")
+    assert status is not None
+    assert conditions(status)["Accepted"]["reason"] == "ArtifactConflict"
+
+
+def test_unknown_class_has_no_status() -> None:
+    assert class_status(make_state(), "nope") is None
+    assert deletion_blocker(make_state(), "nope") is None
+
+
+def test_the_built_in_classes_have_a_status_too() -> None:
+    state: State = make_state([make_pool("k", workerClassName="kairos")])
+    status = class_status(state, "kairos")
+    assert status is not None and status["pools"] == 1
