@@ -16,13 +16,9 @@ from pathlib import Path
 from typing import Any
 
 import kmock
+import kopf
 import pytest
 import pytest_asyncio
-
-pytest.importorskip("kopf")
-pytest.importorskip("lightkube")
-
-import kopf
 from lightkube import AsyncClient, KubeConfig
 
 from workerclass.adapters.kube import WATCHED, ClusterCache, Watched
