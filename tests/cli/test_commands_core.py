@@ -331,3 +331,22 @@ def test_python_dash_m_runs_the_same_cli(module: str) -> None:
     )
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)["allowed"] is True
+
+
+def test_admit_refuses_a_file_that_is_not_an_object(state: Path, tmp_path: Path) -> None:
+    request = tmp_path / "nokind.yaml"
+    request.write_text("foo: bar\n")
+    result = run("admit", str(state), "-f", str(request))
+    assert result.exit_code == 2
+    assert "not a Kubernetes object" in result.stderr
+
+
+@pytest.mark.parametrize("name", ["x[/b]", "mk[/red]", "[bold]y"])
+def test_paths_that_look_like_markup_are_shown_as_they_are(tmp_path: Path, name: str) -> None:
+    missing = tmp_path / name
+    result = run("check", str(missing))
+    assert result.exit_code == 2
+    assert name in result.stderr
+    result = run("resolve", str(EXAMPLES), "--pool", f"a/{name}")
+    assert result.exit_code == 2
+    assert name in result.stderr

@@ -112,7 +112,11 @@ def _read_request(path: str) -> dict[str, Any]:
         fail(str(error))
     if len(documents) != 1:
         fail(f"{path}: expected exactly one object, found {len(documents)}")
-    return documents[0].obj
+    obj = documents[0].obj
+    kind, api_version = obj.get("kind"), obj.get("apiVersion")
+    if not isinstance(kind, str) or not kind or not isinstance(api_version, str) or not api_version:
+        fail(f"{path}: not a Kubernetes object (it needs apiVersion and kind)")
+    return obj
 
 
 @app.command("admit")
@@ -132,7 +136,11 @@ def admit_command(
     ] = "CREATE",
     output: OutputOption = Format.table,
 ) -> None:
-    """Admit one request against STATE, as the webhooks would. Exit 0 allowed, 1 denied."""
+    """Admit one request against STATE, as the webhooks would.
+
+    Exit 0 allowed, 1 denied, 2 when STATE or FILE cannot be read, FILE is not one object, or an
+    UPDATE/DELETE has no old object in STATE.
+    """
     operation = operation.upper()
     if operation not in ("CREATE", "UPDATE", "DELETE"):
         fail(f"--operation must be CREATE, UPDATE or DELETE, not {operation!r}")
@@ -228,7 +236,11 @@ def resolve_command(
     pool: Annotated[str | None, typer.Option("--pool", metavar="NS/NAME", help="Only this pool.")] = None,
     output: OutputOption = Format.table,
 ) -> None:
-    """The effective settings of each pool, and why each value won. Exit 1 on a denied pool."""
+    """The effective settings of each pool, and why each value won.
+
+    Exit 0, 1 on a denied pool (its denials on stderr as NS/NAME: CODE field: message), 2 when STATE
+    cannot be read or --pool NS/NAME names no pool.
+    """
     state = load_state(state_path)
     if pool is not None and state.pool(pool) is None:
         fail(f"no pool {pool} in {state_path}")
@@ -244,7 +256,7 @@ def resolve_command(
         if output is Format.json:
             rows.append(effective_json(effective))
             continue
-        out = table("SETTING", "VALUE", "WHY", title=f"{record.identity} ({record.kind})")
+        out = table("SETTING", "VALUE", "WHY", title=escape(f"{record.identity} ({record.kind})"))
         for setting, value, why in _rows(effective):
             out.add_row(setting, escape(value), escape(why))
         out.add_row("templateHash", template_hash(effective), "render")

@@ -70,7 +70,7 @@ def render_command(
     with collector_paused():
         state = load_state(state_path)
         if pool is not None and state.pool(pool) is None:
-            fail(f"no pool {escape(pool)} in {escape(str(state_path))}")
+            fail(f"no pool {pool} in {state_path!s}")
         manifests, denied = _render_pools(state, pool)
         ordered = sort_manifests(manifests)
         del manifests

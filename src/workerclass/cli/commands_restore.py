@@ -96,7 +96,7 @@ def restore_command(
     """
     state = load_state(state_path)
     if pool is not None and state.pool(pool) is None:
-        fail(f"no pool {escape(pool)} in {escape(str(state_path))}")
+        fail(f"no pool {pool} in {state_path!s}")
     result = restore(state, pool=pool)
     if output is Format.json:
         print_json(result.as_dict())

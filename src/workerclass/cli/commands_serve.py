@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.markup import escape
 
 from ..adapters.tls import ReloadingContext, TLSFileError
 from ..deploy import (
@@ -57,9 +56,7 @@ def _cluster_source(kubeconfig: Path | None) -> StateSource:
     try:
         config = KubeConfig.from_file(kubeconfig) if kubeconfig is not None else KubeConfig.from_env()
     except Exception as error:  # lightkube's ConfigError and file errors: one line, no traceback
-        fail(
-            f"no Kubernetes configuration: {escape(str(error).splitlines()[0] if str(error) else type(error).__name__)}"
-        )
+        fail(f"no Kubernetes configuration: {str(error).splitlines()[0] if str(error) else type(error).__name__}")
     return ClusterCache(AsyncClient(config=config, field_manager="workerclass-webhook"))
 
 
@@ -109,7 +106,7 @@ def serve_webhook(
     try:
         tls = ReloadingContext(tls_cert, tls_key)
     except TLSFileError as error:
-        fail(escape(str(error)))
+        fail(str(error))
     source: StateSource = (
         FolderSource(state, interval=state_interval) if state is not None else _cluster_source(kubeconfig)
     )
@@ -125,12 +122,10 @@ def serve_webhook(
     try:
         asyncio.run(server.serve())
     except OSError as error:  # the port is taken, the address does not exist, ...
-        fail(f"cannot listen on {escape(host)}:{port}: {escape(error.strerror or str(error))}")
+        fail(f"cannot listen on {host}:{port}: {error.strerror or str(error)}")
     except (UnicodeError, ValueError) as error:  # a host name the resolver cannot encode
-        fail(
-            f"cannot listen on {escape(host)}:{port}: "
-            + escape(str(error).splitlines()[0] if str(error) else "bad address")
-        )
+        detail = str(error).splitlines()[0] if str(error) else "bad address"
+        fail(f"cannot listen on {host}:{port}: {detail}")
 
 
 @serve_app.command("controller")
@@ -172,9 +167,7 @@ def serve_controller(
     try:
         config = KubeConfig.from_file(kubeconfig) if kubeconfig is not None else KubeConfig.from_env()
     except Exception as error:  # lightkube's ConfigError and file errors: one line, no traceback
-        fail(
-            f"no Kubernetes configuration: {escape(str(error).splitlines()[0] if str(error) else type(error).__name__)}"
-        )
+        fail(f"no Kubernetes configuration: {str(error).splitlines()[0] if str(error) else type(error).__name__}")
     settings = ControllerSettings(poll_interval=poll_interval, retain_recheck=retain_recheck)
     liveness = f"http://0.0.0.0:{liveness_port}/healthz" if liveness_port else None
 
@@ -231,11 +224,11 @@ def manifests_command(
         try:
             bundle = ca_bundle.read_bytes()
         except OSError as error:
-            fail(f"{escape(str(ca_bundle))}: cannot read ({escape(error.strerror or type(error).__name__)})")
+            fail(f"{ca_bundle!s}: cannot read ({error.strerror or type(error).__name__})")
         if b"-----BEGIN CERTIFICATE-----" not in bundle:
-            fail(f"{escape(str(ca_bundle))}: not a PEM certificate bundle")
+            fail(f"{ca_bundle!s}: not a PEM certificate bundle")
         if b"PRIVATE KEY" in bundle:
-            fail(f"{escape(str(ca_bundle))}: holds a private key; give the CA certificate only")
+            fail(f"{ca_bundle!s}: holds a private key; give the CA certificate only")
     options = InstallOptions(
         namespace=namespace, image=image, replicas=replicas, ca_bundle=bundle, timeout_seconds=timeout
     )

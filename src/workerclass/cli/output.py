@@ -16,6 +16,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from ..violations import Violation
 
@@ -39,8 +40,11 @@ def stderr() -> Console:
 
 
 def fail(message: str, code: int = EXIT_USAGE) -> NoReturn:
-    """One clean line on stderr, then exit (2: bad input or unreadable state)."""
-    stderr().print(f"[bold red]error:[/] {message}", markup=True)
+    """One clean line on stderr, then exit (2: bad input or unreadable state).
+
+    ``message`` is plain text: paths and values that look like rich markup (``[/x]``) are shown as they are.
+    """
+    stderr().print(Text.assemble(("error:", "bold red"), " ", message), soft_wrap=True)
     raise typer.Exit(code)
 
 
