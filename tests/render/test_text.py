@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -108,7 +109,20 @@ def test_every_rendered_variant_round_trips() -> None:
 
 def test_style_is_block_with_sorted_keys_and_indentless_lists() -> None:
     document = {"b": [{"y": 1, "x": "a"}, "c"], "a": {"k": []}, "ca": "line one\nline two\n"}
-    assert yaml_document(document) == ("a:\n  k: []\nb:\n- x: a\n  y: 1\n- c\nca: |\n  line one\n  line two\n")
+    # "y" is quoted: kubectl's go-yaml v2 would read a plain y as the boolean true
+    assert yaml_document(document) == ('a:\n  k: []\nb:\n- x: a\n  "y": 1\n- c\nca: |\n  line one\n  line two\n')
+
+
+@pytest.mark.parametrize(
+    "text", ["y", "Y", "n", "N", "yes", "off", "1e3", "1e+3", "-2.5e-3", "0o17", "0x1F", "0b101", "1_000", ".inf"]
+)
+def test_strings_other_yaml_readers_take_for_booleans_or_numbers_are_quoted(text: str) -> None:
+    assert yaml_document({"label": text}) == f'label: "{text}"\n'
+
+
+@pytest.mark.parametrize("text", ["abc", "v1.35", "nvme_tcp", "1Gi", "500m", "u1.medium", "yak", "nope"])
+def test_ordinary_strings_stay_plain(text: str) -> None:
+    assert yaml_document({"label": text}) == f"label: {text}\n"
 
 
 def test_streamed_list_json_equals_one_json_document() -> None:

@@ -34,12 +34,23 @@ _STR_TAG = "tag:yaml.org,2002:str"
 _LITERAL_LINE = re.compile(r"^[^\s#\x00-\x1f\x7f\ufeff][^\x00-\x1f\x7f]*$")
 
 
+#: Plain scalars other YAML readers take for a boolean or a number although PyYAML reads a string:
+#: kubectl's go-yaml v2 reads y/Y/n/N (and the YAML 1.1 words) as booleans, 1e3 and 0o17 as numbers;
+#: YAML 1.2 readers read 0o17 and 0x1F as integers. Quoting them keeps labels and taints strings.
+_OTHER_READERS = re.compile(
+    r"[yYnN]|yes|Yes|YES|no|No|NO|on|On|ON|off|Off|OFF|true|True|TRUE|false|False|FALSE"
+    r"|[-+]?(\.[0-9]+|[0-9][0-9_]*(\.[0-9_]*)?)([eE][-+]?[0-9]+)?"
+    r"|[-+]?0[oO][0-7_]+|[-+]?0[xX][0-9a-fA-F_]+|[-+]?0[bB][01_]+|[-+]?(\.inf|\.Inf|\.INF)|\.nan|\.NaN|\.NAN"
+)
+
+
 @lru_cache(maxsize=65536)
 def _scalar(value: str) -> str:
-    """The shortest safe one-line spelling of a string."""
+    """The shortest spelling of a string that every YAML reader (PyYAML, go-yaml, YAML 1.2) keeps a string."""
     if (
         _PLAIN.fullmatch(value)
         and not value.endswith(":")
+        and not _OTHER_READERS.fullmatch(value)
         and _RESOLVER.resolve(yaml.ScalarNode, value, (True, False)) == _STR_TAG  # type: ignore[no-untyped-call]
     ):
         return value
