@@ -178,3 +178,50 @@ def test_pinned_references_are_accepted(reference: str) -> None:
 def test_an_unpinned_reference_is_still_image_not_pinned_only() -> None:
     obj = make_class("fixed", "kairos", image={"kubernetesVersion": "v1.35.6", "reference": "registry.example.com/w:1"})
     assert pairs(admit(make_state(), "CREATE", obj).denials) == {("ImageNotPinned", "spec.image.reference")}
+
+
+# Rendered labels, taints and roles must be valid Kubernetes values, or the API server (or Cluster
+# API's webhook) refuses the rendered objects after admission allowed the pool.
+@pytest.mark.parametrize(
+    ("spec", "field"),
+    [
+        pytest.param(
+            {"labels": {"cluster.x-k8s.io/deployment-name": "hijack"}},
+            "spec.labels.cluster.x-k8s.io/deployment-name",
+            id="cluster-api-label",
+        ),
+        pytest.param(
+            {"labels": {"topology.cluster.x-k8s.io/owned": ""}},
+            "spec.labels.topology.cluster.x-k8s.io/owned",
+            id="cluster-api-subdomain-label",
+        ),
+        pytest.param({"labels": {"team": "has space"}}, "spec.labels.team", id="label-value-space"),
+        pytest.param({"labels": {"team": "a" * 64}}, "spec.labels.team", id="label-value-64"),
+        pytest.param({"labels": {"x" * 64: "a"}}, "spec.labels." + "x" * 64, id="label-name-64"),
+        pytest.param({"taints": [{"key": "a b", "effect": "NoSchedule"}]}, "spec.taints[0].key", id="taint-key"),
+        pytest.param(
+            {"taints": [{"key": "dedicated", "value": "v v", "effect": "NoSchedule"}]},
+            "spec.taints[0].value",
+            id="taint-value",
+        ),
+        pytest.param({"roles": ["r" * 64]}, "spec.roles[0]", id="role-64"),
+        pytest.param({"storageClass": "Bad Class"}, "spec.storageClass", id="storage-class"),
+        pytest.param({"instanceType": "u1 medium"}, "spec.instanceType", id="instance-type"),
+    ],
+)
+def test_values_kubernetes_would_refuse_are_invalid(spec: dict, field: str) -> None:
+    decision = admit(make_state(), "CREATE", make_pool(**spec))
+    assert not decision.allowed
+    assert has_denial(decision.denials, "Invalid", field), [str(v) for v in decision.denials]
+
+
+def test_valid_labels_taints_and_roles_are_allowed() -> None:
+    pool = make_pool(
+        labels={"team": "a", "example.com/tier": "gold-1", "empty": ""},
+        taints=[{"key": "example.com/dedicated", "value": "gpu", "effect": "NoSchedule"}],
+        roles=["ingress-nginx", "r" * 63],
+        storageClass="replicated",
+        instanceType="u1.medium",
+    )
+    decision = admit(make_state(), "CREATE", pool)
+    assert decision.allowed, [str(v) for v in decision.denials]

@@ -294,12 +294,14 @@ def test_cli_empty_state_exit_0(tmp_path: Path) -> None:
 
 def test_cli_prints_values_verbatim(tmp_path: Path) -> None:
     """Values meant to be applied are not folded, and tenant text is not read as markup or emoji."""
-    long_label = "x" * 230
-    objects = [make_platform(), make_cluster(), make_pool(labels={"note": ":smile: [b]bold[/b]", "long": long_label})]
+    long_key = "x" * 120 + "." + "y" * 100 + ".example/name"  # a valid label key, longer than any terminal
+    ca = "-----BEGIN CERTIFICATE-----\n:smile: [b]bold[/b]\n-----END CERTIFICATE-----\n"
+    pool = make_pool(labels={long_key: "v"}, talos={"version": "v1.13.6", "imageFactoryCA": ca})
+    objects = [make_platform(), make_cluster(), pool]
     result = run("restore", str(write(tmp_path / "state", objects)))
     assert result.exit_code == 0, result.stdout
-    assert '  note: ":smile: [b]bold[/b]"' in result.stdout
-    assert f"  long: {long_label}\n" in result.stdout
+    assert "    :smile: [b]bold[/b]\n" in result.stdout
+    assert f"  {long_key}: v\n" in result.stdout
 
 
 def test_help_documents_json_and_authorization() -> None:

@@ -10,6 +10,7 @@ returns frozen values plus ``Invalid`` violations; it never looks at other objec
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -20,7 +21,6 @@ from .reader import (
     DURATION,
     KUBERNETES_MINOR,
     KUBERNETES_PATCH,
-    LABEL_KEY,
     MODULE_NAME,
     NAME,
     PERCENT,
@@ -30,6 +30,8 @@ from .reader import (
     TALOS_VERSION,
     URL,
     Reader,
+    label_key_problem,
+    label_value_problem,
     type_name,
 )
 
@@ -321,6 +323,10 @@ _POOL_KEYS = (
     | _OS_KEYS
 )
 PEM_CERTIFICATE = "-----BEGIN CERTIFICATE-----"
+#: Label keys whose prefix ends with this domain are Cluster API's own (its selectors use them).
+RESERVED_LABEL_DOMAIN = "cluster.x-k8s.io"
+#: A role becomes the label ``node-role.kubernetes.io/<role>``: a DNS name of at most 63 characters.
+ROLE = re.compile(r"^(?=.{1,63}$)[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
 
 
 def _talos(reader: Reader, value: object, field: str) -> TalosSettings | None:
@@ -479,8 +485,9 @@ def _pool_body(reader: Reader, data: Mapping[str, Any], field: str) -> dict[str,
     out: dict[str, Any] = {
         "min_replicas": reader.integer(data, "minReplicas", field),
         "max_replicas": reader.integer(data, "maxReplicas", field),
-        "instance_type": reader.string(data, "instanceType", field),
-        "roles": reader.string_list(data, "roles", field, pattern=NAME, what="a role name") or (),
+        "instance_type": reader.string(data, "instanceType", field, pattern=NAME, what="an instance type name"),
+        "roles": reader.string_list(data, "roles", field, pattern=ROLE, what="a role name (at most 63 characters)")
+        or (),
     }
     if "resources" in data and data["resources"] is not None:
         raw = reader.mapping(data["resources"], f"{field}.resources")
@@ -538,10 +545,21 @@ def parse_pool_spec(spec: object, field: str = "spec") -> tuple[PoolSpec, list[V
         raw_labels = reader.mapping(data["labels"], f"{field}.labels")
         for key, value in (raw_labels or {}).items():
             path = f"{field}.labels.{key}"
-            if not isinstance(key, str) or not LABEL_KEY.match(key):
-                reader.invalid(path, f"{key!r} is not a valid label key")
+            key_problem = label_key_problem(key) if isinstance(key, str) else f"{key!r} is not a valid label key"
+            if key_problem is not None:
+                reader.invalid(path, key_problem)
+            elif key.rpartition("/")[0].endswith(RESERVED_LABEL_DOMAIN):
+                reader.invalid(
+                    path,
+                    f"labels under {RESERVED_LABEL_DOMAIN}/ belong to Cluster API (it selects the pool's machines "
+                    "by them): use another prefix",
+                )
             elif not isinstance(value, str):
                 reader.invalid(path, f"must be a string, not {type_name(value)}")
+            elif "PRIVATE KEY" in value:
+                pass  # refused as PrivateKeyMaterial, with the rest of the values
+            elif (value_problem := label_value_problem(value)) is not None:
+                reader.invalid(path, value_problem)
             else:
                 labels[key] = value
     taints: list[Taint] = []
@@ -555,6 +573,14 @@ def parse_pool_spec(spec: object, field: str = "spec") -> tuple[PoolSpec, list[V
                 f"{path}.effect",
                 f"{effect!r} is not one of NoSchedule, PreferNoSchedule, NoExecute",
             )
+        elif taint_key and (key_problem := label_key_problem(taint_key)) is not None:
+            reader.invalid(f"{path}.key", key_problem.replace("label key", "taint key"))
+        elif (
+            taint_value
+            and "PRIVATE KEY" not in taint_value
+            and (value_problem := label_value_problem(taint_value)) is not None
+        ):
+            reader.invalid(f"{path}.value", value_problem.replace("label value", "taint value"))
         elif taint_key and effect:
             taints.append(Taint(taint_key, taint_value, effect))
     max_unhealthy: int | str | None = None
@@ -578,7 +604,7 @@ def parse_pool_spec(spec: object, field: str = "spec") -> tuple[PoolSpec, list[V
         worker_class_name=reader.string(data, "workerClassName", field, pattern=NAME, what="a WorkerClass name"),
         version=version,
         disk_size=_quantity(reader, data, "diskSize", field),
-        storage_class=reader.string(data, "storageClass", field),
+        storage_class=reader.string(data, "storageClass", field, pattern=NAME, what="a StorageClass name"),
         labels=labels,
         taints=tuple(taints),
         max_unhealthy=max_unhealthy,

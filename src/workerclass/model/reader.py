@@ -29,7 +29,30 @@ DURATION = re.compile(r"^(\d+(\.\d+)?(ns|us|µs|ms|s|m|h))+$")
 PERCENT = re.compile(r"^\d{1,3}%$")
 NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
 MODULE_NAME = re.compile(r"^[A-Za-z0-9_-]+$")
+LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 LABEL_KEY = re.compile(r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
+
+
+def label_key_problem(key: str) -> str | None:
+    """Why ``key`` is not a Kubernetes label key (``[prefix/]name``), or ``None``."""
+    if not LABEL_KEY.match(key):
+        return f"{key!r} is not a valid label key ([prefix/]name)"
+    prefix, _, name = key.rpartition("/")
+    if len(name) > 63:
+        return f"the name part of {key!r} is longer than 63 characters"
+    if len(prefix) > 253:
+        return f"the prefix of {key!r} is longer than 253 characters"
+    return None
+
+
+def label_value_problem(value: str) -> str | None:
+    """Why ``value`` is not a Kubernetes label value, or ``None``. The value is never quoted: it may be a secret."""
+    if len(value) > 63:
+        return f"is {len(value)} characters long; a label value has at most 63"
+    if not LABEL_VALUE.match(value):
+        return "is not a valid label value (letters, digits, '-', '_', '.'; alphanumeric at both ends)"
+    return None
 
 
 def type_name(value: object) -> str:

@@ -220,7 +220,8 @@ def _machine_deployment(
             "clusterName": cluster,
             "selector": {"matchLabels": dict(selector)},
             "template": {
-                "metadata": {"labels": {**selector, **node_labels(effective)}},
+                # the selector's labels last: the template must always match the selector
+                "metadata": {"labels": {**node_labels(effective), **selector}},
                 "spec": machine,
             },
         },
