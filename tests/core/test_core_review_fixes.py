@@ -21,6 +21,7 @@ from .builders import (
     TALOS_EXAMPLE,
     has_denial,
     make_class,
+    make_cluster,
     make_pool,
     make_state,
     pairs,
@@ -225,3 +226,35 @@ def test_valid_labels_taints_and_roles_are_allowed() -> None:
     )
     decision = admit(make_state(), "CREATE", pool)
     assert decision.allowed, [str(v) for v in decision.denials]
+
+
+def test_a_pool_cannot_move_to_another_parent_cluster() -> None:
+    state = make_state(clusters=[make_cluster(), make_cluster("other")])
+    old = make_pool()
+    decision = validate(state, "UPDATE", make_pool(cluster="other"), old)
+    assert has_denial(decision.denials, "Invalid", "spec.cluster"), [str(v) for v in decision.denials]
+    assert validate(state, "UPDATE", make_pool(maxReplicas=5), old).allowed
+
+
+@pytest.mark.parametrize("name", ["p" * 64, "Bad_Name", "a.b"])
+def test_a_pool_name_must_fit_a_label_value(name: str) -> None:
+    decision = admit(make_state(), "CREATE", make_pool(name))
+    assert has_denial(decision.denials, "Invalid", "metadata.name"), [str(v) for v in decision.denials]
+
+
+def test_gpus_and_storage_class_on_proxmox_are_warned_about() -> None:
+    pool = make_pool(
+        cluster="pve", proxmox={"templateTags": ["talos"]}, gpus=[{"name": "nvidia.com/GA100"}], storageClass="fast"
+    )
+    decision = admit(make_state(), "CREATE", pool)
+    assert decision.allowed, [str(v) for v in decision.denials]
+    assert any("gpus are not attached on Proxmox" in warning for warning in decision.warnings)
+    assert any("storageClass is not used on Proxmox" in warning for warning in decision.warnings)
+
+
+def test_a_pool_and_a_release_of_the_same_name_are_warned_about() -> None:
+    from .builders import make_release
+
+    state = make_state([make_pool("twin"), make_release("twin")])
+    decision = validate(state, "CREATE", make_pool("twin"))
+    assert any("same name" in warning for warning in decision.warnings), decision.warnings

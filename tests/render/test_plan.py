@@ -233,15 +233,37 @@ def test_bootstrap_family_change_is_flagged_as_refused_without_empty_reasons() -
     assert not any("none -> none" in reason for reason in row.reasons), row.reasons
 
 
-def test_family_change_of_a_legacy_release_is_flagged_as_refused() -> None:
+def test_family_change_of_a_direct_helm_release_is_not_guarded() -> None:
+    """No webhook validates HelmRelease writers (API.md section 5): the switch would go through."""
+
     def edit(obj: dict[str, Any]) -> None:
         obj["spec"]["values"]["workerClassName"] = "kairos"
         obj["spec"]["values"].pop("talos", None)
         obj["spec"]["values"].pop("kernelModules", None)
 
     row = rows(plan(state(), state(**{"example-legacy": edit})))["tenant-example/example-legacy"]
-    assert row.status == "refused", row
-    assert any("BootstrapFamilyChange" in reason for reason in row.reasons)
+    assert row.replace and row.status == "changed", row
+    assert "bootstrap family: talos -> kairos" in row.reasons
+    assert not any(reason.startswith(REFUSED) for reason in row.reasons)
+
+
+def test_moving_a_pool_to_another_cluster_replaces_and_is_refused() -> None:
+    other = {
+        "apiVersion": "apps.cozystack.io/v1alpha1",
+        "kind": "Kubernetes",
+        "metadata": {"name": "other", "namespace": "tenant-example"},
+        "spec": {"version": "v1.35"},
+    }
+
+    def edit(obj: dict[str, Any]) -> None:
+        obj["spec"]["cluster"] = "other"
+
+    row = rows(plan(extra(state(), other), extra(state(**{"example-talos": edit}), other)))[
+        "tenant-example/example-talos"
+    ]
+    assert row.replace
+    assert "parent cluster: example -> other" in row.reasons
+    assert any(reason.startswith(f"{REFUSED} (Invalid)") for reason in row.reasons)
 
 
 def test_an_edited_class_spec_is_flagged_as_refused() -> None:

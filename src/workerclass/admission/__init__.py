@@ -171,6 +171,17 @@ def _validate_pool(
                     "create a second pool, verify worker join and workloads, then plan workload migration",
                 )
             )
+    if operation == "UPDATE" and old is not None:
+        previous = pool_from_object(old)
+        if previous is not None and previous.cluster and record.cluster and previous.cluster != record.cluster:
+            denials.append(
+                Violation(
+                    "Invalid",
+                    f"{record.field}.cluster",
+                    f"a pool cannot move to another parent cluster ({previous.cluster} -> {record.cluster}): "
+                    f"its machines would be recreated there; create a pool in cluster {record.cluster} instead",
+                )
+            )
     _, resolved_denials, warnings = resolve_pool(state, record)
     return denials + resolved_denials, warnings
 

@@ -138,8 +138,14 @@ def _refusals(before: State, after: State, old: PoolRecord, new: PoolRecord) -> 
     if old.kind == "ComputePlane":
         return []
     reasons: list[str] = []
+    if old.kind == "KubernetesNodes" and old.cluster != new.cluster:
+        reasons.append(
+            f"{REFUSED} (Invalid): the parent cluster changes {old.cluster} -> {new.cluster}; "
+            "create a pool in the other cluster instead"
+        )
     old_family, new_family = _family(before, old), _family(after, new)
-    if old_family is not None and new_family is not None and old_family != new_family:
+    # Only the application API's KubernetesNodes passes the pool webhook; HelmRelease writers do not.
+    if old.kind == "KubernetesNodes" and old_family and new_family and old_family != new_family:
         reasons.append(
             f"{REFUSED} (BootstrapFamilyChange): {old_family} -> {new_family} in place; "
             "create a second pool, verify it, then migrate workloads"
@@ -210,13 +216,16 @@ def _hash(side: _Side) -> str | None:
 
 def _compare(pool: str, kind: str, old: Effective, new: Effective) -> PlanRow:
     old_hash, new_hash = template_hash(old), template_hash(new)
-    replace = old_hash != new_hash
+    moved = old.cluster != new.cluster
+    replace = old_hash != new_hash or moved
     reasons: list[str] = []
+    if moved:  # clusterName of a MachineDeployment cannot change: its machines are recreated there
+        reasons.append(f"parent cluster: {old.cluster} -> {new.cluster}")
     rebuild_only = False
-    if replace:
+    if old_hash != new_hash:
         old_document, new_document = hash_document(old), hash_document(new)
-        reasons = _hash_reasons(old_document, new_document)
-        rebuild_only = _rebuild_only(old, new, old_document, new_document)
+        reasons += _hash_reasons(old_document, new_document)
+        rebuild_only = not moved and _rebuild_only(old, new, old_document, new_document)
         if rebuild_only:
             reasons.append(
                 f"{REBUILD_ONLY}: the platform Kairos image for {new.kubernetes_minor} has a new digest,"

@@ -27,6 +27,7 @@ from ..model import (
     minor_of,
     version_tuple,
 )
+from ..model.reader import DNS_LABEL
 from ..state import ClassRecord, PoolRecord, State, pool_from_object
 from ..violations import Denied, Violation
 from .effective import Effective, EffectiveImage, EffectiveTalos
@@ -325,6 +326,35 @@ def _kubernetes_minor(state: State, record: PoolRecord, cluster: Cluster | None)
     return None, ""
 
 
+def _pool_names(state: State) -> dict[tuple[str, str], list[str]]:
+    """``(namespace, name)`` -> the kinds of the pools with that name, once per state."""
+    cached = state.memo.get("pool-names")
+    if cached is None:
+        names: dict[tuple[str, str], list[str]] = {}
+        for kind, namespace, name in state.pools:
+            names.setdefault((namespace, name), []).append(kind)
+        state.memo["pool-names"] = cached = names
+    return cast(dict[tuple[str, str], list[str]], cached)
+
+
+def _check_pool_name(state: State, record: PoolRecord, result: Resolution) -> None:
+    """The pool name names the MachineDeployment and is the value of its ``deployment-name`` label."""
+    field = "metadata.name" if record.kind != "ComputePlane" else record.field
+    if len(record.name) > 63 or not DNS_LABEL.match(record.name):
+        result.deny(
+            "Invalid",
+            field,
+            f"pool name {record.name[:70]!r} must be a DNS label of at most 63 characters: it becomes the "
+            "MachineDeployment name and the value of its cluster.x-k8s.io/deployment-name label",
+        )
+    others = [kind for kind in _pool_names(state).get((record.namespace, record.name), []) if kind != record.kind]
+    if others:
+        result.warnings.append(
+            f"{' and '.join(others)} {record.identity} has the same name as this {record.kind}: their Cluster API "
+            "objects collide; if one is the other's backing release, keep only one in STATE"
+        )
+
+
 def resolve_pool(state: State, record: PoolRecord) -> tuple[Effective | None, list[Violation], list[str]]:
     """Resolve one pool. Never raises: returns ``(effective or None, denials, warnings)``."""
     field = record.field
@@ -336,6 +366,8 @@ def resolve_pool(state: State, record: PoolRecord) -> tuple[Effective | None, li
             path,
             "private key material must never be put in pool values; remove it and rotate the key",
         )
+
+    _check_pool_name(state, record, result)
 
     cluster = state.cluster(record.namespace, record.cluster) if record.cluster else None
     if cluster is None and record.cluster:
@@ -467,6 +499,15 @@ def _resolve_talos_pool(
         else:
             tags, tags_origin = (), "unset"
         result.origins["image.templateTags"] = tags_origin
+        if spec.gpus:
+            result.warnings.append(
+                "gpus are not attached on Proxmox: the Proxmox machine template has no GPU field, so the "
+                "workers start without them; attach GPUs through the VM template"
+            )
+        if spec.storage_class:
+            result.warnings.append(
+                "storageClass is not used on Proxmox: the VM disk lives on the template's Proxmox storage"
+            )
         if not tags:
             result.deny(
                 "EmptyTemplateTags",
