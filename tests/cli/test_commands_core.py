@@ -350,3 +350,11 @@ def test_paths_that_look_like_markup_are_shown_as_they_are(tmp_path: Path, name:
     result = run("resolve", str(EXAMPLES), "--pool", f"a/{name}")
     assert result.exit_code == 2
     assert name in result.stderr
+
+
+def test_piped_tables_keep_long_values_on_one_line() -> None:
+    result = run("resolve", str(EXAMPLES), "--pool", "tenant-example/example-talos")
+    assert result.exit_code == 0
+    (line,) = [line for line in result.stdout.splitlines() if line.startswith("image.reference")]
+    url = line.split()[1]
+    assert url.startswith("https://") and url.endswith("/openstack-amd64.raw.xz"), line

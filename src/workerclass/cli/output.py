@@ -31,8 +31,8 @@ class Format(StrEnum):
 
 
 def stdout() -> Console:
-    # A pipe or a CI log has no width: do not fold tables at 80 columns there.
-    return Console(highlight=False, soft_wrap=False, width=None if sys.stdout.isatty() else 200)
+    # A pipe or a CI log has no width: never fold a value there (references and URLs stay copyable).
+    return Console(highlight=False, soft_wrap=False, width=None if sys.stdout.isatty() else 4096)
 
 
 def stderr() -> Console:
