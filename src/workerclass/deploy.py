@@ -141,6 +141,23 @@ def _configuration(kind: str, routes: list[Route], options: InstallOptions) -> d
     }
 
 
+def _identity(
+    account: dict[str, Any], cluster_wide: dict[str, Any], rules: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """A ServiceAccount (``account`` metadata) and its ClusterRole and binding (``cluster_wide`` metadata)."""
+    return [
+        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": account},
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": cluster_wide, "rules": rules},
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRoleBinding",
+            "metadata": dict(cluster_wide),
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": cluster_wide["name"]},
+            "subjects": [{"kind": "ServiceAccount", "name": account["name"], "namespace": account["namespace"]}],
+        },
+    ]
+
+
 def rbac_rules() -> list[dict[str, Any]]:
     """get/list/watch on exactly what the cluster cache reads, one rule per API group."""
     by_group: dict[str, list[str]] = defaultdict(list)
@@ -205,20 +222,7 @@ def controller_manifests(options: InstallOptions | None = None) -> list[dict[str
         },
     }
     return [
-        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": meta(True)},
-        {
-            "apiVersion": "rbac.authorization.k8s.io/v1",
-            "kind": "ClusterRole",
-            "metadata": meta(False),
-            "rules": controller_rbac_rules(),
-        },
-        {
-            "apiVersion": "rbac.authorization.k8s.io/v1",
-            "kind": "ClusterRoleBinding",
-            "metadata": meta(False),
-            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": CONTROLLER},
-            "subjects": [{"kind": "ServiceAccount", "name": CONTROLLER, "namespace": namespace}],
-        },
+        *_identity(meta(True), meta(False), controller_rbac_rules()),
         {
             "apiVersion": "apps/v1",
             "kind": "Deployment",
@@ -360,20 +364,7 @@ def webhook_manifests(options: InstallOptions | None = None) -> list[dict[str, A
     validating = [route for route in ROUTES if not route.mutating]
     objects: list[dict[str, Any]] = [
         {"apiVersion": "v1", "kind": "Namespace", "metadata": _metadata(namespace)},
-        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": _metadata(NAME, namespace)},
-        {
-            "apiVersion": "rbac.authorization.k8s.io/v1",
-            "kind": "ClusterRole",
-            "metadata": _metadata(NAME),
-            "rules": rbac_rules(),
-        },
-        {
-            "apiVersion": "rbac.authorization.k8s.io/v1",
-            "kind": "ClusterRoleBinding",
-            "metadata": _metadata(NAME),
-            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": NAME},
-            "subjects": [{"kind": "ServiceAccount", "name": NAME, "namespace": namespace}],
-        },
+        *_identity(_metadata(NAME, namespace), _metadata(NAME), rbac_rules()),
     ]
     if options.ca_bundle is None:
         objects.extend(_certificate_objects(options))
