@@ -640,11 +640,12 @@ def _resolve_kairos(
             )
         if patch is not None and platform_image is not None:
             if platform_image.kubernetes_version and platform_image.kubernetes_version != patch:
-                result.deny(
-                    "ArtifactConflict",
-                    f"{field}.version",
-                    f"the platform Kairos image for {minor} carries Kubernetes {platform_image.kubernetes_version} "
-                    f"but the platform version map selects {patch}: the hoster must publish a matching image",
+                # API.md section 2: the patch of a platform image pool is the map's. The image's own
+                # declaration is the hoster's record of what it was built for: a stale one is reported.
+                result.warnings.append(
+                    f"the platform Kairos image for {minor} declares Kubernetes {platform_image.kubernetes_version} "
+                    f"but the platform version map selects {patch}, which the pool follows: the hoster should "
+                    "publish an image built for that patch"
                 )
             result.origins["image.reference"] = f"platform Kairos image for {minor}"
             image = EffectiveImage("platform", platform_image.reference, patch, None)
