@@ -258,3 +258,22 @@ def test_a_pool_and_a_release_of_the_same_name_are_warned_about() -> None:
     state = make_state([make_pool("twin"), make_release("twin")])
     decision = validate(state, "CREATE", make_pool("twin"))
     assert any("same name" in warning for warning in decision.warnings), decision.warnings
+
+
+def test_a_pool_override_conflicting_with_the_class_disk_is_charged_to_the_pool_field() -> None:
+    """The class pins a golden disk of Talos v1.13.6; the pool's own talos.version is what conflicts."""
+    klass = make_class("golden-b", kubevirt={"osImage": {"builtin": {"version": "v1.13.6"}}})
+    state = make_state(classes=[klass])
+    pool = make_pool(workerClassName="golden-b", version="v1.34", talos={"version": "v1.12.4"})
+    violations = refused(state, pool)
+    assert has_denial(violations, "ArtifactConflict", "spec.talos.version"), [str(v) for v in violations]
+
+
+def test_a_pool_disk_conflicting_with_the_pool_talos_is_charged_to_the_disk_field() -> None:
+    pool = make_pool(
+        version="v1.34", talos={"version": "v1.12.4"}, kubevirt={"osImage": {"factory": {"version": "v1.13.6"}}}
+    )
+    violations = refused(make_state(), pool)
+    assert has_denial(violations, "ArtifactConflict", "spec.kubevirt.osImage.factory.version"), [
+        str(v) for v in violations
+    ]

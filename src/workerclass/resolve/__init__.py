@@ -198,17 +198,25 @@ def resolve_kubevirt_image(
             return None
         reference = factory_reference(endpoint, schematic, version)
         result.origins["image.reference"] = "Image Factory URL from endpoint, schematic and version"
+    # A class's source that conflicts with a pool's own Talos value: the pool's field is the one to change.
+    pool_prefix = field.removesuffix(".kubevirt.osImage") if owner.startswith("class") else None
+
+    def conflict_field(name: str) -> str:
+        if pool_prefix is not None and result.origins.get(f"talos.{name}") == "pool":
+            return f"{pool_prefix}.talos.{name}"
+        return f"{path}.{name}"
+
     if version != talos.version:
         result.deny(
             "ArtifactConflict",
-            f"{path}.version",
+            conflict_field("version"),
             f"the {kind} disk{chosen} is Talos {version} but the installer is Talos {talos.version}: "
             "disk and installer must agree; leave the source version empty to follow talos.version",
         )
     if schematic != talos.schematic_id:
         result.deny(
             "ArtifactConflict",
-            f"{path}.schematicID",
+            conflict_field("schematicID"),
             f"the {kind} disk{chosen} uses schematic {schematic} but the installer uses {talos.schematic_id}: "
             "disk and installer must agree; leave the source schematicID empty to follow talos.schematicID",
         )
