@@ -22,9 +22,11 @@ from .builders import (
     has_denial,
     make_class,
     make_cluster,
+    make_platform,
     make_pool,
     make_state,
     pairs,
+    platform_talos,
     refused,
     resolved,
 )
@@ -277,3 +279,31 @@ def test_a_pool_disk_conflicting_with_the_pool_talos_is_charged_to_the_disk_fiel
     assert has_denial(violations, "ArtifactConflict", "spec.kubevirt.osImage.factory.version"), [
         str(v) for v in violations
     ]
+
+
+def _terminating(obj: dict) -> dict:
+    out = {**obj, "metadata": {**obj["metadata"], "deletionTimestamp": "2026-11-29T20:00:00Z"}}
+    return out
+
+
+def test_a_pool_cannot_newly_select_a_class_being_deleted() -> None:
+    state = make_state(classes=[_terminating(TALOS_EXAMPLE)])
+    decision = admit(state, "CREATE", make_pool(workerClassName="talos-example-r1"))
+    assert has_denial(decision.denials, "ClassNotFound", "spec.workerClassName"), [str(v) for v in decision.denials]
+    old = make_pool(workerClassName="talos")
+    decision = admit(state, "UPDATE", make_pool(workerClassName="talos-example-r1"), old)
+    assert has_denial(decision.denials, "ClassNotFound", "spec.workerClassName")
+    # a pool that already selects it keeps working while the class waits for it
+    stored = make_pool(workerClassName="talos-example-r1")
+    assert admit(state, "UPDATE", make_pool(workerClassName="talos-example-r1", maxReplicas=5), stored).allowed
+
+
+def test_class_metadata_updates_are_allowed_even_if_the_platform_changed_since() -> None:
+    """A finalizer added or removed is an UPDATE with the same spec: never refused by today's rules."""
+    klass = make_class("golden", talos={"schematicID": "0f" * 32}, kubevirt={"osImage": {"builtin": {}}})
+    state = make_state(classes=[klass])
+    assert admit(state, "CREATE", klass).allowed
+    retired = make_state(classes=[klass], platform=make_platform(talos=platform_talos(goldens=[])))
+    assert not admit(retired, "CREATE", klass).allowed  # today the golden is gone
+    with_finalizer = {**klass, "metadata": {**klass["metadata"], "finalizers": ["example.com/x"]}}
+    assert validate(retired, "UPDATE", klass, with_finalizer).allowed

@@ -182,6 +182,18 @@ def _validate_pool(
                     f"its machines would be recreated there; create a pool in cluster {record.cluster} instead",
                 )
             )
+    name = record.class_name
+    selecting_anew = operation == "CREATE" or (old is not None and _stored_class(old) != name)
+    if name is not None and selecting_anew:
+        selected = state.worker_class(name)
+        if selected is not None and (selected.obj.get("metadata") or {}).get("deletionTimestamp"):
+            denials.append(
+                Violation(
+                    "ClassNotFound",
+                    f"{record.field}.{CLASS_FIELD}",
+                    f"WorkerClass {name} is being deleted: select another class",
+                )
+            )
     _, resolved_denials, warnings = resolve_pool(state, record)
     return denials + resolved_denials, warnings
 
@@ -205,7 +217,12 @@ def _validate_class(
         ], []
     if operation == "CONNECT" or obj is None:
         return [], []
-    if operation == "UPDATE" and old is not None and (obj.get("spec") or {}) != (old.get("spec") or {}):
+    if operation == "UPDATE" and old is not None and (obj.get("spec") or {}) == (old.get("spec") or {}):
+        # Metadata only (labels, finalizers, the controller's bookkeeping, a hand-removed finalizer):
+        # the spec was judged when it was created; re-judging it against today's platform could
+        # leave a class that can never finish deleting.
+        return [], []
+    if operation == "UPDATE" and old is not None:
         return [
             Violation(
                 "ClassImmutable",
