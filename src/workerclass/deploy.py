@@ -33,7 +33,7 @@ from typing import Any
 
 import yaml
 
-from .adapters.kube import WATCHED
+from .adapters.kube import CONTROLLER_WATCHED, WATCHED, Watched
 from .webhook.routes import ROUTES, Route
 
 NAME = "workerclass-webhook"
@@ -158,10 +158,10 @@ def _identity(
     ]
 
 
-def rbac_rules() -> list[dict[str, Any]]:
-    """get/list/watch on exactly what the cluster cache reads, one rule per API group."""
+def rbac_rules(watched_resources: tuple[Watched, ...] = WATCHED) -> list[dict[str, Any]]:
+    """get/list/watch on exactly what a cluster cache reads, one rule per API group."""
     by_group: dict[str, list[str]] = defaultdict(list)
-    for watched in WATCHED:
+    for watched in watched_resources:
         by_group[watched.group].append(watched.plural)
     return [
         {"apiGroups": [group], "resources": sorted(plurals), "verbs": ["get", "list", "watch"]}
@@ -174,13 +174,12 @@ CONTROLLER_LIVENESS_PORT = 8080
 
 
 def controller_rbac_rules() -> list[dict[str, Any]]:
-    """The cache's reads, plus what the controller writes: the class finalizer and status, Events."""
+    """The controller cache's reads, plus what it writes: the class finalizer and status, and kopf's Events."""
     return [
-        *rbac_rules(),
+        *rbac_rules(CONTROLLER_WATCHED),
         {"apiGroups": ["cozystack.io"], "resources": ["workerclasses"], "verbs": ["patch"]},
-        {"apiGroups": ["cozystack.io"], "resources": ["workerclasses/status"], "verbs": ["get", "patch"]},
-        {"apiGroups": [""], "resources": ["events"], "verbs": ["create", "patch"]},
-        {"apiGroups": ["events.k8s.io"], "resources": ["events"], "verbs": ["create", "patch"]},
+        {"apiGroups": ["cozystack.io"], "resources": ["workerclasses/status"], "verbs": ["patch"]},
+        {"apiGroups": [""], "resources": ["events"], "verbs": ["create"]},
         {"apiGroups": ["apiextensions.k8s.io"], "resources": ["customresourcedefinitions"], "verbs": ["list", "watch"]},
     ]
 

@@ -21,8 +21,14 @@ import pytest
 import pytest_asyncio
 from lightkube import AsyncClient, KubeConfig
 
-from workerclass.adapters.kube import WATCHED, ClusterCache, Watched
-from workerclass.controller import FINALIZER, ClassController, ControllerSettings, LightkubeStatusWriter
+from workerclass.adapters.kube import CONTROLLER_WATCHED, WATCHED, ClusterCache, Watched
+from workerclass.controller import (
+    FINALIZER,
+    ClassController,
+    ControllerSettings,
+    LightkubePoolLister,
+    LightkubeStatusWriter,
+)
 from workerclass.state import State
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -45,8 +51,13 @@ def url_of(watched: Watched, namespace: str | None = None, name: str | None = No
     return f"{url}/{name}" if name else url
 
 
-def seed(emulator: kmock.KubernetesEmulator, objects: list[dict[str, Any]]) -> None:
+def seed(
+    emulator: kmock.KubernetesEmulator, objects: list[dict[str, Any]], *, skip: tuple[str, ...] = ("ComputePlane",)
+) -> None:
+    """Declare the resources (the controller needs no ComputePlane CRD: it is left out) and store ``objects``."""
     for watched in WATCHED:
+        if watched.kind in skip:
+            continue
         emulator.resources[resource_of(watched)] = kmock.ResourceInfo(
             kind=watched.kind,
             namespaced=watched.namespaced,
@@ -91,36 +102,56 @@ async def eventually(check: Callable[[], Any], limit: float = 10.0) -> Any:
             await asyncio.sleep(0.02)
 
 
-@pytest_asyncio.fixture
-async def operator(kmock: kmock.KubernetesEmulator) -> AsyncIterator[kmock.KubernetesEmulator]:
-    seed(kmock, example_objects())
+@contextlib.asynccontextmanager
+async def running(
+    emulator: kmock.KubernetesEmulator, source: Callable[[ClusterCache], Any] | None = None
+) -> AsyncIterator[ClassController]:
+    """The real controller (kopf operator, status loop, cluster cache) against ``emulator``.
+
+    ``source`` may wrap the cache to feed the controller a different view of the cluster.
+    """
     config = KubeConfig.from_dict(
         {
-            "clusters": [{"name": "kmock", "cluster": {"server": str(kmock.url)}}],
+            "clusters": [{"name": "kmock", "cluster": {"server": str(emulator.url)}}],
             "users": [{"name": "controller", "user": {"token": "test-token"}}],
             "contexts": [{"name": "kmock", "context": {"cluster": "kmock", "user": "controller"}}],
             "current-context": "kmock",
         }
     )
     client = AsyncClient(config=config, trust_env=False)
-    cache = ClusterCache(client, retry_delay=0.05, max_retry_delay=0.2, debounce=0.01)
+    cache = ClusterCache(client, resources=CONTROLLER_WATCHED, retry_delay=0.05, max_retry_delay=0.2, debounce=0.01)
     await cache.start()
 
     def login(**_: Any) -> kopf.ConnectionInfo:
-        return kopf.ConnectionInfo(server=str(kmock.url).rstrip("/"), token="test-token")
+        return kopf.ConnectionInfo(server=str(emulator.url).rstrip("/"), token="test-token")
 
     settings = ControllerSettings(poll_interval=0.05, retain_recheck=0.2, retry_delay=0.1)
-    controller = ClassController(cache, LightkubeStatusWriter(client), settings=settings, login=login)
+    controller = ClassController(
+        source(cache) if source is not None else cache,
+        LightkubeStatusWriter(client),
+        LightkubePoolLister(client),
+        settings=settings,
+        login=login,
+    )
     stop = asyncio.Event()
     ready = asyncio.Event()
     task = asyncio.create_task(controller.run(stop_flag=stop, ready_flag=ready))
-    await asyncio.wait_for(ready.wait(), 10)
-    yield kmock
-    stop.set()
-    with contextlib.suppress(asyncio.CancelledError):  # kopf ends its own tasks by cancelling them
-        await asyncio.wait_for(task, 15)
-    await cache.stop()
-    await client.close()
+    try:
+        await asyncio.wait_for(ready.wait(), 10)
+        yield controller
+    finally:
+        stop.set()
+        with contextlib.suppress(asyncio.CancelledError):  # kopf ends its own tasks by cancelling them
+            await asyncio.wait_for(task, 15)
+        await cache.stop()
+        await client.close()
+
+
+@pytest_asyncio.fixture
+async def operator(kmock: kmock.KubernetesEmulator) -> AsyncIterator[kmock.KubernetesEmulator]:
+    seed(kmock, example_objects())
+    async with running(kmock):
+        yield kmock
 
 
 def conditions(obj: dict[str, Any] | None) -> dict[str, dict[str, Any]]:
@@ -227,3 +258,124 @@ async def test_an_unused_custom_class_is_released_and_builtins_carry_no_finalize
     reply = await operator.delete(url_of(CLASSES, name="spare"))
     assert reply.status == 200
     await eventually(lambda: stored(operator, "spare") is None)
+
+
+class Frozen:
+    """A cache view stuck at its first synced State: a watch that fell behind or is being re-listed."""
+
+    def __init__(self, cache: ClusterCache) -> None:
+        self.cache = cache
+        self.frozen: State | None = None
+
+    @property
+    def state(self) -> State | None:
+        if self.frozen is None and self.cache.state is not None:
+            self.frozen = self.cache.state
+        return self.frozen
+
+    @property
+    def reason(self) -> str:
+        return self.cache.reason
+
+
+async def test_a_stale_cache_never_releases_a_class_a_new_pool_selects(kmock: kmock.KubernetesEmulator) -> None:
+    seed(kmock, [*example_objects(), worker_class("talos-r3", bootstrap="talos")])
+    async with running(kmock, source=Frozen):
+        await eventually(
+            lambda: FINALIZER in ((stored(kmock, "talos-r3") or {}).get("metadata") or {}).get("finalizers", [])
+        )
+        # the pool appears after the controller's view froze: only the API server knows it
+        reply = await kmock.post(url_of(NODES, NS), json=pool("late", "talos-r3"))
+        assert reply.status in (200, 201)
+        reply = await kmock.delete(url_of(CLASSES, name="talos-r3"))
+        assert reply.status == 200
+        await asyncio.sleep(1.0)
+        held = stored(kmock, "talos-r3")
+        assert held is not None and FINALIZER in held["metadata"]["finalizers"]
+        reply = await kmock.delete(url_of(NODES, NS, "late"))
+        assert reply.status == 200
+        await eventually(lambda: stored(kmock, "talos-r3") is None)
+
+
+class Unsynced:
+    def __init__(self, cache: ClusterCache) -> None:
+        self.cache = cache
+
+    state = None
+
+    @property
+    def reason(self) -> str:
+        return "the cluster cache has not synced: waiting for the first list of workerclasses.cozystack.io"
+
+
+async def test_nothing_is_written_or_released_before_the_cache_syncs(kmock: kmock.KubernetesEmulator) -> None:
+    seed(kmock, [*example_objects(), worker_class("spare", bootstrap="talos")])
+    async with running(kmock, source=Unsynced) as controller:
+        await eventually(
+            lambda: FINALIZER in ((stored(kmock, "spare") or {}).get("metadata") or {}).get("finalizers", [])
+        )
+        reply = await kmock.delete(url_of(CLASSES, name="spare"))
+        assert reply.status == 200
+        await asyncio.sleep(0.8)
+        assert stored(kmock, "spare") is not None  # not released: the controller cannot know
+        assert controller.writes == 0
+        assert not conditions(stored(kmock, "talos-example-r1"))
+
+
+# --------------------------------------------------------------------------- the status loop on its own
+
+
+class RecordingWriter:
+    def __init__(self, *, failing: tuple[str, ...] = (), missing: tuple[str, ...] = ()) -> None:
+        self.calls: list[str] = []
+        self.failing, self.missing = failing, missing
+
+    async def write(self, name: str, status: dict[str, Any]) -> None:
+        self.calls.append(name)
+        if name in self.missing:
+            error = RuntimeError("404 Not Found")
+            error.status = type("Status", (), {"code": 404})()  # type: ignore[attr-defined]
+            raise error
+        if name in self.failing:
+            raise RuntimeError("403 Forbidden")
+
+
+class NoPools:
+    async def selecting(self, name: str) -> list[str]:
+        return []
+
+
+def offline(writer: RecordingWriter) -> ClassController:
+    state = State.from_objects([*example_objects(), worker_class("a-first"), worker_class("z-last")])
+
+    class Source:
+        reason = ""
+
+    source = Source()
+    source.state = state  # type: ignore[attr-defined]
+    return ClassController(source, writer, NoPools())  # type: ignore[arg-type]
+
+
+async def test_a_status_the_server_changed_is_not_rewritten_forever() -> None:
+    """The cached status never matches (as if the server pruned a field): one write per class, not a loop."""
+    writer = RecordingWriter()
+    controller = offline(writer)
+    state = controller.source.state
+    assert state is not None
+    assert await controller.refresh(state)
+    first = list(writer.calls)
+    assert "talos-example-r1" in first and "z-last" in first
+    assert await controller.refresh(state)
+    assert writer.calls == first
+
+
+async def test_one_failing_class_does_not_starve_the_others() -> None:
+    writer = RecordingWriter(failing=("a-first",), missing=("talos-example-r1",))
+    controller = offline(writer)
+    state = controller.source.state
+    assert state is not None
+    assert await controller.refresh(state) is False  # a-first is retried later
+    assert "z-last" in writer.calls  # written although a-first failed before it
+    writer.calls.clear()
+    await controller.refresh(state)
+    assert writer.calls == ["a-first"]  # only the failed one again; the missing one counts as done

@@ -122,3 +122,12 @@ def test_the_built_in_classes_have_a_status_too() -> None:
     state: State = make_state([make_pool("k", workerClassName="kairos")])
     status = class_status(state, "kairos")
     assert status is not None and status["pools"] == 1
+
+
+def test_a_pool_seen_as_both_kinds_is_counted_once() -> None:
+    objects = [
+        make_pool("twin", workerClassName="talos-example-r1"),
+        make_release("twin", workerClassName="talos-example-r1"),
+    ]
+    status = class_status(make_state(objects), "talos-example-r1")
+    assert status is not None and status["pools"] == 1

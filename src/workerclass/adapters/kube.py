@@ -67,6 +67,15 @@ WATCHED: tuple[Watched, ...] = (
 )
 
 
+#: What the WorkerClass controller reads: a class's status needs the platform (for its rules) and the
+#: pools, not parent clusters or ComputePlanes (whose node groups are classless).
+CONTROLLER_WATCHED: tuple[Watched, ...] = tuple(
+    watched
+    for watched in WATCHED
+    if watched.kind in ("WorkerPlatform", "WorkerClass", "KubernetesNodes", "HelmRelease")
+)
+
+
 def short_error(error: BaseException) -> str:
     """An API error's status line, or the exception type: never a response body."""
     status = getattr(error, "status", None)
@@ -93,8 +102,12 @@ class ClusterCache:
         retry_delay: float = 1.0,
         max_retry_delay: float = 30.0,
         debounce: float = 0.05,
+        watch_timeout: int = 300,
     ) -> None:
         self._client = client
+        #: the server ends each watch after this many seconds and the resource is listed again, so a
+        #: connection that died without a word (a failover, a load balancer) cannot freeze the cache
+        self.watch_timeout = watch_timeout
         self._owns_client = client is None
         self.resources = resources
         self.retry_delay = retry_delay
@@ -209,7 +222,10 @@ class ClusterCache:
                 if first:
                     logger.info("listed %d %s", len(items), watched.name)
                 delay = self.retry_delay
-                async for event, obj in self._client.watch(resource, resource_version=version, **scope):
+                watch = self._client.watch(
+                    resource, resource_version=version, server_timeout=self.watch_timeout, **scope
+                )
+                async for event, obj in watch:
                     if event not in ("ADDED", "MODIFIED", "DELETED"):
                         continue  # BOOKMARK: nothing changed
                     entry = self._normalized(watched, obj)

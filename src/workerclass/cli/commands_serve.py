@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
 import sys
 from enum import StrEnum
 from pathlib import Path
@@ -156,33 +157,45 @@ def serve_controller(
         from lightkube import AsyncClient, KubeConfig
     except ImportError:
         fail("the controller needs kopf and lightkube: install workerclass[controller]")
-    from ..adapters.kube import ClusterCache
-    from ..controller import ClassController, ControllerSettings, LightkubeStatusWriter
+    from ..adapters.kube import CONTROLLER_WATCHED, ClusterCache
+    from ..controller import ClassController, ControllerSettings, LightkubePoolLister, LightkubeStatusWriter
 
     logging.basicConfig(
         level=log_level.value.upper(),
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         stream=sys.stderr,
     )
+    for chatty in ("httpx", "httpx2", "aiohttp.access"):  # a line per API request or probe
+        logging.getLogger(chatty).setLevel(max(logging.WARNING, logging.getLogger().level))
     try:
         config = KubeConfig.from_file(kubeconfig) if kubeconfig is not None else KubeConfig.from_env()
     except Exception as error:  # lightkube's ConfigError and file errors: one line, no traceback
         fail(f"no Kubernetes configuration: {str(error).splitlines()[0] if str(error) else type(error).__name__}")
+    if kubeconfig is not None:
+        os.environ["KUBECONFIG"] = str(kubeconfig)  # kopf logs in through the same file as the cache
     settings = ControllerSettings(poll_interval=poll_interval, retain_recheck=retain_recheck)
     liveness = f"http://0.0.0.0:{liveness_port}/healthz" if liveness_port else None
 
     async def run() -> None:
         client = AsyncClient(config=config, field_manager="workerclass-controller")
-        cache = ClusterCache(client)
+        cache = ClusterCache(client, resources=CONTROLLER_WATCHED)
         await cache.start()
         try:
-            controller = ClassController(cache, LightkubeStatusWriter(client), settings=settings)
+            controller = ClassController(
+                cache, LightkubeStatusWriter(client), LightkubePoolLister(client), settings=settings
+            )
             await controller.run(liveness_endpoint=liveness)
         finally:
             await cache.stop()
             await client.close()
 
-    asyncio.run(run())
+    try:
+        asyncio.run(run())
+    except KeyboardInterrupt:
+        pass
+    except Exception as error:  # kopf gave up (the API stayed unreachable): one line, exit 1
+        detail = str(error).splitlines()[0] if str(error) else ""
+        fail(f"the controller stopped: {type(error).__name__}{': ' + detail if detail else ''}", code=1)
 
 
 class ManifestFormat(StrEnum):

@@ -34,21 +34,26 @@ from typing import Any, Protocol
 
 import kopf
 
-from ..adapters.kube import short_error
+from ..adapters.kube import CONTROLLER_WATCHED, short_error
 from ..ops.status import class_status, deletion_blocker
 from ..resolve.classes import BUILTIN_FAMILIES
-from ..state import State
+from ..state import POOL_KINDS, State, pool_from_object
 
 __all__ = [
     "FINALIZER",
     "ClassController",
     "ControllerSettings",
+    "LightkubePoolLister",
     "LightkubeStatusWriter",
+    "PoolLister",
     "StateSource",
     "StatusWriter",
 ]
 
 logger = logging.getLogger("workerclass.controller")
+
+#: The words that start the reason kopf logs while a deletion waits (an expected wait, logged at INFO).
+RETAINED = "retained:"
 
 #: The finalizer that holds a custom class while live pools select it.
 FINALIZER = "workerclass.cozystack.io/retain-while-selected"
@@ -87,6 +92,39 @@ class LightkubeStatusWriter:
         await self._client.patch(self._resource.Status, name, {"status": status}, patch_type=PatchType.MERGE)
 
 
+class PoolLister(Protocol):
+    """The live pools that select a class, read from the API server itself (not a cache)."""
+
+    async def selecting(self, name: str) -> list[str]: ...
+
+
+class LightkubePoolLister:
+    """:class:`PoolLister` over a ``lightkube.AsyncClient``: KubernetesNodes and pool HelmReleases, all namespaces."""
+
+    def __init__(self, client: Any) -> None:
+        from lightkube.generic_resource import create_namespaced_resource
+
+        self._client = client
+        self._resources = [
+            (create_namespaced_resource(w.group, w.version, w.kind, w.plural), dict(w.labels))
+            for w in CONTROLLER_WATCHED
+            if w.kind in POOL_KINDS
+        ]
+
+    async def selecting(self, name: str) -> list[str]:
+        found: set[str] = set()
+        for resource, labels in self._resources:
+            scope: dict[str, Any] = {"namespace": "*"}
+            if labels:
+                scope["labels"] = labels
+            async for obj in self._client.list(resource, **scope):
+                raw = obj.to_dict() if hasattr(obj, "to_dict") else obj
+                record = pool_from_object(raw) if isinstance(raw, dict) else None
+                if record is not None and record.class_name == name:
+                    found.add(record.identity)
+        return sorted(found)
+
+
 @dataclass(frozen=True)
 class ControllerSettings:
     #: seconds between checks for a new State (a cheap identity check; statuses are written on change)
@@ -95,6 +133,15 @@ class ControllerSettings:
     retain_recheck: float = 30.0
     #: seconds before the deletion handler retries while the cache has not synced
     retry_delay: float = 5.0
+
+
+class _ExpectedWait(logging.Filter):
+    """kopf logs a retried handler at ERROR (and posts an Event); a held deletion is expected: INFO."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno >= logging.ERROR and RETAINED in record.getMessage():
+            record.levelno, record.levelname = logging.INFO, "INFO"
+        return True
 
 
 def _custom(name: str | None = None, **_: Any) -> bool:
@@ -108,12 +155,17 @@ class ClassController:
         self,
         source: StateSource,
         writer: StatusWriter,
+        pools: PoolLister,
         *,
         settings: ControllerSettings | None = None,
         login: Callable[..., Any] | None = None,
     ) -> None:
         self.source = source
         self.writer = writer
+        self.pools = pools
+        #: the last status written per class and (uid, generation): never written twice, so a server that
+        #: prunes or defaults part of it cannot make the loop write forever
+        self._written: dict[str, tuple[Any, Any, dict[str, Any]]] = {}
         self.settings = settings or ControllerSettings()
         self.registry = kopf.OperatorRegistry()
         self._login = login
@@ -147,9 +199,9 @@ class ClassController:
 
     # ------------------------------------------------------------------ status
 
-    async def refresh(self, state: State) -> int:
-        """Write the status of every cluster class whose status differs; returns how many were written."""
-        written = 0
+    async def refresh(self, state: State) -> bool:
+        """Write the status of every cluster class whose status differs; ``False`` if a write failed."""
+        complete = True
         for name, record in sorted(state.classes.items()):
             if record.builtin:
                 continue  # the package's embedded class: no object in the cluster to write to
@@ -159,30 +211,47 @@ class ClassController:
             current = record.obj.get("status") or {}
             if status is None or {key: current.get(key) for key in status} == status:
                 continue
-            await self.writer.write(name, status)
-            written += 1
+            identity = (metadata.get("uid"), generation)
+            if self._written.get(name) == (*identity, status):
+                continue  # written already; what the server kept of it is its business
+            try:
+                await self.writer.write(name, status)
+            except asyncio.CancelledError:
+                raise
+            except Exception as error:  # one class must not starve the others
+                if getattr(getattr(error, "status", None), "code", None) == 404:
+                    self._written[name] = (*identity, status)  # deleted since the cache saw it: nothing to do
+                    continue
+                logger.warning("writing the status of WorkerClass %s failed (%s)", name, short_error(error))
+                complete = False
+                continue
+            self._written[name] = (*identity, status)
+            self.writes += 1
             accepted = status["conditions"][0]
             if accepted["status"] != "True":
                 logger.warning("WorkerClass %s is not accepted: %s", name, accepted["reason"])
-        self.writes += written
-        return written
+        for gone in set(self._written) - set(state.classes):
+            del self._written[gone]
+        return complete
 
     async def _status_loop(self) -> None:
         seen: State | None = None
         while True:
             state = self.source.state
             if state is not None and state is not seen:
+                before = self.writes
                 try:
-                    written = await self.refresh(state)
+                    complete = await self.refresh(state)
                 except asyncio.CancelledError:
                     raise
-                except Exception as error:  # the next new State, or the next tick, tries again
-                    logger.warning("writing WorkerClass status failed (%s); retrying", short_error(error))
-                else:
-                    seen = state
-                    if written:
-                        logger.info("wrote the status of %d WorkerClass(es)", written)
-            await asyncio.sleep(self.settings.poll_interval)
+                except Exception:  # a bug must not end the loop: log it and try the next State
+                    logger.exception("refreshing WorkerClass status failed")
+                    complete = False
+                if complete:
+                    seen = state  # else the same State is tried again after a pause
+                if self.writes > before:
+                    logger.info("wrote the status of %d WorkerClass(es)", self.writes - before)
+            await asyncio.sleep(self.settings.poll_interval if state is seen else self.settings.retry_delay)
 
     # ------------------------------------------------------------------ kopf
 
@@ -190,6 +259,11 @@ class ClassController:
         settings.persistence.finalizer = FINALIZER
         settings.posting.level = logging.WARNING  # Kubernetes Events only for problems
         settings.watching.server_timeout = 300
+        settings.watching.client_timeout = 360  # a silent connection is dropped and the watch restarted
+        settings.networking.error_backoffs = [1, 2, 5, 10, 20, 30, 60, 60, 60, 60, 60, 60]  # ~7 minutes
+        kopf_objects = logging.getLogger("kopf.objects")
+        if not any(isinstance(existing, _ExpectedWait) for existing in kopf_objects.filters):
+            kopf_objects.addFilter(_ExpectedWait())
         # kopf's bookkeeping in our own annotations; status belongs to API.md's shape.
         settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix="workerclass.cozystack.io")
         settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(
@@ -201,14 +275,25 @@ class ClassController:
             return self._login(**kwargs)  # type: ignore[no-any-return]
         return kopf.login_with_service_account(**kwargs) or kopf.login_with_kubeconfig(**kwargs)
 
-    def _retain(self, name: str, **_: Any) -> None:
+    async def _retain(self, name: str, **_: Any) -> None:
         state = self.source.state
         if state is None:
             raise kopf.TemporaryError(
-                f"the cluster cache has not synced: {self.source.reason}", delay=self.settings.retry_delay
+                self.source.reason or "the cluster cache has not synced", delay=self.settings.retry_delay
             )
         blocker = deletion_blocker(state, name)
+        if blocker is None:
+            # The cache can lag behind a pool created a moment ago (or a watch being re-listed):
+            # the finalizer is released only on a fresh list from the API server itself.
+            try:
+                live = await self.pools.selecting(name)
+            except Exception as error:
+                raise kopf.TemporaryError(
+                    f"cannot list the pools that select WorkerClass {name} ({short_error(error)})",
+                    delay=self.settings.retry_delay,
+                ) from None
+            if live:
+                blocker = f"{len(live)} live pool(s) select WorkerClass {name}: {', '.join(live[:5])}"
         if blocker is not None:
-            logger.info("WorkerClass %s is retained: %s", name, blocker)
-            raise kopf.TemporaryError(blocker, delay=self.settings.retain_recheck)
+            raise kopf.TemporaryError(f"{RETAINED} {blocker}", delay=self.settings.retain_recheck)
         logger.info("WorkerClass %s: no live pool selects it; releasing it for deletion", name)

@@ -39,6 +39,12 @@ def _pool_list(identities: list[str]) -> str:
     return shown + (f", ... ({len(identities) - SHOWN_POOLS} more)" if len(identities) > SHOWN_POOLS else "")
 
 
+def _selecting(state: State, name: str) -> list[str]:
+    """``NS/NAME`` of the live pools that select ``name``, each once (a KubernetesNodes and a
+    HelmRelease of the same name are one pool seen twice when a STATE holds both)."""
+    return sorted({pool.identity for pool in state.pools_selecting(name)})
+
+
 def class_status(state: State, name: str, generation: int | None = None) -> dict[str, Any] | None:
     """The ``status`` of WorkerClass ``name`` in ``state``; ``None`` if the state has no such class."""
     record = state.worker_class(name)
@@ -61,7 +67,7 @@ def class_status(state: State, name: str, generation: int | None = None) -> dict
             "reason": "Valid",
             "message": f"the {record.spec.bootstrap} baseline passes the class rules",
         }
-    pools = [pool.identity for pool in state.pools_selecting(name)]
+    pools = _selecting(state, name)
     if pools:
         in_use = {
             "type": "InUse",
@@ -80,7 +86,7 @@ def class_status(state: State, name: str, generation: int | None = None) -> dict
 
 def deletion_blocker(state: State, name: str) -> str | None:
     """Why WorkerClass ``name`` must be retained, or ``None`` when no live pool selects it."""
-    pools = [pool.identity for pool in state.pools_selecting(name)]
+    pools = _selecting(state, name)
     if not pools:
         return None
     return (
