@@ -1,8 +1,11 @@
-"""The install manifests of the admission webhook, generated (``workerclass manifests``).
+"""The install manifests, generated (``workerclass manifests``).
 
 Its edge: plain dicts out, in a stable order; nothing is applied. The webhook rules come from the
 server's routes and the RBAC rules from the cluster cache's watch list, so what is installed is
 what is served and what is read, no more:
+
+* first the CustomResourceDefinitions the package owns (:mod:`workerclass.crds`: WorkerClass with
+  its status subresource, WorkerPlatform);
 
 * one MutatingWebhookConfiguration (KubernetesNodes CREATE/UPDATE: defaulting and restoring
   ``workerClassName``) and one ValidatingWebhookConfiguration (KubernetesNodes CREATE/UPDATE,
@@ -34,6 +37,7 @@ from typing import Any
 import yaml
 
 from .adapters.kube import CONTROLLER_WATCHED, WATCHED, Watched
+from .crds import crd_manifests
 from .webhook.routes import ROUTES, Route
 
 NAME = "workerclass-webhook"
@@ -400,8 +404,8 @@ HEADER = (
 
 
 def install_manifests(options: InstallOptions | None = None, *, controller: bool = True) -> list[dict[str, Any]]:
-    """The whole install: the webhook, then (by default) the controller."""
-    objects = webhook_manifests(options)
+    """The whole install: the CRDs the package owns, the webhook, then (by default) the controller."""
+    objects = [*crd_manifests(), *webhook_manifests(options)]
     if controller:
         objects += controller_manifests(options)
     return objects

@@ -12,6 +12,7 @@ from typer.testing import CliRunner
 
 from workerclass.adapters.kube import CONTROLLER_WATCHED, WATCHED
 from workerclass.cli.main import _register, app
+from workerclass.crds import crd_manifests
 from workerclass.deploy import (
     NAME,
     OPERATIONS,
@@ -46,7 +47,7 @@ def test_committed_manifests_match_the_generator() -> None:
     assert result.stdout == COMMITTED.read_text()
     assert list(yaml.safe_load_all(COMMITTED.read_text())) == install_manifests()
     alone = CliRunner().invoke(app, ["manifests", "--without-controller"])
-    assert list(yaml.safe_load_all(alone.stdout)) == webhook_manifests()
+    assert list(yaml.safe_load_all(alone.stdout)) == [*crd_manifests(), *webhook_manifests()]
 
 
 def test_controller_install_is_one_replica_with_least_privilege() -> None:
