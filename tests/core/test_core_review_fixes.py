@@ -307,3 +307,11 @@ def test_class_metadata_updates_are_allowed_even_if_the_platform_changed_since()
     assert not admit(retired, "CREATE", klass).allowed  # today the golden is gone
     with_finalizer = {**klass, "metadata": {**klass["metadata"], "finalizers": ["example.com/x"]}}
     assert validate(retired, "UPDATE", klass, with_finalizer).allowed
+
+
+def test_deleting_the_unused_platform_default_class_is_allowed_with_a_warning() -> None:
+    klass = make_class("talos")
+    decision = validate(make_state(), "DELETE", None, klass)
+    assert decision.allowed
+    assert any("platform default" in warning for warning in decision.warnings)
+    assert validate(make_state(), "DELETE", None, make_class("unused")).warnings == []

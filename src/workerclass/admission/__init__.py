@@ -205,6 +205,11 @@ def _validate_class(
     if operation == "DELETE":
         pools = state.pools_selecting(name)
         if not pools:
+            if name == state.platform.default_worker_class:
+                return [], [
+                    f"WorkerClass {name} is the platform default: until WorkerPlatform default names another "
+                    "class, new pools that omit the class are denied (ClassNotFound)"
+                ]
             return [], []
         shown = ", ".join(pool.identity for pool in pools[:5]) + (", ..." if len(pools) > 5 else "")
         return [
