@@ -106,19 +106,21 @@ class LightkubePoolLister:
 
         self._client = client
         self._resources = [
-            (create_namespaced_resource(w.group, w.version, w.kind, w.plural), dict(w.labels))
+            (create_namespaced_resource(w.group, w.version, w.kind, w.plural), w)
             for w in CONTROLLER_WATCHED
             if w.kind in POOL_KINDS
         ]
 
     async def selecting(self, name: str) -> list[str]:
         found: set[str] = set()
-        for resource, labels in self._resources:
+        for resource, watched in self._resources:
             scope: dict[str, Any] = {"namespace": "*"}
-            if labels:
-                scope["labels"] = labels
+            if watched.labels:
+                scope["labels"] = dict(watched.labels)
             async for obj in self._client.list(resource, **scope):
                 raw = obj.to_dict() if hasattr(obj, "to_dict") else obj
+                if isinstance(raw, dict):  # list items may leave apiVersion and kind out
+                    raw = {"apiVersion": watched.api_version, "kind": watched.kind, **raw}
                 record = pool_from_object(raw) if isinstance(raw, dict) else None
                 if record is not None and record.class_name == name:
                     found.add(record.identity)
