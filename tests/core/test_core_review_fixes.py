@@ -18,6 +18,7 @@ from workerclass import Denied, resolve
 from workerclass.admission import admit, validate
 
 from .builders import (
+    KAIROS_FIXED,
     TALOS_EXAMPLE,
     has_denial,
     make_class,
@@ -310,8 +311,79 @@ def test_class_metadata_updates_are_allowed_even_if_the_platform_changed_since()
 
 
 def test_deleting_the_unused_platform_default_class_is_allowed_with_a_warning() -> None:
-    klass = make_class("talos")
-    decision = validate(make_state(), "DELETE", None, klass)
+    state = make_state(platform=make_platform(defaultWorkerClass="talos-example-r1"))
+    decision = validate(state, "DELETE", None, TALOS_EXAMPLE)
     assert decision.allowed
     assert any("platform default" in warning for warning in decision.warnings)
-    assert validate(make_state(), "DELETE", None, make_class("unused")).warnings == []
+    assert validate(state, "DELETE", None, make_class("unused")).warnings == []
+    # a built-in name stays resolvable (the package's own class takes over): no warning
+    assert validate(make_state(), "DELETE", None, make_class("talos")).warnings == []
+
+
+def test_check_keeps_a_stored_pool_whose_class_waits_to_be_deleted() -> None:
+    """``check`` admits stored pools as CREATEs: one that already selects the class is not new to it."""
+    stored = make_pool("kept", workerClassName="talos-example-r1")
+    state = make_state([stored], classes=[_terminating(TALOS_EXAMPLE), KAIROS_FIXED])
+    assert admit(state, "CREATE", stored).allowed
+    assert not admit(state, "CREATE", make_pool("fresh", workerClassName="talos-example-r1")).allowed
+
+
+def test_a_malformed_old_object_is_not_a_crash() -> None:
+    for old in ([1], "x", 3):
+        decision = admit(make_state(), "UPDATE", make_pool(), old)  # type: ignore[arg-type]
+        assert isinstance(decision.allowed, bool)
+
+
+@pytest.mark.parametrize(
+    ("labels", "allowed"),
+    [
+        ({"node.cluster.x-k8s.io/pool": "gpu"}, True),  # the prefix Cluster API copies to Nodes
+        ({"mycluster.x-k8s.io/a": "b"}, True),
+        ({"cluster.x-k8s.io/cluster-name": "other"}, False),
+    ],
+)
+def test_only_cluster_api_own_label_prefixes_are_reserved(labels: dict, allowed: bool) -> None:
+    assert admit(make_state(), "CREATE", make_pool(labels=labels)).allowed is allowed
+
+
+def test_text_that_mentions_a_private_key_is_still_validated_as_a_label() -> None:
+    decision = admit(make_state(), "CREATE", make_pool(labels={"a": "NO PRIVATE KEY"}))
+    assert has_denial(decision.denials, "Invalid", "spec.labels.a"), [str(v) for v in decision.denials]
+    taint = {"key": "a", "value": "MY PRIVATE KEY", "effect": "NoSchedule"}
+    decision = admit(make_state(), "CREATE", make_pool(taints=[taint]))
+    assert has_denial(decision.denials, "Invalid", "spec.taints[0].value")
+
+
+@pytest.mark.parametrize(
+    ("obj", "field"),
+    [
+        pytest.param(
+            make_class(
+                "fixed", "kairos", image={"kubernetesVersion": "v1.35.6", "reference": f"robot:{SECRET}@r.example/k:v1"}
+            ),
+            "spec.image.reference",
+            id="unpinned-reference-with-credentials",
+        ),
+        pytest.param(
+            make_class(talos={"installerRepository": f"robot:{SECRET}@factory.example/installer"}),
+            "spec.talos.installerRepository",
+            id="installer-repository",
+        ),
+        pytest.param(
+            make_pool(talos={"registryMirrors": {"docker.io": {"endpoints": [f"https://user:{SECRET}/x@m.example"]}}}),
+            "spec.talos.registryMirrors.docker.io.endpoints[0]",
+            id="url-with-slash-in-password",
+        ),
+    ],
+)
+def test_values_that_may_carry_credentials_are_never_quoted(obj: dict, field: str) -> None:
+    decision = admit(make_state(), "CREATE", obj)
+    assert has_denial(decision.denials, "Invalid", field), [str(v) for v in decision.denials]
+    assert all(SECRET not in v.message for v in decision.denials)
+
+
+def test_a_url_port_must_be_a_number() -> None:
+    pool = make_pool(talos={"registryMirrors": {"docker.io": {"endpoints": ["https://mirror.example:notaport"]}}})
+    assert has_denial(
+        admit(make_state(), "CREATE", pool).denials, "Invalid", "spec.talos.registryMirrors.docker.io.endpoints[0]"
+    )

@@ -104,13 +104,17 @@ def test_a_class_that_breaks_the_rules_is_not_accepted() -> None:
     accepted = conditions(status)["Accepted"]
     assert (accepted["status"], accepted["reason"]) == ("False", "TalosSettingOnKairos")
     assert "spec.talos.version" in accepted["message"]
+    assert "pools that select this class are refused" in accepted["message"]
 
 
 def test_a_baseline_that_alone_conflicts_is_not_accepted() -> None:
     pinned = make_class("pinned", kubevirt={"osImage": {"factory": {"version": "v1.12.4"}}})
     status = class_status(make_state(classes=[pinned]), "pinned")
     assert status is not None
-    assert conditions(status)["Accepted"]["reason"] == "ArtifactConflict"
+    accepted = conditions(status)["Accepted"]
+    assert (accepted["status"], accepted["reason"]) == ("False", "ArtifactConflict")
+    # pools may still override it, so the status does not claim that they are refused
+    assert "baseline on its own" in accepted["message"] and "are refused" not in accepted["message"]
 
 
 def test_unknown_class_has_no_status() -> None:

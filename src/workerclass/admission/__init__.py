@@ -18,7 +18,7 @@ from ..model import (
     parse_platform,
 )
 from ..resolve import Resolution, check_replicas, check_talos_vgpu, resolve_pool
-from ..resolve.classes import class_rule_violations, reference_problem
+from ..resolve.classes import BUILTIN_FAMILIES, class_rule_violations, reference_problem
 from ..state import KINDS, State, identify, is_pool_release, pool_from_object
 from ..violations import Violation
 from .decision import Decision
@@ -171,7 +171,7 @@ def _validate_pool(
                     "create a second pool, verify worker join and workloads, then plan workload migration",
                 )
             )
-    if operation == "UPDATE" and old is not None:
+    if operation == "UPDATE" and isinstance(old, Mapping):
         previous = pool_from_object(old)
         if previous is not None and previous.cluster and record.cluster and previous.cluster != record.cluster:
             denials.append(
@@ -183,8 +183,14 @@ def _validate_pool(
                 )
             )
     name = record.class_name
-    selecting_anew = operation == "CREATE" or (old is not None and _stored_class(old) != name)
-    if name is not None and selecting_anew:
+    # The class the pool held before this request: the old object's, or (``check`` admitting what a
+    # STATE already stores) the stored pool's. A pool that keeps its class keeps it while it is deleted.
+    stored = state.pools.get((record.kind, record.namespace, record.name))
+    if isinstance(old, Mapping):
+        before = _stored_class(old)
+    else:
+        before = stored.class_name if stored is not None and stored.values == record.values else None
+    if name is not None and name != before:
         selected = state.worker_class(name)
         if selected is not None and (selected.obj.get("metadata") or {}).get("deletionTimestamp"):
             denials.append(
@@ -205,7 +211,7 @@ def _validate_class(
     if operation == "DELETE":
         pools = state.pools_selecting(name)
         if not pools:
-            if name == state.platform.default_worker_class:
+            if name == state.platform.default_worker_class and name not in BUILTIN_FAMILIES:
                 return [], [
                     f"WorkerClass {name} is the platform default: until WorkerPlatform default names another "
                     "class, new pools that omit the class are denied (ClassNotFound)"

@@ -32,6 +32,7 @@ from .reader import (
     Reader,
     label_key_problem,
     label_value_problem,
+    looks_private,
     type_name,
 )
 
@@ -323,8 +324,9 @@ _POOL_KEYS = (
     | _OS_KEYS
 )
 PEM_CERTIFICATE = "-----BEGIN CERTIFICATE-----"
-#: Label keys whose prefix ends with this domain are Cluster API's own (its selectors use them).
-RESERVED_LABEL_DOMAIN = "cluster.x-k8s.io"
+#: Label prefixes that are Cluster API's own: its selectors and topology use them. (Its
+#: node.cluster.x-k8s.io/ prefix is the one it copies to Nodes, and stays open to pools.)
+RESERVED_LABEL_PREFIXES = frozenset({"cluster.x-k8s.io", "topology.cluster.x-k8s.io"})
 #: A role becomes the label ``node-role.kubernetes.io/<role>``: a DNS name of at most 63 characters.
 ROLE = re.compile(r"^(?=.{1,63}$)[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
 
@@ -548,15 +550,15 @@ def parse_pool_spec(spec: object, field: str = "spec") -> tuple[PoolSpec, list[V
             key_problem = label_key_problem(key) if isinstance(key, str) else f"{key!r} is not a valid label key"
             if key_problem is not None:
                 reader.invalid(path, key_problem)
-            elif key.rpartition("/")[0].endswith(RESERVED_LABEL_DOMAIN):
+            elif key.rpartition("/")[0] in RESERVED_LABEL_PREFIXES:
                 reader.invalid(
                     path,
-                    f"labels under {RESERVED_LABEL_DOMAIN}/ belong to Cluster API (it selects the pool's machines "
-                    "by them): use another prefix",
+                    f"labels under {key.rpartition('/')[0]}/ belong to Cluster API (it selects the pool's machines "
+                    "by them): use another prefix (node.cluster.x-k8s.io/ reaches the Nodes)",
                 )
             elif not isinstance(value, str):
                 reader.invalid(path, f"must be a string, not {type_name(value)}")
-            elif "PRIVATE KEY" in value:
+            elif looks_private(value):
                 pass  # refused as PrivateKeyMaterial, with the rest of the values
             elif (value_problem := label_value_problem(value)) is not None:
                 reader.invalid(path, value_problem)
@@ -577,7 +579,7 @@ def parse_pool_spec(spec: object, field: str = "spec") -> tuple[PoolSpec, list[V
             reader.invalid(f"{path}.key", key_problem.replace("label key", "taint key"))
         elif (
             taint_value
-            and "PRIVATE KEY" not in taint_value
+            and not looks_private(taint_value)
             and (value_problem := label_value_problem(taint_value)) is not None
         ):
             reader.invalid(f"{path}.value", value_problem.replace("label value", "taint value"))

@@ -16,7 +16,7 @@ TALOS_VERSION = re.compile(r"^v\d+\.\d+\.\d+(-[0-9A-Za-z.-]+)?$")
 KUBERNETES_MINOR = re.compile(r"^v\d+\.\d+$")
 KUBERNETES_PATCH = re.compile(r"^v\d+\.\d+\.\d+$")
 SCHEMATIC_ID = re.compile(r"^[0-9a-f]{64}$")
-URL = re.compile(r"^https?://[^\s/@?#]+([/?#]\S*)?$")
+URL = re.compile(r"^https?://(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._-]+)(:\d{1,5})?([/?#]\S*)?$")
 #: ``user[:password]@`` in the authority of an http(s) URL: credentials never belong in these values
 URL_CREDENTIALS = re.compile(r"^https?://[^\s/?#]*@")
 CREDENTIALS_MESSAGE = (
@@ -32,6 +32,22 @@ MODULE_NAME = re.compile(r"^[A-Za-z0-9_-]+$")
 LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
 DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 LABEL_KEY = re.compile(r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
+
+
+#: The markers of private key material (PEM and OpenSSH private keys, PuTTY key files).
+PRIVATE_KEY_MARKERS = ("PRIVATE KEY-----", "PuTTY-User-Key-File-")
+
+
+def looks_private(text: str) -> bool:
+    """True for PEM/OpenSSH private keys and PuTTY key files, whatever surrounds them."""
+    return any(marker in text for marker in PRIVATE_KEY_MARKERS)
+
+
+def _not(value: str, what: str) -> str:
+    """``'value' is not WHAT``; a value with ``@`` (``user:password@...``) is not shown."""
+    if "@" in value:
+        return f"is not {what} (the value is not shown: it may carry credentials; credentials never go here)"
+    return f"{value!r} is not {what}"
 
 
 def label_key_problem(key: str) -> str | None:
@@ -129,7 +145,7 @@ class Reader:
             if pattern is URL and URL_CREDENTIALS.match(value):
                 self.invalid(path, CREDENTIALS_MESSAGE)  # the value is not quoted: it holds a secret
             else:
-                self.invalid(path, f"{value!r} is not {what}")
+                self.invalid(path, _not(value, what))
             return None
         return value
 
@@ -179,7 +195,7 @@ class Reader:
                 if pattern is URL and URL_CREDENTIALS.match(item):
                     self.invalid(f"{path}[{index}]", CREDENTIALS_MESSAGE)
                 else:
-                    self.invalid(f"{path}[{index}]", f"{item!r} is not {what}")
+                    self.invalid(f"{path}[{index}]", _not(item, what))
                 continue
             out.append(item)
         return tuple(out)

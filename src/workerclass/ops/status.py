@@ -51,14 +51,21 @@ def class_status(state: State, name: str, generation: int | None = None) -> dict
     if record is None:
         return None
     raw = record.obj.get("spec")
-    violations = [*record.violations, *class_rule_violations(state.platform, record.spec, raw, name=name)]
+    # What pools fail closed on, and what only the baseline on its own breaks (pools may override it).
+    hard = [*record.violations, *class_rule_violations(state.platform, record.spec, raw, name=name, baseline=False)]
+    violations = hard or class_rule_violations(state.platform, record.spec, raw, name=name)
     if violations:
+        consequence = (
+            "pools that select this class are refused; publish a corrected class under another name"
+            if hard
+            else "the baseline on its own does not resolve against the platform: only pools whose own "
+            "settings make disk and installer agree resolve; publish a corrected class under another name"
+        )
         accepted = {
             "type": "Accepted",
             "status": "False",
             "reason": violations[0].code,
-            "message": "; ".join(str(violation) for violation in violations)
-            + ": pools that select this class are refused; publish a corrected class under another name",
+            "message": "; ".join(str(violation) for violation in violations) + ": " + consequence,
         }
     else:
         accepted = {

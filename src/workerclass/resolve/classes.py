@@ -25,11 +25,22 @@ REFERENCE = re.compile(
 )
 
 
+#: ``user:password@host/...`` or ``user@host/...`` in front of a reference: credentials, never a registry
+CREDENTIALS = re.compile(r"^[^/@]+:[^/@]*@|^[^/@]+@[^/]+/")
+
+
 def reference_problem(reference: str, field: str, what: str) -> Violation | None:
     """``ImageNotPinned`` for a reference without a digest, ``Invalid`` for one that is not a reference.
 
     The reference is not quoted in the ``Invalid`` message: a malformed one may carry credentials.
     """
+    if CREDENTIALS.match(reference):
+        return Violation(
+            "Invalid",
+            field,
+            "must not carry credentials (user:password@): references are public; configure registry "
+            "authentication on the platform side (the value is not shown)",
+        )
     if not PINNED.search(reference):
         return Violation(
             "ImageNotPinned",

@@ -7,6 +7,10 @@ import binascii
 from collections.abc import Iterator
 from typing import Any
 
+from ..model.reader import looks_private
+
+__all__ = ["holds_private", "looks_private", "private_key_paths", "public_key_problem"]
+
 PUBLIC_KEY_TYPES = frozenset(
     {
         "ssh-ed25519",
@@ -20,15 +24,11 @@ PUBLIC_KEY_TYPES = frozenset(
 )
 
 
-def looks_private(text: str) -> bool:
-    """True for PEM/OpenSSH private keys and PuTTY key files, whatever surrounds them."""
-    return "PRIVATE KEY-----" in text or "PuTTY-User-Key-File-" in text
-
-
 def holds_private(value: Any) -> bool:
     """Whether any string below ``value`` holds private key material (the cheap common answer).
 
-    Plain loops, not ``any()`` over generators: this runs on every admission request.
+    Plain loops, not ``any()`` over generators: this runs on every admission request. The two
+    markers are :data:`~workerclass.model.reader.PRIVATE_KEY_MARKERS`, spelled out for speed.
     """
     if isinstance(value, str):
         return "PRIVATE KEY-----" in value or "PuTTY-User-Key-File-" in value
