@@ -358,3 +358,13 @@ def test_piped_tables_keep_long_values_on_one_line() -> None:
     (line,) = [line for line in result.stdout.splitlines() if line.startswith("image.reference")]
     url = line.split()[1]
     assert url.startswith("https://") and url.endswith("/openstack-amd64.raw.xz"), line
+
+
+@pytest.mark.parametrize("command", ["resolve", "render", "restore"])
+def test_pool_option_says_its_form(command: str) -> None:
+    result = run(command, str(EXAMPLES), "--pool", "bogus")
+    assert result.exit_code == 2
+    assert "--pool takes NS/NAME" in result.stderr
+    result = run(command, str(EXAMPLES), "--pool", "tenant-example/nope")
+    assert result.exit_code == 2
+    assert "no pool tenant-example/nope" in result.stderr

@@ -19,6 +19,7 @@ from .output import (
     EXIT_OK,
     Format,
     fail,
+    no_pool,
     print_denials,
     print_json,
     stderr,
@@ -243,7 +244,7 @@ def resolve_command(
     """
     state = load_state(state_path)
     if pool is not None and state.pool(pool) is None:
-        fail(f"no pool {pool} in {state_path}")
+        fail(no_pool(pool, state_path))
     resolved = [row for row in resolve_all(state) if pool is None or row[0].identity == pool]
     denied = False
     rows: list[dict[str, Any]] = []

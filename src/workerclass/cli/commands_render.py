@@ -27,7 +27,7 @@ from ..state import State
 from ..violations import Violation
 from .commands_core import StateArgument, load_state
 from .main import app
-from .output import EXIT_DENIED, EXIT_OK, Format, fail, print_json, stderr, stdout, table
+from .output import EXIT_DENIED, EXIT_OK, Format, fail, no_pool, print_json, stderr, stdout, table
 
 
 @contextmanager
@@ -70,7 +70,7 @@ def render_command(
     with collector_paused():
         state = load_state(state_path)
         if pool is not None and state.pool(pool) is None:
-            fail(f"no pool {pool} in {state_path!s}")
+            fail(no_pool(pool, state_path))
         manifests, denied = _render_pools(state, pool)
         ordered = sort_manifests(manifests)
         del manifests

@@ -17,7 +17,7 @@ from ..ops.restore import GUIDANCE, Restore, RestoreRow, restore
 from ..render.text import yaml_document
 from .commands_core import OutputOption, StateArgument, load_state
 from .main import app
-from .output import EXIT_DENIED, EXIT_OK, Format, fail, print_json, stdout, table
+from .output import EXIT_DENIED, EXIT_OK, Format, fail, no_pool, print_json, stdout, table
 
 _RESULTS = {
     "classless": "[green]no restore needed[/]",
@@ -96,7 +96,7 @@ def restore_command(
     """
     state = load_state(state_path)
     if pool is not None and state.pool(pool) is None:
-        fail(f"no pool {pool} in {state_path!s}")
+        fail(no_pool(pool, state_path))
     result = restore(state, pool=pool)
     if output is Format.json:
         print_json(result.as_dict())

@@ -48,6 +48,13 @@ def fail(message: str, code: int = EXIT_USAGE) -> NoReturn:
     raise typer.Exit(code)
 
 
+def no_pool(pool: str, state_path: object) -> str:
+    """The error for a ``--pool`` that names no pool (and says the form when it is not NS/NAME)."""
+    if pool.count("/") != 1 or not all(pool.split("/")):
+        return f"--pool takes NS/NAME (a namespace and a pool name), not {pool!r}"
+    return f"no pool {pool} in {state_path}"
+
+
 def print_json(data: Any) -> None:
     sys.stdout.write(json.dumps(data, indent=2, sort_keys=False) + "\n")
 
