@@ -17,6 +17,7 @@ from ..model import (
     parse_node_group,
     parse_platform,
 )
+from ..ops.status import deletion_blocker
 from ..resolve import Resolution, check_replicas, check_talos_vgpu, resolve_pool
 from ..resolve.classes import BUILTIN_FAMILIES, class_rule_violations, reference_problem
 from ..state import KINDS, State, identify, is_pool_release, pool_from_object
@@ -209,23 +210,15 @@ def _validate_class(
 ) -> Outcome:
     name = _metadata_name(obj if obj is not None else old)
     if operation == "DELETE":
-        pools = state.pools_selecting(name)
-        if not pools:
+        blocker = deletion_blocker(state, name)
+        if blocker is None:
             if name == state.platform.default_worker_class and name not in BUILTIN_FAMILIES:
                 return [], [
                     f"WorkerClass {name} is the platform default: until WorkerPlatform default names another "
                     "class, new pools that omit the class are denied (ClassNotFound)"
                 ]
             return [], []
-        shown = ", ".join(pool.identity for pool in pools[:5]) + (", ..." if len(pools) > 5 else "")
-        return [
-            Violation(
-                "ClassInUse",
-                "metadata.name",
-                f"{len(pools)} live pool(s) select WorkerClass {name}: {shown}; "
-                "move or remove them before deleting the class",
-            )
-        ], []
+        return [Violation("ClassInUse", "metadata.name", blocker)], []
     if operation == "CONNECT" or obj is None:
         return [], []
     if operation == "UPDATE" and old is not None and (obj.get("spec") or {}) == (old.get("spec") or {}):

@@ -35,7 +35,7 @@ from typing import Any, Protocol
 import kopf
 
 from ..adapters.kube import CONTROLLER_WATCHED, short_error
-from ..ops.status import class_status, deletion_blocker
+from ..ops.status import class_status, deletion_blocker, in_use_message
 from ..resolve.classes import BUILTIN_FAMILIES
 from ..state import POOL_KINDS, State, pool_from_object
 
@@ -295,7 +295,7 @@ class ClassController:
                     delay=self.settings.retry_delay,
                 ) from None
             if live:
-                blocker = f"{len(live)} live pool(s) select WorkerClass {name}: {', '.join(live[:5])}"
+                blocker = in_use_message(name, live)
         if blocker is not None:
             raise kopf.TemporaryError(f"{RETAINED} {blocker}", delay=self.settings.retain_recheck)
         logger.info("WorkerClass %s: no live pool selects it; releasing it for deletion", name)

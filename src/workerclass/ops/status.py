@@ -25,10 +25,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..resolve import class_problems
 from ..resolve.classes import class_rule_violations
 from ..state import State
 
-__all__ = ["SHOWN_POOLS", "class_status", "deletion_blocker"]
+__all__ = ["SHOWN_POOLS", "class_status", "deletion_blocker", "in_use_message"]
 
 #: how many pool identities a message lists before "..."
 SHOWN_POOLS = 5
@@ -52,7 +53,7 @@ def class_status(state: State, name: str, generation: int | None = None) -> dict
         return None
     raw = record.obj.get("spec")
     # What pools fail closed on, and what only the baseline on its own breaks (pools may override it).
-    hard = [*record.violations, *class_rule_violations(state.platform, record.spec, raw, name=name, baseline=False)]
+    hard = list(class_problems(state, record))
     violations = hard or class_rule_violations(state.platform, record.spec, raw, name=name)
     if violations:
         consequence = (
@@ -91,12 +92,16 @@ def class_status(state: State, name: str, generation: int | None = None) -> dict
     return {"conditions": conditions, "pools": len(pools)}
 
 
+def in_use_message(name: str, pools: list[str]) -> str:
+    """Why WorkerClass ``name`` cannot go while ``pools`` (``NS/NAME``) select it: the webhook's
+    ``ClassInUse`` message and the controller's reason for holding a deletion."""
+    return (
+        f"{len(pools)} live pool(s) select WorkerClass {name}: {_pool_list(pools)}; "
+        "move or remove them before deleting the class"
+    )
+
+
 def deletion_blocker(state: State, name: str) -> str | None:
     """Why WorkerClass ``name`` must be retained, or ``None`` when no live pool selects it."""
     pools = _selecting(state, name)
-    if not pools:
-        return None
-    return (
-        f"{len(pools)} live pool(s) select WorkerClass {name}: {_pool_list(pools)}; "
-        "move or remove them before the class can be deleted"
-    )
+    return in_use_message(name, pools) if pools else None
