@@ -1,0 +1,53 @@
+"""The inputs of one chart render and the shape of a chart refusal.
+
+``ChartInput`` is what Helm gives the templates: ``.Values`` (the pool values coalesced over
+the chart's ``values.yaml``, with ``_cluster``/``_namespace`` from the platform), ``.Release``
+(name and namespace) and the instance types the chart's ``lookup`` would find.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+#: The ApplicationDefinition's ``release.prefix``: a KubernetesNodes ``<cluster>-<pool>`` is
+#: the HelmRelease ``kubernetes-nodes-<cluster>-<pool>``.
+RELEASE_PREFIX = "kubernetes-nodes-"
+
+Variant = Literal["main", "pr3571"]
+
+
+@dataclass(frozen=True, slots=True)
+class ChartFailure:
+    """One render-time refusal of the chart: the admission code, the field path, a message."""
+
+    code: str
+    field: str
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class ChartInput:
+    """What the chart's templates see for one pool release."""
+
+    values: Mapping[str, Any]  # coalesced: pool values over values.yaml, plus _cluster/_namespace
+    release: str  # kubernetes-nodes-<cluster>-<pool>
+    namespace: str
+    instancetypes: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)  # name -> object
+    variant: Variant = "main"
+
+    @property
+    def cluster(self) -> str:
+        value = self.values.get("cluster")
+        return value if isinstance(value, str) else ""
+
+    @property
+    def cluster_name(self) -> str:
+        """The parent Cluster API cluster: ``kubernetes-<cluster>``."""
+        return f"kubernetes-{self.cluster}"
+
+    @property
+    def group_name(self) -> str:
+        """``<pool>``: the release name less ``kubernetes-nodes-<cluster>-``."""
+        return self.release.removeprefix(f"{RELEASE_PREFIX}{self.cluster}-")
