@@ -18,5 +18,30 @@ Cozystack ships, copied by ``scripts/sync-upstream.py``); it never sees State or
 from __future__ import annotations
 
 from .context import RELEASE_PREFIX, ChartFailure, ChartInput
+from .sizing import Sizing, sizing
+from .values import (
+    app_version,
+    chart_defaults,
+    chart_input,
+    chart_version,
+    coalesce,
+    kubectl_image,
+    load_instancetypes,
+    version_map,
+)
 
-__all__ = ["RELEASE_PREFIX", "ChartFailure", "ChartInput"]
+__all__ = [
+    "RELEASE_PREFIX",
+    "ChartFailure",
+    "ChartInput",
+    "Sizing",
+    "app_version",
+    "chart_defaults",
+    "chart_input",
+    "chart_version",
+    "coalesce",
+    "kubectl_image",
+    "load_instancetypes",
+    "sizing",
+    "version_map",
+]

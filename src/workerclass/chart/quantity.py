@@ -1,0 +1,290 @@
+"""Go/sprig number semantics the chart's arithmetic runs on, and the chart's quantity helpers.
+
+Owns: ``cozy-lib.resources.toFloat`` (:func:`to_float`), ``kubernetes.cpuToMillicores``
+(:func:`cpu_to_millicores`), and the Go primitives they and ``nodegroup.yaml`` lean on: Go's
+``%v`` of a float64 (:func:`go_str`, also sprig's ``toString``), ``strconv.ParseFloat`` /
+``ParseInt(s, 0, 0)`` as ``spf13/cast`` uses them (:func:`to_float64`, :func:`to_int`), and
+sprig's decimal ``addf``/``subf``/``mulf``/``divf`` (shopspring/decimal: exact sums and products,
+quotients rounded half away from zero at 16 decimal places).
+
+Helm values are JSON-decoded, so every number in ``.Values`` is a float64: a Python ``int``
+here stands for the float64 of the same value.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping
+from decimal import Decimal
+from fractions import Fraction
+from typing import Any
+
+_INT64_MIN = -(1 << 63)
+_INT64_MAX = (1 << 63) - 1
+
+_GO_FLOAT = re.compile(r"^[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?$")
+_GO_SPECIAL = re.compile(r"^[+-]?(?:inf|infinity|nan)$", re.IGNORECASE)
+_GO_INT_BODY = re.compile(
+    r"^(?:0[xX](?:_?[0-9a-fA-F])+|0[oO](?:_?[0-7])+|0[bB](?:_?[01])+|0(?:_?[0-7])*|[1-9](?:_?[0-9])*)$"
+)
+
+
+def go_str(value: Any) -> str:
+    """sprig ``toString`` / ``printf "%v"`` / ``{{ x }}`` of a values scalar."""
+    if value is None:
+        return "<nil>"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return go_float_str(float(value))
+    if isinstance(value, float):
+        return go_float_str(value)
+    if isinstance(value, str):
+        return value
+    return str(value)
+
+
+def go_float_str(f: float) -> str:
+    """fmt's ``%v`` of a float64: ``strconv.FormatFloat(f, 'g', -1, 64)``.
+
+    Shortest round-trip digits; the exponent form when the decimal exponent is < -4 or >= 6
+    (strconv takes 6 as the precision for that decision when printing the shortest digits):
+    1000000 prints ``1e+06``, 123456 prints ``123456``, 0.0001 prints ``0.0001``.
+    """
+    return _fmt_g(f)
+
+
+def _fmt_g(f: float) -> str:
+    if math.isnan(f):
+        return "NaN"
+    if math.isinf(f):
+        return "+Inf" if f > 0 else "-Inf"
+    if f == 0:
+        return "-0" if math.copysign(1.0, f) < 0 else "0"
+    sign, digits, exp = Decimal(repr(f)).normalize().as_tuple()
+    ds = "".join(str(d) for d in digits)
+    assert isinstance(exp, int)
+    nd = len(ds)
+    dp = nd + exp  # decimal point position: value = 0.ds * 10^dp
+    x = dp - 1  # scientific exponent
+    neg = "-" if sign else ""
+    if x < -4 or x >= 6:
+        mant = ds[0] + ("." + ds[1:] if nd > 1 else "")
+        es = "-" if x < 0 else "+"
+        ax = abs(x)
+        return f"{neg}{mant}e{es}{ax:02d}"
+    if dp <= 0:
+        return f"{neg}0.{'0' * (-dp)}{ds}"
+    if dp >= nd:
+        return f"{neg}{ds}{'0' * (dp - nd)}"
+    return f"{neg}{ds[:dp]}.{ds[dp:]}"
+
+
+def parse_float(s: str) -> float | None:
+    """``strconv.ParseFloat(s, 64)``; None where Go returns an error (incl. out of range)."""
+    if _GO_SPECIAL.match(s):
+        low = s.lower().lstrip("+-")
+        if low == "nan":
+            return math.nan
+        return -math.inf if s.startswith("-") else math.inf
+    if _GO_FLOAT.match(s):
+        v = float(s)
+        if math.isinf(v):
+            return None
+        return v
+    low = s.lower().lstrip("+-")
+    if low.startswith("0x") and "p" in low:
+        try:
+            v = float.fromhex(s.replace("_", ""))
+        except (ValueError, OverflowError):
+            return None
+        return None if math.isinf(v) else v
+    return None
+
+
+def parse_int(s: str) -> int | None:
+    """``strconv.ParseInt(s, 0, 64)``; None on error (syntax or range)."""
+    body = s
+    sign = 1
+    if body[:1] in "+-":
+        sign = -1 if body[0] == "-" else 1
+        body = body[1:]
+    if not body or not _GO_INT_BODY.match(body):
+        return None
+    b = body.replace("_", "")
+    if "_" in body and not (len(b) > 1 and b[0] == "0"):
+        return None  # underscores only with a base prefix
+    if b[:2] in ("0x", "0X"):
+        v = int(b[2:], 16)
+    elif b[:2] in ("0o", "0O"):
+        v = int(b[2:], 8)
+    elif b[:2] in ("0b", "0B"):
+        v = int(b[2:], 2)
+    elif len(b) > 1 and b[0] == "0":
+        v = int(b[1:], 8)
+    else:
+        v = int(b)
+    v *= sign
+    if not _INT64_MIN <= v <= _INT64_MAX:
+        return None
+    return v
+
+
+def to_float64(value: Any) -> float:
+    """sprig ``float64`` (``cast.ToFloat64``): strings through ParseFloat, failures are 0."""
+    if value is None:
+        return 0.0
+    if isinstance(value, bool):
+        return 1.0 if value else 0.0
+    if isinstance(value, (int, float)):
+        return float(value)
+    if isinstance(value, str):
+        v = parse_float(value)
+        return 0.0 if v is None else v
+    return 0.0
+
+
+def float_to_int(f: float) -> int:
+    """Go's ``int(f)`` on amd64 (truncation; out of range and NaN give the minimum int64)."""
+    if math.isnan(f) or math.isinf(f):
+        return _INT64_MIN
+    v = math.trunc(f)
+    if not _INT64_MIN <= v <= _INT64_MAX:
+        return _INT64_MIN
+    return v
+
+
+def _trim_zero_decimal(s: str) -> str:
+    """cast's trimZeroDecimal: "2.000" -> "2"."""
+    found = False
+    for i in range(len(s) - 1, -1, -1):
+        c = s[i]
+        if c == ".":
+            if found:
+                return s[:i]
+            return s
+        if c != "0":
+            return s
+        found = True
+    return s
+
+
+def to_int(value: Any) -> int:
+    """sprig ``int`` (``cast.ToInt``): floats truncate, strings through ParseInt base 0, else 0."""
+    if value is None:
+        return 0
+    if isinstance(value, bool):
+        return 1 if value else 0
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float):
+        return float_to_int(value)
+    if isinstance(value, str):
+        v = parse_int(_trim_zero_decimal(value))
+        return 0 if v is None else v
+    return 0
+
+
+def _dec(value: Any) -> Fraction:
+    f = to_float64(value)
+    if math.isnan(f) or math.isinf(f):
+        raise ValueError("decimal: cannot represent a non-finite float")
+    return Fraction(Decimal(repr(f)))
+
+
+def mulf(a: Any, b: Any) -> float:
+    return float(_dec(a) * _dec(b))
+
+
+def addf(a: Any, b: Any) -> float:
+    return float(_dec(a) + _dec(b))
+
+
+def subf(a: Any, b: Any) -> float:
+    return float(_dec(a) - _dec(b))
+
+
+_DIV_PLACES = 10**16
+
+
+def divf(a: Any, b: Any) -> float:
+    """shopspring ``Div``: the quotient rounded half away from zero to 16 decimal places."""
+    q = _dec(a) / _dec(b)
+    scaled = q * _DIV_PLACES
+    n, r = divmod(abs(scaled.numerator), scaled.denominator)
+    if 2 * r >= scaled.denominator:
+        n += 1
+    if scaled < 0:
+        n = -n
+    return float(Fraction(n, _DIV_PLACES))
+
+
+# Sorted as Go ranges a map: the last suffix that matches wins (no two can both match).
+_UNITS: tuple[tuple[str, float], ...] = tuple(
+    sorted(
+        {
+            "Ki": 2.0**10,
+            "Mi": 2.0**20,
+            "Gi": 2.0**30,
+            "Ti": 2.0**40,
+            "Pi": 2.0**50,
+            "Ei": 2.0**60,
+            "n": 1e-9,
+            "u": 1e-6,
+            "m": 1e-3,
+            "k": 1e3,
+            "M": 1e6,
+            "G": 1e9,
+            "T": 1e12,
+            "P": 1e15,
+            "E": 1e18,
+        }.items()
+    )
+)
+
+
+def to_float(value: Any) -> float:
+    """``cozy-lib.resources.toFloat``: a quantity (string or number) as a float64.
+
+    The template returns ``mulf ... | toString`` and every caller pipes that to ``float64``;
+    this returns the float after that round trip (``%v`` is the shortest exact form, so the
+    round trip is the identity, except that an unparsable suffix-less remainder is 0).
+    """
+    raw: Any = value
+    unit = 1.0
+    if isinstance(value, str):
+        for suffix, mult in _UNITS:
+            if value.endswith(suffix):
+                raw = value[: -len(suffix)]
+                unit = mult
+    f = to_float64(raw)
+    if math.isnan(f) or math.isinf(f):
+        return f  # decimal would panic; the chart cannot render such a value anyway
+    return mulf(f, unit)
+
+
+def cpu_to_millicores(value: Any) -> str:
+    """``kubernetes.cpuToMillicores``: "100m" -> "100", "0.5" -> "500", "4" -> "4000"."""
+    s = go_str(value)
+    if s.endswith("m"):
+        return s[:-1]
+    f = to_float64(s)
+    if math.isnan(f) or math.isinf(f):
+        return str(_INT64_MIN)
+    return str(float_to_int(mulf(f, 1000.0)))
+
+
+def truthy(value: Any) -> bool:
+    """Go template truth: false, 0, nil, "" and empty maps/lists are false."""
+    if value is None:
+        return False
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, (int, float)):
+        return value != 0
+    if isinstance(value, (str, list, tuple, dict)):
+        return len(value) > 0
+    if isinstance(value, Mapping):
+        return len(value) > 0
+    return True
