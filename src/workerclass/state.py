@@ -7,6 +7,7 @@ unless the objects replace them. Its edge: it indexes and parses; it decides not
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cache
@@ -15,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from .adapters.folder import Document, LoadError, parse_documents, read_folder
+from .chart.values import chart_defaults, load_instancetypes, version_map
 from .model import (
     Cluster,
     Platform,
@@ -34,6 +36,10 @@ COZYSTACK = "cozystack.io"
 APPS = "apps.cozystack.io"
 FLUX = "helm.toolkit.fluxcd.io"
 APPLICATION_KIND_LABEL = "apps.cozystack.io/application.kind"
+#: The ApplicationDefinition's ``release.prefix``: KubernetesNodes ``N`` is HelmRelease ``kubernetes-nodes-N``.
+RELEASE_PREFIX = "kubernetes-nodes-"
+INSTANCETYPE_GROUP = "instancetype.kubevirt.io"
+INSTANCETYPE_KIND = "VirtualMachineClusterInstancetype"
 
 #: kind -> (API group, namespaced, dependency rank for ``check`` ordering)
 KINDS: dict[str, tuple[str, bool, int]] = {
@@ -115,6 +121,7 @@ class PoolRecord:
     violations: tuple[Violation, ...]
     field: str  # where the values live in the object, for field paths
     cluster: str  # the parent cluster name (ComputePlane groups: the ComputePlane itself)
+    release: str = ""  # the Helm release that renders it (API.md section 1)
 
     @property
     def identity(self) -> str:
@@ -127,11 +134,66 @@ class PoolRecord:
 
 
 @cache
+def embedded_instancetypes() -> Mapping[str, Mapping[str, Any]]:
+    """The VirtualMachineClusterInstancetype objects Cozystack ships, by name (the chart's data)."""
+    return load_instancetypes()
+
+
+def _embedded_platform(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """The embedded platform: ``builtin/platform.yaml`` completed with Cozystack's own defaults.
+
+    The version map is the chart's ``files/versions.yaml`` and the Talos defaults its
+    ``values.yaml`` (read from the package's verbatim copies, never hand-copied): the file holds
+    only what the chart has no data file for (goldens, support matrix, Kairos images, ``_cluster``).
+    """
+    spec = dict(obj.get("spec") or {})
+    if "kubernetesVersions" not in spec:
+        spec["kubernetesVersions"] = {minor: {"patch": patch} for minor, patch in version_map().items()}
+    chart_talos = chart_defaults().get("talos")
+    talos = dict(spec.get("talos") or {})
+    if isinstance(chart_talos, dict):
+        for key in ("version", "schematicID", "imageFactoryURL", "installerRepository"):
+            if key not in talos and isinstance(chart_talos.get(key), str):
+                talos[key] = chart_talos[key]
+    spec["talos"] = talos
+    return {**obj, "spec": spec}
+
+
+@cache
 def _builtin_documents() -> tuple[tuple[Document, ...], Document]:
     package = resources.files("workerclass.builtin")
     classes = parse_documents(package.joinpath("classes.yaml").read_text("utf-8"), "builtin/classes.yaml")
     platform = parse_documents(package.joinpath("platform.yaml").read_text("utf-8"), "builtin/platform.yaml")
-    return tuple(classes), platform[0]
+    embedded = Document(_embedded_platform(platform[0].obj), platform[0].origin)
+    return tuple(classes), embedded
+
+
+def helm_release_name(obj: Mapping[str, Any]) -> str:
+    """The Helm release of a HelmRelease, as helm-controller names it.
+
+    ``spec.releaseName``, else ``[<spec.targetNamespace>-]<metadata.name>``; a name longer than
+    53 characters is shortened as helm-controller's ``release.ShortenName`` does.
+    """
+    _, _, name = identify(obj)
+    spec = obj.get("spec")
+    spec = spec if isinstance(spec, dict) else {}
+    release = spec.get("releaseName")
+    if not isinstance(release, str) or not release:
+        target = spec.get("targetNamespace")
+        release = f"{target}-{name}" if isinstance(target, str) and target else name
+    if len(release) > 53:
+        digest = hashlib.sha256(release.encode()).hexdigest()[:12]
+        release = f"{release[: 53 - len(digest) - 1]}-{digest}"
+    return release
+
+
+def release_of(kind: str, name: str, obj: Mapping[str, Any] | None = None) -> str:
+    """The Helm release of a pool: ``kubernetes-nodes-<name>`` for a KubernetesNodes."""
+    if kind == "KubernetesNodes":
+        return f"{RELEASE_PREFIX}{name}"
+    if kind == "HelmRelease" and obj is not None:
+        return helm_release_name(obj)
+    return name
 
 
 def pool_from_object(obj: Mapping[str, Any]) -> PoolRecord | None:
@@ -154,6 +216,7 @@ def pool_from_object(obj: Mapping[str, Any]) -> PoolRecord | None:
         tuple(violations),
         path,
         parsed.cluster or "",
+        release_of(kind, name, obj),
     )
 
 
@@ -198,6 +261,12 @@ class State:
     auxiliary: list[ObjectRecord] = field(default_factory=list)
     #: derived facts computed once per state (e.g. the class rules a class breaks)
     memo: dict[Any, Any] = field(default_factory=dict, repr=False, compare=False)
+    #: VirtualMachineClusterInstancetype objects by name: Cozystack's shipped set, then the
+    #: folder's or the cluster's (which add or replace by name)
+    instancetypes: Mapping[str, Mapping[str, Any]] = field(default_factory=embedded_instancetypes)
+    #: ``(namespace, name)`` of a KubernetesNodes -> the values of its backing HelmRelease
+    #: ``kubernetes-nodes-<name>`` (what Cozystack's API really stored)
+    backing_values: dict[tuple[str, str], Mapping[str, Any]] = field(default_factory=dict)
 
     # ------------------------------------------------------------------ construction
 
@@ -219,11 +288,19 @@ class State:
         warnings: list[str] = []
         seen: dict[tuple[str, str, str], ObjectRecord] = {}
         auxiliary: list[ObjectRecord] = []
+        instancetypes: dict[str, Mapping[str, Any]] = {}
         for document in documents:
             obj = document.obj
             kind, namespace, name = identify(obj)
             if kind in AUXILIARY_KINDS:
                 auxiliary.append(ObjectRecord(kind, namespace, name, obj, document.origin))
+                continue
+            if kind == INSTANCETYPE_KIND:
+                api_version = obj.get("apiVersion")
+                if isinstance(api_version, str) and api_version.startswith(INSTANCETYPE_GROUP + "/") and name:
+                    instancetypes[name] = obj
+                else:
+                    warnings.append(f"{document.origin}: skipped {kind} {name or '?'}: not {INSTANCETYPE_GROUP}")
                 continue
             if kind not in KINDS:
                 label = kind or "an object without kind"
@@ -247,6 +324,8 @@ class State:
             seen[key] = ObjectRecord(kind, namespace, name, obj, document.origin)
         state = cls.from_records(list(seen.values()), warnings=warnings)
         state.auxiliary = auxiliary
+        if instancetypes:
+            state.instancetypes = {**embedded_instancetypes(), **instancetypes}
         return state
 
     @classmethod
@@ -280,6 +359,15 @@ class State:
                 stored = pool_from_object(obj)
                 if stored is not None:
                     pools[(stored.kind, stored.namespace, stored.name)] = stored
+        # A HelmRelease kubernetes-nodes-<N> beside KubernetesNodes N is N's backing release (what
+        # Cozystack's API stored for it): its values are N's stored values, not another pool.
+        backing: dict[tuple[str, str], Mapping[str, Any]] = {}
+        for kind, namespace, name in list(pools):
+            if kind != "HelmRelease" or not name.startswith(RELEASE_PREFIX):
+                continue
+            owner = name.removeprefix(RELEASE_PREFIX)
+            if ("KubernetesNodes", namespace, owner) in pools:
+                backing[(namespace, owner)] = pools.pop((kind, namespace, name)).values
         # The platform's own violations are reported when ``check`` admits its object.
         platform, _ = parse_platform(platform_object.get("spec"))
         ordered = sorted(records, key=lambda r: (r.rank, r.namespace, r.name))
@@ -291,6 +379,7 @@ class State:
             pools=pools,
             objects=ordered,
             warnings=list(warnings or []),
+            backing_values=backing,
         )
 
     # ------------------------------------------------------------------ lookups
@@ -309,6 +398,15 @@ class State:
             if found is not None:
                 return found
         return None
+
+    def stored_values(self, namespace: str, name: str) -> Mapping[str, Any] | None:
+        """What was really written for KubernetesNodes ``name``: its backing HelmRelease's values,
+        else the stored KubernetesNodes' spec (a STATE folder), else ``None`` (nothing stored)."""
+        backing = self.backing_values.get((namespace, name))
+        if backing is not None:
+            return backing
+        stored = self.pools.get(("KubernetesNodes", namespace, name))
+        return stored.values if stored is not None else None
 
     def sorted_pools(self) -> list[PoolRecord]:
         return sorted(self.pools.values(), key=lambda p: (p.namespace, p.name, POOL_KINDS.index(p.kind)))

@@ -35,6 +35,14 @@ CODES = frozenset(
         "TalosVGPU",
         "InvalidReplicas",
         "NotAllowedInComputePlane",
+        "InvalidPoolName",
+        "InstanceTypeNotFound",
+        "IncompleteResources",
+        "InvalidPodCPU",
+        "InvalidKubeletReservation",
+        "InvalidDuration",
+        "InvalidMaxUnhealthy",
+        "InvalidKernelModule",
         "Invalid",
     }
 )

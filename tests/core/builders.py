@@ -86,6 +86,14 @@ API_CODES = (
     "TalosVGPU",
     "InvalidReplicas",
     "NotAllowedInComputePlane",
+    "InvalidPoolName",
+    "InstanceTypeNotFound",
+    "IncompleteResources",
+    "InvalidPodCPU",
+    "InvalidKubeletReservation",
+    "InvalidDuration",
+    "InvalidMaxUnhealthy",
+    "InvalidKernelModule",
     "Invalid",
 )
 

@@ -295,7 +295,13 @@ DENIALS = [
         "spec.version",
         state=_platform_without("v1.35"),
     ),
-    _case("ControlPlaneTooOld-pool-newer", make_pool(version="v1.36"), "ControlPlaneTooOld", "spec.version"),
+    _case(
+        "ControlPlaneTooOld-pool-newer",
+        make_pool(version="v1.35"),
+        "ControlPlaneTooOld",
+        "spec.version",
+        state=lambda: make_state(clusters=[make_cluster(version="v1.34")]),
+    ),
     _case("ControlPlaneTooOld-four-minors-older", make_pool(version="v1.31"), "ControlPlaneTooOld", "spec.version"),
     _case(
         "TalosKubernetesIncompatible-matrix-max",
@@ -614,7 +620,7 @@ def test_kairos_on_proxmox_is_refused_even_through_the_platform_default() -> Non
         ("v1.32", "v1.35", True),
         ("v1.31", "v1.35", False),
         ("v1.36", "v1.35", False),
-        ("v1.36", "v1.36", True),
+        ("v1.35", "v1.34", False),
         ("v1.33", "v1.36", True),
         ("v1.32", "v1.36", False),
     ],

@@ -151,10 +151,12 @@ ALLOWLIST = {
     "minReplicas": 1,
     "maxReplicas": 3,
     "instanceType": "u1.medium",
-    "ephemeralStorage": "20Gi",
+    "diskSize": "20Gi",
+    "storageClass": "replicated",
     "resources": {"cpu": "4", "memory": "8Gi"},
     "roles": ["ingress-nginx"],
     "gpus": [NVIDIA_GPU],
+    "kubelet": {"evictionHardMemory": "7%"},
 }
 
 REFUSED_KEYS = {
@@ -324,7 +326,7 @@ def test_kairos_scale_from_zero_warning_follows_the_rendered_minimum(overrides: 
 
 
 def test_integer_max_unhealthy_on_a_singleton_is_not_warned_about() -> None:
-    decision = admit(make_state(), "CREATE", make_pool(minReplicas=1, maxReplicas=1, maxUnhealthy=1))
+    decision = admit(make_state(), "CREATE", make_pool(minReplicas=1, maxReplicas=1, maxUnhealthy="1"))
     assert decision.allowed
     assert not any("maxunhealthy" in warning.lower() for warning in decision.warnings), decision.warnings
 

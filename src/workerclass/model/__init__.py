@@ -18,17 +18,17 @@ from typing import Any
 
 from ..violations import Violation
 from .reader import (
-    DURATION,
+    CREDENTIALS_MESSAGE,
     KUBERNETES_MINOR,
     KUBERNETES_PATCH,
     MODULE_NAME,
     NAME,
-    PERCENT,
     QUANTITY,
     REPOSITORY,
     SCHEMATIC_ID,
     TALOS_VERSION,
     URL,
+    URL_CREDENTIALS,
     Reader,
     label_key_problem,
     label_value_problem,
@@ -69,9 +69,6 @@ TAINT_EFFECTS = frozenset({"NoSchedule", "PreferNoSchedule", "NoExecute"})
 #: replica bounds of a pool that leaves them out (the Cozystack node-group defaults)
 DEFAULT_MIN_REPLICAS = 0
 DEFAULT_MAX_REPLICAS = 10
-COMPUTE_PLANE_ALLOWLIST = frozenset(
-    {"minReplicas", "maxReplicas", "instanceType", "ephemeralStorage", "resources", "roles", "gpus"}
-)
 
 
 @lru_cache(maxsize=1024)
@@ -238,13 +235,24 @@ class PoolSpec:
     roles: tuple[str, ...] = ()
     labels: Mapping[str, str] = field(default_factory=dict)
     taints: tuple[Taint, ...] = ()
-    max_unhealthy: int | str | None = None
+    max_unhealthy: str | None = None
     node_startup_timeout: str | None = None
     ready_unknown_timeout: str | None = None
     ready_false_timeout: str | None = None
     gpus: tuple[Gpu, ...] = ()
     ssh_keys: tuple[str, ...] | None = None
     os: OsSettings = field(default_factory=OsSettings)
+    max_node_provision_time: str | None = None
+    log_serial_console: bool | None = None
+    pod_cpu_limit: str | None = None
+    pod_cpu_request: str | None = None
+    kubelet: Mapping[str, str] | None = None
+    images: Mapping[str, str] | None = None
+    #: the values as written, verbatim (a classless pool's values are never rewritten)
+    values: Mapping[str, Any] = field(default_factory=dict)
+    #: format rules the chart does not have (Talos value patterns, credentials in URLs): they
+    #: refuse a *classified* pool only; a classless pool renders whatever the chart renders
+    class_violations: tuple[Violation, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -272,6 +280,8 @@ class Platform:
     goldens: frozenset[Golden] = frozenset()
     support_matrix: Mapping[str, tuple[str, str]] = field(default_factory=dict)
     kairos_images: Mapping[str, KairosImage] = field(default_factory=dict)
+    #: what Cozystack injects as ``_cluster`` into every app's values
+    cluster_values: Mapping[str, Any] = field(default_factory=lambda: {"cluster-domain": "cozy.local"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -282,6 +292,8 @@ class Cluster:
     name: str
     version: str | None = None
     infrastructure: str = "kubevirt"
+    #: the parent chart's node groups (Helm coalesces ``spec.nodeGroups`` over its default ``md0``)
+    node_groups: frozenset[str] = frozenset({"md0"})
 
 
 # --------------------------------------------------------------------------- parsers
@@ -298,32 +310,52 @@ _TALOS_KEYS = frozenset(
 )
 _OS_KEYS = frozenset({"talos", "kernelModules", "kubevirt", "proxmox"})
 _CLASS_KEYS = frozenset({"bootstrap", "image"}) | _OS_KEYS
-_POOL_KEYS = (
-    frozenset(
-        {
-            "cluster",
-            "workerClassName",
-            "version",
-            "minReplicas",
-            "maxReplicas",
-            "instanceType",
-            "resources",
-            "diskSize",
-            "storageClass",
-            "roles",
-            "labels",
-            "taints",
-            "maxUnhealthy",
-            "nodeStartupTimeout",
-            "readyUnknownTimeout",
-            "readyFalseTimeout",
-            "gpus",
-            "sshKeys",
-        }
-    )
-    | _OS_KEYS
+#: Every key of the chart's ``values.schema.json`` (main 3c780acd4), with the chart's types.
+CHART_KEYS = frozenset(
+    {
+        "cluster",
+        "storageClass",
+        "minReplicas",
+        "maxReplicas",
+        "instanceType",
+        "diskSize",
+        "roles",
+        "resources",
+        "podCpuLimit",
+        "podCpuRequest",
+        "gpus",
+        "kubelet",
+        "logSerialConsole",
+        "maxUnhealthy",
+        "nodeStartupTimeout",
+        "readyUnknownTimeout",
+        "readyFalseTimeout",
+        "maxNodeProvisionTime",
+        "version",
+        "talos",
+        "images",
+    }
 )
+#: The class-era keys of API.md section 1 (the design page's and the upstream PRs' shapes).
+CLASS_ERA_KEYS = frozenset({"workerClassName", "labels", "taints", "sshKeys", "kernelModules", "kubevirt", "proxmox"})
+_POOL_KEYS = CHART_KEYS | CLASS_ERA_KEYS
+KUBELET_KEYS = frozenset(
+    {
+        "systemReservedMemory",
+        "kubeReservedMemory",
+        "systemReservedCpu",
+        "kubeReservedCpu",
+        "evictionHardMemory",
+        "evictionSoftMemory",
+    }
+)
+#: The chart's ``version`` enum (values.schema.json).
+CHART_VERSIONS = ("v1.35", "v1.34", "v1.33", "v1.32", "v1.31")
 PEM_CERTIFICATE = "-----BEGIN CERTIFICATE-----"
+#: ``imageFactoryCA``: one or more PEM certificate blocks and whitespace, nothing else.
+PEM_CERTIFICATES = re.compile(
+    r"^\s*(-----BEGIN CERTIFICATE-----\r?\n[A-Za-z0-9+/=\r\n]+?-----END CERTIFICATE-----\s*)+$"
+)
 #: Label prefixes that are Cluster API's own: its selectors and topology use them. (Its
 #: node.cluster.x-k8s.io/ prefix is the one it copies to Nodes, and stays open to pools.)
 RESERVED_LABEL_PREFIXES = frozenset({"cluster.x-k8s.io", "topology.cluster.x-k8s.io"})
@@ -331,37 +363,59 @@ RESERVED_LABEL_PREFIXES = frozenset({"cluster.x-k8s.io", "topology.cluster.x-k8s
 ROLE = re.compile(r"^(?=.{1,63}$)[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
 
 
-def _talos(reader: Reader, value: object, field: str) -> TalosSettings | None:
-    data = reader.mapping(value if value is not None else {}, field)
+def _talos(reader: Reader, value: object, field: str, strict: Reader) -> TalosSettings | None:
+    """The ``talos`` block. Types go to ``reader``; value patterns the chart lacks go to ``strict``.
+
+    A class passes the same reader twice; a pool passes a second one whose violations refuse
+    only a classified pool (the chart renders any string there).
+    """
+    if value is None:
+        return TalosSettings()
+    data = reader.mapping(value, field)
     if data is None:
         return None
     reader.only(data, _TALOS_KEYS, field)
     ca = reader.string(data, "imageFactoryCA", field)
-    if ca and PEM_CERTIFICATE not in ca and "PRIVATE KEY" not in ca:
-        reader.invalid(f"{field}.imageFactoryCA", "must hold PEM certificate(s) (-----BEGIN CERTIFICATE-----)")
+    if ca and not looks_private(ca) and not PEM_CERTIFICATES.fullmatch(ca):
+        reader.invalid(
+            f"{field}.imageFactoryCA",
+            "must hold PEM certificates (-----BEGIN CERTIFICATE----- blocks) and nothing else; the value is not shown",
+        )
+        ca = None
+    patterns = (
+        ("version", TALOS_VERSION, "a Talos version (vX.Y.Z)"),
+        ("schematicID", SCHEMATIC_ID, "an Image Factory schematic ID (64 hex)"),
+        ("imageFactoryURL", URL, "an http(s) URL"),
+        ("installerRepository", REPOSITORY, "an image repository without tag"),
+    )
+    values: dict[str, str | None] = {}
+    for key, pattern, what in patterns:
+        text = reader.string(data, key, field)
+        if text and not pattern.fullmatch(text):
+            path = f"{field}.{key}"
+            if pattern is URL and URL_CREDENTIALS.match(text):
+                strict.invalid(path, CREDENTIALS_MESSAGE)
+            elif not looks_private(text):
+                strict.invalid(path, f"is not {what} (the value is not shown)")
+            if strict is reader:
+                text = None
+        values[key] = text
     return TalosSettings(
-        version=reader.string(data, "version", field, pattern=TALOS_VERSION, what="a Talos version (vX.Y.Z)"),
-        schematic_id=reader.string(
-            data,
-            "schematicID",
-            field,
-            pattern=SCHEMATIC_ID,
-            what="an Image Factory schematic ID (64 hex)",
-        ),
-        image_factory_url=reader.string(data, "imageFactoryURL", field, pattern=URL, what="an http(s) URL"),
+        version=values["version"],
+        schematic_id=values["schematicID"],
+        image_factory_url=values["imageFactoryURL"],
         image_factory_ca=ca,
-        installer_repository=reader.string(
-            data,
-            "installerRepository",
-            field,
-            pattern=REPOSITORY,
-            what="an image repository without tag",
-        ),
-        registry_mirrors=_mirrors(reader, data, f"{field}.registryMirrors"),
+        installer_repository=values["installerRepository"],
+        registry_mirrors=_mirrors(reader, data, f"{field}.registryMirrors", strict),
     )
 
 
-def _mirrors(reader: Reader, data: Mapping[str, Any], field: str) -> dict[str, tuple[str, ...]] | None:
+def _mirrors(reader: Reader, data: Mapping[str, Any], field: str, strict: Reader) -> dict[str, tuple[str, ...]] | None:
+    """Talos ``machine.registries.mirrors``: ``{host: {endpoints: [url], skipFallback, ...}}``.
+
+    The chart passes the map through (``x-kubernetes-preserve-unknown-fields``); only its shape
+    is read here: a mapping per host. ``endpoints`` must be a list of strings when given.
+    """
     if "registryMirrors" not in data:
         return None
     value = data["registryMirrors"]
@@ -376,11 +430,11 @@ def _mirrors(reader: Reader, data: Mapping[str, Any], field: str) -> dict[str, t
         body = reader.mapping(entry, path)
         if body is None:
             continue
-        reader.only(body, frozenset({"endpoints"}), path)
-        endpoints = reader.string_list(body, "endpoints", path, pattern=URL, what="an http(s) URL")
-        if not endpoints:
-            reader.invalid(f"{path}.endpoints", "needs at least one mirror endpoint URL")
-            continue
+        endpoints = reader.string_list(body, "endpoints", path) or ()
+        for index, endpoint in enumerate(endpoints):
+            if not URL.fullmatch(endpoint) and not looks_private(endpoint):
+                message = CREDENTIALS_MESSAGE if URL_CREDENTIALS.match(endpoint) else "is not an http(s) URL"
+                strict.invalid(f"{path}.endpoints[{index}]", message)
         out[str(registry)] = endpoints
     return out
 
@@ -418,8 +472,8 @@ def _source(reader: Reader, value: object, field: str, *, factory: bool) -> Imag
     )
 
 
-def _os(reader: Reader, data: Mapping[str, Any], field: str) -> OsSettings:
-    talos = _talos(reader, data["talos"], f"{field}.talos") if "talos" in data else None
+def _os(reader: Reader, data: Mapping[str, Any], field: str, strict: Reader | None = None) -> OsSettings:
+    talos = _talos(reader, data["talos"], f"{field}.talos", strict or reader) if "talos" in data else None
     os_image: OsImage | None = None
     if "kubevirt" in data:
         kubevirt = reader.mapping(data["kubevirt"] if data["kubevirt"] is not None else {}, f"{field}.kubevirt")
@@ -459,10 +513,7 @@ def parse_class_spec(spec: object, field: str = "spec") -> tuple[WorkerClassSpec
     reader.only(data, _CLASS_KEYS, field)
     bootstrap = reader.string(data, "bootstrap", field, required=True) or ""
     if bootstrap and bootstrap not in BOOTSTRAPS:
-        reader.invalid(
-            f"{field}.bootstrap",
-            f"{bootstrap!r} is not a bootstrap family; expected talos or kairos",
-        )
+        reader.invalid(f"{field}.bootstrap", "is not a bootstrap family; expected talos or kairos")
         bootstrap = ""
     image: FixedImage | None = None
     if "image" in data:
@@ -482,25 +533,22 @@ def parse_class_spec(spec: object, field: str = "spec") -> tuple[WorkerClassSpec
     return WorkerClassSpec(bootstrap=bootstrap, os=_os(reader, data, field), image=image), reader.violations
 
 
-def _pool_body(reader: Reader, data: Mapping[str, Any], field: str) -> dict[str, Any]:
-    """The fields every pool shape shares (standalone pools and ComputePlane node groups)."""
-    out: dict[str, Any] = {
-        "min_replicas": reader.integer(data, "minReplicas", field),
-        "max_replicas": reader.integer(data, "maxReplicas", field),
-        "instance_type": reader.string(data, "instanceType", field, pattern=NAME, what="an instance type name"),
-        "roles": reader.string_list(data, "roles", field, pattern=ROLE, what="a role name (at most 63 characters)")
-        or (),
-    }
-    if "resources" in data and data["resources"] is not None:
-        raw = reader.mapping(data["resources"], f"{field}.resources")
-        if raw is not None:
-            reader.only(raw, frozenset({"cpu", "memory"}), f"{field}.resources")
-            cpu = _quantity(reader, raw, "cpu", f"{field}.resources")
-            memory = _quantity(reader, raw, "memory", f"{field}.resources")
-            if (cpu is None) != (memory is None):
-                reader.invalid(f"{field}.resources", "set both cpu and memory, or neither")
-            elif cpu is not None and memory is not None:
-                out["resources"] = Resources(cpu, memory)
+def _quantity(reader: Reader, data: Mapping[str, Any], key: str, field: str) -> str | None:
+    """A chart quantity (``anyOf: [integer, string]`` with Kubernetes' quantity pattern)."""
+    if key not in data or data[key] is None:
+        return None
+    value = data[key]
+    if isinstance(value, bool) or not isinstance(value, int | str):
+        reader.invalid(f"{field}.{key}", f"must be a quantity (an integer or a string), not {type_name(value)}")
+        return None
+    text = str(value)
+    if not QUANTITY.fullmatch(text):
+        reader.invalid(f"{field}.{key}", "is not a Kubernetes quantity (like 4, 500m, 8Gi); the value is not shown")
+        return None
+    return text
+
+
+def _gpus(reader: Reader, data: Mapping[str, Any], field: str) -> tuple[Gpu, ...]:
     gpus: list[Gpu] = []
     for path, item in reader.object_list(data, "gpus", field) or []:
         reader.only(item, frozenset({"name", "vgpu"}), path)
@@ -508,37 +556,65 @@ def _pool_body(reader: Reader, data: Mapping[str, Any], field: str) -> dict[str,
         vgpu = reader.boolean(item, "vgpu", path)
         if name:
             gpus.append(Gpu(name, bool(vgpu)))
-    out["gpus"] = tuple(gpus)
+    return tuple(gpus)
+
+
+def _resources(reader: Reader, data: Mapping[str, Any], field: str) -> Resources | None:
+    """``resources``: each of cpu/memory is a quantity; only both together size the VM.
+
+    One of them alone is no parse error: the chart renders it with ``instanceType: ""`` and
+    refuses it beside an instance type (``IncompleteResources``, a chart check).
+    """
+    if "resources" not in data or data["resources"] is None:
+        return None
+    raw = reader.mapping(data["resources"], f"{field}.resources")
+    if raw is None:
+        return None
+    reader.only(raw, frozenset({"cpu", "memory"}), f"{field}.resources")
+    cpu = _quantity(reader, raw, "cpu", f"{field}.resources")
+    memory = _quantity(reader, raw, "memory", f"{field}.resources")
+    return Resources(cpu, memory) if cpu is not None and memory is not None else None
+
+
+def _string_map(
+    reader: Reader, data: Mapping[str, Any], key: str, allowed: frozenset[str], field: str
+) -> dict[str, str] | None:
+    """An object of string fields (``kubelet``, ``images``): absent -> ``None``; formats are the chart's."""
+    if key not in data:
+        return None
+    if data[key] is None:
+        return {}
+    raw = reader.mapping(data[key], f"{field}.{key}")
+    if raw is None:
+        return None
+    reader.only(raw, allowed, f"{field}.{key}")
+    out: dict[str, str] = {}
+    for name in sorted(allowed):
+        value = reader.string(raw, name, f"{field}.{key}")
+        if value is not None and name in raw and raw[name] is not None:
+            out[name] = value
     return out
 
 
-def _quantity(reader: Reader, data: Mapping[str, Any], key: str, field: str) -> str | None:
-    if key not in data or data[key] is None:
-        return None
-    value = data[key]
-    if isinstance(value, bool) or not isinstance(value, int | float | str):
-        reader.invalid(f"{field}.{key}", f"must be a quantity, not {type_name(value)}")
-        return None
-    text = str(value)
-    if not QUANTITY.match(text):
-        reader.invalid(f"{field}.{key}", f"{text!r} is not a Kubernetes quantity (like 4, 500m, 8Gi)")
-        return None
-    return text
-
-
 def parse_pool_spec(spec: object, field: str = "spec") -> tuple[PoolSpec, list[Violation]]:
-    """Parse a pool's values. Unknown fields and bad formats become ``Invalid`` violations."""
+    """Parse a pool's values: the chart's values plus the class-era keys (API.md section 1).
+
+    Every key of the chart's ``values.schema.json`` is read with the chart's type (``Invalid``
+    otherwise); what the chart checks at render time (durations, ``maxUnhealthy``, kubelet
+    reservations, podCpu, half resources, instance types) is left to the chart's checks. A key
+    neither the chart nor the class era knows is ``Invalid``. The raw values are kept verbatim.
+    """
     reader = Reader()
+    strict = Reader()
     data = reader.mapping(spec if spec is not None else {}, field) or {}
     reader.only(data, _POOL_KEYS, field)
-    body = _pool_body(reader, data, field)
     version = reader.string(data, "version", field)
-    if version and not KUBERNETES_MINOR.match(version):
-        message = f"{version!r} is not a Kubernetes minor (vX.Y)"
-        if KUBERNETES_PATCH.match(version):
-            message += (
-                "; pools select a minor only: the exact patch comes from the platform version map"
-                " or from the class's fixed image"
+    if version and not KUBERNETES_MINOR.fullmatch(version):
+        message = f"is not a Kubernetes minor (vX.Y; the chart's: {', '.join(CHART_VERSIONS)})"
+        if KUBERNETES_PATCH.fullmatch(version):
+            message = (
+                f"{version} is not a Kubernetes minor: pools select a minor only ({', '.join(CHART_VERSIONS)}); "
+                "the exact patch comes from the platform version map or from the class's fixed image"
             )
         reader.invalid(f"{field}.version", message)
         version = None
@@ -547,7 +623,7 @@ def parse_pool_spec(spec: object, field: str = "spec") -> tuple[PoolSpec, list[V
         raw_labels = reader.mapping(data["labels"], f"{field}.labels")
         for key, value in (raw_labels or {}).items():
             path = f"{field}.labels.{key}"
-            key_problem = label_key_problem(key) if isinstance(key, str) else f"{key!r} is not a valid label key"
+            key_problem = label_key_problem(key) if isinstance(key, str) else "is not a valid label key"
             if key_problem is not None:
                 reader.invalid(path, key_problem)
             elif key.rpartition("/")[0] in RESERVED_LABEL_PREFIXES:
@@ -571,11 +647,8 @@ def parse_pool_spec(spec: object, field: str = "spec") -> tuple[PoolSpec, list[V
         taint_value = reader.string(item, "value", path) or ""
         effect = reader.string(item, "effect", path, required=True)
         if effect and effect not in TAINT_EFFECTS:
-            reader.invalid(
-                f"{path}.effect",
-                f"{effect!r} is not one of NoSchedule, PreferNoSchedule, NoExecute",
-            )
-        elif taint_key and (key_problem := label_key_problem(taint_key)) is not None:
+            reader.invalid(f"{path}.effect", "is not one of NoSchedule, PreferNoSchedule, NoExecute")
+        elif taint_key and not looks_private(taint_key) and (key_problem := label_key_problem(taint_key)) is not None:
             reader.invalid(f"{path}.key", key_problem.replace("label key", "taint key"))
         elif (
             taint_value
@@ -585,39 +658,62 @@ def parse_pool_spec(spec: object, field: str = "spec") -> tuple[PoolSpec, list[V
             reader.invalid(f"{path}.value", value_problem.replace("label value", "taint value"))
         elif taint_key and effect:
             taints.append(Taint(taint_key, taint_value, effect))
-    max_unhealthy: int | str | None = None
-    if "maxUnhealthy" in data and data["maxUnhealthy"] is not None:
-        value = data["maxUnhealthy"]
-        if isinstance(value, bool) or not isinstance(value, int | str):
-            reader.invalid(
-                f"{field}.maxUnhealthy",
-                f"must be an integer or a percentage, not {type_name(value)}",
-            )
-        elif isinstance(value, str) and not (PERCENT.match(value) or value.isdigit()):
-            reader.invalid(f"{field}.maxUnhealthy", f"{value!r} is not an integer or a percentage like 50%")
-        elif isinstance(value, int) and value < 0:
-            reader.invalid(f"{field}.maxUnhealthy", "must not be negative")
-        else:
-            max_unhealthy = int(value) if isinstance(value, str) and value.isdigit() else value
-    duration = "a duration like 20m or 300s"
-    ssh_keys = reader.string_list(data, "sshKeys", field)
+    roles = reader.string_list(data, "roles", field) or ()
+    # What Kubernetes or Cluster API would refuse after admission; the chart renders any string
+    # here, so these refuse a classified pool only (a classless pool renders as the chart does).
+    for index, role in enumerate(roles):
+        if not ROLE.fullmatch(role) and not looks_private(role):
+            strict.invalid(f"{field}.roles[{index}]", "is not a role name (a DNS name of at most 63 characters)")
+    for key, what in (("instanceType", "an instance type name"), ("storageClass", "a StorageClass name")):
+        text = data.get(key)
+        if isinstance(text, str) and text and not NAME.fullmatch(text) and not looks_private(text):
+            strict.invalid(f"{field}.{key}", f"is not {what} (the value is not shown)")
     pool = PoolSpec(
-        cluster=reader.string(data, "cluster", field, pattern=NAME, what="a Kubernetes app name", required=True),
+        cluster=reader.string(data, "cluster", field, required=True),
         worker_class_name=reader.string(data, "workerClassName", field, pattern=NAME, what="a WorkerClass name"),
         version=version,
+        min_replicas=reader.integer(data, "minReplicas", field),
+        max_replicas=reader.integer(data, "maxReplicas", field),
+        instance_type=reader.string(data, "instanceType", field),
+        resources=_resources(reader, data, field),
         disk_size=_quantity(reader, data, "diskSize", field),
-        storage_class=reader.string(data, "storageClass", field, pattern=NAME, what="a StorageClass name"),
+        storage_class=reader.string(data, "storageClass", field),
+        roles=roles,
         labels=labels,
         taints=tuple(taints),
-        max_unhealthy=max_unhealthy,
-        ssh_keys=ssh_keys,
-        os=_os(reader, data, field),
-        node_startup_timeout=reader.string(data, "nodeStartupTimeout", field, pattern=DURATION, what=duration),
-        ready_unknown_timeout=reader.string(data, "readyUnknownTimeout", field, pattern=DURATION, what=duration),
-        ready_false_timeout=reader.string(data, "readyFalseTimeout", field, pattern=DURATION, what=duration),
-        **body,
+        max_unhealthy=reader.string(data, "maxUnhealthy", field),
+        node_startup_timeout=reader.string(data, "nodeStartupTimeout", field),
+        ready_unknown_timeout=reader.string(data, "readyUnknownTimeout", field),
+        ready_false_timeout=reader.string(data, "readyFalseTimeout", field),
+        gpus=_gpus(reader, data, field),
+        ssh_keys=reader.string_list(data, "sshKeys", field),
+        os=_os(reader, data, field, strict),
+        max_node_provision_time=reader.string(data, "maxNodeProvisionTime", field),
+        log_serial_console=reader.boolean(data, "logSerialConsole", field),
+        pod_cpu_limit=_quantity(reader, data, "podCpuLimit", field),
+        pod_cpu_request=_quantity(reader, data, "podCpuRequest", field),
+        kubelet=_string_map(reader, data, "kubelet", KUBELET_KEYS, field),
+        images=_string_map(reader, data, "images", frozenset({"kubectl"}), field),
+        values=data,
+        class_violations=tuple(strict.violations),
     )
     return pool, reader.violations
+
+
+#: ComputePlane node groups: Cozystack's allowlist (``upstream-cozystack/computeplane``).
+COMPUTE_PLANE_ALLOWLIST = frozenset(
+    {
+        "minReplicas",
+        "maxReplicas",
+        "instanceType",
+        "diskSize",
+        "storageClass",
+        "roles",
+        "resources",
+        "gpus",
+        "kubelet",
+    }
+)
 
 
 def parse_node_group(group: object, field: str) -> tuple[PoolSpec, list[Violation]]:
@@ -633,8 +729,19 @@ def parse_node_group(group: object, field: str) -> tuple[PoolSpec, list[Violatio
                 f"ComputePlane node groups keep the classless Talos path; allowed keys: {allowed}."
                 " Use a standalone KubernetesNodes pool to select a worker class, version or Talos settings",
             )
-    body = _pool_body(reader, data, field)
-    return PoolSpec(disk_size=_quantity(reader, data, "ephemeralStorage", field), **body), reader.violations
+    pool = PoolSpec(
+        min_replicas=reader.integer(data, "minReplicas", field),
+        max_replicas=reader.integer(data, "maxReplicas", field),
+        instance_type=reader.string(data, "instanceType", field),
+        resources=_resources(reader, data, field),
+        disk_size=_quantity(reader, data, "diskSize", field),
+        storage_class=reader.string(data, "storageClass", field),
+        roles=reader.string_list(data, "roles", field) or (),
+        gpus=_gpus(reader, data, field),
+        kubelet=_string_map(reader, data, "kubelet", KUBELET_KEYS, field),
+        values=data,
+    )
+    return pool, reader.violations
 
 
 def _minor_map(reader: Reader, value: object, field: str) -> dict[str, Mapping[str, Any]]:
@@ -642,7 +749,7 @@ def _minor_map(reader: Reader, value: object, field: str) -> dict[str, Mapping[s
     out: dict[str, Mapping[str, Any]] = {}
     for minor, entry in data.items():
         path = f"{field}.{minor}"
-        if not isinstance(minor, str) or not KUBERNETES_MINOR.match(minor):
+        if not isinstance(minor, str) or not KUBERNETES_MINOR.fullmatch(minor):
             reader.invalid(path, f"{minor!r} is not a minor version (vX.Y)")
             continue
         body = reader.mapping(entry, path)
@@ -654,7 +761,16 @@ def _minor_map(reader: Reader, value: object, field: str) -> dict[str, Mapping[s
 def parse_platform(spec: object, field: str = "spec") -> tuple[Platform, list[Violation]]:
     reader = Reader()
     data = reader.mapping(spec if spec is not None else {}, field) or {}
-    reader.only(data, frozenset({"defaultWorkerClass", "kubernetesVersions", "talos", "kairos"}), field)
+    reader.only(
+        data, frozenset({"defaultWorkerClass", "kubernetesVersions", "talos", "kairos", "clusterValues"}), field
+    )
+    cluster_values: dict[str, Any] = {"cluster-domain": "cozy.local"}
+    if "clusterValues" in data:
+        raw_cluster = reader.mapping(
+            data["clusterValues"] if data["clusterValues"] is not None else {}, f"{field}.clusterValues"
+        )
+        if raw_cluster is not None:
+            cluster_values = dict(raw_cluster)
     versions: dict[str, str] = {}
     for minor, body in _minor_map(reader, data.get("kubernetesVersions"), f"{field}.kubernetesVersions").items():
         path = f"{field}.kubernetesVersions.{minor}"
@@ -729,6 +845,7 @@ def parse_platform(spec: object, field: str = "spec") -> tuple[Platform, list[Vi
         goldens=frozenset(goldens),
         support_matrix=matrix,
         kairos_images=images,
+        cluster_values=cluster_values,
     )
     return platform, reader.violations
 
@@ -737,15 +854,25 @@ def parse_cluster(namespace: str, name: str, spec: object, field: str = "spec") 
     reader = Reader()
     data = reader.mapping(spec if spec is not None else {}, field) or {}
     version = reader.string(data, "version", field)
-    if version and not KUBERNETES_MINOR.match(version):
+    if version and not KUBERNETES_MINOR.fullmatch(version):
         # The parent app may carry a patch; only its minor matters here.
-        if KUBERNETES_PATCH.match(version):
+        if KUBERNETES_PATCH.fullmatch(version):
             version = minor_of(version)
         else:
             reader.invalid(f"{field}.version", f"{version!r} is not a Kubernetes minor (vX.Y)")
             version = None
     infrastructure = reader.string(data, "infrastructure", field) or "kubevirt"
     if infrastructure not in INFRASTRUCTURES:
-        reader.invalid(f"{field}.infrastructure", f"{infrastructure!r} is not kubevirt or proxmox")
+        reader.invalid(f"{field}.infrastructure", "is not kubevirt or proxmox")
         infrastructure = "kubevirt"
-    return Cluster(namespace, name, version or None, infrastructure), reader.violations
+    # Helm coalesces the app's nodeGroups over the chart's default ``md0``: a map merges (md0
+    # stays), a group set to null is deleted.
+    groups = {"md0"}
+    raw_groups = data.get("nodeGroups")
+    if isinstance(raw_groups, dict):
+        for group, body in raw_groups.items():
+            if body is None:
+                groups.discard(str(group))
+            else:
+                groups.add(str(group))
+    return Cluster(namespace, name, version or None, infrastructure, frozenset(groups)), reader.violations

@@ -24,7 +24,10 @@ CREDENTIALS_MESSAGE = (
     "configure registry or Image Factory authentication on the platform side"
 )
 REPOSITORY = re.compile(r"^[a-z0-9]([a-z0-9._-]*[a-z0-9])?(:\d+)?(/[a-z0-9._/-]+)?$")
-QUANTITY = re.compile(r"^\d+(\.\d+)?(m|k|Ki|Mi|Gi|Ti|Pi|Ei|M|G|T|P|E)?$")
+#: Kubernetes' quantity pattern, as the chart's values.schema.json spells it
+QUANTITY = re.compile(
+    r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$"
+)
 DURATION = re.compile(r"^(\d+(\.\d+)?(ns|us|µs|ms|s|m|h))+$")
 PERCENT = re.compile(r"^\d{1,3}%$")
 NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
@@ -34,31 +37,38 @@ DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 LABEL_KEY = re.compile(r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
 
 
-#: The markers of private key material (PEM and OpenSSH private keys, PuTTY key files).
-PRIVATE_KEY_MARKERS = ("PRIVATE KEY-----", "PuTTY-User-Key-File-")
+#: Cheap markers of private key material; :data:`PRIVATE_KEY` decides. Every armour counts:
+#: PEM and OpenSSH (``-----BEGIN [RSA |EC |ENCRYPTED |OPENSSH ]PRIVATE KEY-----``), PGP
+#: (``-----BEGIN PGP PRIVATE KEY BLOCK-----``), SSH2 exports (``---- BEGIN SSH2 [ENCRYPTED ]PRIVATE
+#: KEY ----``) and PuTTY key files (``PuTTY-User-Key-File-<n>:``).
+PRIVATE_KEY_MARKERS = ("PRIVATE KEY", "PuTTY-User-Key-File-")
+PRIVATE_KEY = re.compile(
+    r"-{4,5} ?BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)? ?-{4,5}|PuTTY-User-Key-File-\d+:",
+    re.IGNORECASE,
+)
 
 
 def looks_private(text: str) -> bool:
-    """True for PEM/OpenSSH private keys and PuTTY key files, whatever surrounds them."""
-    return any(marker in text for marker in PRIVATE_KEY_MARKERS)
+    """True for a private key in any armour, whatever surrounds it; a mere mention is not one."""
+    if "PRIVATE KEY" not in text and "PuTTY-User-Key-File-" not in text and "private key" not in text.lower():
+        return False
+    return PRIVATE_KEY.search(text) is not None
 
 
 def _not(value: str, what: str) -> str:
-    """``'value' is not WHAT``; a value with ``@`` (``user:password@...``) is not shown."""
-    if "@" in value:
-        return f"is not {what} (the value is not shown: it may carry credentials; credentials never go here)"
-    return f"{value!r} is not {what}"
+    """``is not WHAT``: a value that failed its pattern is never quoted (it may be a secret)."""
+    return f"is not {what} (the value is not shown)"
 
 
 def label_key_problem(key: str) -> str | None:
     """Why ``key`` is not a Kubernetes label key (``[prefix/]name``), or ``None``."""
-    if not LABEL_KEY.match(key):
-        return f"{key!r} is not a valid label key ([prefix/]name)"
+    if not LABEL_KEY.fullmatch(key):
+        return "is not a valid label key ([prefix/]name)"
     prefix, _, name = key.rpartition("/")
     if len(name) > 63:
-        return f"the name part of {key!r} is longer than 63 characters"
+        return "has a name part longer than 63 characters"
     if len(prefix) > 253:
-        return f"the prefix of {key!r} is longer than 253 characters"
+        return "has a prefix longer than 253 characters"
     return None
 
 
@@ -66,7 +76,7 @@ def label_value_problem(value: str) -> str | None:
     """Why ``value`` is not a Kubernetes label value, or ``None``. The value is never quoted: it may be a secret."""
     if len(value) > 63:
         return f"is {len(value)} characters long; a label value has at most 63"
-    if not LABEL_VALUE.match(value):
+    if not LABEL_VALUE.fullmatch(value):
         return "is not a valid label value (letters, digits, '-', '_', '.'; alphanumeric at both ends)"
     return None
 
@@ -141,7 +151,7 @@ class Reader:
         if required and value == "":
             self.invalid(path, "is required and must not be empty")
             return value
-        if value and pattern is not None and not pattern.match(value):
+        if value and pattern is not None and not pattern.fullmatch(value):
             if pattern is URL and URL_CREDENTIALS.match(value):
                 self.invalid(path, CREDENTIALS_MESSAGE)  # the value is not quoted: it holds a secret
             else:
@@ -191,7 +201,7 @@ class Reader:
             if not isinstance(item, str):
                 self.invalid(f"{path}[{index}]", f"must be a string, not {type_name(item)}")
                 continue
-            if pattern is not None and not pattern.match(item):
+            if pattern is not None and not pattern.fullmatch(item):
                 if pattern is URL and URL_CREDENTIALS.match(item):
                     self.invalid(f"{path}[{index}]", CREDENTIALS_MESSAGE)
                 else:

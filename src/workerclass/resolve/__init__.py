@@ -13,6 +13,7 @@ from functools import lru_cache
 from typing import Any, cast
 
 from ..model import (
+    CHART_VERSIONS,
     DEFAULT_MIN_REPLICAS,
     Cluster,
     Golden,
@@ -28,7 +29,7 @@ from ..model import (
     version_tuple,
 )
 from ..model.reader import DNS_LABEL
-from ..state import ClassRecord, PoolRecord, State, pool_from_object
+from ..state import ClassRecord, PoolRecord, State, pool_from_object, release_of
 from ..violations import Denied, Violation
 from .effective import Effective, EffectiveImage, EffectiveTalos
 from .keys import private_key_paths, public_key_problem
@@ -242,6 +243,17 @@ def _kernel_modules(
 # --------------------------------------------------------------------------- pools
 
 
+def chart_context(state: State, record: PoolRecord) -> dict[str, Any]:
+    """What the chart needs beside the effective settings: the values verbatim, the release,
+    ``_cluster`` and the instance types the cluster has (all of them: the chart looks one up)."""
+    return {
+        "values": record.values,
+        "release": record.release or release_of(record.kind, record.name),
+        "cluster_values": {"_cluster": dict(state.platform.cluster_values)},
+        "instancetypes": state.instancetypes,
+    }
+
+
 def class_problems(state: State, record: ClassRecord) -> tuple[Violation, ...]:
     """Every class rule the record breaks, computed once per state and class."""
     key = ("class-problems", record.name)
@@ -409,6 +421,9 @@ def resolve_pool(state: State, record: PoolRecord) -> tuple[Effective | None, li
                     "the hoster must publish a corrected class",
                 )
                 class_usable = False
+    if class_name is not None:
+        # Format rules the chart lacks refuse only what the class era brings (API.md section 3).
+        result.denials.extend(spec.class_violations)
     bootstrap = _family(class_record)
     result.origins["bootstrap"] = _class_origin(class_record) if class_record else "legacy classless pool (Talos)"
     result.origins["class"] = f"{record.field}.workerClassName" if class_name else "classless: legacy Talos rendering"
@@ -434,7 +449,15 @@ def resolve_pool(state: State, record: PoolRecord) -> tuple[Effective | None, li
     return effective, result.denials, result.warnings
 
 
-def _platform_patch(state: State, minor: str, field: str, result: Resolution) -> str | None:
+def _platform_patch(state: State, minor: str, field: str, result: Resolution, *, standalone: bool = True) -> str | None:
+    """The platform map's patch; a standalone pool's minor must also be in the chart's enum."""
+    if standalone and minor not in CHART_VERSIONS:
+        result.deny(
+            "UnsupportedVersion",
+            f"{field}.version",
+            f"Kubernetes {minor} is not a minor the kubernetes-nodes chart renders ({', '.join(CHART_VERSIONS)})",
+        )
+        return None
     patch = state.platform.kubernetes_versions.get(minor)
     if patch is None:
         supported = ", ".join(sorted(state.platform.kubernetes_versions, key=_minor_key)) or "none"
@@ -536,7 +559,7 @@ def _resolve_talos_pool(
         path = f"{field}.kubevirt.osImage"
         image = resolve_kubevirt_image(platform, talos, selection, field=path, owner=selection_origin, result=result)
 
-    patch = _platform_patch(state, minor, field, result)
+    patch = _platform_patch(state, minor, field, result, standalone=record.kind != "ComputePlane")
     if talos.version and platform.support_matrix:
         talos_minor = minor_of(talos.version)
         bounds = platform.support_matrix.get(talos_minor)
@@ -571,6 +594,7 @@ def _resolve_talos_pool(
         pool=spec,
         origins=dict(result.origins),
         warnings=tuple(result.warnings),
+        **chart_context(state, record),
     )
 
 
@@ -680,6 +704,7 @@ def _resolve_kairos(
         pool=spec,
         origins=dict(result.origins),
         warnings=tuple(result.warnings),
+        **chart_context(state, record),
     )
 
 

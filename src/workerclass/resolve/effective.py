@@ -1,7 +1,9 @@
 """The effective settings of one pool: what resolution hands to the renderer and the CLI.
 
 Every value is final (platform defaults filled in) and ``origins`` says, per field path, why
-that value won (``pool``, ``class <name>``, ``platform``, a rule), so users can see why.
+that value won (``pool``, ``class <name>``, ``platform``, a rule), so users can see why. Beside
+them, what the chart needs to render the pool as Cozystack would: the values verbatim, the Helm
+release name, the platform's ``_cluster`` values and the instance types the chart looks up.
 """
 
 from __future__ import annotations
@@ -84,6 +86,17 @@ class Effective:
     pool: PoolSpec  # replicas, sizing, labels, taints, health, GPUs, SSH keys
     origins: Mapping[str, str] = field(default_factory=dict)
     warnings: tuple[str, ...] = ()
+    #: the pool's values as stored, verbatim (KubernetesNodes ``spec``, HelmRelease ``spec.values``;
+    #: on an UPDATE without the values Cozystack's API filled in): what a classless pool renders from
+    values: Mapping[str, Any] = field(default_factory=dict)
+    #: the Helm release name: ``kubernetes-nodes-<name>`` for a KubernetesNodes; a HelmRelease's
+    #: ``spec.releaseName`` or ``[<targetNamespace>-]<name>``, as helm-controller names it
+    release: str = ""
+    #: the platform values the chart reads: ``{"_cluster": <WorkerPlatform spec.clusterValues>}``
+    cluster_values: Mapping[str, Any] = field(default_factory=dict)
+    #: the VirtualMachineClusterInstancetype objects the chart's lookup finds (name -> object); at
+    #: least the one the pool's ``instanceType`` names, when the cluster has it
+    instancetypes: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
     @property
     def identity(self) -> str:

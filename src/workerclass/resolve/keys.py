@@ -25,39 +25,50 @@ PUBLIC_KEY_TYPES = frozenset(
 
 
 def holds_private(value: Any) -> bool:
-    """Whether any string below ``value`` holds private key material (the cheap common answer).
+    """Whether any string below ``value`` holds private key material, in any armour.
 
-    Plain loops, not ``any()`` over generators: this runs on every admission request. The two
-    markers are :data:`~workerclass.model.reader.PRIVATE_KEY_MARKERS`, spelled out for speed.
+    Iterative (an explicit stack), so values nested arbitrarily deep cannot exhaust the
+    interpreter's recursion limit; keys of mappings are searched too.
     """
-    if isinstance(value, str):
-        return "PRIVATE KEY-----" in value or "PuTTY-User-Key-File-" in value
-    if isinstance(value, dict):
-        value = value.values()
-    elif not isinstance(value, list):
-        return False
-    for item in value:
+    stack: list[Any] = [value]
+    while stack:
+        item = stack.pop()
         if isinstance(item, str):
-            if "PRIVATE KEY-----" in item or "PuTTY-User-Key-File-" in item:
+            if looks_private(item):
                 return True
-        elif isinstance(item, dict | list) and holds_private(item):
-            return True
+        elif isinstance(item, dict):
+            for key, child in item.items():
+                if isinstance(key, str) and looks_private(key):
+                    return True
+                stack.append(child)
+        elif isinstance(item, list):
+            stack.extend(item)
     return False
 
 
 def private_key_paths(value: Any, path: str) -> Iterator[str]:
-    """Field paths of every string that holds private key material, depth first."""
+    """Field paths of every string that holds private key material, depth first, in document order.
+
+    Iterative, like :func:`holds_private`. A mapping key holding a key is reported at the mapping.
+    """
     if not holds_private(value):
         return
-    if isinstance(value, str):
-        if looks_private(value):
-            yield path
-    elif isinstance(value, dict):
-        for key, item in value.items():
-            yield from private_key_paths(item, f"{path}.{key}")
-    elif isinstance(value, list):
-        for index, item in enumerate(value):
-            yield from private_key_paths(item, f"{path}[{index}]")
+    stack: list[tuple[Any, str]] = [(value, path)]
+    while stack:
+        item, where = stack.pop()
+        if isinstance(item, str):
+            if looks_private(item):
+                yield where
+        elif isinstance(item, dict):
+            children: list[tuple[Any, str]] = []
+            for key, child in item.items():
+                if isinstance(key, str) and looks_private(key):
+                    yield where
+                    continue
+                children.append((child, f"{where}.{key}"))
+            stack.extend(reversed(children))
+        elif isinstance(item, list):
+            stack.extend(reversed([(child, f"{where}[{index}]") for index, child in enumerate(item)]))
 
 
 def public_key_problem(line: str) -> str | None:
