@@ -17,7 +17,22 @@ Cozystack ships, copied by ``scripts/sync-upstream.py``); it never sees State or
 
 from __future__ import annotations
 
-from .context import RELEASE_PREFIX, ChartFailure, ChartInput
+from .checks import chart_failures
+from .context import RELEASE_PREFIX, ChartFailure, ChartInput, ChartRefused
+from .nodegroup import (
+    Disk,
+    factory_disk,
+    golden_disk,
+    image_factory_ca_configmap,
+    kubevirtmachinetemplate,
+    kubevirtmachinetemplate_text,
+    machinedeployment,
+    machinehealthcheck,
+    nodegroup_objects,
+    template_hash,
+    workloadmonitor,
+)
+from .render import render_chart
 from .sizing import Sizing, sizing
 from .values import (
     app_version,
@@ -34,14 +49,28 @@ __all__ = [
     "RELEASE_PREFIX",
     "ChartFailure",
     "ChartInput",
+    "ChartRefused",
+    "Disk",
     "Sizing",
     "app_version",
     "chart_defaults",
+    "chart_failures",
     "chart_input",
     "chart_version",
     "coalesce",
+    "factory_disk",
+    "golden_disk",
+    "image_factory_ca_configmap",
     "kubectl_image",
+    "kubevirtmachinetemplate",
+    "kubevirtmachinetemplate_text",
     "load_instancetypes",
+    "machinedeployment",
+    "machinehealthcheck",
+    "nodegroup_objects",
+    "render_chart",
     "sizing",
+    "template_hash",
     "version_map",
+    "workloadmonitor",
 ]

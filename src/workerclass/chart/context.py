@@ -51,3 +51,11 @@ class ChartInput:
     def group_name(self) -> str:
         """``<pool>``: the release name less ``kubernetes-nodes-<cluster>-``."""
         return self.release.removeprefix(f"{RELEASE_PREFIX}{self.cluster}-")
+
+
+class ChartRefused(Exception):
+    """The chart would refuse to render: every :class:`ChartFailure` found (the chart stops at its first)."""
+
+    def __init__(self, failures: list[ChartFailure]) -> None:
+        self.failures = list(failures)
+        super().__init__("; ".join(f"{f.field}: {f.message}" for f in self.failures) or "chart refused")

@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import copy
 import functools
+import json
+import math
+import re
 from collections.abc import Mapping
 from importlib import resources
 from typing import Any
@@ -165,3 +168,194 @@ def chart_input(
         instancetypes=load_instancetypes() if instancetypes is None else instancetypes,
         variant=variant,
     )
+
+
+# ------------------------------------------------------------------ YAML as the chart's tools read and write it
+
+_NULLS = frozenset({"~", "null", "Null", "NULL", ""})
+_TRUE = frozenset({"y", "Y", "yes", "Yes", "YES", "true", "True", "TRUE", "on", "On", "ON"})
+_FALSE = frozenset({"n", "N", "no", "No", "NO", "false", "False", "FALSE", "off", "Off", "OFF"})
+_SPECIAL_FLOATS: dict[str, float] = {
+    **{
+        f"{sign}.{word}": (-math.inf if sign == "-" else math.inf)
+        for sign in ("", "+", "-")
+        for word in ("inf", "Inf", "INF")
+    },
+    ".nan": math.nan,
+    ".NaN": math.nan,
+    ".NAN": math.nan,
+}
+_GO_INT = re.compile(r"^[-+]?(?:0[xX][0-9a-fA-F]+|0[oO][0-7]+|0[bB][01]+|0[0-7]*|[1-9][0-9]*)$")
+_GO_YAML_FLOAT = re.compile(r"^[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?$")
+
+
+def _json_number(v: float) -> int | float:
+    if math.isfinite(v) and v.is_integer() and abs(v) < 1e21:
+        return int(v)
+    return v
+
+
+def plain_scalar(s: str) -> Any:
+    """A plain (unquoted) YAML scalar as Kubernetes reads it (go-yaml v2, then JSON)."""
+    if s in _NULLS:
+        return None
+    if s in _TRUE:
+        return True
+    if s in _FALSE:
+        return False
+    if s[0] not in "-+.0123456789":
+        return s
+    if s in _SPECIAL_FLOATS:
+        return _SPECIAL_FLOATS[s]
+    if s[0] == ".":
+        try:
+            return _json_number(float(s))
+        except ValueError:
+            return s
+    plain = s.replace("_", "")
+    if _GO_INT.match(plain):
+        sign = -1 if plain[0] == "-" else 1
+        body = plain.lstrip("+-")
+        if body[:2] in ("0x", "0X"):
+            iv = int(body[2:], 16)
+        elif body[:2] in ("0o", "0O"):
+            iv = int(body[2:], 8)
+        elif body[:2] in ("0b", "0B"):
+            iv = int(body[2:], 2)
+        elif len(body) > 1 and body[0] == "0":
+            iv = int(body, 8)
+        else:
+            iv = int(body)
+        iv *= sign
+        if -(1 << 63) <= iv < (1 << 64):
+            return iv
+    if _GO_YAML_FLOAT.match(plain):
+        return _json_number(float(plain))
+    return s
+
+
+@functools.cache
+def _k8s_loader() -> type[yaml.SafeLoader]:
+    class Loader(yaml.SafeLoader):
+        pass
+
+    Loader.yaml_implicit_resolvers = {}
+    Loader.add_implicit_resolver("tag:k8s,plain", re.compile(r"(?s).*"), None)
+
+    def construct_plain(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> Any:
+        return plain_scalar(loader.construct_scalar(node))
+
+    def construct_mapping(loader: yaml.SafeLoader, node: yaml.MappingNode, deep: bool = False) -> dict[str, Any]:
+        loader.flatten_mapping(node)
+        out: dict[str, Any] = {}
+        for key_node, value_node in node.value:
+            key = loader.construct_object(key_node, deep=True)
+            if isinstance(key, bool):
+                key = "true" if key else "false"
+            elif isinstance(key, (int, float)):
+                key = str(key)
+            out[str(key)] = loader.construct_object(value_node, deep=deep)
+        return out
+
+    Loader.add_constructor("tag:k8s,plain", construct_plain)
+    Loader.add_constructor("tag:yaml.org,2002:map", construct_mapping)
+    return Loader
+
+
+def k8s_load(text: str) -> Any:
+    """One YAML document parsed as kubectl/Helm send it to the API server (go-yaml v2, JSON numbers)."""
+    return yaml.load(text, Loader=_k8s_loader())
+
+
+_TIMESTAMP = re.compile(r"^[0-9]{4}-[0-9]{1,2}-[0-9]{1,2}(?:(?:[Tt]|[ \t]+)[0-9]{1,2}:[0-9]{2}:[0-9]{2}.*)?$")
+_BASE60 = re.compile(r"^[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+(?:\.[0-9_]*)?$")
+_PLAIN_SAFE = re.compile(r"^[A-Za-z0-9_./~^$()=+<>;%-][A-Za-z0-9_./~^$()=+<>;%@:!?*&,\[\]{}' -]*$")
+
+
+def _yaml_v2_str(s: str) -> str:
+    """How go-yaml v2 writes a string scalar (plain, double-quoted when it would read back as
+    another type, single-quoted when plain is not allowed)."""
+    resolved = plain_scalar(s) if s else None
+    if (s and not isinstance(resolved, str)) or not s or _TIMESTAMP.match(s) or _BASE60.match(s):
+        return json.dumps(s)
+    if "\n" in s:
+        return json.dumps(s)  # multi-line strings do not occur in the chart's toYaml inputs
+    plain_ok = (
+        _PLAIN_SAFE.match(s) is not None
+        and s == s.strip()
+        and ": " not in s
+        and " #" not in s
+        and not s.endswith(":")
+        and not (s[0] in "-?:" and (len(s) == 1 or s[1] == " "))
+    )
+    if plain_ok:
+        return s
+    return "'" + s.replace("'", "''") + "'"
+
+
+def _yaml_v2_scalar(v: Any) -> str:
+    if v is None:
+        return "null"
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, int):
+        return str(v)
+    if isinstance(v, float):
+        if v.is_integer() and abs(v) < 1e21:
+            return str(int(v))
+        return json.dumps(v)
+    return _yaml_v2_str(str(v))
+
+
+def _yaml_lines(obj: Any, indent: int) -> list[str]:
+    pad = " " * indent
+    lines: list[str] = []
+    if isinstance(obj, Mapping):
+        for k in sorted(obj, key=str):
+            v = obj[k]
+            key = _yaml_v2_str(str(k))
+            if isinstance(v, Mapping) and v:
+                lines.append(f"{pad}{key}:")
+                lines += _yaml_lines(v, indent + 2)
+            elif isinstance(v, list) and v:
+                lines.append(f"{pad}{key}:")
+                lines += _yaml_lines(v, indent)
+            else:
+                lines.append(f"{pad}{key}: {_yaml_inline(v)}")
+    elif isinstance(obj, list):
+        for item in obj:
+            if isinstance(item, (Mapping, list)) and item:
+                sub = _yaml_lines(item, indent + 2)
+                lines.append(f"{pad}- {sub[0][indent + 2 :]}")
+                lines += sub[1:]
+            else:
+                lines.append(f"{pad}- {_yaml_inline(item)}")
+    else:
+        lines.append(pad + _yaml_inline(obj))
+    return lines
+
+
+def _yaml_inline(v: Any) -> str:
+    if isinstance(v, Mapping):
+        return "{}"
+    if isinstance(v, list):
+        return "[]"
+    return _yaml_v2_scalar(v)
+
+
+def to_yaml(obj: Any) -> str:
+    """Helm's ``toYaml`` (sigs.k8s.io/yaml: sorted keys, go-yaml v2 style), trailing newline removed."""
+    return "\n".join(_yaml_lines(obj, 0))
+
+
+def from_yaml(text: str) -> dict[str, Any]:
+    """Helm's ``fromYaml`` for a mapping (a non-mapping gives Helm's ``{"Error": ...}`` shape)."""
+    try:
+        loaded = k8s_load(text)
+    except yaml.YAMLError as exc:
+        return {"Error": str(exc).splitlines()[0]}
+    if loaded is None:
+        return {}
+    if not isinstance(loaded, dict):
+        return {"Error": "error unmarshaling JSON: cannot unmarshal into a map"}
+    return loaded

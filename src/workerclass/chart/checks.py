@@ -1,0 +1,412 @@
+"""Every render-time ``fail`` of the chart, as admission failures.
+
+Owns :func:`chart_failures`: the conditions of each ``fail`` in ``_helpers.tpl`` (cluster
+required, the release-name rule, ``kubernetes.positiveDuration``), ``_versions.tpl``,
+``nodegroup.yaml`` (Talos support matrix, half-set resources, the podCpuLimit/podCpuRequest
+rules, instance type not found, kubelet reservation and eviction rules, totals, no effective
+size, maxUnhealthy) and cozy-lib's tenant-namespace rule, plus PR 3571's kernel-module and
+schematicID guards. The chart stops at its first failure; this reports each one the chart could
+hit on its own (a check whose inputs are already refused is skipped), in the order Helm meets
+them, so the list is empty exactly when the chart renders. Codes follow API.md section 3.
+
+Messages say what to change. A value is quoted only when it passed a strict, harmless shape
+(a quantity, a duration shape, a DNS label); otherwise the message names the field and the rule.
+Wrong types (the model parser reports them) are skipped, never a crash.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from .context import RELEASE_PREFIX, ChartFailure, ChartInput
+from .quantity import cpu_to_millicores, go_str, to_float, to_float64, truthy
+from .sizing import Sizing, sizing
+from .values import version_map
+
+TALOS_K8S_SUPPORT = {"v1.13": ("v1.31", "v1.32", "v1.33", "v1.34", "v1.35", "v1.36")}
+
+_DURATION = re.compile(r"[1-9][0-9]{0,4}[smh]([0-9]{1,5}[smh]){0,2}")
+_MEMORY = re.compile(r"[0-9]+(\.[0-9]+)?([eE][+-]?[0-9]+)?(Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E)?")
+_CPU = re.compile(r"([0-9]+m|[0-9]+(\.[0-9]+)?)")
+_PCT_NUMBER = re.compile(r"[0-9]+(\.[0-9]+)?")
+_MODULE = re.compile(r"[a-z0-9_-]+")
+_SHELL_SAFE = re.compile(r"[^\x00-\x1f\x7f\t\n\f\r $`\\'\"]+")
+
+# Shapes safe to echo back in a message (no secret fits them).
+_SAFE_DNS = re.compile(r"[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?")
+_SAFE_QUANTITY = re.compile(r"[+-]?[0-9.]{1,20}([eE][+-]?[0-9]{1,3})?[A-Za-z]{0,3}%?")
+_SAFE_DURATIONISH = re.compile(r"[+-]?[0-9]{1,12}(\.[0-9]{1,6})?[a-zµ]{0,3}([0-9]{1,12}[a-z]{1,3}){0,4}")
+
+_KUBELET_MEMORY_HINT = "a Kubernetes memory quantity (e.g. 128Mi, 1Gi, 1e9, 500e6)"
+_KUBELET_CPU_HINT = "a Kubernetes CPU quantity (integer millicores like 100m, or decimal cores like 0.5, 1)"
+
+
+def _shown(value: Any, shape: re.Pattern[str]) -> str | None:
+    s = go_str(value)
+    return repr_go(s) if s and shape.fullmatch(s) else None
+
+
+def repr_go(s: str) -> str:
+    return '"' + s + '"'
+
+
+def _describe(value: Any, shape: re.Pattern[str], what: str = "the value") -> str:
+    shown = _shown(value, shape)
+    if shown is not None:
+        return f"got {shown}"
+    if go_str(value) == "":
+        return "got an empty value"
+    return f"got {what} that does not have that shape"
+
+
+class _Collector:
+    def __init__(self, pool: str) -> None:
+        self.pool = pool
+        self.failures: list[ChartFailure] = []
+
+    def add(self, code: str, field: str, message: str, *, prefix: bool = True) -> None:
+        text = f"nodeGroup {self.pool}: {message}" if prefix else message
+        self.failures.append(ChartFailure(code=code, field=field, message=text))
+
+
+def chart_failures(inp: ChartInput) -> list[ChartFailure]:
+    """Each render-time refusal of the chart for ``inp`` (empty: the chart renders)."""
+    v = inp.values
+    out = _Collector(inp.group_name if _SAFE_DNS.fullmatch(inp.group_name) else "(pool)")
+    cluster = v.get("cluster")
+    # talos-reconcile-job.yaml renders first (Helm's reverse path order): the helpers' rules.
+    if not truthy(cluster):
+        out.add(
+            "Invalid",
+            "spec.cluster",
+            "kubernetes-nodes: cluster is required: set it to the parent Kubernetes CR's name, "
+            "so the pool attaches to cluster kubernetes-<cluster>",
+            prefix=False,
+        )
+    elif isinstance(cluster, str) and not inp.release.startswith(f"{RELEASE_PREFIX}{cluster}-"):
+        release = _shown(inp.release, _SAFE_DNS) or "the release name"
+        cl = _shown(cluster, _SAFE_DNS) or "the cluster value"
+        out.add(
+            "InvalidPoolName",
+            "metadata.name",
+            f"kubernetes-nodes: release name {release} must start with {RELEASE_PREFIX}<cluster>- for cluster {cl}: "
+            "name the KubernetesNodes <cluster>-<pool>",
+            prefix=False,
+        )
+    _check_version(inp, out)
+    if inp.variant == "pr3571" or "kernelModules" in v:
+        _check_pr3571(inp, out)
+    # nodegroup.yaml
+    _check_talos_matrix(inp, out)
+    size = sizing(inp)
+    _check_resources(inp, size, out)
+    _check_pod_cpu(inp, size, out)
+    missing_type = _check_instancetype(inp, size, out)
+    _check_kubelet(inp, size, out, missing_type)
+    _check_duration(v, "maxNodeProvisionTime", out)
+    _check_max_unhealthy(v, out)
+    _check_duration(v, "readyUnknownTimeout", out)
+    _check_duration(v, "readyFalseTimeout", out)
+    # dashboard-resourcemap.yaml: cozy-lib's RBAC helper
+    if not inp.namespace.startswith("tenant-"):
+        ns = _shown(inp.namespace, _SAFE_DNS) or "the namespace"
+        out.add(
+            "InvalidPoolName",
+            "metadata.namespace",
+            f"{ns} is not a valid tenant identifier: a pool lives in a tenant namespace (tenant-...)",
+            prefix=False,
+        )
+    return out.failures
+
+
+def _check_version(inp: ChartInput, out: _Collector) -> None:
+    version = inp.values.get("version")
+    if not isinstance(version, str):
+        return
+    allowed = version_map()
+    if version not in allowed:
+        shown = _shown(version, _SAFE_DNS) or "the version"
+        out.add(
+            "UnsupportedVersion",
+            "spec.version",
+            f"Kubernetes version {shown} is not supported, allowed versions are {sorted(allowed)}",
+            prefix=False,
+        )
+
+
+def _check_talos_matrix(inp: ChartInput, out: _Collector) -> None:
+    talos = inp.values.get("talos")
+    talos_version = talos.get("version") if isinstance(talos, Mapping) else None
+    version = inp.values.get("version")
+    if not isinstance(talos_version, str):
+        return
+    m = re.match(r"v[0-9]+\.[0-9]+", talos_version)
+    supported = TALOS_K8S_SUPPORT.get(m.group(0)) if m else None
+    if supported is not None and version not in supported:
+        shown = _shown(version, _SAFE_DNS) or "the version"
+        out.add(
+            "TalosKubernetesIncompatible",
+            "spec.version",
+            f"Kubernetes {shown} is not supported by Talos {m.group(0) if m else ''}. "
+            f"Supported versions: {list(supported)}. Bump 'version' or set talos.version explicitly.",
+            prefix=False,
+        )
+
+
+def _check_resources(inp: ChartInput, size: Sizing, out: _Collector) -> None:
+    if truthy(inp.values.get("instanceType")) and size.has_cpu != size.has_memory:
+        missing = "spec.resources.memory" if size.has_cpu else "spec.resources.cpu"
+        out.add("IncompleteResources", missing, "set both resources.cpu and resources.memory, or neither")
+
+
+def _check_pod_cpu(inp: ChartInput, size: Sizing, out: _Collector) -> None:
+    v = inp.values
+    limit, request = v.get("podCpuLimit"), v.get("podCpuRequest")
+    has_limit, has_request = limit is not None, request is not None
+    instance_sized = truthy(v.get("instanceType")) and not size.sized_by_resources
+    for key, present in (("podCpuLimit", has_limit), ("podCpuRequest", has_request)):
+        if present and instance_sized:
+            out.add(
+                "InvalidPodCPU",
+                f"spec.{key}",
+                f"{key} cannot be combined with instanceType sizing, because KubeVirt rejects a VirtualMachine "
+                "that references an instancetype and also sets the CPU on its pod. Set both resources.cpu and "
+                f"resources.memory, which drops the instancetype from the VM, or drop {key}.",
+            )
+    lim = to_float(limit) if has_limit else 0.0
+    req = to_float(request) if has_request else 0.0
+    if has_limit and lim < 0:
+        out.add("InvalidPodCPU", "spec.podCpuLimit", f"podCpuLimit ({_q(limit)}) must not be negative")
+    if has_request and req < 0:
+        out.add("InvalidPodCPU", "spec.podCpuRequest", f"podCpuRequest ({_q(request)}) must not be negative")
+    if has_limit and not has_request and lim == 0:
+        out.add(
+            "InvalidPodCPU",
+            "spec.podCpuLimit",
+            "podCpuLimit 0 needs podCpuRequest 0 beside it: a zero limit removes the ceiling, but KubeVirt still "
+            "derives a CPU request from the guest vCPU count, which a limit of zero refuses.",
+        )
+    if has_limit and has_request:
+        if req == 0 and lim != 0:
+            out.add(
+                "InvalidPodCPU",
+                "spec.podCpuRequest",
+                "podCpuRequest 0 beside a podCpuLimit does not reserve nothing: KubeVirt replaces a zero CPU "
+                f"request with the declared limit ({_q(limit)}). Give podCpuRequest a non-zero value, or drop it.",
+            )
+        if req > lim:
+            out.add(
+                "InvalidPodCPU",
+                "spec.podCpuRequest",
+                f"podCpuRequest ({_q(request)}) exceeds podCpuLimit ({_q(limit)}), "
+                "and a container cannot request more CPU than its limit",
+            )
+
+
+def _q(value: Any) -> str:
+    s = go_str(value)
+    return s if _SAFE_QUANTITY.fullmatch(s) else "the value given"
+
+
+def _check_instancetype(inp: ChartInput, size: Sizing, out: _Collector) -> bool:
+    name = inp.values.get("instanceType")
+    if not size.uses_instancetype or not isinstance(name, str):
+        return False
+    if size.instancetype is None:
+        shown = _shown(name, _SAFE_DNS) or "the instanceType given"
+        out.add(
+            "InstanceTypeNotFound",
+            "spec.instanceType",
+            f"specified instanceType {shown} not found in cluster: name a VirtualMachineClusterInstancetype "
+            "that exists, or size the pool by resources.cpu and resources.memory",
+        )
+        return True
+    return False
+
+
+def _check_kubelet(inp: ChartInput, size: Sizing, out: _Collector, missing_type: bool) -> None:
+    raw = inp.values.get("kubelet")
+    kubelet: Mapping[str, Any] = raw if isinstance(raw, Mapping) else {}
+    field = "spec.kubelet"
+    bad: set[str] = set()
+    for key, shape, hint in (
+        ("systemReservedMemory", _MEMORY, _KUBELET_MEMORY_HINT),
+        ("kubeReservedMemory", _MEMORY, _KUBELET_MEMORY_HINT),
+        ("systemReservedCpu", _CPU, _KUBELET_CPU_HINT),
+        ("kubeReservedCpu", _CPU, _KUBELET_CPU_HINT),
+    ):
+        value = kubelet.get(key)
+        if truthy(value) and not shape.fullmatch(go_str(value)):
+            bad.add(key)
+            out.add(
+                "InvalidKubeletReservation",
+                f"{field}.{key}",
+                f"invalid {key} value ({_describe(value, _SAFE_QUANTITY)}): must be {hint}",
+            )
+    for key in ("systemReservedMemory", "kubeReservedMemory"):
+        value = kubelet.get(key)
+        if truthy(value) and key not in bad and to_float(go_str(value)) <= 0:
+            bad.add(key)
+            out.add("InvalidKubeletReservation", f"{field}.{key}", f"{key} must be a positive value, got {_q(value)}")
+    for key in ("systemReservedCpu", "kubeReservedCpu"):
+        value = kubelet.get(key)
+        if truthy(value) and key not in bad and to_float64(cpu_to_millicores(value)) <= 0:
+            bad.add(key)
+            out.add("InvalidKubeletReservation", f"{field}.{key}", f"{key} must be a positive value, got {_q(value)}")
+
+    hard, soft = size.eviction_hard_memory, size.eviction_soft_memory
+    for key, value, example in (("evictionHardMemory", hard, "7%"), ("evictionSoftMemory", soft, "10%")):
+        if not value.endswith("%") and not _MEMORY.fullmatch(value):
+            bad.add(key)
+            out.add(
+                "InvalidKubeletReservation",
+                f"{field}.{key}",
+                f"invalid {key} value ({_describe(value, _SAFE_QUANTITY)}): must be a percentage (e.g. {example}) "
+                "or a Kubernetes memory quantity (e.g. 500Mi, 1Gi, 1e9)",
+            )
+    if hard.endswith("%") and soft.endswith("%"):
+        pcts: dict[str, float] = {}
+        for key, value in (("evictionHardMemory", hard), ("evictionSoftMemory", soft)):
+            number = value[:-1]
+            if not _PCT_NUMBER.fullmatch(number):
+                bad.add(key)
+                out.add(
+                    "InvalidKubeletReservation",
+                    f"{field}.{key}",
+                    f"{key} percentage value ({_describe(number, _SAFE_QUANTITY)}) is not a valid number",
+                )
+                continue
+            pct = to_float64(number)
+            pcts[key] = pct
+            if pct <= 0 or pct > 100:
+                out.add(
+                    "InvalidKubeletReservation",
+                    f"{field}.{key}",
+                    f"{key} percentage must be greater than 0 and at most 100, got {number}%",
+                )
+        if len(pcts) == 2 and pcts["evictionHardMemory"] >= pcts["evictionSoftMemory"]:
+            out.add(
+                "InvalidKubeletReservation",
+                f"{field}.evictionHardMemory",
+                f"evictionHardMemory ({hard}) must be strictly less than evictionSoftMemory ({soft})",
+            )
+    elif not hard.endswith("%") and not soft.endswith("%"):
+        if not bad & {"evictionHardMemory", "evictionSoftMemory"} and to_float(hard) >= to_float(soft):
+            out.add(
+                "InvalidKubeletReservation",
+                f"{field}.evictionHardMemory",
+                f"evictionHardMemory ({hard}) must be strictly less than evictionSoftMemory ({soft})",
+            )
+    else:
+        out.add(
+            "InvalidKubeletReservation",
+            f"{field}.evictionHardMemory",
+            f"evictionHardMemory ({_q(hard)}) and evictionSoftMemory ({_q(soft)}) must use the same unit type "
+            "(both percentage or both absolute)",
+        )
+
+    memory_ok = not bad & {"systemReservedMemory", "kubeReservedMemory", "evictionHardMemory"}
+    if size.effective_memory and memory_ok and size.total_reserved_memory_bytes() >= to_float(size.effective_memory):
+        out.add(
+            "InvalidKubeletReservation",
+            field,
+            f"total reserved memory (systemReservedMemory={_q(size.system_reserved_memory)} + "
+            f"kubeReservedMemory={_q(size.kube_reserved_memory)} + evictionHardMemory={_q(hard)}) must be less "
+            f"than effective node memory ({_q(size.effective_memory)}): lower the reservations or size the node up",
+        )
+    cpu_ok = not bad & {"systemReservedCpu", "kubeReservedCpu"}
+    if size.effective_cpu and cpu_ok and size.total_reserved_cpu_millis() >= size.effective_cpu_millis():
+        out.add(
+            "InvalidKubeletReservation",
+            field,
+            f"total reserved CPU (systemReservedCpu={_q(size.system_reserved_cpu)} + "
+            f"kubeReservedCpu={_q(size.kube_reserved_cpu)}) must be less than effective node CPU "
+            f"({_q(size.effective_cpu)} cores): lower the reservations or size the node up",
+        )
+    if missing_type:
+        return
+    memory_keys = ("systemReservedMemory", "kubeReservedMemory", "evictionHardMemory", "evictionSoftMemory")
+    if not size.effective_memory and any(truthy(kubelet.get(k)) for k in memory_keys):
+        out.add(
+            "InvalidKubeletReservation",
+            field,
+            "kubelet memory reservations require effective memory to validate: set resources.memory or instanceType",
+        )
+    if not size.effective_cpu and any(truthy(kubelet.get(k)) for k in ("systemReservedCpu", "kubeReservedCpu")):
+        out.add(
+            "InvalidKubeletReservation",
+            field,
+            "cannot validate kubelet CPU reservations without effective CPU: set resources.cpu or a valid instanceType",
+        )
+
+
+def _check_duration(values: Mapping[str, Any], key: str, out: _Collector) -> None:
+    value = values.get(key)
+    if not _DURATION.fullmatch(go_str(value)):
+        out.add(
+            "InvalidDuration",
+            f"spec.{key}",
+            f"{key} must be a whole number of s, m or h (e.g. 30m, 1h30m), "
+            f"{_describe(value, _SAFE_DURATIONISH, 'a value')}",
+            prefix=False,
+        )
+
+
+def _check_max_unhealthy(values: Mapping[str, Any], out: _Collector) -> None:
+    s = go_str(values.get("maxUnhealthy"))
+    ok = re.fullmatch(r"[0-9]+%", s) if s.endswith("%") else re.fullmatch(r"[0-9]+", s)
+    if not ok:
+        out.add(
+            "InvalidMaxUnhealthy",
+            "spec.maxUnhealthy",
+            "maxUnhealthy must be a bare integer (e.g. 0, 1) or an integer percentage (e.g. 50%), "
+            f"{_describe(values.get('maxUnhealthy'), _SAFE_QUANTITY)}",
+            prefix=False,
+        )
+
+
+def _check_pr3571(inp: ChartInput, out: _Collector) -> None:
+    v = inp.values
+    pool = out.pool
+    modules = v.get("kernelModules")
+    if isinstance(modules, list):
+        for i, module in enumerate(modules):
+            if not isinstance(module, Mapping):
+                continue
+            raw_name = module.get("name")
+            name = go_str(raw_name) if truthy(raw_name) else ""
+            if not _MODULE.fullmatch(name):
+                out.add(
+                    "InvalidKernelModule",
+                    f"spec.kernelModules[{i}].name",
+                    f"pool {pool}: invalid kernelModules name: must be a kernel module name matching "
+                    "^[a-z0-9_-]+$ (e.g. nvidia_uvm)",
+                    prefix=False,
+                )
+            params = module.get("parameters")
+            for j, param in enumerate(params if isinstance(params, list) else []):
+                if not _SHELL_SAFE.fullmatch(go_str(param)):
+                    out.add(
+                        "InvalidKernelModule",
+                        f"spec.kernelModules[{i}].parameters[{j}]",
+                        f"pool {pool}: invalid kernelModules parameter: must not contain $, a backtick, a backslash, "
+                        "quotes, whitespace or control characters (e.g. NVreg_EnableGpuFirmware=1)",
+                        prefix=False,
+                    )
+    pool_schematic = v.get("schematicID")
+    talos = v.get("talos")
+    if truthy(pool_schematic):
+        schematic, field = pool_schematic, "spec.schematicID"
+    else:
+        schematic = talos.get("schematicID") if isinstance(talos, Mapping) else None
+        field = "spec.talos.schematicID"
+    if not _SHELL_SAFE.fullmatch(go_str(schematic)):
+        out.add(
+            "Invalid",
+            field,
+            f"pool {pool}: invalid schematicID: must not contain $, a backtick, a backslash, quotes, whitespace "
+            "or control characters (a 64-hex image-factory digest or a mirror path such as gpu/nvidia-open is fine)",
+            prefix=False,
+        )

@@ -1,0 +1,448 @@
+"""The objects of ``templates/nodegroup.yaml``, one function per define or document.
+
+Owns: the ``kubevirtmachinetemplate`` define's exact text (:func:`kubevirtmachinetemplate_text`;
+the template name is ``sha256`` of it, first 6 hex), and as plain dicts equal to what the
+oracle parses: the KubevirtMachineTemplate, MachineDeployment, MachineHealthCheck and
+WorkloadMonitor. Also the class-era disk sources a classified pool may boot from
+(:class:`Disk`): a factory/default HTTP source with an optional image-factory CA (PR 3797's
+``certConfigMap`` and its ConfigMap, :func:`image_factory_ca_configmap`) and a builtin golden
+clone (PR 3294's ``pvc`` source). ``disk=None`` is the chart's own HTTP source, byte for byte.
+
+Callers pass a :class:`~workerclass.chart.context.ChartInput` the chart renders (see
+``checks.chart_failures``); values the chart would refuse are not re-checked here.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from .context import ChartInput
+from .quantity import divf, go_str, to_float, to_float64, to_int, truthy
+from .sizing import Sizing
+from .values import app_version, chart_version, from_yaml, k8s_load, plain_scalar, to_yaml, version_map
+
+KMT_API = "infrastructure.cluster.x-k8s.io/v1alpha1"
+CAPI_API = "cluster.x-k8s.io/v1beta1"
+TCT_API = "bootstrap.cluster.x-k8s.io/v1alpha3"
+WM_API = "cozystack.io/v1alpha1"
+
+_DURATION = re.compile(r"^[1-9][0-9]{0,4}[smh]([0-9]{1,5}[smh]){0,2}$")
+
+
+@dataclass(frozen=True, slots=True)
+class Disk:
+    """Where ``disk-system`` is imported or cloned from.
+
+    ``Disk(kind="http", url=..., cert_configmap=None)``: an HTTP import (PR 3797 adds
+    ``certConfigMap`` when the factory has a CA). ``Disk(kind="pvc", pvc_namespace="cozy-public",
+    pvc_name="talos-worker-<schematicID>-<version>")``: a CDI clone of a golden (PR 3294; no
+    ``usePopulator`` annotation on that path).
+    """
+
+    kind: Literal["http", "pvc"] = "http"
+    url: str = ""
+    cert_configmap: str | None = None
+    pvc_namespace: str = "cozy-public"
+    pvc_name: str = ""
+
+    @classmethod
+    def http(cls, url: str, cert_configmap: str | None = None) -> Disk:
+        return cls(kind="http", url=url, cert_configmap=cert_configmap)
+
+    @classmethod
+    def pvc(cls, namespace: str, name: str) -> Disk:
+        return cls(kind="pvc", pvc_namespace=namespace, pvc_name=name)
+
+
+def tpl(value: Any) -> str:
+    """``{{ value }}`` in a template: ``%v``, with Helm's ``<no value>`` for nil replaced by ""."""
+    return "" if value is None else go_str(value)
+
+
+def go_quote(value: Any) -> str:
+    """sprig ``quote``: Go's ``%q`` of the value's string."""
+    s = go_str(value)
+    out = ['"']
+    for ch in s:
+        o = ord(ch)
+        if ch == '"':
+            out.append('\\"')
+        elif ch == "\\":
+            out.append("\\\\")
+        elif ch in "\a\b\f\n\r\t\v":
+            out.append({"\a": "\\a", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t", "\v": "\\v"}[ch])
+        elif ch.isprintable():
+            out.append(ch)
+        elif o < 0x80:
+            out.append(f"\\x{o:02x}")
+        elif o < 0x10000:
+            out.append(f"\\u{o:04x}")
+        else:
+            out.append(f"\\U{o:08x}")
+    out.append('"')
+    return "".join(out)
+
+
+def _get(obj: Any, key: str) -> Any:
+    return obj.get(key) if isinstance(obj, Mapping) else None
+
+
+def _roles(inp: ChartInput) -> list[Any]:
+    roles = inp.values.get("roles")
+    return list(roles) if isinstance(roles, list) else []
+
+
+def chart_http_url(inp: ChartInput) -> str:
+    """The chart's disk URL: ``<imageFactoryURL less one trailing "/">/image/<schematic>/<version>/...``."""
+    talos = inp.values.get("talos")
+    base = tpl(_get(talos, "imageFactoryURL")).removesuffix("/")
+    return f"{base}/image/{tpl(_get(talos, 'schematicID'))}/{tpl(_get(talos, 'version'))}/openstack-amd64.raw.xz"
+
+
+def sanitized_pod_resources(inp: ChartInput) -> str:
+    """``cozy-lib.resources.sanitize`` of ``{ephemeral-storage: 2Gi}`` plus podCpuLimit/Request, as text."""
+    cluster = inp.values.get("_cluster")
+    ratio_raw = cluster.get("ephemeral-storage-allocation-ratio", "40") if isinstance(cluster, Mapping) else "40"
+    ratio = to_float64(ratio_raw)
+    request = to_int(divf(to_float("2Gi"), ratio))
+    resources: dict[str, dict[str, Any]] = {
+        "limits": {"ephemeral-storage": "2Gi"},
+        "requests": {"ephemeral-storage": str(request)},
+    }
+    text = to_yaml(resources)
+    v = inp.values
+    if "podCpuLimit" in v and v["podCpuLimit"] is not None:
+        parsed = from_yaml(text)
+        parsed.setdefault("limits", {})["cpu"] = go_str(v["podCpuLimit"])
+        text = to_yaml(parsed)
+    if "podCpuRequest" in v and v["podCpuRequest"] is not None:
+        parsed = from_yaml(text)
+        parsed.setdefault("requests", {})["cpu"] = go_str(v["podCpuRequest"])
+        text = to_yaml(parsed)
+    return text
+
+
+def _nindent(text: str, n: int) -> str:
+    pad = " " * n
+    return "\n" + "\n".join(pad + line for line in text.split("\n"))
+
+
+def _disk_source_lines(inp: ChartInput, disk: Disk | None) -> list[str]:
+    if disk is not None and disk.kind == "pvc":
+        return [
+            "          source:",
+            "            pvc:",
+            f"              namespace: {disk.pvc_namespace}",
+            f"              name: {disk.pvc_name}",
+        ]
+    url = chart_http_url(inp) if disk is None else disk.url
+    lines = ["          source:", "            http:", f"              url: {url}"]
+    if disk is not None and disk.cert_configmap:
+        lines.append(f"              certConfigMap: {disk.cert_configmap}")
+    return lines
+
+
+def kubevirtmachinetemplate_text(inp: ChartInput, sizing: Sizing, disk: Disk | None = None) -> str:
+    """The ``kubevirtmachinetemplate`` define's output, exactly (no trailing newline)."""
+    v = inp.values
+    roles = _roles(inp)
+    role_lines = [f'node-role.kubernetes.io/{tpl(r)}: ""' for r in roles]
+    cluster_name = inp.cluster_name
+    group = inp.group_name
+    resources = v.get("resources")
+    out: list[str] = [
+        "spec:",
+        "  virtualMachineBootstrapCheck:",
+        "    checkStrategy: none",
+        "  virtualMachineTemplate:",
+        "    metadata:",
+        f"      namespace: {inp.namespace}",
+        "      labels:",
+        *("        " + r for r in role_lines),
+        "    spec:",
+    ]
+    if truthy(v.get("instanceType")) and not sizing.sized_by_resources:
+        out += [
+            "      instancetype:",
+            "        kind: VirtualMachineClusterInstancetype",
+            f"        name: {tpl(v.get('instanceType'))}",
+        ]
+    out += [
+        "      runStrategy: Always",
+        "      dataVolumeTemplates:",
+        "      - metadata:",
+        "          name: disk-system",
+    ]
+    if disk is None or disk.kind == "http":
+        out += ["          annotations:", '            cdi.kubevirt.io/storage.usePopulator: "false"']
+    out.append("        spec:")
+    out += _disk_source_lines(inp, disk)
+    disk_size = v.get("diskSize")
+    out += [
+        "          storage:",
+        "            resources:",
+        "              requests:",
+        f"                storage: {go_quote(disk_size if truthy(disk_size) else '20Gi')}",
+    ]
+    storage_class = v.get("storageClass")
+    if truthy(storage_class):
+        out.append(f"            storageClassName: {go_quote(storage_class)}")
+    out += [
+        "      template:",
+        "        metadata:",
+        "          annotations:",
+        '            kubevirt.io/allow-pod-bridge-network-live-migration: "true"',
+        "          labels:",
+        "            apps.cozystack.io/application.group: apps.cozystack.io",
+        "            apps.cozystack.io/application.kind: Kubernetes",
+        f"            apps.cozystack.io/application.name: {go_quote(cluster_name.removeprefix('kubernetes-'))}",
+        *("            " + r for r in role_lines),
+        f"            cluster.x-k8s.io/deployment-name: {cluster_name}-{group}",
+        "        spec:",
+    ]
+    text = "\n".join(out)
+    scheduling = _get(v.get("_cluster"), "scheduling")
+    if truthy(scheduling):
+        raw = _get(scheduling, "globalAppTopologySpreadConstraints")
+        if truthy(raw):
+            text += _nindent(to_yaml(from_yaml(go_str(raw))), 10)
+            text += (
+                "\n            labelSelector:\n              matchLabels:\n"
+                f"                cluster.x-k8s.io/cluster-name: {cluster_name}"
+            )
+    out = ["", "          domain:"]
+    if truthy(resources) and truthy(_get(resources, "cpu")):
+        out += [
+            "            cpu:",
+            "              threads: 1",
+            f"              cores: {tpl(_get(resources, 'cpu'))}",
+            "              sockets: 1",
+        ]
+    out.append("            devices:")
+    gpus = v.get("gpus")
+    if truthy(gpus) and isinstance(gpus, list):
+        out.append("              gpus:")
+        for i, gpu in enumerate(gpus):
+            out += [f"              - name: gpu{i + 1}", f"                deviceName: {tpl(_get(gpu, 'name'))}"]
+    out += [
+        "              disks:",
+        "              - name: system",
+        "                disk:",
+        "                  bus: virtio",
+        "                  pciAddress: 0000:07:00.0",
+        "                blockSize:",
+        "                  custom:",
+        "                    logical: 512",
+        "                    physical: 4096",
+        "              interfaces:",
+        "              - name: default",
+        "                bridge: {}",
+    ]
+    if truthy(v.get("logSerialConsole")):
+        out.append("              logSerialConsole: true")
+    if truthy(resources) and truthy(_get(resources, "memory")):
+        out += ["            memory:", f"              guest: {tpl(_get(resources, 'memory'))}"]
+    out.append("            resources:")
+    out.append("              " + _nindent(sanitized_pod_resources(inp), 14))
+    out += [
+        "          evictionStrategy: External",
+        "          volumes:",
+        "          - name: system",
+        "            dataVolume:",
+        "              name: disk-system",
+        "          networks:",
+        "          - name: default",
+        "            pod: {}",
+    ]
+    return text + "\n".join(out)
+
+
+def template_hash(text: str) -> str:
+    """``sha256sum | trunc 6`` of the define's text."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:6]
+
+
+def kubevirtmachinetemplate_name(inp: ChartInput, sizing: Sizing, disk: Disk | None = None) -> str:
+    return f"{inp.cluster_name}-{inp.group_name}-{template_hash(kubevirtmachinetemplate_text(inp, sizing, disk))}"
+
+
+def kubevirtmachinetemplate(inp: ChartInput, sizing: Sizing, disk: Disk | None = None) -> dict[str, Any]:
+    """The KubevirtMachineTemplate document, parsed as the oracle parses it."""
+    text = kubevirtmachinetemplate_text(inp, sizing, disk)
+    template = k8s_load(text)
+    return {
+        "apiVersion": KMT_API,
+        "kind": "KubevirtMachineTemplate",
+        "metadata": {"name": f"{inp.cluster_name}-{inp.group_name}-{template_hash(text)}", "namespace": inp.namespace},
+        "spec": {"template": template},
+    }
+
+
+def _scalar(value: Any) -> Any:
+    """An unquoted ``{{ value }}`` as the parsed YAML holds it."""
+    return plain_scalar(tpl(value))
+
+
+def _duration(value: Any) -> str:
+    s = go_str(value)
+    return s if _DURATION.match(s) else ""
+
+
+def _selector(inp: ChartInput) -> dict[str, str]:
+    return {
+        "cluster.x-k8s.io/cluster-name": inp.cluster_name,
+        "cluster.x-k8s.io/deployment-name": f"{inp.cluster_name}-{inp.group_name}",
+    }
+
+
+def machinedeployment(inp: ChartInput, sizing: Sizing, kmt_name: str) -> dict[str, Any]:
+    """The MachineDeployment (no ``spec.replicas``: the autoscaler owns it)."""
+    v = inp.values
+    annotations: dict[str, Any] = {
+        "cluster.x-k8s.io/cluster-api-autoscaler-node-group-min-size": tpl(v.get("minReplicas")),
+        "cluster.x-k8s.io/cluster-api-autoscaler-node-group-max-size": tpl(v.get("maxReplicas")),
+        "cluster.x-k8s.io/autoscaling-options-maxnodeprovisiontime": _duration(v.get("maxNodeProvisionTime")),
+    }
+    memory = sizing.capacity_memory()
+    if memory is not None:
+        annotations["capacity.cluster-autoscaler.kubernetes.io/memory"] = memory
+    cpu = sizing.capacity_cpu()
+    if cpu is not None:
+        annotations["capacity.cluster-autoscaler.kubernetes.io/cpu"] = cpu
+    labels: dict[str, Any] = dict(_selector(inp))
+    for role in _roles(inp):
+        labels[f"node-role.kubernetes.io/{tpl(role)}"] = ""
+    name = f"{inp.cluster_name}-{inp.group_name}"
+    return {
+        "apiVersion": CAPI_API,
+        "kind": "MachineDeployment",
+        "metadata": {"name": name, "namespace": inp.namespace, "annotations": annotations},
+        "spec": {
+            "clusterName": inp.cluster_name,
+            "strategy": {
+                "rollingUpdate": {"maxSurge": _scalar(v.get("maxReplicas")), "maxUnavailable": 1},
+                "type": "RollingUpdate",
+            },
+            "selector": {"matchLabels": _selector(inp)},
+            "template": {
+                "metadata": {"labels": labels},
+                "spec": {
+                    "bootstrap": {
+                        "configRef": {
+                            "apiVersion": TCT_API,
+                            "kind": "TalosConfigTemplate",
+                            "name": name,
+                            "namespace": inp.namespace,
+                        }
+                    },
+                    "clusterName": inp.cluster_name,
+                    "infrastructureRef": {
+                        "apiVersion": KMT_API,
+                        "kind": "KubevirtMachineTemplate",
+                        "name": kmt_name,
+                        "namespace": inp.namespace,
+                    },
+                    "version": _scalar(version_map().get(go_str(v.get("version")), "")),
+                },
+            },
+        },
+    }
+
+
+def _max_unhealthy(value: Any) -> Any:
+    s = go_str(value)
+    if s.endswith("%"):
+        return s
+    return to_int(s)
+
+
+def machinehealthcheck(inp: ChartInput) -> dict[str, Any]:
+    """The MachineHealthCheck (maxUnhealthy a bare int, or the quoted percentage)."""
+    v = inp.values
+    return {
+        "apiVersion": CAPI_API,
+        "kind": "MachineHealthCheck",
+        "metadata": {"name": f"{inp.cluster_name}-{inp.group_name}", "namespace": inp.namespace},
+        "spec": {
+            "clusterName": inp.cluster_name,
+            "maxUnhealthy": _max_unhealthy(v.get("maxUnhealthy")),
+            "nodeStartupTimeout": _scalar(v.get("nodeStartupTimeout")),
+            "selector": {"matchLabels": _selector(inp)},
+            "unhealthyConditions": [
+                {"type": "Ready", "status": "Unknown", "timeout": _duration(v.get("readyUnknownTimeout"))},
+                {"type": "Ready", "status": "False", "timeout": _duration(v.get("readyFalseTimeout"))},
+            ],
+        },
+    }
+
+
+def workloadmonitor(inp: ChartInput) -> dict[str, Any]:
+    """The worker WorkloadMonitor."""
+    return {
+        "apiVersion": WM_API,
+        "kind": "WorkloadMonitor",
+        "metadata": {"name": f"{inp.cluster_name}-{inp.group_name}", "namespace": inp.namespace},
+        "spec": {
+            "minReplicas": _scalar(inp.values.get("minReplicas")),
+            "kind": "kubernetes",
+            "type": "worker",
+            "selector": {**_selector(inp), "cluster.x-k8s.io/role": "worker"},
+            "version": _scalar(chart_version()),
+        },
+    }
+
+
+def nodegroup_objects(inp: ChartInput, sizing: Sizing, disk: Disk | None = None) -> list[dict[str, Any]]:
+    """``nodegroup.yaml``'s documents in file order (no earlier templates to preserve offline)."""
+    kmt = kubevirtmachinetemplate(inp, sizing, disk)
+    return [kmt, machinedeployment(inp, sizing, kmt["metadata"]["name"]), machinehealthcheck(inp), workloadmonitor(inp)]
+
+
+# ------------------------------------------------------------------ class-era disk sources
+
+
+def image_factory_ca_configmap_name(inp: ChartInput) -> str:
+    """PR 3797's ``<release>-talos-factory-ca`` with the parent's release ``kubernetes-<cluster>``
+    replaced by the pool's objects' name ``kubernetes-<cluster>-<pool>`` (trunc 63, no trailing -)."""
+    return f"{inp.cluster_name}-{inp.group_name}-talos-factory-ca"[:63].rstrip("-")
+
+
+def factory_disk(inp: ChartInput, *, url: str | None = None, with_ca: bool = False) -> Disk:
+    """An HTTP import from ``url`` (default the chart's own), with PR 3797's certConfigMap if ``with_ca``."""
+    return Disk(
+        kind="http",
+        url=chart_http_url(inp) if url is None else url,
+        cert_configmap=image_factory_ca_configmap_name(inp) if with_ca else None,
+    )
+
+
+def golden_disk(schematic_id: str, version: str, namespace: str = "cozy-public") -> Disk:
+    """PR 3294's clone of the golden ``talos-worker-<schematicID>-<version>``."""
+    return Disk(kind="pvc", pvc_namespace=namespace, pvc_name=f"talos-worker-{schematic_id}-{version}")
+
+
+def image_factory_ca_configmap(inp: ChartInput, ca_pem: str) -> dict[str, Any]:
+    """PR 3797's CA ConfigMap (``data.ca.pem``: the trimmed PEM, a literal block with one newline).
+
+    Labels are ``kubernetes.labels`` of this chart; the namespace is written out (PR 3797 leaves
+    it to Helm's release namespace, which is the same namespace).
+    """
+    labels = {
+        "helm.sh/chart": f"kubernetes-nodes-{chart_version()}".replace("+", "_")[:63].rstrip("-"),
+        "app.kubernetes.io/name": "kubernetes-nodes",
+        "app.kubernetes.io/instance": inp.release,
+        "app.kubernetes.io/version": app_version(),
+        "app.kubernetes.io/managed-by": "Helm",
+    }
+    if not app_version():
+        del labels["app.kubernetes.io/version"]
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": image_factory_ca_configmap_name(inp), "namespace": inp.namespace, "labels": labels},
+        "data": {"ca.pem": ca_pem.strip() + "\n"},
+    }
