@@ -37,6 +37,7 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any
 
 import yaml
@@ -339,7 +340,8 @@ def nindent(text: str, width: int) -> str:
 
 # ----------------------------------------------------------------------------- toYaml (go-yaml v2)
 
-#: Plain scalars go-yaml v2 resolves to a bool, null, float or merge key rather than a string.
+#: Plain scalars go-yaml v2 resolves to a bool, null or float rather than a string (``<<`` has no
+#: resolve hint in v2, so it stays a plain string).
 _V2_SPECIAL_WORDS = frozenset(
     [
         "y",
@@ -380,7 +382,6 @@ _V2_SPECIAL_WORDS = frozenset(
         "-.inf",
         "-.Inf",
         "-.INF",
-        "<<",
     ]
 ) | {""}
 _V2_FLOAT = re.compile(r"[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?")
@@ -520,8 +521,45 @@ _DOUBLE_ESCAPES = {
 }
 
 
-def _double_quoted(value: str) -> str:
-    out = ['"']
+#: go-yaml's ``best_width``: plain and quoted scalars fold at a space once the line is past it.
+_BEST_WIDTH = 80
+#: go-yaml writes a mapping key longer than this (in bytes) as a complex key (``? key``).
+_SIMPLE_KEY_LIMIT = 128
+
+
+def _fold(pieces: list[str], spaces: list[bool], column: int, indent: int, *, edges: bool) -> list[str]:
+    """go-yaml's folding of a one-line scalar: at a space not after a space, once the column is past
+    :data:`_BEST_WIDTH`, the space becomes a line break and an indent. ``pieces`` are the written
+    forms of the characters (escapes, doubled quotes), ``spaces`` marks the foldable ones."""
+    lines: list[str] = []
+    current: list[str] = []
+    after_space = False
+    last = len(pieces) - 1
+    for i, piece in enumerate(pieces):
+        if spaces[i]:
+            next_space = i < last and spaces[i + 1]
+            inside = not edges or 0 < i < last
+            if not after_space and column > _BEST_WIDTH and inside and (edges or not next_space):
+                lines.append("".join(current))
+                current = [" " * indent]
+                column = indent
+                if edges and next_space:  # a double-quoted scalar escapes the space that follows
+                    current.append("\\")
+                    column += 1
+            else:
+                current.append(piece)
+                column += len(piece)
+            after_space = True
+        else:
+            current.append(piece)
+            column += len(piece)
+            after_space = False
+    lines.append("".join(current))
+    return lines
+
+
+def _double_pieces(value: str) -> list[str]:
+    out = []
     for ch in value:
         code = ord(ch)
         if ch in _DOUBLE_ESCAPES:
@@ -530,12 +568,12 @@ def _double_quoted(value: str) -> str:
             out.append(f"\\x{code:02X}" if code <= 0xFF else f"\\u{code:04X}" if code <= 0xFFFF else f"\\U{code:08X}")
         else:
             out.append(ch)
-    out.append('"')
-    return "".join(out)
+    return out
 
 
-def _string_lines(value: str, indent: int, *, key: bool) -> list[str]:
-    """A string scalar as go-yaml v2 writes it; several lines for a literal block."""
+def _string_lines(value: str, indent: int, column: int, *, key: bool) -> list[str]:
+    """A string scalar as go-yaml v2 writes it, starting at ``column``; continuation lines and a
+    literal block's lines at ``indent``. Keys never fold."""
     analysis = _analyze(value)
     if "\n" in value:
         style = "literal" if analysis.block and not key else "double"
@@ -544,11 +582,25 @@ def _string_lines(value: str, indent: int, *, key: bool) -> list[str]:
     else:
         style = "double"
     if style == "plain":
-        return [value]
+        if key:
+            return [value]
+        return _fold(list(value), [ch == " " for ch in value], column, indent, edges=False)
     if style == "single":
-        return ["'" + value.replace("'", "''") + "'"]
+        pieces = ["''" if ch == "'" else ch for ch in value]
+        if key:
+            return ["'" + "".join(pieces) + "'"]
+        lines = _fold(pieces, [ch == " " for ch in value], column + 1, indent, edges=True)
+        lines[0] = "'" + lines[0]
+        lines[-1] += "'"
+        return lines
     if style == "double":
-        return [_double_quoted(value)]
+        pieces = _double_pieces(value)
+        if key:
+            return ['"' + "".join(pieces) + '"']
+        lines = _fold(pieces, [ch == " " for ch in value], column + 1, indent, edges=True)
+        lines[0] = '"' + lines[0]
+        lines[-1] += '"'
+        return lines
     header = "|"
     if value[0] == " " or value[0] in _BREAKS:
         header += "2"
@@ -564,18 +616,19 @@ def _string_lines(value: str, indent: int, *, key: bool) -> list[str]:
 
 
 def _number(value: int | float) -> str:
-    """A JSON number after ``json.Marshal`` of Helm's float64 and go-yaml's re-read."""
+    """A JSON number after ``json.Marshal`` of Helm's float64 and go-yaml's re-read: integers (the
+    shortest digits, as Go's JSON writes a float64) while int64 or uint64 holds them, else Go's %g."""
     number = float(value)
     if math.isnan(number) or math.isinf(number):
         return ".nan" if math.isnan(number) else (".inf" if number > 0 else "-.inf")
     if number.is_integer() and abs(number) < 1e21:
-        whole = int(number)
+        whole = int(Decimal(repr(number)))
         if -(1 << 63) <= whole <= _UINT64_MAX:
             return str(whole)
     return go_float_str(number)
 
 
-def _scalar_lines(value: Any, indent: int, *, key: bool = False) -> list[str]:
+def _scalar_lines(value: Any, indent: int, column: int, *, key: bool = False) -> list[str]:
     if value is None:
         return ["null"]
     if isinstance(value, bool):
@@ -584,7 +637,7 @@ def _scalar_lines(value: Any, indent: int, *, key: bool = False) -> list[str]:
         return [_number(value)]
     if isinstance(value, Mapping) or (isinstance(value, Sequence) and not isinstance(value, str)):
         return ["{}" if isinstance(value, Mapping) else "[]"]
-    return _string_lines(str(value), indent, key=key)
+    return _string_lines(str(value), indent, column, key=key)
 
 
 def _key_less(a: str, b: str) -> bool:
@@ -641,13 +694,30 @@ def _node_lines(value: Any, indent: int) -> list[str]:
     if isinstance(value, Mapping):
         for raw_key in _sorted_keys([str(k) for k in value]):
             item = value[raw_key]
-            key = _scalar_lines(raw_key, indent + 2, key=True)[0]
+            simple = len(raw_key.encode()) <= _SIMPLE_KEY_LIMIT and "\n" not in raw_key
+            key_lines = _scalar_lines(raw_key, indent + 2, indent + 2, key=simple)
+            if not simple:  # "? key", then ": value" (a sequence value starts on the next line)
+                lines.append(f"{pad}? {key_lines[0]}")
+                lines.extend(key_lines[1:])
+                if _is_collection(item) and item and not isinstance(item, Mapping):
+                    lines.append(f"{pad}:")
+                    lines.extend(_node_lines(item, indent))
+                elif _is_collection(item) and item:
+                    nested = _node_lines(item, indent + 2)
+                    lines.append(f"{pad}: {nested[0][indent + 2 :]}")
+                    lines.extend(nested[1:])
+                else:
+                    first, *rest = _scalar_lines(item, indent + 2, indent + 2)
+                    lines.append(f"{pad}: {first}")
+                    lines.extend(rest)
+                continue
+            key = key_lines[0]
             if _is_collection(item) and item:
                 lines.append(f"{pad}{key}:")
                 # go-yaml writes a sequence inside a mapping without indenting it.
                 lines.extend(_node_lines(item, indent if not isinstance(item, Mapping) else indent + 2))
             else:
-                first, *rest = _scalar_lines(item, indent + 2)
+                first, *rest = _scalar_lines(item, indent + 2, indent + len(key) + 2)
                 lines.append(f"{pad}{key}: {first}")
                 lines.extend(rest)
         return lines
@@ -657,17 +727,33 @@ def _node_lines(value: Any, indent: int) -> list[str]:
             lines.append(f"{pad}- {nested[0][indent + 2 :]}")
             lines.extend(nested[1:])
         else:
-            first, *rest = _scalar_lines(item, indent + 2)
+            first, *rest = _scalar_lines(item, indent + 2, indent + 2)
             lines.append(f"{pad}- {first}")
             lines.extend(rest)
     return lines
 
 
+def _json_leaves_unreadable(value: Any) -> bool:
+    """A string ``json.Marshal`` writes raw although go-yaml's reader refuses it (DEL, C1 controls...).
+
+    sigs.k8s.io/yaml re-reads the JSON text with go-yaml, which fails on such a character, and
+    Helm's ``toYaml`` then returns the empty string."""
+    if isinstance(value, Mapping):
+        return any(_json_leaves_unreadable(k) or _json_leaves_unreadable(v) for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return any(_json_leaves_unreadable(v) for v in value)
+    if isinstance(value, str):
+        return any(ord(ch) >= 0x20 and not _is_printable(ch) and ch not in "\u2028\u2029" for ch in value)
+    return False
+
+
 def to_yaml(value: Any) -> str:
     """Helm's ``toYaml`` of JSON data (go-yaml v2 through sigs.k8s.io/yaml), trailing newline trimmed."""
+    if _json_leaves_unreadable(value):
+        return ""
     if _is_collection(value) and value:
         return "\n".join(_node_lines(value, 0))
-    return "\n".join(_scalar_lines(value, 2))
+    return "\n".join(_scalar_lines(value, 2, 0))
 
 
 # ----------------------------------------------------------------------------- kernel modules (PR 3571)
@@ -752,7 +838,7 @@ class JobContext:
     kube_reserved_memory: str
     eviction_hard_memory: str
     eviction_soft_memory: str
-    registry_mirrors_yaml: str  # toYaml of talos.registryMirrors, "" when empty
+    registry_mirrors_yaml: str | None  # toYaml of talos.registryMirrors; None when it is empty
     kernel_modules_yaml: str  # toYaml of the modules list, "" when none
     dns_domain: str = TENANT_CLUSTER_DOMAIN
     pod_cidr: str = POD_CIDR
@@ -818,7 +904,7 @@ def job_context(
         kube_reserved_memory=sizing.kube_reserved_memory,
         eviction_hard_memory=sizing.eviction_hard_memory,
         eviction_soft_memory=sizing.eviction_soft_memory,
-        registry_mirrors_yaml=to_yaml(mirrors) if truthy(mirrors) else "",
+        registry_mirrors_yaml=to_yaml(mirrors) if truthy(mirrors) else None,
         kernel_modules_yaml=to_yaml(modules) if modules else "",
     )
 
@@ -837,7 +923,7 @@ def job_spec_text(ctx: JobContext) -> str:
     if ctx.kernel_modules_yaml:
         kernel = "\n" + " " * 24 + "kernel:\n" + " " * 26 + "modules:" + nindent(ctx.kernel_modules_yaml, 28)
     registries = ""
-    if ctx.registry_mirrors_yaml:
+    if ctx.registry_mirrors_yaml is not None:
         registries = (
             "\n"
             + " " * 24
