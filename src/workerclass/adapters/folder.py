@@ -1,24 +1,63 @@
-"""Read a STATE folder: YAML files at any depth, each possibly multi-document.
+"""Read STATE: folders, files and stdin of Kubernetes manifests (YAML or JSON, multi-document).
 
 Its edge: bytes on disk in, plain dicts (with where they came from) out. Errors name the file
-and, for YAML syntax errors, the line, so a platform engineer can fix a GitOps repo quickly.
+and the line, so a platform engineer can fix a GitOps repo quickly.
+
+- Files ``.yaml``, ``.yml`` and ``.json`` in any letter case, at any depth; hidden folders
+  (``.git``) are skipped; symlinked folders are followed, each real folder once (loops end).
+  A file named explicitly is read whatever its name.
+- A document that is not a mapping (a list such as an Ansible playbook, a string, a number) is
+  skipped with one warning naming file and document, never an abort.
+- Duplicate keys in one mapping are refused with file and line, as kubectl refuses them.
+- A ``metadata.name`` or ``metadata.namespace`` that YAML reads as a boolean or a number
+  (``name: yes``, ``name: 0123``) is refused with a message saying to quote it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import json
+import os
+import sys
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import yaml
+from yaml.nodes import MappingNode, ScalarNode
 
-try:  # the C loader is several times faster on large folders
-    from yaml import CSafeLoader as SafeLoader
+try:  # the C parser is several times faster on large folders
+    from yaml import CSafeLoader as _BaseLoader
 except ImportError:  # pragma: no cover - depends on how PyYAML was built
-    from yaml import SafeLoader  # type: ignore[assignment]
+    from yaml import SafeLoader as _BaseLoader  # type: ignore[assignment]
+
+__all__ = [
+    "MANIFEST_SUFFIXES",
+    "YAML_SUFFIXES",
+    "Document",
+    "LoadError",
+    "iter_manifest_files",
+    "iter_yaml_files",
+    "parse_documents",
+    "read_documents",
+    "read_folder",
+    "read_paths",
+]
 
 YAML_SUFFIXES = (".yaml", ".yml")
+#: Suffixes read from folders, compared in lower case.
+MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
+STDIN = "-"
+
+_STR_TAG = "tag:yaml.org,2002:str"
+_MERGE_TAG = "tag:yaml.org,2002:merge"
+_WHAT = {
+    "tag:yaml.org,2002:bool": "a boolean",
+    "tag:yaml.org,2002:int": "a number",
+    "tag:yaml.org,2002:float": "a number",
+    "tag:yaml.org,2002:null": "null",
+    "tag:yaml.org,2002:timestamp": "a date",
+}
 
 
 class LoadError(Exception):
@@ -33,8 +72,134 @@ class Document:
     origin: str
 
 
-def read_documents(path: Path, *, label: str | None = None) -> list[Document]:
-    """All non-empty documents of one YAML file, in file order."""
+class _Loader(_BaseLoader):
+    """The safe loader, refusing duplicate keys and unquoted non-string names (with their line)."""
+
+    where = "<input>"
+
+    def construct_mapping(self, node: MappingNode, deep: bool = False) -> dict[Any, Any]:
+        if isinstance(node, MappingNode):
+            _check_mapping(node, self.where)
+        return super().construct_mapping(node, deep=deep)
+
+
+def _check_mapping(node: MappingNode, where: str) -> None:
+    seen: dict[tuple[str, str], int] = {}
+    for key_node, value_node in node.value:
+        if not isinstance(key_node, ScalarNode) or key_node.tag == _MERGE_TAG:
+            continue
+        key = (key_node.tag, key_node.value)
+        line = key_node.start_mark.line + 1
+        if key in seen:
+            raise LoadError(
+                f"{where}:{line}: duplicate key {key_node.value!r} (first at line {seen[key]}): "
+                "kubectl refuses it; keep one"
+            )
+        seen[key] = line
+        if key_node.value == "metadata" and isinstance(value_node, MappingNode):
+            _check_names(value_node, where)
+
+
+def _check_names(metadata: MappingNode, where: str) -> None:
+    for key_node, value_node in metadata.value:
+        if not isinstance(key_node, ScalarNode) or key_node.value not in ("name", "namespace"):
+            continue
+        if isinstance(value_node, ScalarNode) and value_node.tag != _STR_TAG and value_node.style is None:
+            what = _WHAT.get(value_node.tag, "not a string")
+            line = value_node.start_mark.line + 1
+            raise LoadError(
+                f"{where}:{line}: metadata.{key_node.value} {value_node.value!r} is read by YAML as {what}, "
+                f'not a name: quote it ({key_node.value}: "{value_node.value}")'
+            )
+
+
+def _describe(item: object) -> str:
+    if isinstance(item, list):
+        return "a list"
+    if isinstance(item, str):
+        return "a string"
+    if isinstance(item, bool):
+        return "a boolean"
+    if isinstance(item, int | float):
+        return "a number"
+    return type(item).__name__
+
+
+def _documents(items: Iterator[object], where: str, warnings: list[str] | None) -> list[Document]:
+    out: list[Document] = []
+    for index, item in enumerate(items):
+        if item is None:
+            continue
+        if not isinstance(item, dict):
+            if warnings is not None:
+                warnings.append(f"{where}: document {index + 1} is {_describe(item)}, not a Kubernetes object: skipped")
+            continue
+        if item.get("kind") == "List" and isinstance(item.get("items"), list):
+            for sub, member in enumerate(item["items"]):
+                if isinstance(member, dict):
+                    out.append(Document(member, f"{where}#{index + 1}.{sub + 1}"))
+                elif warnings is not None:
+                    warnings.append(
+                        f"{where}: document {index + 1} item {sub + 1} is {_describe(member)}, "
+                        "not a Kubernetes object: skipped"
+                    )
+            continue
+        out.append(Document(item, f"{where}#{index + 1}"))
+    return out
+
+
+def _yaml_items(text: str, where: str) -> Iterator[object]:
+    loader = _Loader(text)
+    loader.where = where
+    try:
+        while loader.check_data():  # type: ignore[no-untyped-call]
+            yield loader.get_data()
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        line = f":{mark.line + 1}" if mark is not None else ""
+        problem = getattr(error, "problem", None) or str(error).splitlines()[0]
+        raise LoadError(f"{where}{line}: invalid YAML: {problem}") from None
+    finally:
+        loader.dispose()
+
+
+def parse_documents(text: str, where: str, *, warnings: list[str] | None = None) -> list[Document]:
+    """The non-empty documents of YAML (or JSON) text, in order.
+
+    Documents that are not mappings are skipped; when ``warnings`` is given, one line per
+    skipped document is appended to it. Raises :class:`LoadError` for syntax errors, duplicate
+    keys and unquoted non-string names.
+    """
+    return _documents(_yaml_items(text, where), where, warnings)
+
+
+def _json_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise ValueError(f"duplicate key {key!r}")
+        out[key] = value
+    return out
+
+
+def parse_json(text: str, where: str, *, warnings: list[str] | None = None) -> list[Document]:
+    """A JSON file: read as YAML (for line numbers), else by the JSON parser (tabs, ``\\/``)."""
+    try:
+        return parse_documents(text, where, warnings=warnings)
+    except LoadError as error:
+        if "invalid YAML" not in str(error):
+            raise
+    try:
+        value = json.loads(text, object_pairs_hook=_json_pairs)
+    except json.JSONDecodeError as error:
+        raise LoadError(f"{where}:{error.lineno}: invalid JSON: {error.msg}") from None
+    except ValueError as error:
+        raise LoadError(f"{where}: invalid JSON: {error}: kubectl refuses it; keep one") from None
+    return _documents(iter([value]), where, warnings)
+
+
+def read_documents(path: Path, *, label: str | None = None, warnings: list[str] | None = None) -> list[Document]:
+    """All non-empty documents of one file, in file order (JSON files by their suffix)."""
     where = label or str(path)
     try:
         text = path.read_text(encoding="utf-8")
@@ -42,48 +207,94 @@ def read_documents(path: Path, *, label: str | None = None) -> list[Document]:
         raise LoadError(f"{where}: cannot read: {error.strerror or error}") from None
     except UnicodeDecodeError:
         raise LoadError(f"{where}: not UTF-8 text") from None
-    return parse_documents(text, where)
+    if path.suffix.lower() == ".json":
+        return parse_json(text, where, warnings=warnings)
+    return parse_documents(text, where, warnings=warnings)
 
 
-def parse_documents(text: str, where: str) -> list[Document]:
-    try:
-        raw = list(yaml.load_all(text, Loader=SafeLoader))
-    except yaml.YAMLError as error:
-        mark = getattr(error, "problem_mark", None)
-        line = f":{mark.line + 1}" if mark is not None else ""
-        problem = getattr(error, "problem", None) or str(error).splitlines()[0]
-        raise LoadError(f"{where}{line}: invalid YAML: {problem}") from None
-    out: list[Document] = []
-    for index, item in enumerate(raw):
-        if item is None:
-            continue
-        if not isinstance(item, dict):
-            raise LoadError(f"{where}: document {index + 1} is not a mapping (a Kubernetes object)")
-        if item.get("kind") == "List" and isinstance(item.get("items"), list):
-            for sub, member in enumerate(item["items"]):
-                if isinstance(member, dict):
-                    out.append(Document(member, f"{where}#{index + 1}.{sub + 1}"))
-            continue
-        out.append(Document(item, f"{where}#{index + 1}"))
-    return out
+def iter_manifest_files(root: Path, *, warnings: list[str] | None = None) -> Iterator[Path]:
+    """Manifest files below ``root`` in a stable order.
+
+    Hidden entries (``.git``) are skipped. Symlinked folders are followed; a folder whose real
+    path was already walked (a symlink loop, or two links to one folder) is walked once, and a
+    loop is reported in ``warnings``.
+    """
+    seen: set[tuple[int, int]] = set()
+
+    def walk(folder: Path, ancestors: frozenset[tuple[int, int]]) -> Iterator[Path]:
+        try:
+            info = folder.stat()
+        except OSError:
+            return
+        key = (info.st_dev, info.st_ino)
+        if key in ancestors:
+            if warnings is not None:
+                warnings.append(f"{folder}: symbolic link loop: not followed")
+            return
+        if key in seen:
+            return
+        seen.add(key)
+        try:
+            entries = sorted(os.scandir(folder), key=lambda entry: entry.name)
+        except OSError as error:
+            raise LoadError(f"{folder}: cannot read: {error.strerror or error}") from None
+        for entry in entries:
+            if entry.name.startswith("."):
+                continue
+            path = Path(entry.path)
+            try:
+                is_dir = entry.is_dir()  # follows symbolic links
+                is_file = not is_dir and entry.is_file()
+            except OSError:
+                continue
+            if is_dir:
+                yield from walk(path, ancestors | {key})
+            elif is_file and path.suffix.lower() in MANIFEST_SUFFIXES:
+                yield path
+
+    yield from walk(root, frozenset())
 
 
 def iter_yaml_files(root: Path) -> Iterator[Path]:
-    """YAML files below ``root`` in a stable order; hidden folders (``.git``) are skipped."""
-    for path in sorted(root.rglob("*")):
-        relative = path.relative_to(root)
-        if any(part.startswith(".") for part in relative.parts):
-            continue
-        if path.is_file() and path.suffix in YAML_SUFFIXES:
-            yield path
+    """The manifest files below ``root`` (kept for callers of the former name)."""
+    return iter_manifest_files(root)
 
 
-def read_folder(root: Path) -> list[Document]:
-    if not root.exists():
-        raise LoadError(f"{root}: no such folder")
-    if root.is_file():
-        return read_documents(root)
+def read_folder(root: Path, *, warnings: list[str] | None = None) -> list[Document]:
+    """The documents of a folder (any depth) or of one file."""
+    return read_paths([str(root)], warnings=warnings)
+
+
+def read_paths(
+    paths: Sequence[str | Path],
+    *,
+    warnings: list[str] | None = None,
+    stdin: IO[str] | None = None,
+) -> list[Document]:
+    """The documents of several folders, files and ``-`` (stdin), in the order given.
+
+    A file reached twice (named twice, or through a symlinked folder) is read once. Skipped
+    documents and symlink loops are appended to ``warnings`` when it is given.
+    """
     documents: list[Document] = []
-    for path in iter_yaml_files(root):
-        documents.extend(read_documents(path, label=str(path)))
+    read: set[str] = set()
+    stdin_read = False
+    for entry in paths:
+        if str(entry) == STDIN:
+            if stdin_read:
+                continue
+            stdin_read = True
+            stream = stdin if stdin is not None else sys.stdin
+            documents.extend(parse_documents(stream.read(), "<stdin>", warnings=warnings))
+            continue
+        root = Path(entry)
+        if not root.exists():
+            raise LoadError(f"{root}: no such folder")
+        files = [root] if root.is_file() else iter_manifest_files(root, warnings=warnings)
+        for path in files:
+            real = os.path.realpath(path)
+            if real in read:
+                continue
+            read.add(real)
+            documents.extend(read_documents(path, warnings=warnings))
     return documents
