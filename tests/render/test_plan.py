@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -53,7 +54,9 @@ ALL = {
 def test_no_change_replaces_nothing_and_lists_every_pool() -> None:
     result = plan(state(), state())
     assert set(rows(result)) == ALL
-    assert all(not row.replace and row.reasons == () and row.status == "unchanged" for row in result.rows)
+    assert all(not row.replace and row.reasons == () and row.action == "unchanged" for row in result.rows)
+    assert all(row.refused == () and row.new_machines_only == () for row in result.rows)
+    assert result.detailed_exit_code() == 0
 
 
 def _patch(version: str) -> Edit:
@@ -112,8 +115,8 @@ def test_replica_change_does_not_replace() -> None:
         obj["spec"]["maxReplicas"] = 6
 
     row = rows(plan(state(), state(**{"example-kairos": edit})))["tenant-example/example-kairos"]
-    assert not row.replace
-    assert row.reasons == ("in place: autoscaling bounds: min=2, max=3 -> min=1, max=6",)
+    assert not row.replace and row.action == "update"
+    assert set(row.reasons) == {"in place: minReplicas: 2 -> 1", "in place: maxReplicas: 3 -> 6"}
 
 
 def test_mirror_change_replaces() -> None:
@@ -121,8 +124,9 @@ def test_mirror_change_replaces() -> None:
         obj["spec"]["talos"]["registryMirrors"] = {"docker.io": {"endpoints": ["https://mirror.example"]}}
 
     row = rows(plan(state(), state(**{"example-talos": edit})))["tenant-example/example-talos"]
-    assert row.replace
-    assert row.reasons == ("registry mirrors: none -> docker.io=https://mirror.example",)
+    assert row.replace and row.action == "replace"
+    assert row.reasons[0] == "registry mirrors: none -> docker.io=https://mirror.example"
+    assert any(reason.startswith("machines replaced: MachineDeployment ") for reason in row.reasons)
 
 
 @pytest.mark.parametrize(
@@ -157,19 +161,20 @@ def test_each_rolling_change_is_named(pool: str, edit: Edit, reason: str) -> Non
 @pytest.mark.parametrize(
     ("edit", "reason"),
     [
-        (lambda obj: obj["spec"].update(labels={"team": "a"}), "in place: node labels: none -> team=a"),
-        (lambda obj: obj["spec"].update(maxUnhealthy=1), "in place: health check:"),
+        (lambda obj: obj["spec"].update(labels={"team": "a"}), "labels: none -> team=a"),
+        (lambda obj: obj["spec"].update(maxUnhealthy="1"), "in place: maxUnhealthy: 50% -> 1"),
         (
             lambda obj: obj["spec"].update(taints=[{"key": "k", "value": "v", "effect": "NoSchedule"}]),
-            "in place: node taints: none -> k=v:NoSchedule",
+            "taints: none -> k=v:NoSchedule",
         ),
     ],
     ids=["labels", "health", "taints"],
 )
 def test_in_place_changes_are_named_and_do_not_replace(edit: Edit, reason: str) -> None:
     row = rows(plan(state(), state(**{"example-talos": edit})))["tenant-example/example-talos"]
-    assert not row.replace
-    assert any(text.startswith(reason) for text in row.reasons), row.reasons
+    assert not row.replace and row.action == "update" and row.refused == ()
+    # in place, or (when the renderer puts it in a template under the same name) for new machines only
+    assert any(reason in text for text in row.reasons), row.reasons
 
 
 def test_class_switch_to_the_same_settings_does_not_replace() -> None:
@@ -187,7 +192,7 @@ def test_bootstrap_family_change_names_the_family() -> None:
         obj["spec"] = {"cluster": "example", "workerClassName": "kairos", "version": "v1.35"}
 
     row = rows(plan(state(), state(**{"example-talos": edit})))["tenant-example/example-talos"]
-    assert row.replace
+    assert row.replace and row.action == "replace"
     assert row.reasons[0] == "bootstrap family: talos -> kairos"
 
 
@@ -204,19 +209,29 @@ def test_added_removed_and_denied_pools_have_rows_and_replace_nothing() -> None:
 
     before = state()
     after = extra(state(**{"example-kairos": deny}), new_pool)
-    result = rows(plan(before, after))
-    assert result["tenant-example/zz-new"].status == "added"
-    assert result["tenant-example/example-kairos"].status == "denied"
-    assert "ClassNotFound" in result["tenant-example/example-kairos"].reasons[0]
-    reverse = rows(plan(after, before))
-    assert reverse["tenant-example/zz-new"].status == "removed"
+    forward = plan(before, after)
+    result = rows(forward)
+    assert result["tenant-example/zz-new"].action == "create"
+    assert result["tenant-example/zz-new"].refused == ()
+    denied = result["tenant-example/example-kairos"]
+    assert denied.refused == ("ClassNotFound",) and not denied.replace
+    assert any(reason.startswith(f"{REFUSED} (ClassNotFound)") for reason in denied.reasons)
+    assert forward.detailed_exit_code() == 1
+    reverse_plan = plan(after, before)
+    reverse = rows(reverse_plan)
+    assert reverse["tenant-example/zz-new"].action == "delete"
+    assert reverse["tenant-example/zz-new"].refused == ()
     assert not any(row.replace for row in [*result.values(), *reverse.values()])
+    assert reverse_plan.detailed_exit_code() == 2  # a deletion removes machines: a change, as terraform counts it
 
 
 def test_json_rows_have_exactly_the_api_keys() -> None:
     document = plan(state(), state(WorkerPlatform=_kairos_digest)).as_dict()
     assert set(document) == {"pools"}
-    assert [set(row) for row in document["pools"]] == [{"pool", "replace", "reasons"}] * len(ALL)
+    keys = {"pool", "action", "replace", "refused", "rebuildOnly", "newMachinesOnly", "reasons"}
+    assert [set(row) for row in document["pools"]] == [keys] * len(ALL)
+    kairos = next(row for row in document["pools"] if row["pool"] == "tenant-example/example-kairos")
+    assert kairos["action"] == "replace" and kairos["rebuildOnly"] is True and kairos["refused"] == []
     assert [row["pool"] for row in document["pools"]] == sorted(ALL)
 
 
@@ -228,8 +243,9 @@ def test_bootstrap_family_change_is_flagged_as_refused_without_empty_reasons() -
         obj["spec"] = {"cluster": "example", "workerClassName": "kairos", "version": "v1.35"}
 
     row = rows(plan(state(), state(**{"example-talos": edit})))["tenant-example/example-talos"]
-    assert row.replace and row.status == "refused"
-    assert any(reason.startswith(f"{REFUSED} (BootstrapFamilyChange): talos -> kairos") for reason in row.reasons)
+    assert row.replace and row.action == "replace" and row.refused == ("BootstrapFamilyChange",)
+    assert any(reason.startswith(f"{REFUSED} (BootstrapFamilyChange)") for reason in row.reasons)
+    assert any("talos" in reason and "kairos" in reason for reason in row.reasons if reason.startswith(REFUSED))
     assert not any("none -> none" in reason for reason in row.reasons), row.reasons
 
 
@@ -242,7 +258,7 @@ def test_family_change_of_a_direct_helm_release_is_not_guarded() -> None:
         obj["spec"]["values"].pop("kernelModules", None)
 
     row = rows(plan(state(), state(**{"example-legacy": edit})))["tenant-example/example-legacy"]
-    assert row.replace and row.status == "changed", row
+    assert row.replace and row.action == "replace" and row.refused == (), row
     assert "bootstrap family: talos -> kairos" in row.reasons
     assert not any(reason.startswith(REFUSED) for reason in row.reasons)
 
@@ -261,7 +277,7 @@ def test_moving_a_pool_to_another_cluster_replaces_and_is_refused() -> None:
     row = rows(plan(extra(state(), other), extra(state(**{"example-talos": edit}), other)))[
         "tenant-example/example-talos"
     ]
-    assert row.replace
+    assert row.replace and "Invalid" in row.refused
     assert "parent cluster: example -> other" in row.reasons
     assert any(reason.startswith(f"{REFUSED} (Invalid)") for reason in row.reasons)
 
@@ -270,8 +286,11 @@ def test_an_edited_class_spec_is_flagged_as_refused() -> None:
     def edit(obj: dict[str, Any]) -> None:
         obj["spec"]["talos"]["registryMirrors"] = {"docker.io": {"endpoints": ["https://m.example"]}}
 
-    row = rows(plan(state(), state(**{"talos-example-r1": edit})))["tenant-example/example-talos"]
-    assert row.replace and row.status == "refused"
+    result = plan(state(), state(**{"talos-example-r1": edit}))
+    row = rows(result)["tenant-example/example-talos"]
+    assert row.replace and row.refused == ("ClassImmutable",)
+    assert [(refusal.kind, refusal.name) for refusal in result.refusals] == [("WorkerClass", "talos-example-r1")]
+    assert result.detailed_exit_code() == 1
     assert "registry mirrors: none -> docker.io=https://m.example" in row.reasons
     assert any(reason.startswith(f"{REFUSED} (ClassImmutable)") for reason in row.reasons)
 
@@ -284,7 +303,104 @@ def test_omitting_the_class_on_update_keeps_the_stored_class() -> None:
 
     row = rows(plan(state(), state(**{"example-talos": edit})))["tenant-example/example-talos"]
     assert not row.replace
-    assert row.status == "unchanged"
+    assert row.action == "unchanged" and row.refused == ()
     assert row.reasons == (
         "class omitted: admission restores the stored class talos-example-r1 (not a switch to legacy)",
     )
+
+
+# --------------------------------------------------------------------------- generic over rendered objects
+
+
+def _chart_like_render(effective: Any) -> list[dict[str, Any]]:
+    """A small renderer shaped like Cozystack's chart: a hash-named infrastructure template, a
+    stable-named TalosConfigTemplate (registry mirrors live there), a v1beta1 MachineDeployment."""
+    base = f"kubernetes-{effective.name}"
+    talos = effective.talos.as_dict() if effective.talos is not None else {}
+    disk = f"{base}-{abs(hash((talos.get('version'), talos.get('schematicID')))) % 16**6:06x}"
+    return [
+        {
+            "apiVersion": "infrastructure.cluster.x-k8s.io/v1alpha1",
+            "kind": "KubevirtMachineTemplate",
+            "metadata": {"name": disk, "namespace": effective.namespace},
+            "spec": {"template": {"spec": {"image": talos.get("version")}}},
+        },
+        {
+            "apiVersion": "bootstrap.cluster.x-k8s.io/v1alpha3",
+            "kind": "TalosConfigTemplate",
+            "metadata": {"name": base, "namespace": effective.namespace},
+            "spec": {"template": {"spec": {"mirrors": talos.get("registryMirrors")}}},
+        },
+        {
+            "apiVersion": "cluster.x-k8s.io/v1beta1",
+            "kind": "MachineDeployment",
+            "metadata": {
+                "name": base,
+                "namespace": effective.namespace,
+                "annotations": {"max": str(effective.pool.max_replicas)},
+            },
+            "spec": {
+                "clusterName": f"kubernetes-{effective.cluster}",
+                "template": {
+                    "spec": {
+                        "version": effective.kubernetes_version,
+                        "nodeDrainTimeout": "1m" if effective.pool.max_replicas == 3 else "2m",
+                        "infrastructureRef": {"kind": "KubevirtMachineTemplate", "name": disk},
+                        "bootstrap": {"configRef": {"kind": "TalosConfigTemplate", "name": base}},
+                    }
+                },
+            },
+        },
+    ]
+
+
+@pytest.fixture
+def chart_like(monkeypatch: pytest.MonkeyPatch) -> None:
+    # ``workerclass.ops.plan`` as an attribute path is the function the package exports: patch the module.
+    monkeypatch.setattr(sys.modules["workerclass.ops.plan"], "render_all", _chart_like_render)
+
+
+@pytest.mark.usefixtures("chart_like")
+def test_a_config_template_changed_under_its_name_reaches_new_machines_only() -> None:
+    def edit(obj: dict[str, Any]) -> None:
+        obj["spec"]["talos"]["registryMirrors"] = {"docker.io": {"endpoints": ["https://mirror.example"]}}
+
+    result = plan(state(), state(**{"example-talos": edit}))
+    row = rows(result)["tenant-example/example-talos"]
+    assert (row.action, row.replace, row.refused) == ("update", False, ())
+    assert row.new_machines_only == ("talos.registryMirrors",)
+    assert "registry mirrors: none -> docker.io=https://mirror.example (new machines only)" in row.reasons
+    assert any(
+        reason.startswith("TalosConfigTemplate kubernetes-example-talos changes under the same name")
+        and "running machines keep the old config until they are replaced" in reason
+        for reason in row.reasons
+    )
+    assert result.detailed_exit_code() == 0
+    assert row.as_dict()["newMachinesOnly"] == ["talos.registryMirrors"]
+
+
+@pytest.mark.usefixtures("chart_like")
+def test_a_rolling_machine_template_field_replaces() -> None:
+    result = plan(state(), state(WorkerPlatform=_patch("v1.35.7")))
+    row = rows(result)["tenant-example/example-talos"]
+    assert (row.action, row.replace, row.new_machines_only) == ("replace", True, ())
+    assert "Kubernetes version: v1.35.6 -> v1.35.7" in row.reasons
+    assert (
+        "machines replaced: MachineDeployment kubernetes-example-talos spec.template.spec.version: v1.35.6 -> v1.35.7"
+    ) in row.reasons
+    assert result.detailed_exit_code() == 2
+
+
+@pytest.mark.usefixtures("chart_like")
+def test_in_place_fields_of_the_machine_deployment_do_not_replace() -> None:
+    """Replica annotations and nodeDrainTimeout (propagated in place by Cluster API) never roll."""
+
+    def edit(obj: dict[str, Any]) -> None:
+        obj["spec"]["maxReplicas"] = 6
+
+    before = rows(plan(state(), state()))["tenant-example/example-talos"]
+    assert before.action == "unchanged"
+    talos = state(**{"example-talos": lambda obj: obj["spec"].update(maxReplicas=3)})
+    row = rows(plan(talos, state(**{"example-talos": edit})))["tenant-example/example-talos"]
+    assert (row.action, row.replace, row.new_machines_only) == ("update", False, ())
+    assert "in place: maxReplicas: 3 -> 6" in row.reasons
