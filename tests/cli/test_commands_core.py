@@ -97,9 +97,9 @@ def test_check_defaults_the_platform_class_on_create(state: Path) -> None:
     ("content", "expected"),
     [
         ("kind: [unclosed\n", "bad.yaml:2: invalid YAML"),
-        ("- just\n- a list\n", "is not a mapping"),
+        ("a: 1\na: 2\n", "bad.yaml:2: duplicate key 'a'"),
     ],
-    ids=["yaml-syntax", "not-an-object"],
+    ids=["yaml-syntax", "duplicate-key"],
 )
 def test_check_unreadable_file_exits_two_with_one_line(state: Path, content: str, expected: str) -> None:
     (state / "bad.yaml").write_text(content)
@@ -247,6 +247,8 @@ POOL_KEYS = {
     "image",
     "installerImage",
     "templateHash",
+    "denials",
+    "warnings",
 }
 
 
@@ -298,8 +300,13 @@ def test_resolve_denied_pool_exits_one_with_denials_on_stderr(state: Path) -> No
     write(state / "bad.yaml", pool("bad", workerClassName="kairos", version="v1.34"))
     result = run("resolve", str(state), "-o", "json")
     assert result.exit_code == 1
-    rows = json.loads(result.stdout)["pools"]
-    assert "tenant-example/bad" not in {row["pool"] for row in rows}
+    rows = {row["pool"]: row for row in json.loads(result.stdout)["pools"]}
+    bad = rows["tenant-example/bad"]  # every pool has a row; a denied one carries its denials
+    assert set(bad) == {"pool", "class", "denials", "warnings"}
+    assert bad["class"] == "kairos"
+    assert [d["code"] for d in bad["denials"]] == ["UnsupportedVersion"]
+    assert bad["denials"][0]["field"] == "spec.version"
+    assert rows["tenant-example/example-talos"]["denials"] == []
     assert "tenant-example/bad: UnsupportedVersion spec.version" in result.stderr
 
 

@@ -1,51 +1,66 @@
-"""``check``, ``admit`` and ``resolve``: the core decisions over a STATE folder, offline."""
+"""``check``, ``admit`` and ``resolve``: the core decisions over STATE, offline."""
 
 from __future__ import annotations
 
+import socket
+import sys
+from datetime import UTC, datetime
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
+from xml.etree import ElementTree
 
 import typer
-from rich.markup import escape
 
-from ..adapters.folder import LoadError, parse_documents, read_documents
+from ..adapters.folder import LoadError, parse_documents, read_documents, read_paths
 from ..admission import Decision, admit, validate
 from ..render import template_hash
 from ..resolve import Effective, resolve_all
-from ..state import State, identify
-from .main import app
+from ..state import ObjectRecord, PoolRecord, State, identify
+from ..violations import Violation
+from .main import QuietOption, app, set_quiet
 from .output import (
     EXIT_DENIED,
     EXIT_OK,
+    SETTINGS,
     Format,
+    Styled,
     fail,
     no_pool,
     print_denials,
     print_json,
-    stderr,
     stdout,
+    summary,
     table,
+    warn,
 )
 
 StateArgument = Annotated[
-    Path,
+    list[str],
     typer.Argument(
-        metavar="STATE",
-        help="A folder of YAML manifests (any depth, multi-document): the cluster as GitOps holds it.",
+        metavar="STATE...",
+        help="Folders and files of manifests (.yaml, .yml, .json in any case; any depth, multi-document), "
+        "or - for stdin: the cluster as GitOps holds it.",
         show_default=False,
     ),
 ]
 OutputOption = Annotated[Format, typer.Option("--output", "-o", help="table for people, json for scripts.")]
 
 
-def load_state(path: Path) -> State:
+def state_label(paths: list[str]) -> str:
+    return " ".join(paths)
+
+
+def load_state(paths: list[str]) -> State:
+    """The State of STATE paths; read warnings (skipped documents, symlink loops) first, unless -q."""
+    read_warnings: list[str] = []
     try:
-        state = State.load(path)
+        state = State.from_documents(read_paths(paths, warnings=read_warnings))
     except LoadError as error:
         fail(str(error))
-    console = stderr()
+    state.warnings[:0] = read_warnings
     for warning in state.warnings:
-        console.print(f"[yellow]warning:[/] {escape(warning)}", markup=True)
+        warn(warning)
     return state
 
 
@@ -53,27 +68,106 @@ def _name(kind: str, namespace: str, name: str) -> str:
     return f"{kind} {namespace}/{name}" if namespace else f"{kind} {name}"
 
 
-def _decision_cell(decision: Decision) -> str:
-    lines = [f"[red]{escape(str(v))}[/]" for v in decision.denials]
-    lines += [
-        f"[cyan]patch[/] {escape(op['op'])} {escape(op['path'])} = {escape(str(op.get('value')))}"
-        for op in decision.patch
-    ]
-    lines += [f"[yellow]warning[/] {escape(w)}" for w in decision.warnings]
-    return "\n".join(lines)
+def _decision_cell(decision: Decision) -> list[Styled]:
+    lines = [Styled(str(v), "red") for v in decision.denials]
+    lines += [Styled(f"patch {op['op']} {op['path']} = {op.get('value')}", "cyan") for op in decision.patch]
+    lines += [Styled(f"warning {w}", "yellow") for w in decision.warnings]
+    return lines
+
+
+class CheckFormat(StrEnum):
+    table = "table"
+    json = "json"
+    junit = "junit"
+
+
+def _junit(paths: list[str], operation: str, results: list[tuple[ObjectRecord, Decision]]) -> str:
+    """JUnit XML (the Ant/Jenkins schema): one testcase per object, a failure carrying its denials."""
+    failures = sum(1 for _, decision in results if not decision.allowed)
+    suite_name = f"workerclass check {state_label(paths)}"
+    root = ElementTree.Element(
+        "testsuites", {"name": suite_name, "tests": str(len(results)), "failures": str(failures), "errors": "0"}
+    )
+    suite = ElementTree.SubElement(
+        root,
+        "testsuite",
+        {
+            "name": suite_name,
+            "package": "workerclass",
+            "id": "0",
+            "timestamp": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S"),
+            "hostname": socket.gethostname() or "localhost",
+            "tests": str(len(results)),
+            "failures": str(failures),
+            "errors": "0",
+            "skipped": "0",
+            "time": "0",
+        },
+    )
+    properties = ElementTree.SubElement(suite, "properties")
+    ElementTree.SubElement(properties, "property", {"name": "operation", "value": operation})
+    out_lines: list[str] = []
+    for record, decision in results:
+        case = ElementTree.SubElement(
+            suite,
+            "testcase",
+            {"classname": record.kind, "name": _name(record.kind, record.namespace, record.name), "time": "0"},
+        )
+        if not decision.allowed:
+            first = decision.denials[0] if decision.denials else None
+            failure = ElementTree.SubElement(
+                case,
+                "failure",
+                {
+                    "message": str(first) if first is not None else "denied",
+                    "type": first.code if first is not None else "Denied",
+                },
+            )
+            failure.text = "\n".join(str(v) for v in decision.denials) + f"\n(from {record.origin})"
+        for warning in decision.warnings:
+            out_lines.append(f"{_name(record.kind, record.namespace, record.name)}: warning: {warning}")
+    ElementTree.SubElement(suite, "system-out").text = "\n".join(out_lines)
+    ElementTree.SubElement(suite, "system-err").text = ""
+    ElementTree.indent(root)
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ElementTree.tostring(root, encoding="unicode") + "\n"
 
 
 @app.command()
-def check(state_path: StateArgument, output: OutputOption = Format.table) -> None:
-    """Admit every object in STATE as a CREATE, in dependency order.
+def check(
+    state_path: StateArgument,
+    output: Annotated[
+        CheckFormat, typer.Option("--output", "-o", help="table for people, json for scripts, junit for CI reports.")
+    ] = CheckFormat.table,
+    stored: Annotated[
+        bool,
+        typer.Option(
+            "--stored",
+            help="Admit each object as an UPDATE of itself (as already stored), not as a CREATE.",
+        ),
+    ] = False,
+    quiet: QuietOption = False,
+) -> None:
+    """Admit every object in STATE, in dependency order: platform, classes, parent clusters, then pools.
 
-    Platform, classes, parent clusters, then pools. Exit 0 when all are allowed, 1 when any is
-    denied, 2 when STATE cannot be read.
+    The default reading is CREATE for every object, as if the folder were applied to an empty
+    cluster: a pool that omits workerClassName gets the platform default class (the patch is
+    shown). --stored reads the folder as what the cluster already stores: each object is an
+    UPDATE of itself, so a classless pool stays a legacy Talos pool (the reading resolve, render,
+    plan and restore use) and an unchanged class spec is not judged again.
+
+    -o junit writes one JUnit testcase per object (classname = kind); a denied object's failure
+    carries its denials as CODE field: message.
+
+    Exit 0 when all are allowed, 1 when any is denied, 2 when STATE cannot be read.
     """
+    set_quiet(quiet)
     state = load_state(state_path)
-    results = [(record, admit(state, "CREATE", record.obj)) for record in state.objects]
+    operation = "UPDATE" if stored else "CREATE"
+    results = [
+        (record, admit(state, operation, record.obj, record.obj if stored else None)) for record in state.objects
+    ]
     denied = any(not decision.allowed for _, decision in results)
-    if output is Format.json:
+    if output is CheckFormat.json:
         print_json(
             {
                 "allowed": not denied,
@@ -90,29 +184,35 @@ def check(state_path: StateArgument, output: OutputOption = Format.table) -> Non
                 "warnings": state.warnings,
             }
         )
+    elif output is CheckFormat.junit:
+        sys.stdout.write(_junit(state_path, operation, results))
     else:
         out = table("OBJECT", "RESULT", "DETAILS")
         for record, decision in results:
-            verdict = "[green]allowed[/]" if decision.allowed else "[red]denied[/]"
-            out.add_row(escape(_name(record.kind, record.namespace, record.name)), verdict, _decision_cell(decision))
+            verdict = Styled("allowed", "green") if decision.allowed else Styled("denied", "red")
+            out.add_row(_name(record.kind, record.namespace, record.name), verdict, _decision_cell(decision))
         console = stdout()
-        console.print(out)
+        if results:
+            console.table(out)
         count = sum(1 for _, decision in results if not decision.allowed)
-        summary = f"{len(results)} objects, {count} denied" if results else "no objects in STATE"
-        console.print(f"[{'red' if denied else 'green'}]{summary}[/]")
+        text = f"{len(results)} objects, {count} denied" if results else "no objects in STATE"
+        reading = " (read as stored: UPDATE of itself)" if stored else ""
+        summary(console, text + reading, "red" if denied else "green")
     raise typer.Exit(EXIT_DENIED if denied else EXIT_OK)
 
 
 def _read_request(path: str) -> dict[str, Any]:
+    warnings: list[str] = []
     try:
         if path == "-":
-            documents = parse_documents(typer.get_text_stream("stdin").read(), "<stdin>")
+            documents = parse_documents(typer.get_text_stream("stdin").read(), "<stdin>", warnings=warnings)
         else:
-            documents = read_documents(Path(path))
+            documents = read_documents(Path(path), warnings=warnings)
     except LoadError as error:
         fail(str(error))
     if len(documents) != 1:
-        fail(f"{path}: expected exactly one object, found {len(documents)}")
+        found = f"{len(documents)}" + (f" ({warnings[0]})" if warnings and not documents else "")
+        fail(f"{path}: expected exactly one object, found {found}")
     obj = documents[0].obj
     kind, api_version = obj.get("kind"), obj.get("apiVersion")
     if not isinstance(kind, str) or not kind or not isinstance(api_version, str) or not api_version:
@@ -136,15 +236,20 @@ def admit_command(
         ),
     ] = "CREATE",
     output: OutputOption = Format.table,
+    quiet: QuietOption = False,
 ) -> None:
-    """Admit one request against STATE, as the webhooks would.
+    """Admit one request against STATE, as the webhooks would (mutation, then validation).
 
+    Denials print as CODE FIELD MESSAGE rows (-o json: the API.md section 4 decision).
     Exit 0 allowed, 1 denied, 2 when STATE or FILE cannot be read, FILE is not one object, or an
     UPDATE/DELETE has no old object in STATE.
     """
+    set_quiet(quiet)
     operation = operation.upper()
     if operation not in ("CREATE", "UPDATE", "DELETE"):
         fail(f"--operation must be CREATE, UPDATE or DELETE, not {operation!r}")
+    if file == "-" and "-" in state_path:
+        fail("stdin (-) can be STATE or FILE, not both")
     state = load_state(state_path)
     obj = _read_request(file)
     kind, namespace, name = identify(obj)
@@ -152,23 +257,24 @@ def admit_command(
     if operation != "CREATE":
         old = _stored_object(state, kind, namespace, name)
         if old is None:
-            fail(f"{operation} needs the old object: no {_name(kind or '?', namespace, name or '?')} in {state_path}")
+            where = state_label(state_path)
+            fail(f"{operation} needs the old object: no {_name(kind or '?', namespace, name or '?')} in {where}")
     decision = validate(state, "DELETE", None, old) if operation == "DELETE" else admit(state, operation, obj, old)
     if output is Format.json:
         print_json(decision.as_dict())
     else:
         console = stdout()
-        verdict = "[green]allowed[/]" if decision.allowed else "[red]denied[/]"
-        console.print(f"{operation} {escape(_name(kind, namespace, name))}: {verdict}")
+        verdict = Styled("allowed", "green") if decision.allowed else Styled("denied", "red")
+        console.line(f"{operation} {_name(kind, namespace, name)}: ", verdict)
         if decision.denials:
             out = table("CODE", "FIELD", "MESSAGE")
             for violation in decision.denials:
-                out.add_row(f"[red]{violation.code}[/]", escape(violation.field), escape(violation.message))
-            console.print(out)
+                out.add_row(Styled(violation.code, "red"), violation.field, violation.message)
+            console.table(out)
         for op in decision.patch:
-            console.print(f"[cyan]patch[/] {op['op']} {op['path']} = {escape(str(op.get('value')))}")
+            console.line(Styled("patch", "cyan"), f" {op['op']} {op['path']} = {op.get('value')}")
         for warning in decision.warnings:
-            console.print(f"[yellow]warning:[/] {escape(warning)}")
+            warn(warning)
     raise typer.Exit(EXIT_OK if decision.allowed else EXIT_DENIED)
 
 
@@ -186,8 +292,8 @@ def _stored_object(state: State, kind: str, namespace: str, name: str) -> dict[s
     return None
 
 
-def effective_json(effective: Effective) -> dict[str, Any]:
-    """One row of ``resolve -o json`` (API.md section 4)."""
+def effective_json(effective: Effective, warnings: list[str] | None = None) -> dict[str, Any]:
+    """One row of ``resolve -o json`` (API.md section 4), with ``denials`` (none) and ``warnings``."""
     return {
         "pool": effective.identity,
         "class": effective.class_name,
@@ -198,6 +304,18 @@ def effective_json(effective: Effective) -> dict[str, Any]:
         "image": effective.image.as_dict(),
         "installerImage": effective.installer_image,
         "templateHash": template_hash(effective),
+        "denials": [],
+        "warnings": list(warnings or []),
+    }
+
+
+def denied_json(record: PoolRecord, denials: list[Violation], warnings: list[str]) -> dict[str, Any]:
+    """A denied pool's row of ``resolve -o json``: ``{"pool", "class", "denials", "warnings"}``."""
+    return {
+        "pool": record.identity,
+        "class": record.class_name,
+        "denials": [violation.as_dict() for violation in denials],
+        "warnings": list(warnings),
     }
 
 
@@ -231,45 +349,66 @@ def _rows(effective: Effective) -> list[tuple[str, str, str]]:
     return rows
 
 
+def pool_option_check(state: State, pool: str | None, state_path: list[str]) -> None:
+    if pool is not None and state.pool(pool) is None:
+        fail(no_pool(pool, state_label(state_path)))
+
+
 @app.command("resolve")
 def resolve_command(
     state_path: StateArgument,
     pool: Annotated[str | None, typer.Option("--pool", metavar="NS/NAME", help="Only this pool.")] = None,
     output: OutputOption = Format.table,
+    quiet: QuietOption = False,
 ) -> None:
     """The effective settings of each pool, and why each value won.
 
-    Exit 0, 1 on a denied pool (its denials on stderr as NS/NAME: CODE field: message), 2 when STATE
-    cannot be read or --pool NS/NAME names no pool.
+    A denied pool's denials print on stderr as NS/NAME: CODE field: message. -o json has a row
+    for every pool, each with "denials" and "warnings"; a denied pool's row is {"pool", "class",
+    "denials", "warnings"}.
+
+    Exit 0, 1 on a denied pool, 2 when STATE cannot be read or --pool NS/NAME names no pool.
     """
+    set_quiet(quiet)
     state = load_state(state_path)
-    if pool is not None and state.pool(pool) is None:
-        fail(no_pool(pool, state_path))
+    pool_option_check(state, pool, state_path)
     resolved = [row for row in resolve_all(state) if pool is None or row[0].identity == pool]
     denied = False
     rows: list[dict[str, Any]] = []
     console = stdout()
+    as_json = output is Format.json
     for record, effective, denials, warnings in resolved:
         if effective is None:
             denied = True
             print_denials(record.identity, denials)
+            if as_json:
+                rows.append(denied_json(record, denials, warnings))
             continue
-        if output is Format.json:
-            rows.append(effective_json(effective))
+        if as_json:
+            rows.append(effective_json(effective, warnings))
             continue
-        out = table("SETTING", "VALUE", "WHY", title=escape(f"{record.identity} ({record.kind})"))
+        out = table("SETTING", "VALUE", "WHY", title=f"{record.identity} ({record.kind})")
         for setting, value, why in _rows(effective):
-            out.add_row(setting, escape(value), escape(why))
+            out.add_row(setting, value, why)
         out.add_row("templateHash", template_hash(effective), "render")
-        console.print(out)
+        console.table(out)
         for warning in warnings:
-            console.print(f"[yellow]warning:[/] {escape(warning)}")
-        console.print()
-    if output is Format.json:
+            if not SETTINGS.quiet:
+                console.line(Styled("warning:", "yellow"), " ", warning)
+        console.line("")
+    if as_json:
         print_json({"pools": rows})
     elif not resolved:
-        console.print("no pools in STATE")
+        summary(console, "no pools in STATE")
     raise typer.Exit(EXIT_DENIED if denied else EXIT_OK)
 
 
-__all__ = ["StateArgument", "effective_json", "load_state"]
+__all__ = [
+    "OutputOption",
+    "StateArgument",
+    "denied_json",
+    "effective_json",
+    "load_state",
+    "pool_option_check",
+    "state_label",
+]

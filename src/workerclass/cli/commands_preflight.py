@@ -8,12 +8,11 @@ code (0 safe, 1 not, 2 unreadable STATE).
 from __future__ import annotations
 
 import typer
-from rich.markup import escape
 
 from ..ops.preflight import Preflight, preflight
 from .commands_core import OutputOption, StateArgument, load_state
-from .main import app
-from .output import EXIT_DENIED, EXIT_OK, Format, print_json, stdout, table
+from .main import QuietOption, app, set_quiet
+from .output import EXIT_DENIED, EXIT_OK, Format, Styled, print_json, stdout, summary, table
 
 _STYLE = {"ok": "green", "warn": "yellow", "fail": "red"}
 
@@ -22,31 +21,34 @@ def _print_table(result: Preflight) -> None:
     out = table("CHECK", "VERDICT", "OBJECT", "FIELD", "MESSAGE")
     for check in result.checks:
         out.add_row(
-            escape(check.check),
-            f"[{_STYLE[check.verdict]}]{check.verdict}[/]",
-            escape(check.object or ""),
-            escape(check.field or ""),
-            escape(check.message),
+            check.check,
+            Styled(check.verdict, _STYLE[check.verdict]),
+            check.object or "",
+            check.field or "",
+            check.message,
         )
     console = stdout()
-    console.print(out)
+    console.table(out)
     failed = sum(1 for check in result.checks if check.verdict == "fail")
     warned = sum(1 for check in result.checks if check.verdict == "warn")
     warnings = f"{warned} warning{'' if warned == 1 else 's'}"
     if result.safe:
-        console.print(f"[green]safe:[/] no check failed ({warnings})")
+        summary(console, f"safe: no check failed ({warnings})", "green")
     else:
-        console.print(f"[red]not safe:[/] {failed} check{'' if failed == 1 else 's'} failed ({warnings})")
+        summary(console, f"not safe: {failed} check{'' if failed == 1 else 's'} failed ({warnings})", "red")
 
 
 @app.command("preflight")
-def preflight_command(state_path: StateArgument, output: OutputOption = Format.table) -> None:
+def preflight_command(
+    state_path: StateArgument, output: OutputOption = Format.table, quiet: QuietOption = False
+) -> None:
     """Verify the installed webhook's matching, failure policy and readiness from STATE.
 
     STATE holds the install (webhook configurations, Service, Deployment with its status,
     PodDisruptionBudget), best exported from the live cluster. Exit 0 when safe (warnings
     allowed), 1 when any check fails, 2 when STATE cannot be read.
     """
+    set_quiet(quiet)
     result = preflight(load_state(state_path))
     if output is Format.json:
         print_json(result.as_dict())

@@ -9,25 +9,39 @@ works; denials and warnings go to stderr.
 from __future__ import annotations
 
 import gc
+import inspect
+import json
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from enum import StrEnum
-from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.markup import escape
 
-from ..ops import Plan, plan
+from ..ops.plan import IN_PLACE, NEW_MACHINES_ONLY, REBUILD_ONLY, REFUSED, Plan, plan
 from ..render import RenderError, render, sort_manifests
-from ..render.text import iter_list_json, iter_manifests_yaml
+from ..render.text import iter_manifests_yaml
 from ..resolve import resolve_all
 from ..state import State
 from ..violations import Violation
-from .commands_core import StateArgument, load_state
-from .main import app
-from .output import EXIT_DENIED, EXIT_OK, Format, fail, no_pool, print_json, stderr, stdout, table
+from .commands_core import StateArgument, load_state, pool_option_check
+from .main import QuietOption, app, set_quiet
+from .output import (
+    EXIT_DENIED,
+    EXIT_OK,
+    Format,
+    Styled,
+    denial_line,
+    fail,
+    print_denials,
+    print_json,
+    stderr,
+    stdout,
+    summary,
+    table,
+    warn,
+)
 
 
 @contextmanager
@@ -53,120 +67,218 @@ class ManifestFormat(StrEnum):
     json = "json"
 
 
+def _iter_render_json(items: Iterable[dict[str, Any]], pools: list[dict[str, Any]]) -> Iterator[str]:
+    """``{"apiVersion": "v1", "kind": "List", "items": [...], "pools": [...]}``, one item at a time.
+
+    A v1 List (so kubectl reads it) with API.md's ``pools`` rows beside the items.
+    """
+    yield '{\n  "apiVersion": "v1",\n  "kind": "List",\n  "items": ['
+    first = True
+    for item in items:
+        text = json.dumps(item, indent=2, sort_keys=True, ensure_ascii=False).replace("\n", "\n    ")
+        yield ("\n    " if first else ",\n    ") + text
+        first = False
+    yield "]" if first else "\n  ]"
+    yield ',\n  "pools": ' + json.dumps(pools, indent=2, ensure_ascii=False).replace("\n", "\n  ") + "\n}\n"
+
+
 @app.command("render")
 def render_command(
     state_path: StateArgument,
     pool: Annotated[str | None, typer.Option("--pool", metavar="NS/NAME", help="Only this pool.")] = None,
     output: Annotated[
         ManifestFormat,
-        typer.Option("--output", "-o", help="yaml: documents separated by ---; json: one v1 List."),
+        typer.Option(
+            "--output", "-o", help='yaml: documents separated by ---; json: a v1 List with "items" and "pools".'
+        ),
     ] = ManifestFormat.yaml,
+    talos_config_template: Annotated[
+        bool,
+        typer.Option(
+            "--talos-config-template",
+            help="Also print each Talos pool's TalosConfigTemplate (the one the chart's Job applies), with the "
+            "Job's run-time inputs as ${NAME} placeholders.",
+        ),
+    ] = False,
+    quiet: QuietOption = False,
 ) -> None:
     """The Cluster API objects for the pools of STATE, sorted by kind, then name.
 
-    Exit 0 when every selected pool renders, 1 when one is denied (its denials on stderr as
-    CODE field: message; the other pools are still printed), 2 when STATE cannot be read.
+    Manifests go to stdout and nothing else does; warnings and denials go to stderr (a denial as
+    NS/NAME: CODE field: message). -o json prints {"apiVersion": "v1", "kind": "List", "items":
+    [objects], "pools": [{"pool", "denials", "warnings"}]} with a row for every pool.
+
+    Exit 0 when every selected pool renders, 1 when one is denied (the other pools are still
+    printed), 2 when STATE cannot be read.
     """
+    set_quiet(quiet)
+    if talos_config_template and not RENDER_TALOS_CONFIG_TEMPLATE:
+        fail("--talos-config-template: this renderer cannot print the TalosConfigTemplate yet")
     with collector_paused():
         state = load_state(state_path)
-        if pool is not None and state.pool(pool) is None:
-            fail(no_pool(pool, state_path))
-        manifests, denied = _render_pools(state, pool)
+        pool_option_check(state, pool, state_path)
+        manifests, rows, denied = _render_pools(state, pool, talos_config_template)
         ordered = sort_manifests(manifests)
         del manifests
         # Written piece by piece: one string of 10,000 pools' manifests would double peak memory.
-        chunks = iter_list_json(ordered) if output is ManifestFormat.json else iter_manifests_yaml(ordered)
+        chunks = _iter_render_json(ordered, rows) if output is ManifestFormat.json else iter_manifests_yaml(ordered)
         write = sys.stdout.write
         for chunk in chunks:
             write(chunk)
     raise typer.Exit(EXIT_DENIED if denied else EXIT_OK)
 
 
-def _print_denials(identity: str, denials: Iterable[Violation]) -> None:
-    """``NS/NAME: CODE field: message`` per denial on stderr; tenant text is escaped, never markup."""
-    console = stderr()
-    for violation in denials:
-        where = f"{escape(violation.field)}: {escape(violation.message)}"
-        console.print(f"{escape(identity)}: [red]{escape(violation.code)}[/] {where}", markup=True)
+#: Whether the renderer takes ``talos_config_template=True`` (print the stable-named TalosConfigTemplate).
+RENDER_TALOS_CONFIG_TEMPLATE = "talos_config_template" in inspect.signature(render).parameters
+_render: Callable[..., list[dict[str, Any]]] = render
 
 
-def _render_pools(state: State, pool: str | None) -> tuple[list[dict[str, Any]], bool]:
-    """Manifests of the selected pools, and whether one was denied (reported on stderr)."""
+def _render_pools(
+    state: State, pool: str | None, talos_config_template: bool = False
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], bool]:
+    """Manifests of the selected pools, a ``{"pool", "denials", "warnings"}`` row each, and whether one was denied."""
     denied = False
     manifests: list[dict[str, Any]] = []
-    console = stderr()
+    rows: list[dict[str, Any]] = []
     for record, effective, denials, warnings in resolve_all(state):
         if pool is not None and record.identity != pool:
             continue
         for warning in warnings:
-            console.print(f"[yellow]warning:[/] {escape(record.identity)}: {escape(warning)}", markup=True)
-        if effective is None:
+            warn(f"{record.identity}: {warning}")
+        if effective is not None:
+            try:
+                if talos_config_template:
+                    manifests.extend(_render(effective, talos_config_template=True))
+                else:
+                    manifests.extend(render(effective))
+            except RenderError as error:
+                denials = [Violation("Invalid", record.field, str(error))]
+        if denials or effective is None:
             denied = True
-            _print_denials(record.identity, denials)
-            continue
-        try:
-            manifests.extend(render(effective))
-        except RenderError as error:
-            denied = True
-            _print_denials(record.identity, [Violation("Invalid", record.field, str(error))])
-    return manifests, denied
+            print_denials(record.identity, denials)
+        rows.append(
+            {
+                "pool": record.identity,
+                "denials": [violation.as_dict() for violation in denials],
+                "warnings": list(warnings),
+            }
+        )
+    return manifests, rows, denied
 
 
-def _reasons_cell(reasons: tuple[str, ...]) -> str:
+def _reasons_cell(reasons: tuple[str, ...]) -> list[Styled]:
     lines = []
     for reason in reasons:
-        style = "dim" if reason.startswith("in place:") else "yellow" if reason.startswith("platform image") else ""
-        lines.append(f"[{style}]{escape(reason)}[/]" if style else escape(reason))
-    return "\n".join(lines)
+        style = ""
+        if reason.startswith(IN_PLACE):
+            style = "dim"
+        elif reason.startswith(REBUILD_ONLY) or NEW_MACHINES_ONLY in reason:
+            style = "yellow"
+        elif reason.startswith(REFUSED) or reason.startswith("denied"):
+            style = "red"
+        lines.append(Styled(reason, style))
+    return lines
+
+
+_ACTION_STYLE = {"create": "green", "delete": "red", "replace": "red", "update": "yellow", "unchanged": "dim"}
 
 
 def _print_plan(result: Plan) -> None:
     console = stdout()
-    out = table("POOL", "REPLACE", "REASONS")
+    for refusal in result.refusals:
+        for violation in refusal.denials:
+            console_err = stderr()
+            console_err.line(*denial_line(f"{refusal.kind} {refusal.name}", violation))
+    if not result.rows:
+        summary(console, "no pools in either STATE")
+        return
+    out = table("POOL", "ACTION", "REPLACE", "REFUSED", "REASONS")
     for row in result.rows:
         if row.replace:
-            verdict = "[red]yes[/]" + (" [yellow](rebuild only)[/]" if row.rebuild_only else "")
+            verdict = Styled("yes" + (" (rebuild only)" if row.rebuild_only else ""), "red")
         else:
-            verdict = "[green]no[/]"
-        out.add_row(escape(row.pool), verdict, _reasons_cell(row.reasons) or "[dim]unchanged[/]")
-    if not result.rows:
-        console.print("no pools in either STATE")
-        return
-    console.print(out)
+            verdict = Styled("no", "green")
+        out.add_row(
+            row.pool,
+            Styled(row.action, _ACTION_STYLE.get(row.action, "")),
+            verdict,
+            Styled(", ".join(row.refused), "red"),
+            _reasons_cell(row.reasons) or [Styled("unchanged", "dim")],
+        )
+    console.table(out)
     replacing = result.replacing
     rebuilds = sum(1 for row in replacing if row.rebuild_only)
-    summary = f"{len(result.rows)} pools, {len(replacing)} would replace machines"
+    text = f"{len(result.rows)} pools, {len(replacing)} would replace machines"
     if rebuilds:
-        summary += f", {rebuilds} only because a platform Kairos image was rebuilt"
-    console.print(f"[{'red' if replacing else 'green'}]{summary}[/]")
+        text += f", {rebuilds} only because a platform Kairos image was rebuilt"
+    deleting, refused = len(result.deleting), len(result.refused)
+    if deleting:
+        text += f", {deleting} deleted"
+    if refused or result.refusals:
+        text += f", {refused + len(result.refusals)} refused by admission or denied"
+    bad = replacing or deleting or refused or result.refusals
+    summary(console, text, "red" if bad else "green")
 
 
 @app.command("plan")
 def plan_command(
     state_path: StateArgument,
     to: Annotated[
-        Path,
-        typer.Option("--to", metavar="STATE2", help="The STATE folder after the change.", show_default=False),
+        list[str],
+        typer.Option(
+            "--to",
+            metavar="STATE2",
+            help="The STATE after the change (repeat for several paths; - for stdin).",
+            show_default=False,
+        ),
     ],
     output: Annotated[
         Format, typer.Option("--output", "-o", help="table for people, json for scripts.")
     ] = Format.table,
+    detailed_exitcode: Annotated[
+        bool,
+        typer.Option(
+            "--detailed-exitcode",
+            help="Exit 0 nothing replaced, deleted or refused; 2 machines would be replaced or deleted; "
+            "1 a change is refused or a pool denied.",
+        ),
+    ] = False,
+    quiet: QuietOption = False,
 ) -> None:
-    """Which pools' machines would be replaced going from STATE to STATE2, and why.
+    """What going from STATE to STATE2 does to each pool's machines, and why.
 
-    A row for every pool in either state. Replacements that come only from a rebuilt platform
-    Kairos image (a new digest, the same Kubernetes version) are flagged. Exit 0; 2 when a
-    STATE cannot be read.
+    A row for every pool in either state: action create, delete, replace, update or unchanged;
+    replace (running machines would be replaced: the MachineDeployment's machine template rolls);
+    refused (the admission codes that refuse the change, or that deny the pool in STATE2; action
+    then says what it would do if let through); rebuildOnly (the replacement comes only from a
+    rebuilt platform Kairos image); newMachinesOnly (settings, such as a TalosConfigTemplate's,
+    that change under an unchanged name and reach only machines created afterwards: running
+    machines keep the old config until they are replaced). STATE2 is read as admission would
+    store it: an UPDATE of the pool in STATE (a pool that omits its class keeps the stored one),
+    a CREATE for a new pool.
+
+    -o json prints {"pools": [{"pool", "action", "replace", "refused", "rebuildOnly",
+    "newMachinesOnly", "reasons"}]}.
+
+    Exit 0; 2 when a STATE cannot be read. With --detailed-exitcode, as terraform plan: 0 nothing
+    replaced and nothing refused (creates and in-place updates are fine), 2 machines would be
+    replaced or deleted (a destroy is a change: deleting a pool removes its machines), 1 a change
+    is refused or a pool denied (refusals win over replacements).
     """
+    set_quiet(quiet)
+    if "-" in state_path and "-" in to:
+        fail("stdin (-) can be STATE or STATE2, not both")
     with collector_paused():
         before = load_state(state_path)
         after = load_state(to)
         result = plan(before, after)
     if output is Format.json:
+        for refusal in result.refusals:
+            print_denials(f"{refusal.kind} {refusal.name}", refusal.denials)
         print_json(result.as_dict())
     else:
         _print_plan(result)
-    raise typer.Exit(EXIT_OK)
+    raise typer.Exit(result.detailed_exit_code() if detailed_exitcode else EXIT_OK)
 
 
-__all__ = ["plan_command", "render_command"]
+__all__ = ["RENDER_TALOS_CONFIG_TEMPLATE", "plan_command", "render_command"]

@@ -11,25 +11,24 @@ from __future__ import annotations
 from typing import Annotated
 
 import typer
-from rich.markup import escape
 
 from ..ops.restore import GUIDANCE, Restore, RestoreRow, restore
 from ..render.text import yaml_document
-from .commands_core import OutputOption, StateArgument, load_state
-from .main import app
-from .output import EXIT_DENIED, EXIT_OK, Format, fail, no_pool, print_json, stdout, table
+from .commands_core import OutputOption, StateArgument, load_state, pool_option_check
+from .main import QuietOption, app, set_quiet
+from .output import EXIT_DENIED, EXIT_OK, SETTINGS, Format, Styled, print_json, stdout, summary, table
 
 _RESULTS = {
-    "classless": "[green]no restore needed[/]",
-    "restorable": "[green]restorable[/]",
-    "kairos": "[red]not restorable[/]",
-    "denied": "[red]not restorable[/]",
-    "mismatch": "[red]not restorable[/]",
+    "classless": Styled("no restore needed", "green"),
+    "restorable": Styled("restorable", "green"),
+    "kairos": Styled("not restorable", "red"),
+    "denied": Styled("not restorable", "red"),
+    "mismatch": Styled("not restorable", "red"),
 }
 
 
 def _details(row: RestoreRow) -> str:
-    lines = [escape(reason) for reason in row.reasons]
+    lines = list(row.reasons)
     if row.status == "restorable":
         lines = [f"template hash {row.hash_current} (class) = {row.hash_restored} (restored)"]
     elif row.status == "mismatch":
@@ -40,34 +39,36 @@ def _details(row: RestoreRow) -> str:
 def _print_restore(result: Restore) -> None:
     console = stdout()
     if not result.rows:
-        console.print("no pools in STATE: nothing to restore")
+        console.line("no pools in STATE: nothing to restore")
     else:
         out = table("POOL", "CLASS", "RESULT", "DETAILS")
         for row in result.rows:
             out.add_row(
-                escape(row.pool),
-                escape(row.class_name) if row.class_name else "[dim](none)[/]",
-                _RESULTS.get(row.status, escape(row.status)),
+                row.pool,
+                row.class_name if row.class_name else Styled("(none)", "dim"),
+                _RESULTS.get(row.status, Styled(row.status)),
                 _details(row),
             )
-        console.print(out)
+        console.table(out)
     for row in result.rows:
         if row.status == "restorable" and row.values is not None:
-            console.print()
-            console.print(f"[bold]{escape(row.pool)}[/] ({row.kind} {row.field}), legacy layout:")
-            # Verbatim: no markup, emoji codes or folding of long values in text meant to be applied.
-            console.out(yaml_document(dict(row.values)), end="", highlight=False)
-    console.print()
-    console.print("[bold]Before reverting to a chart without class support:[/]")
+            console.line("")
+            console.line(Styled(row.pool, "bold"), f" ({row.kind} {row.field}), legacy layout:")
+            # Verbatim: text meant to be applied.
+            console.stream.write(yaml_document(dict(row.values)))
+    if SETTINGS.quiet:
+        return
+    console.line("")
+    console.line(Styled("Before reverting to a chart without class support:", "bold"))
     for line in GUIDANCE:
-        console.print(f"- {escape(line)}", soft_wrap=True)
+        console.line(f"- {line}")
     blocked = len(result.blocked)
     restorable = sum(1 for row in result.rows if row.status == "restorable")
     classless = sum(1 for row in result.rows if row.status == "classless")
     count = len(result.rows)
-    summary = f"{count} pool{'' if count == 1 else 's'}: {restorable} restorable, {classless} already classless, "
-    summary += f"{blocked} cannot be restored"
-    console.print(f"[{'red' if blocked else 'green'}]{summary}[/]")
+    text = f"{count} pool{'' if count == 1 else 's'}: {restorable} restorable, {classless} already classless, "
+    text += f"{blocked} cannot be restored"
+    summary(console, text, "red" if blocked else "green")
 
 
 @app.command("restore")
@@ -75,6 +76,7 @@ def restore_command(
     state_path: StateArgument,
     pool: Annotated[str | None, typer.Option("--pool", metavar="NS/NAME", help="Only this pool.")] = None,
     output: OutputOption = Format.table,
+    quiet: QuietOption = False,
 ) -> None:
     """The legacy-layout values of each classified Talos pool of STATE, with the template-hash proof.
 
@@ -94,9 +96,9 @@ def restore_command(
     Exit 0 when every classified Talos pool can be restored, 1 when a pool cannot (Kairos,
     denied, hash mismatch), 2 when STATE cannot be read.
     """
+    set_quiet(quiet)
     state = load_state(state_path)
-    if pool is not None and state.pool(pool) is None:
-        fail(no_pool(pool, state_path))
+    pool_option_check(state, pool, state_path)
     result = restore(state, pool=pool)
     if output is Format.json:
         print_json(result.as_dict())

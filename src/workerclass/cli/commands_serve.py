@@ -31,8 +31,10 @@ from .output import fail
 
 serve_app = typer.Typer(
     name="serve",
-    help="Serve against a cluster: the admission webhook, and the WorkerClass controller.",
+    help="Serve against a cluster: the admission webhook (serve webhook), and the WorkerClass controller "
+    "(serve controller).",
     no_args_is_help=True,
+    context_settings={"help_option_names": ["-h", "--help"]},
     add_completion=False,
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
@@ -68,7 +70,9 @@ def serve_webhook(
     ],
     tls_key: Annotated[Path, typer.Option("--tls-key", metavar="FILE", help="PEM private key of that certificate.")],
     port: Annotated[int, typer.Option("--port", min=0, max=65535, help="HTTPS port (0: any free port).")] = 8443,
-    host: Annotated[str, typer.Option("--host", help="Address to listen on.")] = "0.0.0.0",
+    host: Annotated[
+        str, typer.Option("--host", help="Address to listen on (127.0.0.1 for a local trial).")
+    ] = "0.0.0.0",
     state: Annotated[
         Path | None,
         typer.Option(
@@ -231,7 +235,11 @@ def manifests_command(
         ),
     ] = True,
 ) -> None:
-    """The install manifests: webhook configurations, Service, Deployment, PDB, RBAC, and the controller."""
+    """The install manifests: the CRDs the package owns (WorkerClass, WorkerPlatform), webhook configurations,
+    Service, Deployment, PodDisruptionBudget, RBAC, and the controller.
+
+    The image defaults to the one the Dockerfile builds for this version (README: Building the image).
+    """
     bundle: bytes | None = None
     if ca_bundle is not None:
         try:

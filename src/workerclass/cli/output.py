@@ -1,28 +1,35 @@
 """Output for people and scripts: JSON exactly as API.md fixes it, tables for people.
 
-Colour only on a terminal (rich detects it; NO_COLOR is honoured). Errors go to stderr as one
-line, never a traceback.
+Tables are plain text laid out here (not by rich): columns two spaces apart, no padding after
+the last column and no trailing blanks, never folded, so a piped table stays greppable and
+copyable and 10,000 pools print in well under a second. Colour only on a terminal (NO_COLOR
+is honoured). Errors go to stderr as one line, never a traceback. ``-q`` silences warnings and
+summaries (:data:`SETTINGS`), never results or errors.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Iterable
+from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any, NoReturn
+from typing import Any, NoReturn, TextIO
 
 import typer
-from rich.console import Console
-from rich.markup import escape
-from rich.table import Table
-from rich.text import Text
 
 from ..violations import Violation
 
 EXIT_OK = 0
 EXIT_DENIED = 1
 EXIT_USAGE = 2
+#: ``plan --detailed-exitcode``: machines would be replaced (or deleted).
+EXIT_REPLACE = 2
+#: Ctrl-C, as shells report a process ended by SIGINT (128 + 2).
+EXIT_INTERRUPTED = 130
+#: The reader of stdout went away (``| head``), as shells report SIGPIPE (128 + 13).
+EXIT_BROKEN_PIPE = 141
 
 
 class Format(StrEnum):
@@ -30,21 +37,131 @@ class Format(StrEnum):
     json = "json"
 
 
-def stdout() -> Console:
-    # A pipe or a CI log has no width: never fold a value there (references and URLs stay copyable).
-    return Console(highlight=False, soft_wrap=False, width=None if sys.stdout.isatty() else 4096)
+@dataclass
+class Settings:
+    quiet: bool = False
 
 
-def stderr() -> Console:
-    return Console(stderr=True, highlight=False, soft_wrap=True)
+SETTINGS = Settings()
+
+_CODES = {"red": "31", "green": "32", "yellow": "33", "cyan": "36", "dim": "2", "bold": "1"}
+
+
+def colour(stream: TextIO) -> bool:
+    """Colour only on a terminal, and never with NO_COLOR set."""
+    if os.environ.get("NO_COLOR"):
+        return False
+    isatty = getattr(stream, "isatty", None)
+    return bool(isatty and isatty())
+
+
+@dataclass(frozen=True, slots=True)
+class Styled:
+    """A table cell or a line with one style (``red``, ``green``, ``yellow``, ``cyan``, ``dim``, ``bold``)."""
+
+    text: str
+    style: str = ""
+
+
+Cell = str | Styled | list[Styled]
+
+
+def paint(text: str, style: str, enabled: bool) -> str:
+    if not enabled or not style or not text:
+        return text
+    codes = ";".join(_CODES[part] for part in style.split() if part in _CODES)
+    return f"\x1b[{codes}m{text}\x1b[0m" if codes else text
+
+
+def _lines(cell: Cell) -> list[Styled]:
+    if isinstance(cell, list):
+        return [Styled(text, piece.style) for piece in cell for text in piece.text.split("\n")] or [Styled("")]
+    if isinstance(cell, Styled):
+        return [Styled(line, cell.style) for line in cell.text.split("\n")]
+    return [Styled(line) for line in cell.split("\n")]
+
+
+class Table:
+    """A plain text table: a bold header, rows of cells (multi-line cells allowed)."""
+
+    def __init__(self, *columns: str, title: str | None = None) -> None:
+        self.columns = columns
+        self.title = title
+        self.rows: list[list[list[Styled]]] = []
+
+    def add_row(self, *cells: Cell) -> None:
+        row = [_lines(cell) for cell in cells]
+        row += [[Styled("")]] * (len(self.columns) - len(row))
+        self.rows.append(row)
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def lines(self, *, colour_on: bool = False) -> list[str]:
+        widths = [len(column) for column in self.columns]
+        for row in self.rows:
+            for index, cell in enumerate(row):
+                for line in cell:
+                    if len(line.text) > widths[index]:
+                        widths[index] = len(line.text)
+        last = len(self.columns) - 1
+        out: list[str] = []
+        if self.title:
+            out.append(paint(self.title, "bold", colour_on))
+        header = "  ".join(column.ljust(widths[i]) if i < last else column for i, column in enumerate(self.columns))
+        out.append(paint(header.rstrip(), "bold", colour_on))
+        for row in self.rows:
+            height = max(len(cell) for cell in row)
+            for depth in range(height):
+                parts: list[str] = []
+                for index, cell in enumerate(row):
+                    piece = cell[depth] if depth < len(cell) else Styled("")
+                    pad = "" if index == last else " " * (widths[index] - len(piece.text))
+                    parts.append(paint(piece.text, piece.style, colour_on) + pad)
+                out.append("  ".join(parts).rstrip())
+        return out
+
+
+class Printer:
+    """Lines to one stream, coloured only on a terminal."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+        self.colour = colour(stream)
+
+    def line(self, *pieces: str | Styled) -> None:
+        text = "".join(
+            paint(piece.text, piece.style, self.colour) if isinstance(piece, Styled) else piece for piece in pieces
+        )
+        self.stream.write(text + "\n")
+
+    def table(self, table: Table) -> None:
+        self.stream.write("\n".join(table.lines(colour_on=self.colour)) + "\n")
+
+
+def stdout() -> Printer:
+    return Printer(sys.stdout)
+
+
+def stderr() -> Printer:
+    return Printer(sys.stderr)
+
+
+def warn(message: str) -> None:
+    """``warning: message`` on stderr, unless ``-q``."""
+    if not SETTINGS.quiet:
+        stderr().line(Styled("warning:", "yellow"), " ", message)
+
+
+def summary(printer: Printer, text: str, style: str = "") -> None:
+    """A summary line for people, unless ``-q``."""
+    if not SETTINGS.quiet:
+        printer.line(Styled(text, style))
 
 
 def fail(message: str, code: int = EXIT_USAGE) -> NoReturn:
-    """One clean line on stderr, then exit (2: bad input or unreadable state).
-
-    ``message`` is plain text: paths and values that look like rich markup (``[/x]``) are shown as they are.
-    """
-    stderr().print(Text.assemble(("error:", "bold red"), " ", message), soft_wrap=True)
+    """One clean line on stderr, then exit (2: bad input or unreadable state)."""
+    stderr().line(Styled("error:", "bold red"), " ", message)
     raise typer.Exit(code)
 
 
@@ -60,17 +177,16 @@ def print_json(data: Any) -> None:
 
 
 def table(*columns: str, title: str | None = None) -> Table:
-    out = Table(title=title, title_justify="left", show_edge=False, pad_edge=False, box=None, header_style="bold")
-    for column in columns:
-        out.add_column(column, overflow="fold")
-    return out
+    return Table(*columns, title=title)
+
+
+def denial_line(label: str, violation: Violation) -> list[str | Styled]:
+    """``NS/NAME: CODE field: message``, the code in red on a terminal."""
+    return [f"{label}: ", Styled(violation.code, "red"), f" {violation.field}: {violation.message}"]
 
 
 def print_denials(label: str, denials: Iterable[Violation]) -> None:
+    """Each denial on stderr as ``NS/NAME: CODE field: message`` (denials are never silenced by ``-q``)."""
     console = stderr()
     for violation in denials:
-        # Field paths and messages carry tenant text (label keys, values): never markup.
-        console.print(
-            f"{escape(label)}: [red]{violation.code}[/] {escape(violation.field)}: {escape(violation.message)}",
-            markup=True,
-        )
+        console.line(*denial_line(label, violation))
