@@ -46,27 +46,49 @@ def crd_directory() -> Path | None:
     return None
 
 
-#: (apiVersion, kind) -> CRD file name.
+#: The CRDs Cozystack ships for what the chart renders (Cluster API 1.10.1, CABPT 0.6.12, CAPK
+#: 0.1.10, cozystack-controller): ``cozystack-shipped/`` below the CRD folder. They win over the
+#: newer upstream CRDs, which serve versions Cozystack's clusters do not.
+SHIPPED = "cozystack-shipped"
+
+#: (apiVersion, kind) -> CRD file name (relative to the CRD folder).
 CRD_FILES: dict[tuple[str, str], str] = {
-    ("cluster.x-k8s.io/v1beta2", "MachineDeployment"): "cluster.x-k8s.io_machinedeployments.yaml",
-    ("cluster.x-k8s.io/v1beta2", "MachineHealthCheck"): "cluster.x-k8s.io_machinehealthchecks.yaml",
+    ("cluster.x-k8s.io/v1beta1", "MachineDeployment"): f"{SHIPPED}/cluster.x-k8s.io_machinedeployments.yaml",
+    ("cluster.x-k8s.io/v1beta1", "MachineHealthCheck"): f"{SHIPPED}/cluster.x-k8s.io_machinehealthchecks.yaml",
     (
-        "bootstrap.cluster.x-k8s.io/v1beta1",
+        "bootstrap.cluster.x-k8s.io/v1alpha3",
         "TalosConfigTemplate",
-    ): "bootstrap.cluster.x-k8s.io_talosconfigtemplates.yaml",
+    ): f"{SHIPPED}/bootstrap.cluster.x-k8s.io_talosconfigtemplates.yaml",
+    (
+        "infrastructure.cluster.x-k8s.io/v1alpha1",
+        "KubevirtMachineTemplate",
+    ): f"{SHIPPED}/infrastructure.cluster.x-k8s.io_kubevirtmachinetemplates.yaml",
+    ("cozystack.io/v1alpha1", "WorkloadMonitor"): f"{SHIPPED}/cozystack.io_workloadmonitors.yaml",
+    # Not shipped by Cozystack: the newest upstream CRDs.
     (
         "bootstrap.cluster.x-k8s.io/v1beta2",
         "KairosConfigTemplate",
     ): "bootstrap.cluster.x-k8s.io_kairosconfigtemplates.yaml",
     (
-        "infrastructure.cluster.x-k8s.io/v1alpha1",
-        "KubevirtMachineTemplate",
-    ): "infrastructure.cluster.x-k8s.io_kubevirtmachinetemplates.yaml",
-    (
         "infrastructure.cluster.x-k8s.io/v1alpha2",
         "ProxmoxMachineTemplate",
     ): "infrastructure.cluster.x-k8s.io_proxmoxmachinetemplates.yaml",
 }
+
+#: Kinds the chart renders that are Kubernetes or Cilium types without a CRD here: only the
+#: ObjectMeta rules the API server enforces are checked for them.
+CORE_KINDS: frozenset[tuple[str, str]] = frozenset(
+    {
+        ("v1", "ServiceAccount"),
+        ("v1", "ConfigMap"),
+        ("batch/v1", "Job"),
+        ("rbac.authorization.k8s.io/v1", "Role"),
+        ("rbac.authorization.k8s.io/v1", "RoleBinding"),
+        ("rbac.authorization.k8s.io/v1", "ClusterRole"),
+        ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"),
+        ("cilium.io/v2", "CiliumNetworkPolicy"),
+    }
+)
 
 #: (kind, JSON path of the enum, the value added): the one documented departure from upstream.
 ENUM_EXCEPTIONS: list[tuple[str, tuple[str, ...], str]] = [
@@ -217,6 +239,8 @@ def validation_errors(obj: dict[str, Any]) -> list[str]:
             + [f"{k}: unknown field" for k in extra]
             + _metadata_errors(obj)
         )
+    if key in CORE_KINDS:
+        return _metadata_errors(obj)
     if key not in CRD_FILES:
         return [f"no upstream CRD for {key[1]} {key[0]}"]
     validator = Draft202012Validator(schema_for(*key))

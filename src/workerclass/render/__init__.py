@@ -1,32 +1,37 @@
-"""Render: effective settings -> Cluster API manifests, and the versioned template hash.
+"""Render: effective settings -> the objects Cozystack's ``kubernetes-nodes`` chart renders.
 
-Pure: no I/O, no clock, no State. ``render(effective)`` returns plain dicts in a deterministic
-order (kind rank, then name); ``template_hash(effective)`` names the templates (see
-:mod:`workerclass.render.hash` for the field list and the rules for bumping
-:data:`HASH_VERSION`). A classless (legacy) pool renders through the same functions from its
-effective settings alone, so no WorkerClass can be looked up on that path.
-
-Kairos bootstrap uses ``distribution: kubeadm``, the path the design page describes, which the
-current upstream ``KairosConfigTemplate`` enum (``k0s``, ``k3s``) does not list yet: the schema
-tests accept exactly that one value beyond the enum and nothing else.
+Pure: no I/O, no clock, no State. ``render(effective)`` returns plain dicts in the chart's order
+(:mod:`workerclass.render.manifests` says which values and class-era inputs go to the chart port
+:mod:`workerclass.chart`); ``render(effective, talos_config_template=True)`` also returns the
+TalosConfigTemplate the talos-reconcile Job applies, run-time inputs as ``${NAME}``.
+``template_hash(effective)`` is the content hash in the infrastructure template's name
+(:mod:`workerclass.render.hash` says why our code never renames a running pool's template).
+Kairos pools and Talos pools on Proxmox take the templates of :mod:`workerclass.render.templates`.
+A classless pool renders its stored values verbatim and never looks up a WorkerClass.
 """
 
 from __future__ import annotations
 
-from .defaults import RenderError
-from .hash import HASH_ANNOTATION, HASH_VERSION, HASH_VERSION_ANNOTATION, hash_document, template_hash
-from .manifests import KIND_RANK, cluster_api_name, render, sort_manifests, template_name
+from .errors import RenderError
+from .hash import HASH_VERSION, canonical_text, chart_hash, content_hash, template_suffix
+from .legacy import CLASS_ERA_KEYS, ClassEra, class_era, legacy_values
+from .manifests import KIND_RANK, chart_input_for, release_name, render, sort_manifests, template_hash
 
 __all__ = [
-    "HASH_ANNOTATION",
+    "CLASS_ERA_KEYS",
     "HASH_VERSION",
-    "HASH_VERSION_ANNOTATION",
     "KIND_RANK",
+    "ClassEra",
     "RenderError",
-    "cluster_api_name",
-    "hash_document",
+    "canonical_text",
+    "chart_hash",
+    "chart_input_for",
+    "class_era",
+    "content_hash",
+    "legacy_values",
+    "release_name",
     "render",
     "sort_manifests",
     "template_hash",
-    "template_name",
+    "template_suffix",
 ]

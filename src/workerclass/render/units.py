@@ -11,7 +11,7 @@ import math
 import re
 from decimal import Decimal, InvalidOperation
 
-from .defaults import RenderError
+from .errors import RenderError
 
 __all__ = ["cpu_cores", "duration_seconds", "gibibytes", "mebibytes", "quantity_bytes"]
 
