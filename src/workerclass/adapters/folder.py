@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -51,6 +52,12 @@ STDIN = "-"
 
 _STR_TAG = "tag:yaml.org,2002:str"
 _MERGE_TAG = "tag:yaml.org,2002:merge"
+#: Plain scalars that kubectl's YAML readers (go-yaml v2's YAML 1.1 booleans, YAML 1.2 numbers)
+#: take for booleans or numbers although PyYAML reads them as strings.
+_GO_BOOL = re.compile(r"^(y|Y|n|N|on|On|ON|off|Off|OFF)$")
+_YAML12_NUMBER = re.compile(
+    r"^[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?$|^0o[0-7]+$|^0x[0-9a-fA-F]+$|^[-+]?\.(inf|Inf|INF)$|^\.(nan|NaN|NAN)$"
+)
 _WHAT = {
     "tag:yaml.org,2002:bool": "a boolean",
     "tag:yaml.org,2002:int": "a number",
@@ -104,13 +111,25 @@ def _check_names(metadata: MappingNode, where: str) -> None:
     for key_node, value_node in metadata.value:
         if not isinstance(key_node, ScalarNode) or key_node.value not in ("name", "namespace"):
             continue
-        if isinstance(value_node, ScalarNode) and value_node.tag != _STR_TAG and value_node.style is None:
-            what = _WHAT.get(value_node.tag, "not a string")
+        if not isinstance(value_node, ScalarNode) or value_node.style not in (None, ""):
+            continue  # quoted, or a block scalar: a string
+        what = (
+            _WHAT.get(value_node.tag, "not a string") if value_node.tag != _STR_TAG else _other_reader(value_node.value)
+        )
+        if what is not None:
             line = value_node.start_mark.line + 1
             raise LoadError(
                 f"{where}:{line}: metadata.{key_node.value} {value_node.value!r} is read by YAML as {what}, "
                 f'not a name: quote it ({key_node.value}: "{value_node.value}")'
             )
+
+
+def _other_reader(text: str) -> str | None:
+    if _GO_BOOL.match(text):
+        return "a boolean (by kubectl)"
+    if _YAML12_NUMBER.match(text):
+        return "a number (by kubectl)"
+    return None
 
 
 def _describe(item: object) -> str:
