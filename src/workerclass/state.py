@@ -267,6 +267,8 @@ class State:
     #: ``(namespace, name)`` of a KubernetesNodes -> the values of its backing HelmRelease
     #: ``kubernetes-nodes-<name>`` (what Cozystack's API really stored)
     backing_values: dict[tuple[str, str], Mapping[str, Any]] = field(default_factory=dict)
+    #: ComputePlanes, as the clusters of their own node groups (not in :attr:`clusters`)
+    compute_planes: dict[tuple[str, str], Cluster] = field(default_factory=dict)
 
     # ------------------------------------------------------------------ construction
 
@@ -338,6 +340,7 @@ class State:
             spec, violations = parse_class_spec(document.obj.get("spec"))
             classes[name] = ClassRecord(name, spec, document.obj, True, tuple(violations))
         clusters: dict[tuple[str, str], Cluster] = {}
+        compute_planes: dict[tuple[str, str], Cluster] = {}
         pools: dict[tuple[str, str, str], PoolRecord] = {}
         for record in records:
             obj = record.obj
@@ -351,8 +354,9 @@ class State:
                 cluster, _ = parse_cluster(record.namespace, record.name, obj.get("spec"))
                 clusters[(record.namespace, record.name)] = cluster
             elif record.kind == "ComputePlane":
+                # A ComputePlane is its node groups' cluster, never a KubernetesNodes pool's parent.
                 cluster, _ = parse_cluster(record.namespace, record.name, obj.get("spec"))
-                clusters.setdefault((record.namespace, record.name), cluster)
+                compute_planes[(record.namespace, record.name)] = cluster
                 for pool in node_group_pools(obj):
                     pools[(pool.kind, pool.namespace, pool.name)] = pool
             else:
@@ -380,6 +384,7 @@ class State:
             objects=ordered,
             warnings=list(warnings or []),
             backing_values=backing,
+            compute_planes=compute_planes,
         )
 
     # ------------------------------------------------------------------ lookups
@@ -388,6 +393,7 @@ class State:
         return self.classes.get(name)
 
     def cluster(self, namespace: str, name: str) -> Cluster | None:
+        """The parent Kubernetes app ``name`` (a ComputePlane of that name is none)."""
         return self.clusters.get((namespace, name))
 
     def pool(self, identity: str) -> PoolRecord | None:

@@ -21,7 +21,7 @@ from workerclass import Denied, State, resolve
 
 ABSENT: Any = type("Absent", (), {"__repr__": lambda self: "ABSENT"})()
 
-NAMESPACE = "tenant"
+NAMESPACE = "tenant-example"  # pools live in tenant-* namespaces
 CLUSTER = "example"  # the parent Kubernetes app on KubeVirt
 PROXMOX_CLUSTER = "pve"  # a parent Kubernetes app on Proxmox
 
@@ -29,7 +29,13 @@ SCHEMATIC_A = "376567988ad370138ad8b2698212367b8edcb69b5fd68c80be1f2ec7d603b4ba"
 SCHEMATIC_B = "0f" * 32  # has a golden at v1.13.6
 SCHEMATIC_C = "c3" * 32  # has no golden anywhere
 
-TALOS_VERSION = "v1.13.6"  # platform Talos version
+TALOS_VERSION = "v1.13.6"  # platform Talos version (also the chart's)
+#: The chart's values.yaml Talos defaults: a classless pool's fallbacks (not the platform's)
+CHART_SCHEMATIC = "ce4c980550dd2ab1b17bbf2b08801c7eb59418eafe8f279833297925d67c7515"
+CHART_FACTORY_URL = "https://factory.talos.dev"
+CHART_INSTALLER_REPOSITORY = "factory.talos.dev/installer"
+#: The chart's files/versions.yaml: a classless pool's Kubernetes patch
+CHART_PATCHES = {"v1.35": "v1.35.6", "v1.34": "v1.34.9", "v1.33": "v1.33.13", "v1.32": "v1.32.13", "v1.31": "v1.31.14"}
 FACTORY_URL = "https://factory.example"
 INSTALLER_REPOSITORY = "factory.example/installer"
 
@@ -195,30 +201,49 @@ POOL_DEFAULTS: dict[str, Any] = {
 }
 
 
+def pool_name(name: str, cluster: Any = CLUSTER) -> str:
+    """API.md section 1: a KubernetesNodes is named ``<cluster>-<pool>``; ``name`` is the pool part
+    (a name that already starts with ``<cluster>-`` is kept)."""
+    cluster = cluster if isinstance(cluster, str) and cluster else CLUSTER
+    return name if name.startswith(f"{cluster}-") else f"{cluster}-{name}"
+
+
 def make_pool(name: str = "pool", namespace: str = NAMESPACE, **spec: Any) -> dict[str, Any]:
-    """A KubernetesNodes pool of the application API (the built-in talos class by default)."""
+    """A KubernetesNodes pool of the application API (the built-in talos class by default),
+    named ``<cluster>-<name>`` (use :func:`rename` for a name that breaks the rule)."""
+    body = _apply(POOL_DEFAULTS, spec)
     return {
         "apiVersion": "apps.cozystack.io/v1alpha1",
         "kind": "KubernetesNodes",
-        "metadata": {"name": name, "namespace": namespace},
-        "spec": _apply(POOL_DEFAULTS, spec),
+        "metadata": {"name": pool_name(name, body.get("cluster")), "namespace": namespace},
+        "spec": body,
     }
 
 
+def rename(obj: Mapping[str, Any], name: str) -> dict[str, Any]:
+    """``obj`` with exactly ``metadata.name`` = ``name`` (no naming rule applied)."""
+    out = copy.deepcopy(dict(obj))
+    out["metadata"]["name"] = name
+    return out
+
+
 def make_release(name: str = "release", namespace: str = NAMESPACE, **values: Any) -> dict[str, Any]:
-    """A direct-writer HelmRelease carrying KubernetesNodes values (classless by default)."""
+    """A direct-writer HelmRelease carrying KubernetesNodes values (classless by default), named
+    ``kubernetes-nodes-<cluster>-<name>`` as the chart requires."""
+    body = _apply({k: v for k, v in POOL_DEFAULTS.items() if k != "workerClassName"}, values)
+    full = name if name.startswith("kubernetes-nodes-") else f"kubernetes-nodes-{pool_name(name, body.get('cluster'))}"
     return {
         "apiVersion": "helm.toolkit.fluxcd.io/v2",
         "kind": "HelmRelease",
         "metadata": {
-            "name": name,
+            "name": full,
             "namespace": namespace,
             "labels": {"apps.cozystack.io/application.kind": "KubernetesNodes"},
         },
         "spec": {
             "interval": "5m",
             "chart": {"spec": {"chart": "kubernetes-nodes"}},
-            "values": _apply({k: v for k, v in POOL_DEFAULTS.items() if k != "workerClassName"}, values),
+            "values": body,
         },
     }
 

@@ -84,7 +84,7 @@ DENIALS = [
     _case("ClusterNotFound", make_pool(cluster="missing"), "ClusterNotFound", "spec.cluster"),
     _case(
         "ClusterNotFound-other-namespace",
-        make_pool(namespace="elsewhere"),
+        make_pool(namespace="tenant-elsewhere"),
         "ClusterNotFound",
         "spec.cluster",
     ),

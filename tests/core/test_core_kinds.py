@@ -20,6 +20,8 @@ from workerclass.resolve import resolve_pool
 from .builders import (
     ABSENT,
     CERTIFICATE,
+    CHART_FACTORY_URL,
+    CHART_SCHEMATIC,
     FIXED_REFERENCE,
     NVIDIA_GPU,
     SCHEMATIC_A,
@@ -258,7 +260,8 @@ def test_classless_helm_release_resolves_without_any_class_lookup(default: str) 
     state.worker_class = no_lookup  # type: ignore[method-assign]
     effective = resolve(state, release)
     assert (effective.class_name, effective.bootstrap) == (None, "talos")
-    assert effective.image.reference == factory_url(SCHEMATIC_A, TALOS_VERSION)
+    # a classless pool's Talos fallbacks are the chart's values.yaml, not the platform's
+    assert effective.image.reference == factory_url(CHART_SCHEMATIC, TALOS_VERSION, CHART_FACTORY_URL)
 
 
 def test_classless_helm_release_with_talos_settings_keeps_them() -> None:
@@ -360,8 +363,12 @@ def test_builtin_classes_and_embedded_platform_apply_without_state_objects() -> 
 
 
 def test_builtin_talos_class_takes_everything_from_the_platform() -> None:
-    """``talos`` is ``{bootstrap: talos}``: it resolves exactly like a classless pool, but for the class."""
-    state = make_state()
+    """``talos`` is ``{bootstrap: talos}``: it resolves exactly like a classless pool, but for the class.
+
+    On the embedded platform (Cozystack's defaults), whose Talos defaults are the chart's: a
+    classless pool falls back to the chart's values.yaml, a classified one to the platform.
+    """
+    state = State.from_objects([make_cluster()])
     classified = view(resolve(state, make_pool(workerClassName="talos", gpus=[NVIDIA_GPU])))
     legacy = view(resolve(state, make_pool(workerClassName=ABSENT, gpus=[NVIDIA_GPU])))
     assert classified.pop("class") == "talos" and legacy.pop("class") is None

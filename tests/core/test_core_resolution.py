@@ -15,6 +15,8 @@ from .builders import (
     ABSENT,
     CERTIFICATE,
     CERTIFICATE_2,
+    CHART_FACTORY_URL,
+    CHART_SCHEMATIC,
     CLUSTER,
     FACTORY_URL,
     FIXED_REFERENCE,
@@ -508,7 +510,11 @@ def test_proxmox_pool_still_checks_talos_kubernetes_support() -> None:
     [
         (make_pool(version="v1.35"), ("talos", "v1.35.6", "factory", FACTORY_A[1])),
         (make_pool(version="v1.34"), ("talos", "v1.34.5", "factory", FACTORY_A[1])),
-        (make_pool(workerClassName=ABSENT, version="v1.33"), ("talos", "v1.33.5", "factory", FACTORY_A[1])),
+        # classless: the chart's version map and Talos defaults, not the platform's
+        (
+            make_pool(workerClassName=ABSENT, version="v1.33"),
+            ("talos", "v1.33.13", "factory", factory_url(CHART_SCHEMATIC, TALOS_VERSION, CHART_FACTORY_URL)),
+        ),
         (make_pool(workerClassName="kairos", version="v1.35"), ("kairos", "v1.35.6", "platform", PLATFORM_KAIROS_135)),
         (make_pool(workerClassName="kairos", version="v1.34"), ("kairos", "v1.34.5", "platform", PLATFORM_KAIROS_134)),
         (
@@ -619,7 +625,7 @@ def test_classless_pool_keeps_its_tenant_settings() -> None:
     effective = resolved(make_state(), pool)
     assert effective["class"] is None and effective["bootstrap"] == "talos"
     assert effective["talos"]["version"] == "v1.13.4"
-    assert effective["talos"]["schematicID"] == SCHEMATIC_A
+    assert effective["talos"]["schematicID"] == CHART_SCHEMATIC  # the chart's default, not the platform's
     assert effective["talos"]["registryMirrors"] == M_POOL
     assert effective["kernelModules"] == NVME_OUT
 
@@ -629,7 +635,7 @@ def test_classless_helm_release_resolves_as_legacy_talos(class_value: Any) -> No
     release = make_release("direct", workerClassName=class_value)
     effective = resolved(make_state([release]), release)
     assert (effective["class"], effective["bootstrap"]) == (None, "talos")
-    assert effective["image"]["reference"] == factory_url(SCHEMATIC_A, TALOS_VERSION)
+    assert effective["image"]["reference"] == factory_url(CHART_SCHEMATIC, TALOS_VERSION, CHART_FACTORY_URL)
     assert effective["kubernetesVersion"] == "v1.35.6"
 
 

@@ -239,10 +239,7 @@ def test_a_pool_cannot_move_to_another_parent_cluster() -> None:
     assert validate(state, "UPDATE", make_pool(maxReplicas=5), old).allowed
 
 
-@pytest.mark.parametrize("name", ["p" * 64, "Bad_Name", "a.b"])
-def test_a_pool_name_must_fit_a_label_value(name: str) -> None:
-    decision = admit(make_state(), "CREATE", make_pool(name))
-    assert has_denial(decision.denials, "Invalid", "metadata.name"), [str(v) for v in decision.denials]
+# Pool names: InvalidPoolName on CREATE only (tests/core/test_core_chart.py).
 
 
 def test_gpus_and_storage_class_on_proxmox_are_warned_about() -> None:
@@ -255,12 +252,15 @@ def test_gpus_and_storage_class_on_proxmox_are_warned_about() -> None:
     assert any("storageClass is not used on Proxmox" in warning for warning in decision.warnings)
 
 
-def test_a_pool_and_a_release_of_the_same_name_are_warned_about() -> None:
+def test_a_pool_and_its_backing_release_are_one_pool() -> None:
+    """Cozystack stores KubernetesNodes N as HelmRelease kubernetes-nodes-N: one pool, not two."""
     from .builders import make_release
 
-    state = make_state([make_pool("twin"), make_release("twin")])
-    decision = validate(state, "CREATE", make_pool("twin"))
-    assert any("same name" in warning for warning in decision.warnings), decision.warnings
+    pool, release = make_pool("twin"), make_release("twin", maxReplicas=7)
+    state = make_state([pool, release])
+    assert [p.kind for p in state.sorted_pools() if p.name.endswith("twin")] == ["KubernetesNodes"]
+    assert state.stored_values(pool["metadata"]["namespace"], pool["metadata"]["name"]) == release["spec"]["values"]
+    assert validate(state, "CREATE", pool).allowed
 
 
 def test_a_pool_override_conflicting_with_the_class_disk_is_charged_to_the_pool_field() -> None:

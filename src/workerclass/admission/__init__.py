@@ -23,8 +23,10 @@ from ..resolve.classes import BUILTIN_FAMILIES, class_rule_violations, reference
 from ..state import KINDS, State, identify, is_pool_release, pool_from_object
 from ..violations import Violation
 from .decision import Decision
+from .names import name_violations
+from .supplied import api_filled_paths, json_pointer, strip_paths
 
-__all__ = ["OPERATIONS", "Decision", "admit", "mutate", "validate"]
+__all__ = ["OPERATIONS", "Decision", "admit", "mutate", "supplied_object", "validate"]
 
 OPERATIONS = frozenset({"CREATE", "UPDATE", "DELETE", "CONNECT"})
 CLASS_FIELD = "workerClassName"
@@ -66,6 +68,9 @@ def mutate(
 ) -> Decision:
     """Default (CREATE) or restore (UPDATE) a KubernetesNodes ``workerClassName``.
 
+    On the UPDATE of a classified pool (the old pool has a class), the values Cozystack's API
+    filled in (:mod:`~workerclass.admission.supplied`) are removed after the class op, so the
+    stored values never accumulate them. A classless pool's UPDATE gets no patch at all.
     Only the application API mutates: HelmRelease writers and other kinds are left alone.
     Idempotent: a mutated object needs no further patch.
     """
@@ -77,20 +82,51 @@ def mutate(
     spec = obj.get("spec")
     if spec is not None and not isinstance(spec, dict):
         return Decision(True, operation, object=obj)  # malformed: validation says why
+    patch: list[dict[str, Any]] = []
+    new_spec: dict[str, Any] | None = spec
     current = spec.get(CLASS_FIELD) if spec else None
-    if current not in (None, ""):
-        return Decision(True, operation, object=obj)  # an explicit class is kept
-    target = state.platform.default_worker_class if operation == "CREATE" else _stored_class(old)
-    if target is None:
-        return Decision(True, operation, object=obj)  # UPDATE of a classless pool: stays legacy Talos
-    if spec is None:
-        patch = [{"op": "add", "path": "/spec", "value": {CLASS_FIELD: target}}]
-        new_spec: dict[str, Any] = {CLASS_FIELD: target}
-    else:
-        # RFC 6902 "add" sets the member whether it is absent or "" (API.md: the patch adds it).
-        patch = [{"op": "add", "path": f"/spec/{CLASS_FIELD}", "value": target}]
-        new_spec = {**spec, CLASS_FIELD: target}
+    if current in (None, ""):
+        target = state.platform.default_worker_class if operation == "CREATE" else _stored_class(old)
+        if target is not None and spec is None:
+            patch.append({"op": "add", "path": "/spec", "value": {CLASS_FIELD: target}})
+            new_spec = {CLASS_FIELD: target}
+        elif target is not None and spec is not None:
+            # RFC 6902 "add" sets the member whether it is absent or "" (API.md: the patch adds it).
+            patch.append({"op": "add", "path": f"/spec/{CLASS_FIELD}", "value": target})
+            new_spec = {**spec, CLASS_FIELD: target}
+    if operation == "UPDATE" and new_spec and _stored_class(old) is not None:
+        filled = api_filled_paths(new_spec, stored_values(state, obj, old))
+        patch.extend({"op": "remove", "path": json_pointer("/spec", path)} for path in filled)
+        new_spec = strip_paths(new_spec, filled)
+    if not patch:
+        return Decision(True, operation, object=obj)
     return Decision(True, operation, patch=patch, object={**obj, "spec": new_spec})
+
+
+def stored_values(state: State, obj: Mapping[str, Any], old: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
+    """What was really written for the pool an UPDATE changes: the State's record of it (the
+    backing HelmRelease, else the stored KubernetesNodes); without one, the old object's values
+    (the API's read: the best knowledge there is, so nothing is taken for API-filled)."""
+    _, namespace, name = identify(obj)
+    stored = state.stored_values(namespace, name)
+    if stored is None and isinstance(old, Mapping):
+        previous = old.get("spec")
+        stored = previous if isinstance(previous, dict) else None
+    return stored
+
+
+def supplied_object(
+    state: State, operation: str, obj: Mapping[str, Any], old: Mapping[str, Any] | None = None
+) -> Mapping[str, Any]:
+    """The pool object as the tenant supplied it: an UPDATE of a KubernetesNodes without the
+    values Cozystack's API filled in (:mod:`~workerclass.admission.supplied`); else ``obj``."""
+    if operation != "UPDATE" or obj.get("kind") != "KubernetesNodes":
+        return obj
+    spec = obj.get("spec")
+    if not isinstance(spec, dict):
+        return obj
+    filled = api_filled_paths(spec, stored_values(state, obj, old))
+    return {**obj, "spec": strip_paths(spec, filled)} if filled else obj
 
 
 # --------------------------------------------------------------------------- validation
@@ -140,6 +176,16 @@ def _metadata_name(obj: Mapping[str, Any] | None) -> str:
     return name
 
 
+def _same_values(left: Mapping[str, Any], right: Mapping[str, Any]) -> bool:
+    """Equal values; values nested too deep to compare are not the same."""
+    if left is right:
+        return True
+    try:
+        return bool(left == right)
+    except RecursionError:
+        return False
+
+
 def _family_of(state: State, obj: Mapping[str, Any] | None) -> str | None:
     """talos or kairos for a pool object (classless = talos); ``None`` when the class is unknown."""
     name = _stored_class(obj)
@@ -156,6 +202,7 @@ def _validate_pool(
         return [], []
     if obj.get("kind") == "HelmRelease" and not is_pool_release(obj):
         return [], []
+    obj = supplied_object(state, operation, obj, old)
     record = pool_from_object(obj)
     if record is None:  # pragma: no cover - the dispatcher only sends pool kinds
         return [Violation("Invalid", "kind", "not a pool")], []
@@ -190,7 +237,7 @@ def _validate_pool(
     if isinstance(old, Mapping):
         before = _stored_class(old)
     else:
-        before = stored.class_name if stored is not None and stored.values == record.values else None
+        before = stored.class_name if stored is not None and _same_values(stored.values, record.values) else None
     if name is not None and name != before:
         selected = state.worker_class(name)
         if selected is not None and (selected.obj.get("metadata") or {}).get("deletionTimestamp"):
@@ -201,6 +248,10 @@ def _validate_pool(
                     f"WorkerClass {name} is being deleted: select another class",
                 )
             )
+    if operation == "CREATE":
+        # Names are checked when a pool is created only: Cozystack's API skips name validation
+        # on UPDATE (names are immutable), so a stored pool is never refused for its name.
+        denials.extend(name_violations(state, record, obj))
     _, resolved_denials, warnings = resolve_pool(state, record)
     return denials + resolved_denials, warnings
 

@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, cast
 
+from ..chart.checks import chart_failures
+from ..chart.values import chart_defaults, chart_input, version_map
 from ..model import (
     CHART_VERSIONS,
     DEFAULT_MIN_REPLICAS,
@@ -28,7 +30,7 @@ from ..model import (
     minor_of,
     version_tuple,
 )
-from ..model.reader import DNS_LABEL
+from ..model.reader import DNS_LABEL, TALOS_VERSION
 from ..state import ClassRecord, PoolRecord, State, pool_from_object, release_of
 from ..violations import Denied, Violation
 from .effective import Effective, EffectiveImage, EffectiveTalos
@@ -57,6 +59,11 @@ NVIDIA_MODULES = (
 )
 GOLDEN_NAMESPACE = "cozy-public"
 MAX_MINOR_SKEW = 3
+
+
+def shown_name(name: str) -> str:
+    """A name quoted when it is a DNS label; anything else may hold anything and is not shown."""
+    return repr(name) if DNS_LABEL.fullmatch(name) and len(name) <= 63 else "(name not shown)"
 
 
 def golden_reference(schematic_id: str, version: str) -> str:
@@ -95,6 +102,7 @@ def resolve_talos(
     *,
     baseline_origin: str,
     origins: dict[str, str],
+    chart: Mapping[str, str] | None = None,
 ) -> EffectiveTalos:
     """Scalars: a supplied pool value (even ``""``) replaces the baseline; ``""`` means platform.
 
@@ -107,6 +115,9 @@ def resolve_talos(
         "imageFactoryCA": "",
         "installerRepository": platform.talos_installer_repository,
     }
+    if chart is not None:
+        # A classless pool: the chart's values as coalesced (the pool's talos.* over values.yaml).
+        platform_values.update({key: value for key, value in chart.items() if key in platform_values})
     values: dict[str, str] = {}
     for name, attribute in (
         ("version", "version"),
@@ -126,7 +137,8 @@ def resolve_talos(
         if value == "":
             fallback = platform_values[name]
             if fallback:
-                origin = f"platform ({origin} set it empty)" if origin else "platform"
+                where = "chart values.yaml" if chart is not None else "platform"
+                origin = f"{where} ({origin} set it empty)" if origin else where
             else:
                 origin = f"{origin} (empty)" if origin else "unset"
             value = fallback
@@ -243,6 +255,65 @@ def _kernel_modules(
 # --------------------------------------------------------------------------- pools
 
 
+@lru_cache(maxsize=1)
+def chart_talos_defaults() -> Mapping[str, str]:
+    """The chart's ``talos`` defaults (values.yaml): a classless pool's Talos fallbacks."""
+    defaults = chart_defaults()
+    talos = defaults.get("talos")
+    out = {k: v for k, v in talos.items() if isinstance(v, str)} if isinstance(talos, dict) else {}
+    version = defaults.get("version")
+    if isinstance(version, str):
+        out["_version"] = version  # the chart's Kubernetes minor, kept beside (never a Talos key)
+    return out
+
+
+#: Chart failures a classified pool meets through its own resolved rules instead: its Kubernetes
+#: minor is checked against the platform map and the chart's enum, its effective (not raw)
+#: Talos version against the platform's support matrix.
+CLASS_RESOLVED_CODES = frozenset({"UnsupportedVersion", "TalosKubernetesIncompatible"})
+
+
+def chart_checks(state: State, record: PoolRecord) -> tuple[Violation, ...]:
+    """Every render-time refusal of the kubernetes-nodes chart for a standalone pool's values.
+
+    ``workerclass.chart.checks.chart_failures`` over the values as the chart sees them (the
+    pool's values coalesced over values.yaml, ``_cluster`` from the platform, the cluster's
+    instance types), field paths moved under the pool's values (``spec.values...`` for a
+    HelmRelease). ``InvalidPoolName`` ones are included: admission takes them on CREATE only.
+    Computed once per state and values.
+    """
+    if record.kind == "ComputePlane":
+        return ()
+    key = ("chart-checks", record.kind, record.namespace, record.name)
+    cached = state.memo.get(key)
+    if cached is not None and cached[0] is record.values:
+        return cast(tuple[Violation, ...], cached[1])
+    inp = chart_input(
+        record.values,
+        namespace=record.namespace,
+        release=record.release or release_of(record.kind, record.name),
+        cluster_values={"_cluster": dict(state.platform.cluster_values)},
+        instancetypes=state.instancetypes,
+    )
+    out: list[Violation] = []
+    for failure in chart_failures(inp):
+        where = failure.field
+        if where == "spec" or where.startswith("spec."):
+            where = record.field + where[len("spec") :]
+        out.append(Violation(failure.code, where, failure.message))
+    violations = tuple(out)
+    state.memo[key] = (record.values, violations)
+    return violations
+
+
+def _parse_refused(field: str, seen: set[tuple[str, str]]) -> bool:
+    """The value at ``field`` (or above it) is already refused as malformed or a private key."""
+    return any(
+        code in ("Invalid", "PrivateKeyMaterial") and (field == where or field.startswith(where + "."))
+        for code, where in seen
+    )
+
+
 def chart_context(state: State, record: PoolRecord) -> dict[str, Any]:
     """What the chart needs beside the effective settings: the values verbatim, the release,
     ``_cluster`` and the instance types the cluster has (all of them: the chart looks one up)."""
@@ -338,6 +409,11 @@ def _check_control_plane(minor: str, cluster: Cluster | None, field: str, result
 def _kubernetes_minor(state: State, record: PoolRecord, cluster: Cluster | None) -> tuple[str | None, str]:
     if record.spec.version:
         return record.spec.version, "pool"
+    if record.kind != "ComputePlane" and not record.spec.worker_class_name:
+        # A classless pool renders as the chart does: its values.yaml ``version``.
+        default = chart_talos_defaults().get("_version", "")
+        if default:
+            return default, "chart values.yaml"
     if cluster is not None and cluster.version:
         return cluster.version, f"control plane of {cluster.name}"
     if record.kind == "ComputePlane" and state.platform.kubernetes_versions:
@@ -358,14 +434,18 @@ def _pool_names(state: State) -> dict[tuple[str, str], list[str]]:
 
 
 def _check_pool_name(state: State, record: PoolRecord, result: Resolution) -> None:
-    """The pool name names the MachineDeployment and is the value of its ``deployment-name`` label."""
-    field = "metadata.name" if record.kind != "ComputePlane" else record.field
-    if len(record.name) > 63 or not DNS_LABEL.match(record.name):
+    """A node group's name names its MachineDeployment and is the value of its ``deployment-name`` label.
+
+    Standalone pools' names are admission's, on CREATE only (``InvalidPoolName``): a stored pool
+    is never refused for its name.
+    """
+    field = record.field
+    if record.kind == "ComputePlane" and (len(record.name) > 63 or not DNS_LABEL.fullmatch(record.name)):
         result.deny(
             "Invalid",
             field,
-            f"pool name {record.name[:70]!r} must be a DNS label of at most 63 characters: it becomes the "
-            "MachineDeployment name and the value of its cluster.x-k8s.io/deployment-name label",
+            "the node group's pool name <computeplane>-<group> must be a DNS label of at most 63 characters: "
+            "it becomes the MachineDeployment name and the value of its cluster.x-k8s.io/deployment-name label",
         )
     others = [kind for kind in _pool_names(state).get((record.namespace, record.name), []) if kind != record.kind]
     if others:
@@ -389,13 +469,18 @@ def resolve_pool(state: State, record: PoolRecord) -> tuple[Effective | None, li
 
     _check_pool_name(state, record, result)
 
-    cluster = state.cluster(record.namespace, record.cluster) if record.cluster else None
+    if record.kind == "ComputePlane":
+        cluster = state.compute_planes.get((record.namespace, record.cluster))
+    else:
+        cluster = state.cluster(record.namespace, record.cluster) if record.cluster else None
     if cluster is None and record.cluster:
+        plane = (record.namespace, record.cluster) in state.compute_planes
         result.deny(
             "ClusterNotFound",
             f"{field}.cluster",
-            f"Kubernetes app {record.cluster!r} does not exist in namespace {record.namespace}: "
-            "create the parent cluster first",
+            f"Kubernetes app {shown_name(record.cluster)} does not exist in namespace {record.namespace}"
+            + (" (a ComputePlane of that name is no pool's parent cluster)" if plane else "")
+            + ": create the parent cluster first",
         )
     infrastructure = cluster.infrastructure if cluster is not None else "kubevirt"
 
@@ -424,6 +509,14 @@ def resolve_pool(state: State, record: PoolRecord) -> tuple[Effective | None, li
     if class_name is not None:
         # Format rules the chart lacks refuse only what the class era brings (API.md section 3).
         result.denials.extend(spec.class_violations)
+    # What the chart refuses at render time (names aside: admission checks them on CREATE only).
+    seen = {(v.code, v.field) for v in result.denials}
+    for failure in chart_checks(state, record):
+        if failure.code == "InvalidPoolName" or (class_name is not None and failure.code in CLASS_RESOLVED_CODES):
+            continue
+        if (failure.code, failure.field) not in seen and not _parse_refused(failure.field, seen):
+            result.denials.append(failure)
+            seen.add((failure.code, failure.field))
     bootstrap = _family(class_record)
     result.origins["bootstrap"] = _class_origin(class_record) if class_record else "legacy classless pool (Talos)"
     result.origins["class"] = f"{record.field}.workerClassName" if class_name else "classless: legacy Talos rendering"
@@ -447,6 +540,25 @@ def resolve_pool(state: State, record: PoolRecord) -> tuple[Effective | None, li
     if result.denials or effective is None:
         return None, result.denials, result.warnings
     return effective, result.denials, result.warnings
+
+
+def _chart_patch(minor: str, field: str, result: Resolution) -> str | None:
+    """A classless pool's patch: the chart's own ``files/versions.yaml`` (it renders the pool)."""
+    patch = chart_version_map().get(minor)
+    if patch is None and ("UnsupportedVersion", f"{field}.version") not in {(v.code, v.field) for v in result.denials}:
+        result.deny(
+            "UnsupportedVersion",
+            f"{field}.version",
+            f"Kubernetes {minor} is not a minor the kubernetes-nodes chart renders ({', '.join(CHART_VERSIONS)})",
+        )
+    elif patch is not None:
+        result.origins["kubernetesVersion"] = f"chart version map ({minor})"
+    return patch
+
+
+@lru_cache(maxsize=1)
+def chart_version_map() -> Mapping[str, str]:
+    return version_map()
 
 
 def _platform_patch(state: State, minor: str, field: str, result: Resolution, *, standalone: bool = True) -> str | None:
@@ -498,6 +610,7 @@ def _resolve_talos_pool(
         baseline_os.talos if baseline_os else None,
         baseline_origin=origin,
         origins=result.origins,
+        chart=chart_talos_defaults() if class_record is None and record.kind != "ComputePlane" else None,
     )
     for name, value in (("version", talos.version), ("schematicID", talos.schematic_id)):
         if not value:
@@ -559,8 +672,13 @@ def _resolve_talos_pool(
         path = f"{field}.kubevirt.osImage"
         image = resolve_kubevirt_image(platform, talos, selection, field=path, owner=selection_origin, result=result)
 
-    patch = _platform_patch(state, minor, field, result, standalone=record.kind != "ComputePlane")
-    if talos.version and platform.support_matrix:
+    if class_record is None and record.kind != "ComputePlane":
+        patch = _chart_patch(minor, field, result)
+    else:
+        patch = _platform_patch(state, minor, field, result, standalone=record.kind != "ComputePlane")
+    classless = class_record is None and record.kind != "ComputePlane"
+    # A classless pool meets the chart's own support-matrix check (chart_failures) instead.
+    if not classless and TALOS_VERSION.fullmatch(talos.version) and platform.support_matrix:
         talos_minor = minor_of(talos.version)
         bounds = platform.support_matrix.get(talos_minor)
         runs = bounds is not None and _minor_key(bounds[0]) <= _minor_key(minor) <= _minor_key(bounds[1])

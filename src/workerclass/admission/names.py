@@ -1,0 +1,70 @@
+"""Pool names, checked when a pool is created (``InvalidPoolName``).
+
+Cozystack's API validates an application's name on CREATE only (``rest.go``: names are
+immutable, so UPDATE skips it): a DNS-1035 label, and the Helm release prefix plus the name at
+most 53 characters (``kubernetes-nodes-`` + 36). The chart then takes the pool name from the
+release name and fails unless it starts with ``kubernetes-nodes-<cluster>-``; cozy-lib fails for
+a namespace that is not ``tenant-...``; and the chart's ownership lookup fails when the parent
+Kubernetes app still manages a nodeGroup of the pool's name (the parent chart's default ``md0``
+unless its ``nodeGroups`` delete it). Each of those is ``InvalidPoolName`` here, field
+``metadata.name`` (``metadata.namespace`` for the namespace).
+
+Messages quote a name only when it is a DNS label (a name that is not may hold anything).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from ..resolve import chart_checks
+from ..state import RELEASE_PREFIX, PoolRecord, State
+from ..violations import Violation
+
+__all__ = ["MAX_POOL_NAME", "name_violations"]
+
+#: ``kubernetes-nodes-`` + name within Helm's 53-character release names
+MAX_POOL_NAME = 53 - len(RELEASE_PREFIX)
+DNS_1035 = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?")
+
+
+def _shown(name: str) -> str:
+    return repr(name) if DNS_1035.fullmatch(name) and len(name) <= 63 else "(not shown: not a DNS label)"
+
+
+def name_violations(state: State, record: PoolRecord, obj: Mapping[str, Any]) -> list[Violation]:
+    """Every naming rule a pool CREATE breaks; ``[]`` for ComputePlane groups (not pools here).
+
+    The API's own rule (DNS-1035, length) is checked here; the chart's release-name and tenant
+    namespace rules come from the chart's checks (:func:`~workerclass.resolve.chart_checks`);
+    the ownership collision needs the parent app, which only State has.
+    """
+    if record.kind not in ("KubernetesNodes", "HelmRelease"):
+        return []
+    out: list[Violation] = []
+    cluster = record.cluster
+    if record.kind == "KubernetesNodes" and (len(record.name) > MAX_POOL_NAME or not DNS_1035.fullmatch(record.name)):
+        out.append(
+            Violation(
+                "InvalidPoolName",
+                "metadata.name",
+                "a KubernetesNodes name must be a DNS-1035 label (lowercase letters, digits and '-', starting with "
+                f"a letter, not ending with '-') of at most {MAX_POOL_NAME} characters, named <cluster>-<pool>",
+            )
+        )
+    out.extend(failure for failure in chart_checks(state, record) if failure.code == "InvalidPoolName")
+    prefix = f"{RELEASE_PREFIX}{cluster}-"
+    pool = record.release.removeprefix(prefix) if cluster and record.release.startswith(prefix) else ""
+    parent = state.cluster(record.namespace, cluster) if cluster else None
+    if parent is not None and pool and pool in parent.node_groups:
+        out.append(
+            Violation(
+                "InvalidPoolName",
+                "metadata.name",
+                f"the parent Kubernetes app {_shown(cluster)} still manages nodeGroup {_shown(pool)}: its "
+                "MachineDeployment kubernetes-<cluster>-<pool> belongs to the parent; rename the pool or remove "
+                "that nodeGroup from the parent first",
+            )
+        )
+    return out
