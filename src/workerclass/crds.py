@@ -79,7 +79,9 @@ def _talos(platform: bool) -> dict[str, Any]:
             "type": "object",
             "description": "registry -> mirror endpoints; replaced whole, never merged",
             "additionalProperties": _object(
-                {"endpoints": {"type": "array", "items": _string(HTTP_URL)}}, required=["endpoints"]
+                {"endpoints": {"type": "array", "items": _string(HTTP_URL)}, "skipFallback": {"type": "boolean"}},
+                required=["endpoints"],
+                **{"x-kubernetes-preserve-unknown-fields": True},
             ),
         }
     return _object(properties)
@@ -240,6 +242,12 @@ def worker_platform_crd() -> dict[str, Any]:
                 "additionalProperties": _object({"patch": _string(KUBERNETES_PATCH)}, required=["patch"]),
             },
             "talos": _talos(platform=True),
+            "clusterValues": {
+                "type": "object",
+                "description": "what Cozystack injects as _cluster into every app's values "
+                "(default {cluster-domain: cozy.local})",
+                "x-kubernetes-preserve-unknown-fields": True,
+            },
             "kairos": _object(
                 {
                     "images": {
