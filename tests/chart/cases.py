@@ -121,7 +121,8 @@ def pools(draw: st.DrawFn) -> tuple[dict[str, Any], str, str, dict[str, Any] | N
         kubelet["evictionHardMemory"] = draw(st.sampled_from(EVICTION_HARD))
     if draw(st.integers(0, 5)) == 0:
         kubelet["evictionSoftMemory"] = draw(st.sampled_from(EVICTION_SOFT))
-    if kubelet or draw(st.booleans()):
+    keep_empty: bool = draw(st.booleans())
+    if kubelet or keep_empty:
         values["kubelet"] = kubelet
     put("logSerialConsole", st.booleans())
     put("roles", st.sampled_from([[], ["ingress-nginx"], ["a", "b"]]))
