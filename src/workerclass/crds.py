@@ -78,11 +78,13 @@ def _talos(platform: bool) -> dict[str, Any]:
         properties["registryMirrors"] = {
             "type": "object",
             "description": "registry -> mirror endpoints; replaced whole, never merged",
-            "additionalProperties": _object(
-                {"endpoints": {"type": "array", "items": _string(HTTP_URL)}, "skipFallback": {"type": "boolean"}},
-                required=["endpoints"],
-                **{"x-kubernetes-preserve-unknown-fields": True},
-            ),
+            "additionalProperties": {
+                **_object(
+                    {"endpoints": {"type": "array", "items": _string(HTTP_URL)}, "skipFallback": {"type": "boolean"}},
+                    required=["endpoints"],
+                ),
+                "x-kubernetes-preserve-unknown-fields": True,
+            },
         }
     return _object(properties)
 
