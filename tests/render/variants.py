@@ -1,74 +1,66 @@
-"""A table of effective settings covering every renderer branch, shared by the schema tests."""
+"""A table of pools covering every renderer branch, shared by the schema and text tests.
+
+Each variant is ``(pool object, extra objects, infrastructure)`` for :func:`builders.render_pool`.
+"""
 
 from __future__ import annotations
 
-from workerclass.resolve.effective import Effective, EffectiveImage
+from typing import Any
 
-from .builders import (
-    CA,
-    FIXED_REFERENCE,
-    SCHEMATIC,
-    SSH_KEY,
-    Gpu,
-    KernelModule,
-    Resources,
-    Taint,
-    make_effective,
-    replace,
-    with_pool,
-    with_talos,
+from .builders import CA, FIXED_REFERENCE, SSH_KEY, pool, release, render_pool, worker_class
+
+KAIROS_FIXED = worker_class(
+    "kairos-example-v1-35-6-r1",
+    bootstrap="kairos",
+    image={"kubernetesVersion": "v1.35.6", "reference": FIXED_REFERENCE},
 )
+PROXMOX_CLASS = worker_class("talos-proxmox-r1", bootstrap="talos", proxmox={"templateTags": ["talos-v1.13.6", "b"]})
+
+Variant = tuple[dict[str, Any], tuple[dict[str, Any], ...], str]
 
 
-def variants() -> dict[str, Effective]:
-    talos = make_effective()
-    kairos = make_effective(bootstrap="kairos")
-    proxmox = replace(
-        talos,
-        infrastructure="proxmox",
-        image=EffectiveImage("proxmox", None, "v1.13.6", SCHEMATIC, ("talos-v1.13.6", "cozystack")),
-    )
+def variants() -> dict[str, Variant]:
     return {
-        "talos-factory": talos,
-        "talos-factory-ca": with_talos(talos, image_factory_ca=CA),
-        "talos-builtin": replace(
-            talos,
-            image=EffectiveImage("builtin", f"cozy-public/talos-worker-{SCHEMATIC}-v1.13.6", "v1.13.6", SCHEMATIC),
+        "classless-minimal": (pool(), (), "kubevirt"),
+        "classless-helmrelease": (release(minReplicas=1, roles=["ingress-nginx"]), (), "kubevirt"),
+        "classless-resources-gpu": (
+            pool(instanceType="", resources={"cpu": "4", "memory": "16Gi"}, gpus=[{"name": "nvidia.com/AD102GL_L40S"}]),
+            (),
+            "kubevirt",
         ),
-        "talos-mirrors-modules": replace(
-            with_talos(
-                talos,
-                registry_mirrors={"docker.io": ("https://mirror.example",), "ghcr.io": ("https://a", "https://b")},
-            ),
-            kernel_modules=(KernelModule("nvme_tcp"), KernelModule("nvidia", ("NVreg_NvLinkDisable=1",))),
+        "talos-class": (pool(workerClassName="talos"), (), "kubevirt"),
+        "talos-kernel-modules": (
+            pool(workerClassName="talos", kernelModules=[{"name": "nvme_tcp"}]),
+            (),
+            "kubevirt",
         ),
-        "talos-resources-storage": with_pool(
-            talos, resources=Resources("4", "8Gi"), disk_size="50Gi", storage_class="replicated"
+        "talos-nvidia-rule": (
+            pool(workerClassName="talos", instanceType="u1.2xlarge", gpus=[{"name": "nvidia.com/AD102GL_L40S"}]),
+            (),
+            "kubevirt",
         ),
-        "talos-gpu-passthrough": with_pool(talos, gpus=(Gpu("nvidia.com/AD102GL_L40S"), Gpu("nvidia.com/GA102GL_A10"))),
-        "talos-node-settings": with_pool(
-            talos,
-            min_replicas=1,
-            max_replicas=5,
-            roles=("ingress-nginx", "storage"),
-            labels={"topology.example/zone": "a", "team": "data"},
-            taints=(Taint("dedicated", "gpu", "NoSchedule"), Taint("example.com/spot", "", "PreferNoSchedule")),
-            max_unhealthy="50%",
-            node_startup_timeout="20m",
-            ready_unknown_timeout="300s",
-            ready_false_timeout="1h30m",
+        "talos-factory-ca": (pool(workerClassName="talos", talos={"imageFactoryCA": CA}), (), "kubevirt"),
+        "talos-factory-endpoint": (
+            pool(workerClassName="talos", kubevirt={"osImage": {"factory": {"endpoint": "https://mirror.example"}}}),
+            (),
+            "kubevirt",
         ),
-        "talos-max-unhealthy-int": with_pool(talos, max_unhealthy=1),
-        "talos-legacy-helmrelease": replace(talos, kind="HelmRelease", class_name=None),
-        "talos-legacy-computeplane": replace(
-            talos, kind="ComputePlane", class_name=None, name="plane-md0", cluster="plane"
+        "talos-builtin": (pool(workerClassName="talos", kubevirt={"osImage": {"builtin": {}}}), (), "kubevirt"),
+        "talos-proxmox": (pool(workerClassName="talos-proxmox-r1"), (PROXMOX_CLASS,), "proxmox"),
+        "talos-proxmox-resources": (
+            pool(workerClassName="talos-proxmox-r1", instanceType="", resources={"cpu": "1500m", "memory": "3000Mi"}),
+            (PROXMOX_CLASS,),
+            "proxmox",
         ),
-        "talos-proxmox": proxmox,
-        "talos-proxmox-resources": with_pool(proxmox, resources=Resources("1500m", "3000Mi"), disk_size="2Gi"),
-        "kairos-platform": kairos,
-        "kairos-fixed-ssh-vgpu": replace(
-            with_pool(kairos, ssh_keys=(SSH_KEY,), gpus=(Gpu("nvidia.com/NVIDIA_L40S-24Q", vgpu=True),)),
-            class_name="kairos-example-v1-35-6-r1",
-            image=EffectiveImage("fixed", FIXED_REFERENCE, "v1.35.6", None),
+        "kairos-platform": (pool("kairos", workerClassName="kairos", minReplicas=2, maxReplicas=3), (), "kubevirt"),
+        "kairos-fixed-ssh": (
+            pool("custom", workerClassName="kairos-example-v1-35-6-r1", sshKeys=[SSH_KEY]),
+            (KAIROS_FIXED,),
+            "kubevirt",
         ),
     }
+
+
+def rendered(name: str) -> list[dict[str, Any]]:
+    pool_object, objects, infrastructure = variants()[name]
+    return render_pool(pool_object, *objects, infrastructure=infrastructure)
