@@ -20,6 +20,22 @@ from .oracle import available, get_oracle
 R = pool_release()
 NS = "tenant-x"
 
+_POD_CPU_ROWS: list[tuple[str, dict[str, Any], tuple[str, str] | None]] = [
+    ("limit-negative", {"podCpuLimit": -1}, ("InvalidPodCPU", "spec.podCpuLimit")),
+    ("request-negative", {"podCpuRequest": "-100m"}, ("InvalidPodCPU", "spec.podCpuRequest")),
+    ("limit-zero-alone", {"podCpuLimit": 0}, ("InvalidPodCPU", "spec.podCpuLimit")),
+    (
+        "request-zero-beside-limit",
+        {"podCpuLimit": 1, "podCpuRequest": 0},
+        ("InvalidPodCPU", "spec.podCpuRequest"),
+    ),
+    ("request-over-limit", {"podCpuLimit": 1, "podCpuRequest": 2}, ("InvalidPodCPU", "spec.podCpuRequest")),
+    ("1500m-under-2", {"podCpuLimit": 2, "podCpuRequest": "1500m"}, None),
+    ("zero-pair", {"podCpuLimit": 0, "podCpuRequest": "0"}, None),
+    ("request-zero-alone", {"podCpuRequest": 0}, None),
+    ("limit-alone", {"podCpuLimit": "3"}, None),
+]
+
 # (id, values, release, namespace, expected first (code, field) or None, schema-refused by the chart)
 ROWS: list[tuple[str, dict[str, Any], str, str, tuple[str, str] | None, bool]] = [
     ("renders-defaults", {"cluster": "example"}, R, NS, None, False),
@@ -102,21 +118,7 @@ ROWS: list[tuple[str, dict[str, Any], str, str, tuple[str, str] | None, bool]] =
             expected,
             False,
         )
-        for name, pc, expected in [
-            ("limit-negative", {"podCpuLimit": -1}, ("InvalidPodCPU", "spec.podCpuLimit")),
-            ("request-negative", {"podCpuRequest": "-100m"}, ("InvalidPodCPU", "spec.podCpuRequest")),
-            ("limit-zero-alone", {"podCpuLimit": 0}, ("InvalidPodCPU", "spec.podCpuLimit")),
-            (
-                "request-zero-beside-limit",
-                {"podCpuLimit": 1, "podCpuRequest": 0},
-                ("InvalidPodCPU", "spec.podCpuRequest"),
-            ),
-            ("request-over-limit", {"podCpuLimit": 1, "podCpuRequest": 2}, ("InvalidPodCPU", "spec.podCpuRequest")),
-            ("1500m-under-2", {"podCpuLimit": 2, "podCpuRequest": "1500m"}, None),
-            ("zero-pair", {"podCpuLimit": 0, "podCpuRequest": "0"}, None),
-            ("request-zero-alone", {"podCpuRequest": 0}, None),
-            ("limit-alone", {"podCpuLimit": "3"}, None),
-        ]
+        for name, pc, expected in _POD_CPU_ROWS
     ],
     (
         "zz-huge",
