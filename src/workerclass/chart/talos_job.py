@@ -40,13 +40,11 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-import yaml
-
 from .context import ChartInput
 from .labels import common_labels
 from .quantity import go_float_str, go_str, parse_float, parse_int, truthy
 from .sizing import Sizing
-from .values import kubectl_image, version_map
+from .values import k8s_load, kubectl_image, version_map
 
 __all__ = [
     "JOB_SPEC_TEMPLATE",
@@ -342,48 +340,13 @@ def nindent(text: str, width: int) -> str:
 
 #: Plain scalars go-yaml v2 resolves to a bool, null or float rather than a string (``<<`` has no
 #: resolve hint in v2, so it stays a plain string).
-_V2_SPECIAL_WORDS = frozenset(
-    [
-        "y",
-        "Y",
-        "yes",
-        "Yes",
-        "YES",
-        "on",
-        "On",
-        "ON",
-        "n",
-        "N",
-        "no",
-        "No",
-        "NO",
-        "off",
-        "Off",
-        "OFF",
-        "true",
-        "True",
-        "TRUE",
-        "false",
-        "False",
-        "FALSE",
-        "~",
-        "null",
-        "Null",
-        "NULL",
-        ".nan",
-        ".NaN",
-        ".NAN",
-        ".inf",
-        ".Inf",
-        ".INF",
-        "+.inf",
-        "+.Inf",
-        "+.INF",
-        "-.inf",
-        "-.Inf",
-        "-.INF",
-    ]
-) | {""}
+# fmt: off
+_V2_SPECIAL_WORDS = frozenset((
+    "y", "Y", "yes", "Yes", "YES", "on", "On", "ON", "n", "N", "no", "No", "NO", "off", "Off", "OFF",
+    "true", "True", "TRUE", "false", "False", "FALSE", "", "~", "null", "Null", "NULL",
+    ".nan", ".NaN", ".NAN", ".inf", ".Inf", ".INF", "+.inf", "+.Inf", "+.INF", "-.inf", "-.Inf", "-.INF",
+))
+# fmt: on
 _V2_FLOAT = re.compile(r"[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?")
 _V2_BASE60 = re.compile(r"[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+(?:\.[0-9_]*)?")
 _V2_TIMESTAMP = re.compile(
@@ -393,27 +356,20 @@ _V2_TIMESTAMP = re.compile(
 _UINT64_MAX = (1 << 64) - 1
 
 
+_GO_UINT = re.compile(r"0[xX][0-9a-fA-F]+|0[oO][0-7]+|0[bB][01]+|0[0-7]*|[1-9][0-9]*")
+
+
 def _parse_uint(text: str) -> bool:
-    """``strconv.ParseUint(text, 0, 64)`` succeeds."""
-    if not text or text[0] in "+-":
+    """``strconv.ParseUint(text, 0, 64)`` succeeds (underscores already removed)."""
+    if not _GO_UINT.fullmatch(text):
         return False
-    value = parse_int("+" + text) if not text.startswith("0") or len(text) == 1 else None
-    if value is not None:
-        return True
-    try:
-        if text[:2] in ("0x", "0X"):
-            number = int(text[2:], 16)
-        elif text[:2] in ("0o", "0O"):
-            number = int(text[2:], 8)
-        elif text[:2] in ("0b", "0B"):
-            number = int(text[2:], 2)
-        elif len(text) > 1 and text[0] == "0":
-            number = int(text[1:], 8)
-        else:
-            number = int(text, 10)
-    except ValueError:
-        return False
-    return text.isascii() and 0 <= number <= _UINT64_MAX
+    if text[:2] in ("0x", "0X", "0o", "0O", "0b", "0B"):
+        number = int(text, 0)
+    elif len(text) > 1:
+        number = int(text, 8) if text[0] == "0" else int(text)
+    else:
+        number = int(text)
+    return number <= _UINT64_MAX
 
 
 def _resolves_to_string(text: str) -> bool:
@@ -431,9 +387,6 @@ def _resolves_to_string(text: str) -> bool:
         plain = text.replace("_", "")
         if parse_int(plain) is not None or _parse_uint(plain) or _V2_FLOAT.fullmatch(plain):
             return False
-        for prefix in ("0b", "-0b"):
-            if plain.startswith(prefix) and parse_int(plain.replace("0b", "0b", 1)) is not None:
-                return False
     return True
 
 
@@ -1170,7 +1123,7 @@ def talos_config_template(
     if match is None:  # the literal template always carries it
         raise AssertionError("the talos-reconcile script has no TalosConfigTemplate heredoc")
     env = {"RELEASE": ctx.cluster_name, "NS": ctx.namespace, "GROUP_NAME": ctx.group_name}
-    loaded = yaml.safe_load(expand_heredoc(match.group(1), env))
+    loaded = k8s_load(expand_heredoc(match.group(1), env))  # as kubectl apply reads it
     if not isinstance(loaded, dict):
         raise AssertionError("the TalosConfigTemplate heredoc is not a mapping")
     return loaded
