@@ -6,13 +6,18 @@ Pure. Implements the design page's "Existing pools and rollback prerequisites" f
   so and carries no values;
 - a Kairos pool cannot be restored: an older chart would interpret it as Talos, so its
   workloads must be migrated and its removal approved before reverting;
-- a classified Talos pool gets its values without ``workerClassName`` and with every effective
-  Talos setting written out at the pool's own paths (:func:`legacy_values`), then the proof
-  (:func:`prove`): the restored values, resolved as a *classless* pool of the same State and
-  rendered, must give the same versioned template hash and the same rendered objects (the class
-  annotation of the MachineDeployment aside, which is applied in place). A difference is named
-  by the hashed field that differs (:func:`workerclass.render.hash_document`), and the pool is
-  then not restorable; so is a pool that does not resolve.
+- a classified Talos pool gets its restore values (:func:`workerclass.render.legacy_values`: the
+  stored values less the class-era keys, ``talos`` = the effective Talos settings the main chart
+  knows; a Proxmox pool keeps ``proxmox.templateTags``, which select its VM template), then the
+  proof (:func:`prove`) on the real names: the restored values, resolved as a *classless* pool of
+  the same State and rendered by the chart renderer, must give the same MachineDeployment, the same
+  KubevirtMachineTemplate (or ProxmoxMachineTemplate) name and the same TalosConfigTemplate content
+  as the classified pool renders now. A difference is named by the object and field path.
+- a classified Talos pool that uses a class-era setting the legacy chart cannot express (kernel
+  modules, a builtin golden or a custom factory source, an Image Factory CA:
+  :func:`workerclass.render.class_era`) is not restorable without a rollout: its row (status
+  ``rollout``) names each setting and still shows the values and what their render would change;
+- a pool that does not resolve cannot be restored either.
 
 Its edge: a State in, plain values out. It writes nothing and applies nothing: an UPDATE that
 omits ``workerClassName`` on a classified KubernetesNodes gets the stored class back from the
@@ -22,18 +27,19 @@ applied with hoster authorization. :data:`GUIDANCE` holds what the operator must
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..model import OsImage, parse_pool_spec
-from ..render import HASH_VERSION, RenderError, hash_document, render, template_hash
-from ..render.manifests import CLASS_ANNOTATION
-from ..resolve import factory_reference, resolve_pool
+import yaml
+
+from ..render import HASH_VERSION, INFRASTRUCTURE_KINDS, RenderError, class_era, legacy_values, render, template_suffix
+from ..resolve import resolve_pool
 from ..resolve.effective import Effective
-from ..state import PoolRecord, State
+from ..state import PoolRecord, State, pool_from_object
 from ..violations import Violation
 
 __all__ = [
@@ -43,9 +49,9 @@ __all__ = [
     "Proof",
     "Restore",
     "RestoreRow",
-    "legacy_values",
     "prove",
     "restore",
+    "restore_values",
 ]
 
 #: The reason of a classless pool's row (the design page, rollback step 3).
@@ -77,7 +83,8 @@ GUIDANCE: tuple[str, ...] = (
 
 @dataclass(frozen=True, slots=True)
 class RestoreRow:
-    """One pool's verdict. ``status``: ``classless``, ``restorable``, ``kairos``, ``denied`` or ``mismatch``."""
+    """One pool's verdict. ``status``: ``classless``, ``restorable``, ``kairos``, ``denied``, ``rollout``
+    (a class-era setting the legacy chart cannot express) or ``mismatch`` (the renders differ)."""
 
     pool: str
     kind: str
@@ -130,166 +137,163 @@ class Proof:
         return not self.differences and self.hash_current is not None and self.hash_current == self.hash_restored
 
 
-# --------------------------------------------------------------------------- legacy layout
+# --------------------------------------------------------------------------- restore values
 
 
-def _selection(state: State, record: PoolRecord) -> OsImage | None:
-    """The KubeVirt source selection resolution used: the pool's, else the class's."""
-    if record.spec.os.os_image is not None:
-        return record.spec.os.os_image
-    class_record = state.worker_class(record.class_name) if record.class_name else None
-    return class_record.spec.os.os_image if class_record is not None else None
+def restore_values(effective: Effective) -> dict[str, Any]:
+    """The legacy-layout values of a classified Talos pool (what the chart renders it from).
 
-
-def _os_image(state: State, record: PoolRecord, effective: Effective) -> dict[str, Any] | None:
-    """``kubevirt.osImage`` for the classless resolution to select the same disk; ``None``: leave it out."""
-    image, talos = effective.image, effective.talos
-    assert talos is not None
-    if effective.infrastructure != "kubevirt":
-        return None
-    if image.source == "builtin":
-        return {"builtin": {"version": image.version, "schematicID": image.schematic_id}}
-    if image.source != "factory":  # pragma: no cover - a Talos KubeVirt disk is builtin or factory
-        return None
-    default = factory_reference(talos.image_factory_url, talos.schematic_id, talos.version)
-    if talos.image_factory_url and image.reference == default:
-        return None  # the default factory path from the Talos settings written out
-    selection = _selection(state, record)
-    endpoint = selection.factory.endpoint if selection is not None and selection.factory is not None else None
-    return {
-        "factory": {
-            **({"endpoint": endpoint} if endpoint else {}),
-            "version": image.version,
-            "schematicID": image.schematic_id,
-        }
-    }
-
-
-def _put(values: dict[str, Any], path: tuple[str, ...], value: Any) -> None:
-    """Set ``value`` at ``path``; ``None`` removes it, and the parents it leaves empty."""
-    head, *rest = path
-    if not rest:
-        if value is None:
-            values.pop(head, None)
-        else:
-            values[head] = value
-        return
-    child = values.get(head)
-    if not isinstance(child, dict):
-        if value is None:
-            return  # nothing stored at the path
-        child = {}
-    _put(child, tuple(rest), value)
-    if child:
-        values[head] = child
-    else:
-        values.pop(head, None)
-
-
-def legacy_values(state: State, record: PoolRecord, effective: Effective) -> dict[str, Any]:
-    """The pool's values without ``workerClassName``, its effective Talos settings written out.
-
-    Key order follows the stored values; settings the pool did not have are appended.
+    :func:`workerclass.render.legacy_values`, plus ``proxmox.templateTags`` on Proxmox: the legacy
+    chart has no Proxmox render, and workerclass's classless Proxmox pools take their template
+    from that key.
     """
-    talos = effective.talos
-    if talos is None or effective.bootstrap != "talos":
-        raise ValueError(f"{record.identity}: only Talos pools have legacy Talos values")
-    values = copy.deepcopy(dict(record.values))
-    values.pop("workerClassName", None)
-    written: dict[str, Any] = {
-        "version": talos.version,
-        "schematicID": talos.schematic_id,
-        "imageFactoryURL": talos.image_factory_url or None,
-        "imageFactoryCA": talos.image_factory_ca or None,
-        "installerRepository": talos.installer_repository,
-        "registryMirrors": {
-            registry: {"endpoints": list(endpoints)} for registry, endpoints in sorted(talos.registry_mirrors.items())
-        },
-    }
-    values["talos"] = {key: value for key, value in written.items() if value is not None}
-    values["kernelModules"] = [module.as_dict() for module in effective.kernel_modules]
-    _put(values, ("kubevirt", "osImage"), _os_image(state, record, effective))
+    if effective.talos is None or effective.bootstrap != "talos":
+        raise ValueError(f"{effective.identity}: only Talos pools have legacy Talos values")
+    values = legacy_values(effective)
     if effective.infrastructure == "proxmox":
-        _put(values, ("proxmox", "templateTags"), list(effective.image.template_tags or ()))
+        values["proxmox"] = {"templateTags": list(effective.image.template_tags or ())}
     return values
 
 
 # --------------------------------------------------------------------------- proof
 
 
-def classless_record(record: PoolRecord, values: Mapping[str, Any]) -> PoolRecord:
-    """The restored values as a pool of the same kind, namespace and name, parsed from scratch."""
-    parsed, violations = parse_pool_spec(dict(values), record.field)
-    return PoolRecord(
-        record.kind,
-        record.namespace,
-        record.name,
-        values,
-        parsed,
-        tuple(violations),
-        record.field,
-        parsed.cluster or "",
-    )
+def classless_record(state: State, record: PoolRecord, values: Mapping[str, Any]) -> PoolRecord:
+    """The restored values as the same pool object (kind, namespace, name), parsed from scratch."""
+    stored = state.find(record.kind, record.namespace, record.name)
+    obj: dict[str, Any] = copy.deepcopy(dict(stored.obj)) if stored is not None else {}
+    obj.setdefault("kind", record.kind)
+    obj.setdefault("metadata", {"name": record.name, "namespace": record.namespace})
+    if record.kind == "HelmRelease":
+        obj.setdefault("spec", {})["values"] = copy.deepcopy(dict(values))
+    else:
+        obj["spec"] = copy.deepcopy(dict(values))
+    parsed = pool_from_object(obj)
+    if parsed is None:  # pragma: no cover - the stored object was a pool
+        raise ValueError(f"{record.identity}: not a pool object")
+    return parsed
 
 
 def _compact(value: Any) -> str:
-    if value is None:
-        return "absent"
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
-def _document_differences(current: Any, restored: Any, path: str = "") -> list[str]:
-    """Dotted hash-document paths whose values differ, leaves first compared at mapping depth."""
+def field_differences(current: Any, restored: Any, path: str = "") -> list[str]:
+    """Field paths whose values differ, with both values (class render -> restored render)."""
     if isinstance(current, Mapping) and isinstance(restored, Mapping):
         out: list[str] = []
-        for key in sorted(current.keys() | restored.keys()):
-            out += _document_differences(current.get(key), restored.get(key), f"{path}.{key}" if path else key)
+        for key in sorted(current.keys() | restored.keys(), key=str):
+            where = f"{path}.{key}" if path else str(key)
+            if key not in restored:
+                out.append(f"{where}: {_compact(current[key])} (class) -> absent (restored)")
+            elif key not in current:
+                out.append(f"{where}: absent (class) -> {_compact(restored[key])} (restored)")
+            else:
+                out += field_differences(current[key], restored[key], where)
         return out
-    if current == restored:
+    if isinstance(current, list) and isinstance(restored, list) and len(current) == len(restored):
+        return [
+            line
+            for index, (a, b) in enumerate(zip(current, restored, strict=True))
+            for line in field_differences(a, b, f"{path}[{index}]")
+        ]
+    if current == restored and type(current) is type(restored):
         return []
     return [f"{path}: {_compact(current)} (class) -> {_compact(restored)} (restored)"]
 
 
-def _comparable(manifests: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    """Rendered objects by kind; the class annotation (applied in place) left out."""
-    out: dict[str, dict[str, Any]] = {}
-    for obj in manifests:
-        obj = copy.deepcopy(obj)
-        obj.get("metadata", {}).get("annotations", {}).pop(CLASS_ANNOTATION, None)
-        out[obj["kind"]] = obj
-    return out
+def _one(objects: list[dict[str, Any]], kind: str) -> dict[str, Any] | None:
+    found = [obj for obj in objects if obj.get("kind") == kind]
+    return found[0] if found else None
+
+
+def _template_data(objects: list[dict[str, Any]]) -> Any:
+    """The TalosConfigTemplate's ``spec.template.spec``, its machine config read as YAML (so a
+    difference is named by its machine-config path, not as one long string)."""
+    tct = _one(objects, "TalosConfigTemplate")
+    if tct is None:
+        return None
+    spec = copy.deepcopy(tct["spec"]["template"]["spec"])
+    with contextlib.suppress(yaml.YAMLError):  # else compared as text
+        spec["data"] = yaml.safe_load(spec.get("data", ""))
+    return spec
+
+
+def _identity(obj: Mapping[str, Any]) -> tuple[str, str]:
+    """Kind and name; a Job's name less its spec hash (the talos-reconcile Job is renamed by content)."""
+    name = str(obj["metadata"]["name"])
+    return str(obj["kind"]), name.rsplit("-", 1)[0] if obj["kind"] == "Job" else name
+
+
+def compare_renders(current: list[dict[str, Any]], restored: list[dict[str, Any]]) -> list[str]:
+    """What the restore would change: the MachineDeployment, the infrastructure template's name,
+    the TalosConfigTemplate's content, then any other object (by kind and name)."""
+    differences: list[str] = []
+    for kind in ("MachineDeployment",):
+        differences += [f"{kind} {line}" for line in field_differences(_one(current, kind), _one(restored, kind))]
+    name_current, name_restored = template_suffix(current), template_suffix(restored)
+    if name_current != name_restored:
+        differences.append(f"infrastructure template name hash: {name_current} (class) -> {name_restored} (restored)")
+    differences += [
+        f"TalosConfigTemplate spec.template.spec.{line}" if not line.startswith(":") else f"TalosConfigTemplate{line}"
+        for line in field_differences(_template_data(current), _template_data(restored))
+    ]
+    checked = {"MachineDeployment", "TalosConfigTemplate", *INFRASTRUCTURE_KINDS}
+    others_current = {_identity(obj): obj for obj in current if obj["kind"] not in checked}
+    others_restored = {_identity(obj): obj for obj in restored if obj["kind"] not in checked}
+    for key in sorted(others_current.keys() | others_restored.keys()):
+        before, after = others_current.get(key), others_restored.get(key)
+        if before is None or after is None:
+            differences.append(
+                f"{key[0]} {key[1]}: {'absent' if before is None else 'rendered'} (class) -> "
+                f"{'absent' if after is None else 'rendered'} (restored)"
+            )
+        elif before != after:
+            renamed = before["metadata"]["name"] != after["metadata"]["name"]
+            differences.append(
+                f"{key[0]} {before['metadata']['name']} -> {after['metadata']['name']} (restored)"
+                if renamed
+                else f"{key[0]} {key[1]} differs"
+            )
+    return differences
+
+
+@dataclass(frozen=True, slots=True)
+class _Rendered:
+    hash: str | None
+    objects: list[dict[str, Any]]
+    error: str | None = None
+
+
+def _render(effective: Effective) -> _Rendered:
+    try:
+        objects = render(effective, talos_config_template=True)
+    except RenderError as error:
+        return _Rendered(None, [], str(error))
+    return _Rendered(template_suffix(objects), objects)
 
 
 def prove(state: State, record: PoolRecord, current: Effective, values: Mapping[str, Any]) -> Proof:
-    """Resolve ``values`` as a classless pool of ``state``, render it, compare with ``current``."""
-    hash_current = template_hash(current)
-    restored_record = classless_record(record, values)
+    """Resolve ``values`` as a classless pool of ``state``, render both, compare on the real names."""
+    now = _render(current)
+    if now.error is not None:
+        return Proof(None, None, (f"the classified pool does not render: {now.error}",))
+    restored_record = classless_record(state, record, values)
     if restored_record.class_name is not None:
-        return Proof(hash_current, None, (f"the restored values still select class {restored_record.class_name}",))
+        return Proof(now.hash, None, (f"the restored values still select class {restored_record.class_name}",))
     restored, denials, _ = resolve_pool(state, restored_record)
     if restored is None:
         return Proof(
-            hash_current,
+            now.hash,
             None,
             tuple(f"the restored values do not resolve as a classless pool: {violation}" for violation in denials)
             or ("the restored values do not resolve as a classless pool",),
         )
-    hash_restored = template_hash(restored)
-    differences = _document_differences(hash_document(current), hash_document(restored))
-    try:
-        current_objects, restored_objects = _comparable(render(current)), _comparable(render(restored))
-    except RenderError as error:
-        return Proof(hash_current, hash_restored, (*differences, f"cannot render: {error}"))
-    kinds = sorted(
-        kind
-        for kind in current_objects.keys() | restored_objects.keys()
-        if current_objects.get(kind) != restored_objects.get(kind)
-    )
-    if kinds:
-        differences.append(f"rendered objects differ: {', '.join(kinds)}")
-    if hash_current != hash_restored and not differences:  # pragma: no cover - the hash covers its document
-        differences.append(f"template hash {hash_current} -> {hash_restored}")
-    return Proof(hash_current, hash_restored, tuple(differences))
+    then = _render(restored)
+    if then.error is not None:
+        return Proof(now.hash, None, (f"the restored values do not render: {then.error}",))
+    return Proof(now.hash, then.hash, tuple(compare_renders(now.objects, then.objects)))
 
 
 # --------------------------------------------------------------------------- rows
@@ -308,16 +312,16 @@ def _denied(denials: list[Violation]) -> tuple[str, ...]:
 
 
 def restore_row(state: State, record: PoolRecord) -> RestoreRow:
-    """One pool's row (see the module docstring for the three cases)."""
+    """One pool's row (see the module docstring for the cases)."""
     effective, denials, _ = resolve_pool(state, record)
     bootstrap = _bootstrap(state, record, effective)
-    hash_current = template_hash(effective) if effective is not None else None
 
     def row(
         status: str,
         restorable: bool,
         reasons: tuple[str, ...],
         values: Mapping[str, Any] | None = None,
+        hash_current: str | None = None,
         hash_restored: str | None = None,
     ) -> RestoreRow:
         return RestoreRow(
@@ -334,38 +338,65 @@ def restore_row(state: State, record: PoolRecord) -> RestoreRow:
             reasons=reasons,
         )
 
+    def current_hash() -> str | None:
+        return _render(effective).hash if effective is not None else None
+
     if record.class_name is None or record.kind == "ComputePlane":
         reasons: tuple[str, ...] = (CLASSLESS,)
         if effective is None:
             # Not a restore blocker: the old chart renders it as it does now. Shown for the operator.
             reasons += tuple(f"note: it does not resolve here: {violation}" for violation in denials)
-        return row("classless", True, reasons)
+        return row("classless", True, reasons, hash_current=current_hash())
     if bootstrap == "kairos":
-        return row("kairos", False, (KAIROS, *(_denied(denials) if effective is None else ())))
+        return row(
+            "kairos", False, (KAIROS, *(_denied(denials) if effective is None else ())), hash_current=current_hash()
+        )
     if effective is None:
         return row(
             "denied",
             False,
             ("its effective settings cannot be established, so it cannot be restored", *_denied(denials)),
         )
-    values = legacy_values(state, record, effective)
+    values = restore_values(effective)
     proof = prove(state, record, effective, values)
+    era = class_era(effective)
+    if not era.empty:
+        return row(
+            "rollout",
+            False,
+            (
+                "not restorable without a rollout: the legacy chart cannot express " + ", ".join(era.settings),
+                *(f"restoring would change {line}" for line in proof.differences),
+            ),
+            values=values,
+            hash_current=proof.hash_current,
+            hash_restored=proof.hash_restored,
+        )
     if not proof.equal:
         return row(
             "mismatch",
             False,
             ("the classless render of the restored values differs from the classified render", *proof.differences),
             values=values,
+            hash_current=proof.hash_current,
             hash_restored=proof.hash_restored,
         )
+    dropped = [key for key in ("labels", "taints", "sshKeys") if key in record.values]
+    notes = (
+        (f"note: left out, the legacy chart has no such key and renders nothing for it: {', '.join(dropped)}",)
+        if dropped
+        else ()
+    )
     return row(
         "restorable",
         True,
         (
-            f"the classless render of these values has the same template hash {proof.hash_restored} "
-            "and the same rendered objects",
+            f"the chart renders these values with the same MachineDeployment, template name hash "
+            f"{proof.hash_restored} and TalosConfigTemplate content",
+            *notes,
         ),
         values=values,
+        hash_current=proof.hash_current,
         hash_restored=proof.hash_restored,
     )
 

@@ -13,13 +13,14 @@ A classless pool renders its stored values verbatim and never looks up a WorkerC
 from __future__ import annotations
 
 from .errors import RenderError
-from .hash import HASH_VERSION, canonical_text, chart_hash, content_hash, template_suffix
+from .hash import HASH_VERSION, INFRASTRUCTURE_KINDS, canonical_text, chart_hash, content_hash, template_suffix
 from .legacy import CLASS_ERA_KEYS, ClassEra, class_era, legacy_values
 from .manifests import KIND_RANK, chart_input_for, release_name, render, sort_manifests, template_hash
 
 __all__ = [
     "CLASS_ERA_KEYS",
     "HASH_VERSION",
+    "INFRASTRUCTURE_KINDS",
     "KIND_RANK",
     "ClassEra",
     "RenderError",
