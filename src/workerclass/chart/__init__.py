@@ -17,7 +17,7 @@ Cozystack ships, copied by ``scripts/sync-upstream.py``); it never sees State or
 
 from __future__ import annotations
 
-from .checks import chart_failures
+from .checks import chart_failures, image_factory_ca_failures
 from .context import RELEASE_PREFIX, ChartFailure, ChartInput, ChartRefused
 from .nodegroup import (
     Disk,
@@ -61,6 +61,7 @@ __all__ = [
     "factory_disk",
     "golden_disk",
     "image_factory_ca_configmap",
+    "image_factory_ca_failures",
     "kubectl_image",
     "kubevirtmachinetemplate",
     "kubevirtmachinetemplate_text",

@@ -410,3 +410,40 @@ def _check_pr3571(inp: ChartInput, out: _Collector) -> None:
             "or control characters (a 64-hex image-factory digest or a mirror path such as gpu/nvidia-open is fine)",
             prefix=False,
         )
+
+
+_PRIVATE_KEY = re.compile(r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY", re.IGNORECASE)
+_PEM_BUNDLE = re.compile(
+    r"[\t\n\f\r ]*(-----BEGIN CERTIFICATE-----[\t\n\f\r ]+[A-Za-z0-9+/=][A-Za-z0-9+/=\t\n\f\r ]*"
+    r"-----END CERTIFICATE-----[\t\n\f\r ]*)+",
+    re.IGNORECASE,
+)
+
+
+def image_factory_ca_failures(ca_pem: str | None, field: str = "spec.talos.imageFactoryCA") -> list[ChartFailure]:
+    """PR 3797's guards on ``talos.imageFactoryCA`` (``kubernetes.talosImageFactoryCA``).
+
+    Empty or whitespace-only is unset (no failure). A private key, or anything but complete
+    certificate blocks, is refused; the value itself is never quoted.
+    """
+    if not ca_pem or not ca_pem.strip():
+        return []
+    if _PRIVATE_KEY.search(ca_pem):
+        return [
+            ChartFailure(
+                "Invalid",
+                field,
+                "talos.imageFactoryCA must not contain private key material: it holds the CA the image factory "
+                "is verified against, and the rendered ConfigMap is readable by everything that can read the namespace",
+            )
+        ]
+    if not _PEM_BUNDLE.fullmatch(ca_pem):
+        return [
+            ChartFailure(
+                "Invalid",
+                field,
+                "talos.imageFactoryCA must contain one or more complete PEM certificate blocks "
+                "(BEGIN/END CERTIFICATE) and nothing else",
+            )
+        ]
+    return []

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from .checks import chart_failures
+from .checks import chart_failures, image_factory_ca_failures
 from .context import ChartInput, ChartRefused
 from .nodegroup import (
     Disk,
@@ -38,10 +38,11 @@ def render_chart(
     """Every object the chart renders for ``inp`` (plus the class-era inputs), or :class:`ChartRefused`.
 
     ``disk``: the class-era disk source (None: the chart's own HTTP URL). ``image_factory_ca``:
-    a PEM bundle for an HTTP disk; it adds ``certConfigMap`` to the disk and the CA ConfigMap.
+    a PEM bundle for an HTTP disk; it adds ``certConfigMap`` to the disk and the CA ConfigMap
+    (whitespace-only is unset; a private key or anything but certificate blocks is refused).
     ``kernel_modules`` and ``installer_image`` go to the Job's machine config.
     """
-    failures = chart_failures(inp)
+    failures = chart_failures(inp) + image_factory_ca_failures(image_factory_ca)
     if failures:
         raise ChartRefused(failures)
     from .dashboard import render_dashboard
