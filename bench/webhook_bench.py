@@ -100,7 +100,16 @@ DIAGNOSTICS = {
 }
 
 
-async def run_server(kind: str, cert: Path, key: Path, port_file: Path, variant: str | None = None) -> None:
+async def run_server(
+    kind: str,
+    cert: Path,
+    key: Path,
+    port_file: Path,
+    variant: str | None = None,
+    *,
+    tls_mode: str = "guard",
+    max_connections: int | None = None,
+) -> None:
     from aiohttp import web
     from tests.webhook.cases import table_state
 
@@ -109,10 +118,12 @@ async def run_server(kind: str, cert: Path, key: Path, port_file: Path, variant:
     from workerclass.webhook.sources import StaticSource
 
     tls = ReloadingContext(cert, key)
-    settings = Settings(host="127.0.0.1", port=0)
+    settings = Settings(host="127.0.0.1", port=0, **({"max_connections": max_connections} if max_connections else {}))
     server = WebhookServer(StaticSource(table_state()), tls=tls, settings=settings)
     if kind == "webhook" and variant is not None:
         diagnostic_variant(server, variant)
+    if kind == "noop":
+        diagnostic_variant(server, "noop-decision")
     if kind == "echo":
         # Same application object and runner settings; the routes answer with the body they read.
         async def echo(request: web.Request) -> web.Response:
@@ -124,6 +135,18 @@ async def run_server(kind: str, cert: Path, key: Path, port_file: Path, variant:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     loop.add_signal_handler(signal.SIGTERM, stop.set)
+    if tls_mode == "loop":
+        # the event loop's own TLS transport (asyncio's or uvloop's) as aiohttp sets it up: no
+        # connection guard, for the per-connection memory comparison only
+        runner = web.AppRunner(server.app, handle_signals=False, keepalive_timeout=settings.keepalive_timeout)
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", 0, ssl_context=tls.context, backlog=4096)
+        await site.start()
+        assert site._server is not None
+        port_file.write_text(str(site._server.sockets[0].getsockname()[1]))  # type: ignore[union-attr]
+        await stop.wait()
+        await runner.cleanup()
+        return
     await server.start()
     port_file.write_text(str(server.port))
     await stop.wait()
@@ -178,7 +201,15 @@ def diagnostic_variant(server: Any, variant: str) -> None:
 
 
 def start_server(
-    kind: str, cert: Path, key: Path, workdir: Path, variant: str | None = None
+    kind: str,
+    cert: Path,
+    key: Path,
+    workdir: Path,
+    variant: str | None = None,
+    *,
+    event_loop: str = "asyncio",
+    tls_mode: str = "guard",
+    max_connections: int | None = None,
 ) -> tuple[subprocess.Popen[bytes], int]:
     port_file = workdir / f"{kind}.port"
     port_file.unlink(missing_ok=True)
@@ -194,7 +225,12 @@ def start_server(
             str(key),
             "--port-file",
             str(port_file),
+            "--loop",
+            event_loop,
+            "--tls-mode",
+            tls_mode,
             *(["--variant", variant] if variant else []),
+            *(["--max-connections", str(max_connections)] if max_connections else []),
         ],
         stdout=subprocess.DEVNULL,
     )
@@ -204,6 +240,86 @@ def start_server(
             raise SystemExit(f"the {kind} server did not start")
         time.sleep(0.05)
     return process, int(port_file.read_text())
+
+
+def rss_mib(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def memory_run(args: argparse.Namespace) -> None:
+    """Per-connection memory: idle plain TCP connections (no TLS handshake), then idle TLS ones
+    (handshake done, no request), for each event loop and TLS transport; RSS of the server before,
+    with them open, and after they closed (twice, to see whether freed memory is reused)."""
+    import resource
+    import socket
+
+    from tests.webhook.helpers import CertFiles, Client
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, max(soft, 4 * args.idle + 256)), hard))
+    combos = [combo.split(":") for combo in args.memory.split(",")]
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="webhook-memory-") as temporary:
+        workdir = Path(temporary)
+        certs = CertFiles.create(workdir / "certs")
+        context = certs.client_context()
+        body = workload()[1][1]
+        for event_loop, tls_mode in combos:
+            process, port = start_server(
+                "webhook",
+                certs.cert,
+                certs.key,
+                workdir,
+                event_loop=event_loop,
+                tls_mode=tls_mode,
+                max_connections=4 * args.idle + 64,
+            )
+            try:
+                probe = Client(port, context)
+                for _ in range(200):
+                    assert probe.request("POST", "/validate/kubernetesnodes", body).status == 200
+                probe.close()
+                time.sleep(0.5)
+                row: dict[str, Any] = {"loop": event_loop, "tls": tls_mode, "base": rss_mib(process.pid)}
+                for round_ in (1, 2):
+                    plain = [socket.create_connection(("127.0.0.1", port)) for _ in range(args.idle)]
+                    time.sleep(1.0)
+                    row[f"tcp{round_}"] = rss_mib(process.pid)
+                    tls = []
+                    for _ in range(args.idle):
+                        sock = socket.create_connection(("127.0.0.1", port))
+                        tls.append(context.wrap_socket(sock, server_hostname="127.0.0.1"))
+                    time.sleep(1.0)
+                    row[f"tls{round_}"] = rss_mib(process.pid)
+                    probe = Client(port, context)
+                    row[f"probe{round_}"] = probe.request("POST", "/validate/kubernetesnodes", body).status
+                    probe.close()
+                    for sock in [*plain, *tls]:
+                        sock.close()
+                    time.sleep(2.0)
+                    row[f"after{round_}"] = rss_mib(process.pid)
+                rows.append(row)
+            finally:
+                stop_server(process)
+    n = args.idle
+    print(f"{n} idle plain TCP connections, then {n} idle TLS connections (handshake done, no request); RSS MiB")
+    print(
+        f"{'loop':<8} {'tls':<6} {'base':>6} {'+tcp':>6} {'+tls':>6} {'closed':>7} {'again':>6} {'closed':>7} "
+        f"{'KB/tcp':>7} {'KB/tls':>7} probe"
+    )
+    for row in rows:
+        per_tcp = (row["tcp1"] - row["base"]) * 1024 / n
+        per_tls = (row["tls1"] - row["tcp1"]) * 1024 / n
+        print(
+            f"{row['loop']:<8} {row['tls']:<6} {row['base']:>6.1f} {row['tcp1']:>6.1f} {row['tls1']:>6.1f} "
+            f"{row['after1']:>7.1f} {row['tls2']:>6.1f} {row['after2']:>7.1f} {per_tcp:>7.1f} {per_tls:>7.1f} "
+            f"{row['probe1']},{row['probe2']}"
+        )
+    if args.json:
+        args.json.write_text(json.dumps(rows, indent=2))
 
 
 def cpu_seconds(pid: int) -> float:
@@ -374,11 +490,21 @@ def main() -> None:
     parser.add_argument("--client", choices=["wrk", "python", "auto"], default="auto")
     parser.add_argument("--json", type=Path, help="also write the figures here")
     # child-process modes
-    parser.add_argument("--serve", choices=["webhook", "echo"], help=argparse.SUPPRESS)
+    parser.add_argument("--serve", choices=["webhook", "echo", "noop"], help=argparse.SUPPRESS)
     parser.add_argument("--cert", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--key", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--port-file", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--variant", choices=sorted(DIAGNOSTICS), help=argparse.SUPPRESS)
+    parser.add_argument("--tls-mode", choices=["guard", "loop"], default="guard", help=argparse.SUPPRESS)
+    parser.add_argument("--max-connections", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--loop", choices=["asyncio", "uvloop"], default="asyncio", help="event loop of both servers")
+    parser.add_argument(
+        "--memory",
+        metavar="LOOP:TLS,...",
+        help="instead of load: per-connection memory, e.g. asyncio:loop,asyncio:guard,uvloop:loop,uvloop:guard "
+        "(TLS 'loop': the event loop's own transport; 'guard': the webhook's connection guard)",
+    )
+    parser.add_argument("--idle", type=int, default=1000, help="connections of each kind for --memory")
     # calibration: run a stand-in in place of the webhook (the figures then describe the stand-in)
     parser.add_argument("--diagnostic", choices=sorted(DIAGNOSTICS), help=argparse.SUPPRESS)
     parser.add_argument("--load", type=int, help=argparse.SUPPRESS)
@@ -387,7 +513,24 @@ def main() -> None:
 
     if args.serve:
         pin(SERVER_CPU)
-        asyncio.run(run_server(args.serve, args.cert, args.key, args.port_file, args.variant))
+        if args.loop == "uvloop":
+            import uvloop
+
+            asyncio.set_event_loop_policy(uvloop.EventLoopPolicy())
+        asyncio.run(
+            run_server(
+                args.serve,
+                args.cert,
+                args.key,
+                args.port_file,
+                args.variant,
+                tls_mode=args.tls_mode,
+                max_connections=args.max_connections,
+            )
+        )
+        return
+    if args.memory:
+        memory_run(args)
         return
     if args.load:
         pin(CLIENT_CPU)

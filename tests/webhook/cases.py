@@ -33,10 +33,14 @@ PRIVATE_KEY = "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA\n--
 
 
 def pool(name: str = "new-pool", *, cluster: str = "example", **spec: Any) -> dict[str, Any]:
+    """A KubernetesNodes named ``<cluster>-<name>`` as the chart requires (a name that already
+    starts with ``<cluster>-`` is kept)."""
+    prefix = f"{cluster}-" if isinstance(cluster, str) and cluster else "example-"
+    full = name if name.startswith(prefix) else prefix + name
     return {
         "apiVersion": "apps.cozystack.io/v1alpha1",
         "kind": "KubernetesNodes",
-        "metadata": {"name": name, "namespace": NS},
+        "metadata": {"name": full, "namespace": NS},
         "spec": {"cluster": cluster, "version": "v1.35", "minReplicas": 1, "maxReplicas": 2, **spec},
     }
 
@@ -63,7 +67,11 @@ def cluster(name: str, version: str = "v1.35", infrastructure: str = "kubevirt")
     }
 
 
-EXTRA_OBJECTS = [cluster("pve", infrastructure="proxmox"), cluster("old-cp", version="v1.34")]
+EXTRA_OBJECTS = [
+    cluster("pve", infrastructure="proxmox"),
+    cluster("old-cp", version="v1.34"),
+    cluster("new-cp", version="v1.36"),  # a control plane on a minor the platform does not map
+]
 
 
 def table_state(*, extra: list[dict[str, Any]] | None = None) -> State:
@@ -180,7 +188,12 @@ def denial_rows() -> list[Denial]:
             pool(cluster="example", workerClassName="kairos-example-v1-35-6-r1", version="v1.34"),
             "VersionMismatch",
         ),
-        Denial("UnsupportedVersion", nodes, pool(workerClassName="talos", version="v1.33"), "UnsupportedVersion"),
+        Denial(
+            "UnsupportedVersion",
+            nodes,
+            pool(cluster="new-cp", workerClassName="talos", version="v1.36"),
+            "UnsupportedVersion",
+        ),
         Denial("ControlPlaneTooOld", nodes, pool(cluster="old-cp", workerClassName="talos"), "ControlPlaneTooOld"),
         Denial(
             "TalosKubernetesIncompatible",

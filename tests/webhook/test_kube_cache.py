@@ -116,7 +116,7 @@ async def test_watch_events_rebuild_the_state(kmock: kmock.KubernetesEmulator, c
     nodes = BY_KIND["KubernetesNodes"]
     reply = await kmock.post(url_of(kmock, nodes, "tenant-example"), json=pool("fresh", workerClassName="kairos"))
     assert reply.status in (200, 201)
-    await eventually(lambda: cache.state is not None and cache.state.pool("tenant-example/fresh") is not None)
+    await eventually(lambda: cache.state is not None and cache.state.pool("tenant-example/example-fresh") is not None)
 
 
 async def test_not_synced_until_every_list_succeeds(kmock: kmock.KubernetesEmulator, cache: ClusterCache) -> None:

@@ -168,18 +168,18 @@ def test_wrong_method_and_path(client: Client) -> None:
 @pytest.mark.parametrize(
     ("request_fields", "fragment"),
     [
-        ({"operation": "PATCH", "object": pool()}, "request.operation 'PATCH'"),
-        ({"operation": "CONNECT", "object": pool()}, "CONNECT"),
-        ({"operation": None, "object": pool()}, "request.operation None"),
+        ({"operation": "PATCH", "object": pool()}, "request.operation is not one of CREATE, UPDATE, DELETE"),
+        ({"operation": "CONNECT", "object": pool()}, "request.operation is not one of"),
+        ({"operation": None, "object": pool()}, "request.operation is not one of"),
         ({"operation": "CREATE"}, "request.object is required for CREATE"),
         ({"operation": "CREATE", "object": "pool"}, "request.object is not an object"),
         ({"operation": "UPDATE", "object": pool()}, "request.oldObject is required for UPDATE"),
         ({"operation": "DELETE"}, "request.oldObject is required for DELETE"),
         ({"operation": "CREATE", "object": pool(), "dryRun": "yes"}, "dryRun"),
-        ({"operation": "CREATE", "object": worker_class("x", bootstrap="talos")}, "request.object is a 'WorkerClass'"),
+        ({"operation": "CREATE", "object": worker_class("x", bootstrap="talos")}, "request.object.kind is 'WorkerClass'"),
         (
             {"operation": "CREATE", "object": pool(), "kind": {"group": "", "version": "v1", "kind": "Pod"}},
-            "the request is for 'Pod'",
+            "the request is for kind 'Pod' in group ''",
         ),
         ({"operation": "CREATE", "object": {**pool(), "apiVersion": "v1"}}, "apiVersion 'v1'"),
         ({"operation": "CREATE", "object": {**pool(), "metadata": []}}, "metadata is not an object"),
@@ -213,7 +213,7 @@ def test_undecidable_request_is_a_400_denial(client: Client, request_fields: dic
 def test_object_without_kind_and_namespace_is_filled_from_the_request(client: Client) -> None:
     obj = pool()
     sent = review(obj)
-    bare = {"metadata": {"name": "new-pool"}, "spec": obj["spec"]}
+    bare = {"metadata": {"name": obj["metadata"]["name"]}, "spec": obj["spec"]}
     sent["request"]["object"] = bare
     response = client.post_review(MUTATE, sent).response
     assert response["allowed"] is True and response["patchType"] == "JSONPatch"
@@ -337,7 +337,9 @@ def test_tls_1_1_is_refused(served: Running, certs: CertFiles) -> None:
 
 @pytest.fixture
 def impatient(certs: CertFiles) -> Iterator[Running]:
-    settings = fast_settings(body_timeout=0.5, keepalive_timeout=0.5, handshake_timeout=0.5, lingering_time=0.5)
+    settings = fast_settings(
+        body_timeout=0.5, keepalive_timeout=0.5, handshake_timeout=0.5, lingering_time=0.5, header_timeout=0.5
+    )
     running = Running(
         WebhookServer(StaticSource(table_state()), tls=ReloadingContext(certs.cert, certs.key), settings=settings)
     )

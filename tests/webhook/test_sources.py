@@ -56,15 +56,22 @@ def test_folder_changes_are_followed(folder: Path, from_folder: tuple[Running, C
     (folder / "classes" / "talos-r2.yaml").write_text(yaml.safe_dump(worker_class("talos-r2", bootstrap="talos")))
     eventually(lambda: class_allowed(client, "talos-r2"))
 
-    # a half-saved file keeps the last good state: still ready, still deciding with talos-r2
+    # a half-saved file keeps the last good state for answers (never half applied), but the
+    # replica is not ready and says why until the files load again
     (folder / "classes" / "broken.yaml").write_text("kind: WorkerClass\nmetadata: [unclosed\n")
     eventually(lambda: source.failures >= 1)
-    assert client.request("GET", "/readyz").status == 200
+    reply = client.request("GET", "/readyz")
+    assert reply.status == 503
+    assert b"failed to reload" in reply.body and b"broken.yaml:3: invalid YAML" in reply.body
     assert class_allowed(client, "talos-r2")
+    metrics = client.request("GET", "/metrics").body.decode()
+    assert 'workerclass_webhook_source_sync_failures_total{source="folder"} 1.0' in metrics
+    assert "workerclass_webhook_ready 0.0" in metrics
 
     (folder / "classes" / "broken.yaml").unlink()
     (folder / "classes" / "talos-r2.yaml").unlink()
     eventually(lambda: not class_allowed(client, "talos-r2"))
+    assert client.request("GET", "/readyz").status == 200  # loaded again: ready again
 
 
 def test_unloadable_folder_is_not_ready_until_fixed(tmp_path: Path, certs: CertFiles) -> None:

@@ -10,7 +10,10 @@ that fails (410 Gone, a dropped connection, a 5xx) is followed by a fresh list a
 The cache is *synced* only once every resource's first list has succeeded; until then ``state``
 is ``None`` and ``reason`` says which lists are missing and the last error, so the webhook fails
 closed and says why. After that, a resource whose watch broke keeps its last known objects while
-it is listed again (a stale read rather than an outage, as with client-go informers).
+it is listed again (a stale read rather than an outage, as with client-go informers), and a
+resource not current for ``stale_after`` seconds (no list or event: a frozen connection, a failing
+API) makes ``reason`` non-empty, so the webhook reports not ready and says which and why.
+Errors reach logs and ``reason`` only as status code and reason (:func:`short_error`).
 
 lightkube is imported lazily so that importing this module (for :data:`WATCHED`) needs no client.
 """
@@ -20,11 +23,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Mapping
+import re
+import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..state import APPLICATION_KIND_LABEL, State
+from ..webhook.sources import SyncReport, age_report, where
 
 logger = logging.getLogger("workerclass.kube")
 
@@ -83,15 +89,46 @@ CONTROLLER_WATCHED: tuple[Watched, ...] = tuple(
 )
 
 
+#: an HTTP reason phrase or a Kubernetes Status reason (``NotFound``, ``Service Unavailable``)
+_REASON = re.compile(r"[A-Za-z][A-Za-z ]{0,62}")
+
+
 def short_error(error: BaseException) -> str:
-    """An API error's status line, or the exception type: never a response body."""
+    """An error from the Kubernetes client reduced to its status code and reason, or its type.
+
+    Never the message or a response body: lightkube's ``ApiError`` carries the server's Status
+    message (which may quote an object), httpx errors quote the request URL (a kubeconfig server
+    URL can hold ``user:password@``), and a fake or broken server can send anything. The reason
+    is kept only when it is a short word or phrase.
+    """
     status = getattr(error, "status", None)
     code = getattr(status, "code", None)
     reason = getattr(status, "reason", None)
-    if code is not None:
-        return f"{code} {reason or ''}".strip()
-    text = str(error).splitlines()[0] if str(error) else ""
-    return f"{type(error).__name__}: {text[:160]}" if text else type(error).__name__
+    if code is None:  # httpx.HTTPStatusError: the response's status line
+        response = getattr(error, "response", None)
+        code = getattr(response, "status_code", None) if response is not None else None
+        reason = getattr(response, "reason_phrase", None) if response is not None else None
+    if isinstance(code, int) and not isinstance(code, bool) and 100 <= code <= 999:
+        if isinstance(reason, str) and _REASON.fullmatch(reason):
+            return f"{code} {reason}"
+        return str(code)
+    if isinstance(error, TimeoutError):
+        return "TimeoutError (no answer in time)"
+    return type(error).__name__
+
+
+class _Silent(Exception):
+    """A watch that sent no event within its deadline (a connection that died without a word)."""
+
+
+@dataclass(slots=True)
+class _Progress:
+    """How current one watched resource is (monotonic times)."""
+
+    fresh_at: float | None = None
+    failures: int = 0
+    #: when the current run of failures began (``None`` while healthy)
+    failing_since: float | None = None
 
 
 class ClusterCache:
@@ -99,6 +136,15 @@ class ClusterCache:
 
     ``client`` is a ``lightkube.AsyncClient``; without one, one is made from the environment
     (in-cluster service account, ``KUBECONFIG`` or ``~/.kube/config``) on :meth:`start`.
+
+    Liveness: a list has ``list_timeout`` seconds to finish; a watch asks the server to end it
+    after ``watch_timeout`` seconds, and one that delivers no event for ``watch_timeout +
+    watch_margin`` seconds is given up and the resource listed again (lightkube renews a watch the
+    server ended without telling its caller, so a quiet resource is re-listed at that pace; an
+    unchanged list does not rebuild the state). A resource is *current* when it was listed or sent
+    an event within ``stale_after`` seconds; once synced, ``reason`` names every resource that is
+    not (with its last error, reduced to status code and reason), so the webhook reports not ready
+    within ``stale_after`` of a source that froze or fails.
     """
 
     def __init__(
@@ -109,12 +155,18 @@ class ClusterCache:
         retry_delay: float = 1.0,
         max_retry_delay: float = 30.0,
         debounce: float = 0.05,
-        watch_timeout: int = 300,
+        watch_timeout: int = 30,
+        watch_margin: float = 10.0,
+        list_timeout: float = 30.0,
+        stale_after: float = 60.0,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._client = client
-        #: the server ends each watch after this many seconds and the resource is listed again, so a
-        #: connection that died without a word (a failover, a load balancer) cannot freeze the cache
         self.watch_timeout = watch_timeout
+        self.watch_margin = watch_margin
+        self.list_timeout = list_timeout
+        self.stale_after = stale_after
+        self._clock = clock
         self._owns_client = client is None
         self.resources = resources
         self.retry_delay = retry_delay
@@ -123,6 +175,7 @@ class ClusterCache:
         self._stores: dict[str, dict[tuple[str, str], dict[str, Any]]] = {}
         self._listed: set[str] = set()
         self._errors: dict[str, str] = {}
+        self._progress: dict[str, _Progress] = {watched.kind: _Progress() for watched in resources}
         self._state: State | None = None
         self._dirty = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
@@ -141,7 +194,7 @@ class ClusterCache:
     @property
     def reason(self) -> str:
         if self._state is not None:
-            return ""
+            return self._stale_reason()
         missing = [watched.name for watched in self.resources if watched.kind not in self._listed]
         text = "the cluster cache has not synced: waiting for the first list of " + ", ".join(missing)
         messages = set(self._errors.values())
@@ -152,6 +205,31 @@ class ClusterCache:
             errors = [f"{names.get(kind, kind)}: {error}" for kind, error in sorted(self._errors.items())]
             text += " (last errors: " + "; ".join(errors) + ")"
         return text
+
+    def _stale_reason(self) -> str:
+        now = self._clock()
+        stale: list[str] = []
+        for watched in self.resources:
+            progress = self._progress[watched.kind]
+            if progress.fresh_at is None:
+                continue
+            age = now - progress.fresh_at
+            if age > self.stale_after:
+                error = self._errors.get(watched.kind)
+                stale.append(f"{watched.name} for {age:.0f}s" + (f" (last error: {error})" if error else ""))
+        if not stale:
+            return ""
+        return (
+            f"the cluster cache is stale (answering from the last good state): not current within "
+            f"{self.stale_after:g}s: " + "; ".join(stale)
+        )
+
+    def sync_reports(self) -> Sequence[SyncReport]:
+        now = self._clock()
+        return tuple(
+            age_report(watched.name, self._progress[watched.kind].fresh_at, self._progress[watched.kind].failures, now)
+            for watched in self.resources
+        )
 
     async def start(self) -> None:
         if self._client is None:
@@ -200,6 +278,25 @@ class ClusterCache:
         namespace = metadata.get("namespace") or ""
         return (namespace if isinstance(namespace, str) else "", metadata["name"]), raw
 
+    def _fresh(self, watched: Watched) -> None:
+        progress = self._progress[watched.kind]
+        progress.fresh_at = self._clock()
+        progress.failing_since = None
+
+    async def _list(self, watched: Watched, resource: Any, scope: dict[str, Any]) -> tuple[dict[Any, Any], str | None]:
+        async with asyncio.timeout(self.list_timeout):
+            listing = self._client.list(resource, **scope)
+            items: dict[tuple[str, str], dict[str, Any]] = {}
+            async for obj in listing:
+                entry = self._normalized(watched, obj)
+                if entry is not None:
+                    items[entry[0]] = entry[1]
+        try:
+            version: str | None = listing.resourceVersion
+        except Exception:  # an empty list page may carry none: watch from "now"
+            version = None
+        return items, version
+
     async def _follow(self, watched: Watched) -> None:
         from lightkube.generic_resource import create_global_resource, create_namespaced_resource
 
@@ -209,45 +306,63 @@ class ClusterCache:
         if watched.labels:
             scope["labels"] = dict(watched.labels)
         delay = self.retry_delay
+        deadline = self.watch_timeout + self.watch_margin
         while True:
             try:
-                listing = self._client.list(resource, **scope)
-                items: dict[tuple[str, str], dict[str, Any]] = {}
-                async for obj in listing:
-                    entry = self._normalized(watched, obj)
-                    if entry is not None:
-                        items[entry[0]] = entry[1]
-                try:
-                    version: str | None = listing.resourceVersion
-                except Exception:  # an empty list page may carry none: watch from "now"
-                    version = None
+                items, version = await self._list(watched, resource, scope)
+                previous = self._stores.get(watched.kind)
                 self._stores[watched.kind] = items
                 first = watched.kind not in self._listed
                 self._listed.add(watched.kind)
                 self._errors.pop(watched.kind, None)
-                self._changed()
+                self._fresh(watched)
+                if previous is None or _versions(previous) != _versions(items):
+                    self._changed()
                 if first:
                     logger.info("listed %d %s", len(items), watched.name)
                 delay = self.retry_delay
                 watch = self._client.watch(
                     resource, resource_version=version, server_timeout=self.watch_timeout, **scope
                 )
-                async for event, obj in watch:
-                    if event not in ("ADDED", "MODIFIED", "DELETED"):
-                        continue  # BOOKMARK: nothing changed
-                    entry = self._normalized(watched, obj)
-                    if entry is None:
-                        continue
-                    if event == "DELETED":
-                        items.pop(entry[0], None)
-                    else:
-                        items[entry[0]] = entry[1]
-                    self._changed()
+                events = aiter(watch)
+                try:
+                    while True:
+                        try:
+                            async with asyncio.timeout(deadline):
+                                event, obj = await anext(events)
+                        except TimeoutError:
+                            raise _Silent from None
+                        except StopAsyncIteration:
+                            break
+                        self._fresh(watched)
+                        if event not in ("ADDED", "MODIFIED", "DELETED"):
+                            continue  # BOOKMARK: nothing changed
+                        entry = self._normalized(watched, obj)
+                        if entry is None:
+                            continue
+                        if event == "DELETED":
+                            items.pop(entry[0], None)
+                        else:
+                            items[entry[0]] = entry[1]
+                        self._changed()
+                finally:
+                    close = getattr(events, "aclose", None)
+                    if close is not None:
+                        with contextlib.suppress(Exception):
+                            await close()
             except asyncio.CancelledError:
                 raise
+            except _Silent:
+                # Expected on a quiet resource (lightkube renews ended watches silently); the list proves liveness.
+                logger.debug("%s: no watch event in %gs; listing again", watched.name, deadline)
+                continue
             except Exception as error:
                 message = short_error(error)
                 self._errors[watched.kind] = message
+                progress = self._progress[watched.kind]
+                progress.failures += 1
+                if progress.failing_since is None:
+                    progress.failing_since = self._clock()
                 logger.warning("%s: list/watch failed (%s); listing again in %.1fs", watched.name, message, delay)
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, self.max_retry_delay)
@@ -265,10 +380,27 @@ class ClusterCache:
             objects = [obj for store in self._stores.values() for obj in store.values()]
             try:
                 state = await asyncio.to_thread(State.from_objects, objects)
-            except Exception:  # a builder bug must not end the cache; keep the previous snapshot
-                logger.exception("rebuilding the state from %d objects failed", len(objects))
+            except Exception as error:  # a builder bug must not end the cache; keep the previous snapshot
+                # its type and where, never its message (it may quote an object's values)
+                logger.error(
+                    "rebuilding the state from %d objects failed: %s at %s",
+                    len(objects),
+                    type(error).__name__,
+                    where(error),
+                )
                 continue
             if self._state is None:
                 logger.info("cluster cache synced: %d objects", len(objects))
             self._state = state
             self.generation += 1
+
+
+def _versions(items: Mapping[tuple[str, str], Mapping[str, Any]]) -> dict[tuple[str, str], object]:
+    """Each object's resourceVersion (an unchanged re-list need not rebuild the state)."""
+    out: dict[tuple[str, str], object] = {}
+    for key, obj in items.items():
+        metadata = obj.get("metadata")
+        out[key] = metadata.get("resourceVersion") if isinstance(metadata, Mapping) else None
+        if out[key] is None:
+            out[key] = id(obj)  # no version to compare: count it as changed
+    return out

@@ -1,18 +1,22 @@
 """Prometheus metrics of the webhook server, in a registry of its own (no module globals).
 
 Labels are bounded: ``webhook`` is one of the served paths' names (or ``other``), ``result`` one
-of :data:`RESULTS`. Nothing taken from a request body ever becomes a label.
+of :data:`RESULTS`, ``reason`` one of the connection guard's close reasons, ``source`` a watched
+resource's ``plural.group`` or ``folder``. Nothing taken from a request ever becomes a label.
 """
 
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
-from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily, Metric
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 from prometheus_client.registry import Collector
+
+from .connections import CLOSE_REASONS
+from .sources import SyncReport
 
 #: allowed; allowed with a patch; denied by a rule; refused before deciding (bad request,
 #: not ready, internal error); or not an AdmissionReview at all (HTTP 4xx)
@@ -74,12 +78,72 @@ class _RequestCollector(Collector):
         yield latency
 
 
+class _GaugesCollector(Collector):
+    """Connection and source figures, copied in just before each scrape (they live elsewhere)."""
+
+    def __init__(self) -> None:
+        self.connections: Mapping[str, int] = {}
+        self.sync: Sequence[SyncReport] = ()
+
+    def collect(self) -> Iterator[Metric]:
+        stats = self.connections
+        if stats:
+            yield GaugeMetricFamily(
+                "workerclass_webhook_connections", "Open client connections (TLS handshakes included).", stats["open"]
+            )
+            yield GaugeMetricFamily(
+                "workerclass_webhook_connections_limit", "The cap on open connections.", stats["limit"]
+            )
+            yield CounterMetricFamily(
+                "workerclass_webhook_connections_accepted", "Connections accepted.", stats["accepted"]
+            )
+            closed = CounterMetricFamily(
+                "workerclass_webhook_connections_closed",
+                "Connections the server closed to stay within its cap and deadlines: refused (at the cap, "
+                "every connection answering), evicted (made room at the cap), header_timeout (no complete "
+                "request headers in time).",
+                labels=["reason"],
+            )
+            for reason in CLOSE_REASONS:
+                closed.add_metric([reason], stats[reason])
+            yield closed
+        if self.sync:
+            last = GaugeMetricFamily(
+                "workerclass_webhook_source_last_sync_timestamp_seconds",
+                "When each part of the state source was last known current (a list, an event, a folder "
+                "check that loaded or found nothing changed), Unix time.",
+                labels=["source"],
+            )
+            stale = GaugeMetricFamily(
+                "workerclass_webhook_source_staleness_seconds",
+                "Seconds since each part of the state source was last known current (readiness fails past the "
+                "source's bound).",
+                labels=["source"],
+            )
+            failures = CounterMetricFamily(
+                "workerclass_webhook_source_sync_failures",
+                "Failed lists, watches that broke or went silent, folder loads that failed.",
+                labels=["source"],
+            )
+            for report in self.sync:
+                if report.last_sync is not None:
+                    last.add_metric([report.name], report.last_sync)
+                if report.staleness is not None:
+                    stale.add_metric([report.name], report.staleness)
+                failures.add_metric([report.name], report.failures)
+            yield last
+            yield stale
+            yield failures
+
+
 class WebhookMetrics:
     def __init__(self, registry: CollectorRegistry | None = None) -> None:
         self.registry = registry if registry is not None else CollectorRegistry(auto_describe=True)
         self._requests = _RequestCollector()
         self.registry.register(self._requests)
         self.observe = self._requests.observe
+        self._gauges = _GaugesCollector()
+        self.registry.register(self._gauges)
         self.dry_run = Counter(
             "workerclass_webhook_dry_run_requests",
             "Admission requests marked dryRun (answered the same way; the webhook has no side effects).",
@@ -106,6 +170,12 @@ class WebhookMetrics:
             "When the serving certificate in use expires (Unix time).",
             registry=self.registry,
         )
+
+    def note_connections(self, stats: Mapping[str, int]) -> None:
+        self._gauges.connections = dict(stats)
+
+    def note_sync(self, reports: Sequence[SyncReport]) -> None:
+        self._gauges.sync = tuple(reports)
 
     def exposition(self) -> bytes:
         result: bytes = generate_latest(self.registry)

@@ -12,12 +12,16 @@ Two kinds of bad input, answered differently:
 * :class:`RequestError`: a well-formed envelope whose request cannot be decided (unknown
   operation, missing object, a kind this path does not serve). It is answered as a denial
   (``allowed: false``, ``status.code`` 400) carrying the uid, so the API server shows why.
+
+Error messages never quote a client's value unless it has a strict shape that cannot carry a
+secret (a kind, an API group or version); otherwise they name the field and what it should be.
 """
 
 from __future__ import annotations
 
 import base64
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, NamedTuple
@@ -82,10 +86,34 @@ class Review(NamedTuple):
         return f"{self.namespace}/{self.name}" if self.namespace else self.name
 
 
-def _short(value: object, limit: int = 64) -> str:
-    """A bounded ``repr`` of a client-supplied scalar for an error message (never an object's body)."""
-    text = repr(value) if isinstance(value, str | int | float | bool) or value is None else type(value).__name__
-    return text if len(text) <= limit else text[: limit - 3] + "..."
+#: shapes a client-sent value must have to be quoted back in an error (none can hold a secret of
+#: any use: a CamelCase kind, a DNS-subdomain API group, an ``[group/]version`` API version)
+_KIND = re.compile(r"[A-Z][A-Za-z0-9]{0,62}")
+_GROUP = re.compile(r"([a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?)?")  # "" is the core group
+_API_VERSION = re.compile(r"([a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?/)?v[0-9]{1,3}((alpha|beta)[0-9]{1,3})?")
+
+
+def _shown(value: object, pattern: re.Pattern[str], shape: str) -> str:
+    """``value`` quoted when it has ``pattern``'s strict shape; otherwise only what it is (never the text)."""
+    if isinstance(value, str) and pattern.fullmatch(value):
+        return repr(value)
+    if value is None:
+        return "none"
+    if isinstance(value, str):
+        return f"a string that is not {shape}"
+    return f"a JSON {_json_type(value)}"
+
+
+def _json_type(value: object) -> str:
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int | float):
+        return "number"
+    if isinstance(value, dict):
+        return "object"
+    if isinstance(value, list):
+        return "array"
+    return "string" if isinstance(value, str) else type(value).__name__
 
 
 def decode(body: bytes, target: Target) -> Review:
@@ -102,7 +130,8 @@ def decode(body: bytes, target: Target) -> Review:
         raise EnvelopeError(
             400,
             f"expected apiVersion {API_VERSION} kind {KIND}, got apiVersion "
-            f"{_short(envelope.get('apiVersion'))} kind {_short(envelope.get('kind'))}",
+            f"{_shown(envelope.get('apiVersion'), _API_VERSION, 'an API version')} "
+            f"kind {_shown(envelope.get('kind'), _KIND, 'a kind')}",
         )
     request = envelope.get("request")
     if not isinstance(request, dict):
@@ -116,7 +145,7 @@ def decode(body: bytes, target: Target) -> Review:
 def _decode_request(uid: str, request: Mapping[str, Any], target: Target) -> Review:
     operation = request.get("operation")
     if operation not in OPERATIONS:
-        raise RequestError(uid, f"request.operation {_short(operation)} is not one of {', '.join(OPERATIONS)}")
+        raise RequestError(uid, f"request.operation is not one of {', '.join(OPERATIONS)}")
     obj = request.get("object")
     old = request.get("oldObject")
     if obj is not None and not isinstance(obj, dict):
@@ -147,7 +176,8 @@ def _decode_request(uid: str, request: Mapping[str, Any], target: Target) -> Rev
         if kind != target.kind or group != target.group:
             raise RequestError(
                 uid,
-                f"this webhook serves {target.kind}.{target.group}, the request is for {_short(kind)}.{_short(group)}",
+                f"this webhook serves {target.kind}.{target.group}, the request is for kind "
+                f"{_shown(kind, _KIND, 'a kind')} in group {_shown(group, _GROUP, 'an API group')}",
             )
     version = request_kind.get("version") if isinstance(request_kind, dict) else None
     obj = _checked_object(uid, "object", obj, target, version, namespace)
@@ -177,9 +207,15 @@ def _checked_object(
     if metadata is not None and not isinstance(metadata, dict):
         raise RequestError(uid, f"request.{field}.metadata is not an object")
     if kind is not None and kind != target.kind:
-        raise RequestError(uid, f"this webhook serves {target.kind}, request.{field} is a {_short(kind)}")
+        raise RequestError(
+            uid, f"this webhook serves {target.kind}, request.{field}.kind is {_shown(kind, _KIND, 'a kind')}"
+        )
     if api_version is not None and (not isinstance(api_version, str) or not api_version.startswith(target.group + "/")):
-        raise RequestError(uid, f"request.{field}.apiVersion {_short(api_version)} is not in {target.group}")
+        raise RequestError(
+            uid,
+            f"request.{field}.apiVersion {_shown(api_version, _API_VERSION, 'an API version')} "
+            f"is not in {target.group}",
+        )
     filled: dict[str, Any] | None = None
     if kind is None or api_version is None:
         # The API server always sends both; an object without them is filled from request.kind

@@ -9,7 +9,9 @@ answers every review with a denial that says why (fail closed, never a guess).
 Bad input gets a clear answer and never a crash: bodies over the limit get 413, slow bodies 408,
 non-JSON or a wrong envelope 400, other media types 415; a readable review whose request is wrong
 (unknown operation, missing object, another kind) gets a denial with ``status.code`` 400. Logs
-carry the uid, webhook, operation, object identity and denial codes, never object contents.
+carry the webhook, operation, denial codes and fields, the uid only when it is a UUID (as the API
+server makes it) and the object's namespace and name only when they are Kubernetes names; other
+request text is escaped and cut (:mod:`.logtext`), and object contents never appear.
 """
 
 from __future__ import annotations
@@ -31,9 +33,11 @@ from ..adapters.tls import ReloadingContext, stop_task
 from ..admission.decision import Decision
 from ..state import State
 from . import review as wire
+from .connections import ConnectionGuard
+from .logtext import escaped, identity_text, uid_text
 from .metrics import CONTENT_TYPE, WebhookMetrics
 from .routes import ROUTES, Route
-from .sources import StateSource
+from .sources import StateSource, sync_reports
 
 logger = logging.getLogger("workerclass.webhook")
 
@@ -79,13 +83,20 @@ class Settings:
     max_body: int = 3 * MIB
     #: a client that has not sent its whole body after this many seconds gets 408
     body_timeout: float = 10.0
-    #: idle keep-alive connections, and connections that never finish their headers, close after this;
-    #: longer than the API server's idle timeout for webhook connections (Go's 90 s), so the server
-    #: never closes a connection the API server is about to reuse for a POST it cannot retry
+    #: idle keep-alive connections close after this; longer than the API server's idle timeout for
+    #: webhook connections (Go's 90 s), so the server never closes a connection the API server is
+    #: about to reuse for a POST it cannot retry
     keepalive_timeout: float = 120.0
+    #: a request's headers must be complete this long after the connection opened (handshake
+    #: included) or after its first byte following an idle pause; slow or silent clients are closed
+    header_timeout: float = 10.0
+    #: open connections at most (each costs ~25 KB with TLS, see bench/README.md); at the cap the
+    #: oldest connection without a request, else the longest idle one, makes room, and a new
+    #: connection is refused only when every one is answering a request
+    max_connections: int = 2048
     #: after refusing a body, keep reading (and dropping) it this long so the client sees the answer
     lingering_time: float = 2.0
-    #: TLS handshakes that take longer are dropped
+    #: TLS handshakes that take longer (from the client's first byte) are dropped
     handshake_timeout: float = 10.0
     #: on shutdown, in-flight requests get this long to finish
     shutdown_timeout: float = 20.0
@@ -121,6 +132,7 @@ class WebhookServer:
         #: (nothing to signal per request while the server is not stopping)
         self._idle: asyncio.Event | None = None
         self._runner: web.AppRunner | None = None
+        self._guard: ConnectionGuard | None = None
         self._listener: asyncio.AbstractServer | None = None
         self._tls_task: asyncio.Task[None] | None = None
         self._port: int | None = None
@@ -131,13 +143,28 @@ class WebhookServer:
     # ------------------------------------------------------------------ application
 
     def _make_app(self) -> web.Application:
-        app = web.Application(client_max_size=self.settings.max_body)
+        app = web.Application(client_max_size=self.settings.max_body, middlewares=[self._track])
         for route in ROUTES:
             app.router.add_post(route.path, self._handler(route))
         app.router.add_get("/healthz", self._healthz)
         app.router.add_get("/readyz", self._readyz)
         app.router.add_get("/metrics", self._metrics)
         return app
+
+    @web.middleware
+    async def _track(self, request: web.Request, handler: Callable[[web.Request], Any]) -> web.StreamResponse:
+        """Tell the connection guard a request's headers are in (its header deadline is met) and when it is answered."""
+        guard = self._guard
+        if guard is None:
+            response: web.StreamResponse = await handler(request)
+            return response
+        protocol = request.protocol
+        guard.request_started(protocol)
+        try:
+            response = await handler(request)
+        finally:
+            guard.request_finished(protocol)
+        return response
 
     def _handler(self, route: Route) -> Callable[[web.Request], Any]:
         async def handle(request: web.Request) -> web.StreamResponse:
@@ -158,7 +185,8 @@ class WebhookServer:
 
     @property
     def ready(self) -> bool:
-        return not self._draining and self.source.state is not None
+        """Serving, synced, and the source fresh (a stale or failing source reports a reason)."""
+        return not self._draining and self.source.state is not None and not self.source.reason
 
     def not_ready_reason(self) -> str:
         if self._draining:
@@ -176,6 +204,9 @@ class WebhookServer:
     async def _metrics(self, request: web.Request) -> web.Response:
         self.metrics.ready.set(1 if self.ready else 0)
         self._note_state(self.source.state)
+        self.metrics.note_sync(sync_reports(self.source))
+        if self._guard is not None:
+            self.metrics.note_connections(self._guard.stats())
         if self.tls is not None:
             self.metrics.certificate_reloads.set(self.tls.reloads)
             if self.tls.not_after is not None:
@@ -228,7 +259,7 @@ class WebhookServer:
             logger.warning("%s: not an AdmissionReview: %s", route.name, error.message)
             return "rejected", _error(error.status, error.message)
         except wire.RequestError as error:
-            logger.warning("%s: uid=%s refused: %s", route.name, error.uid, error.message)
+            logger.warning("%s: uid=%s refused: %s", route.name, uid_text(error.uid), error.message)
             answer = wire.refusal(error.uid, 400, "BadRequest", error.message)
             return "bad_request", _review(answer)
 
@@ -242,9 +273,9 @@ class WebhookServer:
             logger.warning(
                 "%s: uid=%s %s %s refused, not ready: %s",
                 route.name,
-                review.uid,
+                uid_text(review.uid),
                 review.operation,
-                review.identity,
+                identity_text(review.namespace, review.name),
                 reason,
             )
             answer = wire.refusal(
@@ -265,9 +296,9 @@ class WebhookServer:
             logger.error(
                 "%s: uid=%s %s %s: the core raised %s at %s",
                 route.name,
-                review.uid,
+                uid_text(review.uid),
                 review.operation,
-                review.identity,
+                identity_text(review.namespace, review.name),
                 type(error).__name__,
                 where,
             )
@@ -282,14 +313,16 @@ class WebhookServer:
         answer = wire.from_decision(review.uid, decision, mutating=route.mutating)
         if not decision.allowed:
             if logger.isEnabledFor(logging.INFO):  # the denial's codes are only joined for the log
-                codes = ", ".join(f"{violation.code} {violation.field}" for violation in decision.denials)
+                codes = ", ".join(
+                    f"{escaped(violation.code, 64)} {escaped(violation.field, 160)}" for violation in decision.denials
+                )
                 logger.info(
                     "%s: uid=%s %s %s %s denied: %s",
                     route.name,
-                    review.uid,
+                    uid_text(review.uid),
                     review.operation,
                     review.kind,
-                    review.identity,
+                    identity_text(review.namespace, review.name),
                     codes or "no reason given",
                 )
             return "denied", _review(answer)
@@ -338,12 +371,18 @@ class WebhookServer:
         self._runner = runner
         assert runner.server is not None
         loop = asyncio.get_running_loop()
-        self._listener = await loop.create_server(
+        # TLS is wrapped by the guard (a slot is taken before the handshake), not by the loop
+        self._guard = ConnectionGuard(
             runner.server,
+            limit=settings.max_connections,
+            header_timeout=settings.header_timeout,
+            tls=self.tls.context if self.tls is not None else None,
+            handshake_timeout=settings.handshake_timeout,
+        )
+        self._listener = await loop.create_server(
+            self._guard,
             settings.host,
             settings.port,
-            ssl=self.tls.context if self.tls is not None else None,
-            ssl_handshake_timeout=settings.handshake_timeout if self.tls is not None else None,
             backlog=1024,
             reuse_address=True,
         )
@@ -388,18 +427,26 @@ class WebhookServer:
         stop = stop or asyncio.Event()
         loop = asyncio.get_running_loop()
         installed: list[signal.Signals] = []
+
+        def on_signal() -> None:
+            if stop.is_set():  # a second signal while draining: the drain goes on, nothing is dropped
+                logger.info("already shutting down: in-flight requests are still being answered")
+            stop.set()
+
         for sig in (signal.SIGTERM, signal.SIGINT):
             with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
-                loop.add_signal_handler(sig, stop.set)
+                loop.add_signal_handler(sig, on_signal)
                 installed.append(sig)
         try:
             await self.start()
             await stop.wait()
             logger.info("shutting down: draining in-flight requests")
         finally:
-            for sig in installed:
-                loop.remove_signal_handler(sig)
-            await self.stop()
+            try:
+                await self.stop()  # the handlers stay installed: a second SIGTERM must not kill the drain
+            finally:
+                for sig in installed:
+                    loop.remove_signal_handler(sig)
 
 
 def _review(answer: Mapping[str, Any]) -> web.Response:

@@ -4,6 +4,13 @@ Its edge: a source owns keeping a :class:`~workerclass.state.State` current and 
 can be trusted yet. ``state`` is ``None`` until the first complete load (the server then fails
 closed and tells why through ``reason``); after that it is replaced whole, never edited, so a
 request always decides against one consistent snapshot.
+
+``reason`` is also how a source that *has* a snapshot says it cannot be trusted any more (a
+folder that failed to reload, a watch that broke or went silent for longer than the source's
+bound): the server then reports not ready and says why, while requests are still answered from
+the last good snapshot (a stale read, as client-go informers give, rather than an outage of every
+write; readiness moves traffic to a replica that is current). Sources that can say when each of
+their parts was last known current offer ``sync_reports()`` (exported as metrics).
 """
 
 from __future__ import annotations
@@ -11,12 +18,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable
+import time
+import traceback
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
 from ..adapters.folder import iter_yaml_files
 from ..state import LoadError, State
+from .logtext import escaped
 
 logger = logging.getLogger("workerclass.webhook")
 
@@ -39,6 +50,35 @@ class StateSource(Protocol):
         ...
 
     async def stop(self) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class SyncReport:
+    """How current one part of a source is: a watched resource, or the folder."""
+
+    name: str
+    #: Unix time the part was last known current, ``None`` before its first sync
+    last_sync: float | None
+    #: seconds since then, ``None`` before the first sync
+    staleness: float | None
+    failures: int
+
+
+def sync_reports(source: object) -> Sequence[SyncReport]:
+    """The source's ``sync_reports()``, or nothing for a source without parts (a fixed state)."""
+    reports = getattr(source, "sync_reports", None)
+    if reports is None:
+        return ()
+    result: Sequence[SyncReport] = reports()
+    return result
+
+
+def age_report(name: str, fresh_at: float | None, failures: int, now: float) -> SyncReport:
+    """A report from a monotonic ``fresh_at`` (wall time derived from the age)."""
+    if fresh_at is None:
+        return SyncReport(name, None, None, failures)
+    age = max(0.0, now - fresh_at)
+    return SyncReport(name, time.time() - age, age, failures)
 
 
 class StaticSource:
@@ -91,9 +131,11 @@ def folder_fingerprint(root: Path) -> Fingerprint:
 class FolderSource:
     """A STATE folder, reloaded when its YAML files change (polled: works for ConfigMap mounts too).
 
-    The first load decides readiness: until a load succeeds, ``state`` is ``None`` and ``reason``
-    carries the loader's error. A later failed reload (a half-saved file) keeps the last good
-    state and logs the error: a broken edit does not take admission down, and is never half-applied.
+    Until a load succeeds, ``state`` is ``None`` and ``reason`` carries the loader's error. A
+    later failed reload (a half-saved file) keeps the last good state for answers, never a half
+    applied one, and makes ``reason`` say so until the files load again: the replica is reported
+    not ready. So does a folder that has not been checked for ``stale_after`` seconds (the poller
+    stopped, or the folder cannot be read).
     """
 
     def __init__(
@@ -101,15 +143,19 @@ class FolderSource:
         path: str | Path,
         *,
         interval: float = 1.0,
+        stale_after: float = 60.0,
         loader: Callable[[Path], State] = State.load,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.path = Path(path)
         self.interval = interval
+        self.stale_after = stale_after
         self._loader = loader
+        self._clock = clock
         self._state: State | None = None
-        self._reason = f"the STATE folder {self.path} has not been loaded yet"
         self._fingerprint: Fingerprint | None = None
         self._task: asyncio.Task[None] | None = None
+        self._fresh_at: float | None = None
         self.loads = 0
         self.failures = 0
         self.last_error = ""
@@ -120,30 +166,48 @@ class FolderSource:
 
     @property
     def reason(self) -> str:
-        return self._reason
+        if self._state is None:
+            if self.last_error:
+                return f"the STATE folder cannot be loaded: {self.last_error}"
+            return f"the STATE folder {self.path} has not been loaded yet"
+        if self.last_error:
+            return f"the STATE folder failed to reload (answering from the last good state): {self.last_error}"
+        if self._fresh_at is not None:
+            age = self._clock() - self._fresh_at
+            if age > self.stale_after:
+                return f"the STATE folder has not been checked for {age:.0f}s (bound {self.stale_after:g}s)"
+        return ""
+
+    def sync_reports(self) -> Sequence[SyncReport]:
+        return (age_report("folder", self._fresh_at, self.failures, self._clock()),)
 
     async def reload(self) -> bool:
         """Load the folder if its files changed since the last attempt; ``True`` when a new state was built."""
-        fingerprint = await asyncio.to_thread(folder_fingerprint, self.path)
+        try:
+            fingerprint = await asyncio.to_thread(folder_fingerprint, self.path)
+        except OSError as error:
+            self.failures += 1
+            self.last_error = f"{self.path}: cannot be read ({error.strerror or type(error).__name__})"
+            raise
         if fingerprint == self._fingerprint:
+            if not self.last_error:
+                self._fresh_at = self._clock()
             return False
         self._fingerprint = fingerprint
         try:
             state = await asyncio.to_thread(self._loader, self.path)
         except Exception as error:
             if isinstance(error, LoadError):
-                message = str(error)
+                message = escaped(str(error), 400)
                 logger.error("STATE folder %s not loaded: %s", self.path, message)
-            else:  # a loader bug: keep its traceback in the log, not in answers
+            else:  # a loader bug: its type and where, never its message (it may quote the files)
                 message = f"the loader failed unexpectedly ({type(error).__name__})"
-                logger.exception("STATE folder %s not loaded", self.path)
+                logger.error("STATE folder %s not loaded: %s at %s", self.path, message, where(error))
             self.failures += 1
             self.last_error = message
-            if self._state is None:
-                self._reason = f"the STATE folder cannot be loaded: {message}"
             return False
         self._state = state
-        self._reason = ""
+        self._fresh_at = self._clock()
         self.loads += 1
         self.last_error = ""
         logger.info("STATE folder %s loaded (%d objects)", self.path, len(state.objects))
@@ -155,10 +219,13 @@ class FolderSource:
             try:
                 await self.reload()
             except OSError as error:  # the folder itself vanished or is unreadable: try again next poll
-                logger.error("STATE folder %s: %s", self.path, error)
+                logger.error("STATE folder %s: %s", self.path, error.strerror or type(error).__name__)
 
     async def start(self) -> None:
-        await self.reload()
+        try:
+            await self.reload()
+        except OSError as error:
+            logger.error("STATE folder %s: %s", self.path, error.strerror or type(error).__name__)
         self._task = asyncio.create_task(self._poll(), name="workerclass-state-folder")
 
     async def stop(self) -> None:
@@ -167,3 +234,9 @@ class FolderSource:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
             self._task = None
+
+
+def where(error: BaseException) -> str:
+    """The last frames of a traceback as ``file:line`` (locates a bug without quoting any value)."""
+    frames = traceback.extract_tb(error.__traceback__)[-3:]
+    return " <- ".join(f"{frame.filename.rsplit('/', 1)[-1]}:{frame.lineno}" for frame in reversed(frames))
