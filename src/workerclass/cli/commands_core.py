@@ -25,6 +25,7 @@ from .output import (
     SETTINGS,
     Format,
     Styled,
+    collector_paused,
     fail,
     no_pool,
     print_denials,
@@ -82,12 +83,13 @@ class CheckFormat(StrEnum):
 
 
 def _junit(paths: list[str], operation: str, results: list[tuple[ObjectRecord, Decision]]) -> str:
-    """JUnit XML (the Ant/Jenkins schema): one testcase per object, a failure carrying its denials."""
+    """JUnit XML: one testcase per object (classname = kind), a failure carrying its denials."""
     failures = sum(1 for _, decision in results if not decision.allowed)
     suite_name = f"workerclass check {state_label(paths)}"
-    root = ElementTree.Element(
-        "testsuites", {"name": suite_name, "tests": str(len(results)), "failures": str(failures), "errors": "0"}
-    )
+    # The Ant JUnit schema (JUnit.xsd, as Jenkins, GitLab and most CI readers take it): testsuites
+    # carries no attributes; each testsuite has package and id, the counts, time, timestamp and
+    # hostname, then properties, the testcases, system-out and system-err, in that order.
+    root = ElementTree.Element("testsuites")
     suite = ElementTree.SubElement(
         root,
         "testsuite",
@@ -100,7 +102,6 @@ def _junit(paths: list[str], operation: str, results: list[tuple[ObjectRecord, D
             "tests": str(len(results)),
             "failures": str(failures),
             "errors": "0",
-            "skipped": "0",
             "time": "0",
         },
     )
@@ -161,11 +162,12 @@ def check(
     Exit 0 when all are allowed, 1 when any is denied, 2 when STATE cannot be read.
     """
     set_quiet(quiet)
-    state = load_state(state_path)
     operation = "UPDATE" if stored else "CREATE"
-    results = [
-        (record, admit(state, operation, record.obj, record.obj if stored else None)) for record in state.objects
-    ]
+    with collector_paused():
+        state = load_state(state_path)
+        results = [
+            (record, admit(state, operation, record.obj, record.obj if stored else None)) for record in state.objects
+        ]
     denied = any(not decision.allowed for _, decision in results)
     if output is CheckFormat.json:
         print_json(
@@ -370,6 +372,11 @@ def resolve_command(
     Exit 0, 1 on a denied pool, 2 when STATE cannot be read or --pool NS/NAME names no pool.
     """
     set_quiet(quiet)
+    with collector_paused():
+        _resolve(state_path, pool, output)
+
+
+def _resolve(state_path: list[str], pool: str | None, output: Format) -> None:
     state = load_state(state_path)
     pool_option_check(state, pool, state_path)
     resolved = [row for row in resolve_all(state) if pool is None or row[0].identity == pool]

@@ -8,12 +8,10 @@ works; denials and warnings go to stderr.
 
 from __future__ import annotations
 
-import gc
 import inspect
 import json
 import sys
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
 from enum import StrEnum
 from typing import Annotated, Any
 
@@ -32,6 +30,7 @@ from .output import (
     EXIT_OK,
     Format,
     Styled,
+    collector_paused,
     denial_line,
     fail,
     print_denials,
@@ -42,24 +41,6 @@ from .output import (
     table,
     warn,
 )
-
-
-@contextmanager
-def collector_paused() -> Iterator[None]:
-    """Pause the cyclic garbage collector while a one-shot command builds large acyclic trees.
-
-    Loaded objects and rendered manifests are plain nested dicts and lists without cycles;
-    every collector pass would rescan all of them as they grow, which costs several times the
-    rendering itself on 10,000 pools (see bench/README.md). Reference counting still frees
-    everything; the collector is restored on the way out, also on errors.
-    """
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 class ManifestFormat(StrEnum):

@@ -9,10 +9,12 @@ summaries (:data:`SETTINGS`), never results or errors.
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, NoReturn, TextIO
@@ -73,12 +75,20 @@ def paint(text: str, style: str, enabled: bool) -> str:
     return f"\x1b[{codes}m{text}\x1b[0m" if codes else text
 
 
-def _lines(cell: Cell) -> list[Styled]:
-    if isinstance(cell, list):
-        return [Styled(text, piece.style) for piece in cell for text in piece.text.split("\n")] or [Styled("")]
+def _lines(cell: Cell) -> tuple[list[str], list[str] | None]:
+    """A cell as its lines and their styles (``None``: all plain)."""
+    if type(cell) is str:
+        return (cell.split("\n") if "\n" in cell else [cell]), None
     if isinstance(cell, Styled):
-        return [Styled(line, cell.style) for line in cell.text.split("\n")]
-    return [Styled(line) for line in cell.split("\n")]
+        texts = cell.text.split("\n")
+        return texts, [cell.style] * len(texts)
+    assert isinstance(cell, list)
+    texts, styles = [], []
+    for piece in cell:
+        for text in piece.text.split("\n"):
+            texts.append(text)
+            styles.append(piece.style)
+    return (texts or [""]), (styles or None)
 
 
 class Table:
@@ -87,11 +97,12 @@ class Table:
     def __init__(self, *columns: str, title: str | None = None) -> None:
         self.columns = columns
         self.title = title
-        self.rows: list[list[list[Styled]]] = []
+        self.rows: list[list[tuple[list[str], list[str] | None]]] = []
 
     def add_row(self, *cells: Cell) -> None:
         row = [_lines(cell) for cell in cells]
-        row += [[Styled("")]] * (len(self.columns) - len(row))
+        while len(row) < len(self.columns):
+            row.append(([""], None))
         self.rows.append(row)
 
     def __len__(self) -> int:
@@ -100,24 +111,32 @@ class Table:
     def lines(self, *, colour_on: bool = False) -> list[str]:
         widths = [len(column) for column in self.columns]
         for row in self.rows:
-            for index, cell in enumerate(row):
-                for line in cell:
-                    if len(line.text) > widths[index]:
-                        widths[index] = len(line.text)
+            for index, (texts, _) in enumerate(row):
+                for text in texts:
+                    if len(text) > widths[index]:
+                        widths[index] = len(text)
         last = len(self.columns) - 1
         out: list[str] = []
         if self.title:
             out.append(paint(self.title, "bold", colour_on))
         header = "  ".join(column.ljust(widths[i]) if i < last else column for i, column in enumerate(self.columns))
         out.append(paint(header.rstrip(), "bold", colour_on))
+        plain = not colour_on
         for row in self.rows:
-            height = max(len(cell) for cell in row)
+            height = max(len(texts) for texts, _ in row)
+            if height == 1 and (plain or all(styles is None for _, styles in row)):
+                # The common row: one line per cell, nothing to paint.
+                line = "  ".join([texts[0].ljust(widths[i]) for i, (texts, _) in enumerate(row[:last])])
+                out.append((line + "  " + row[last][0][0]).rstrip() if last else row[0][0][0].rstrip())
+                continue
             for depth in range(height):
                 parts: list[str] = []
-                for index, cell in enumerate(row):
-                    piece = cell[depth] if depth < len(cell) else Styled("")
-                    pad = "" if index == last else " " * (widths[index] - len(piece.text))
-                    parts.append(paint(piece.text, piece.style, colour_on) + pad)
+                for index, (texts, styles) in enumerate(row):
+                    text = texts[depth] if depth < len(texts) else ""
+                    pad = "" if index == last else " " * (widths[index] - len(text))
+                    if colour_on and styles is not None and depth < len(styles):
+                        text = paint(text, styles[depth], True)
+                    parts.append(text + pad)
                 out.append("  ".join(parts).rstrip())
         return out
 
@@ -190,3 +209,21 @@ def print_denials(label: str, denials: Iterable[Violation]) -> None:
     console = stderr()
     for violation in denials:
         console.line(*denial_line(label, violation))
+
+
+@contextmanager
+def collector_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector while a one-shot command builds large acyclic trees.
+
+    Loaded objects and rendered manifests are plain nested dicts and lists without cycles;
+    every collector pass would rescan all of them as they grow, which costs several times the
+    rendering itself on 10,000 pools (see bench/README.md). Reference counting still frees
+    everything; the collector is restored on the way out, also on errors.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()

@@ -1,0 +1,101 @@
+"""Benchmark: the command line on 10,000 pools, tables for people beside JSON for scripts (issue 11).
+
+Writes a STATE folder of N Cozystack-named pools (namespace ``tenant-x``, KubernetesNodes
+``example-p<i>`` of the parent ``Kubernetes`` ``example``; a mix of classless, ``talos`` and
+``kairos`` pools), then times the real entry point (``python -m workerclass``, a subprocess,
+stdout to a pipe as in CI) for ``resolve`` as a table and as JSON, and ``check`` as a table and
+as JSON. Wall time per run, best and median of R runs, start-up included. Target (issue 11):
+``resolve`` as a table under 3 s at 10,000 pools.
+
+Run: ``.venv/bin/python bench/cli_bench.py [--pools N] [--repeat R]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def write_state(folder: Path, pools: int) -> None:
+    documents: list[dict[str, object]] = [
+        {
+            "apiVersion": "apps.cozystack.io/v1alpha1",
+            "kind": "Kubernetes",
+            "metadata": {"name": "example", "namespace": "tenant-x"},
+            "spec": {"version": "v1.35"},
+        }
+    ]
+    for index in range(pools):
+        spec: dict[str, object] = {"cluster": "example", "minReplicas": index % 3, "maxReplicas": 3 + index % 5}
+        if index % 3 == 1:
+            spec["workerClassName"] = "talos"
+        elif index % 3 == 2:
+            spec["workerClassName"] = "kairos"
+        documents.append(
+            {
+                "apiVersion": "apps.cozystack.io/v1alpha1",
+                "kind": "KubernetesNodes",
+                "metadata": {"name": f"example-p{index}", "namespace": "tenant-x"},
+                "spec": spec,
+            }
+        )
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "state.yaml").write_text(yaml.safe_dump_all(documents, sort_keys=False))
+
+
+def run(args: list[str], env: dict[str, str]) -> tuple[float, int, int]:
+    """Wall seconds, exit code and bytes written to stdout (a pipe)."""
+    start = time.perf_counter()
+    result = subprocess.run(
+        [sys.executable, "-m", "workerclass", *args], capture_output=True, env=env, check=False, timeout=600
+    )
+    elapsed = time.perf_counter() - start
+    if result.returncode not in (0, 1):
+        raise SystemExit(f"{args}: exit {result.returncode}: {result.stderr.decode()[:500]}")
+    return elapsed, result.returncode, len(result.stdout)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--pools", type=int, default=10_000)
+    parser.add_argument("--repeat", type=int, default=3)
+    options = parser.parse_args()
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src") + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    with tempfile.TemporaryDirectory() as tmp:
+        state = Path(tmp) / "state"
+        write_state(state, options.pools)
+        print(
+            f"python {platform.python_version()}, {os.cpu_count()} cpus, {options.pools} pools, best/median of "
+            f"{options.repeat} runs (wall time, start-up included, stdout to a pipe)"
+        )
+        print(f"{'command':<28} {'best s':>7} {'median s':>9} {'pools/s':>9} {'stdout MB':>10} exit")
+        baseline = run(["--version"], env)[0]
+        print(f"{'--version (start-up)':<28} {baseline:>7.2f}")
+        for label, args in (
+            ("resolve (table)", ["resolve", str(state)]),
+            ("resolve -o json", ["resolve", str(state), "-o", "json"]),
+            ("check (table)", ["check", str(state)]),
+            ("check -o json", ["check", str(state), "-o", "json"]),
+        ):
+            runs = [run(args, env) for _ in range(options.repeat)]
+            times = [elapsed for elapsed, _, _ in runs]
+            best, median = min(times), statistics.median(times)
+            print(
+                f"{label:<28} {best:>7.2f} {median:>9.2f} {options.pools / best:>9.0f} "
+                f"{runs[0][2] / 1e6:>10.1f} {runs[0][1]}"
+            )
+
+
+if __name__ == "__main__":
+    main()
