@@ -39,6 +39,7 @@ from .builders import (
     make_pool,
     make_release,
     make_state,
+    rename,
 )
 
 
@@ -413,6 +414,25 @@ DENIALS = [
         "spec.nodeGroups.workers.version",
     ),
     _case("Invalid", make_pool(minReplicas="two"), "Invalid", "spec.minReplicas"),
+    # the kubernetes-nodes chart's render-time refusals (upstream README's mapping; more in test_core_chart)
+    _case("InvalidPoolName", rename(make_pool(), "other-pool"), "InvalidPoolName", "metadata.name"),
+    _case("InstanceTypeNotFound", make_pool(instanceType="zz.huge"), "InstanceTypeNotFound", "spec.instanceType"),
+    _case("IncompleteResources", make_pool(resources={"cpu": "4"}), "IncompleteResources", "spec.resources.memory"),
+    _case("InvalidPodCPU", make_pool(podCpuLimit="3"), "InvalidPodCPU", "spec.podCpuLimit"),
+    _case(
+        "InvalidKubeletReservation",
+        make_pool(kubelet={"systemReservedMemory": "0"}),
+        "InvalidKubeletReservation",
+        "spec.kubelet.systemReservedMemory",
+    ),
+    _case("InvalidDuration", make_pool(maxNodeProvisionTime="30"), "InvalidDuration", "spec.maxNodeProvisionTime"),
+    _case("InvalidMaxUnhealthy", make_pool(maxUnhealthy="12.5%"), "InvalidMaxUnhealthy", "spec.maxUnhealthy"),
+    _case(
+        "InvalidKernelModule",
+        make_pool(kernelModules=[{"name": "nvme;reboot"}]),
+        "InvalidKernelModule",
+        "spec.kernelModules[0].name",
+    ),
 ]
 
 NEIGHBOURS = [
@@ -482,7 +502,7 @@ NEIGHBOURS = [
 
 def test_every_api_code_has_a_denial_row() -> None:
     assert {case.code for case in DENIALS} == set(API_CODES)
-    assert len(API_CODES) == 26
+    assert len(API_CODES) == 34
 
 
 def test_the_implementation_knows_exactly_the_api_codes() -> None:

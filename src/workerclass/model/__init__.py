@@ -446,7 +446,11 @@ def _kernel_modules(reader: Reader, data: Mapping[str, Any], field: str) -> tupl
     out: list[KernelModule] = []
     for path, item in items:
         reader.only(item, frozenset({"name", "parameters"}), path)
-        name = reader.string(item, "name", path, pattern=MODULE_NAME, what="a kernel module name", required=True)
+        name = reader.string(item, "name", path, required=True)
+        if name and not MODULE_NAME.fullmatch(name):
+            # PR 3571's chart refuses it at render time (its shell-safe module name rule)
+            reader.add("InvalidKernelModule", f"{path}.name", "is not a kernel module name ([a-z0-9_-]+); not shown")
+            name = None
         parameters = reader.string_list(item, "parameters", path) or ()
         if name:
             out.append(KernelModule(name, parameters))

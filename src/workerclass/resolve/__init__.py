@@ -373,7 +373,7 @@ def check_talos_vgpu(spec: PoolSpec, field: str, result: Resolution) -> None:
 
 def _check_health(spec: PoolSpec, result: Resolution) -> None:
     value = spec.max_unhealthy
-    if not isinstance(value, str) or not value.endswith("%"):
+    if not isinstance(value, str) or not value.endswith("%") or not value[:-1].isdigit():
         return
     percent = int(value[:-1])
     size = max(spec.min_replicas or 0, 1)
