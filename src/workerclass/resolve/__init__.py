@@ -289,7 +289,7 @@ def chart_checks(state: State, record: PoolRecord) -> tuple[Violation, ...]:
     if cached is not None and cached[0] is record.values:
         return cast(tuple[Violation, ...], cached[1])
     inp = chart_input(
-        record.values,
+        _bounded(record.values),
         namespace=record.namespace,
         release=record.release or release_of(record.kind, record.name),
         cluster_values={"_cluster": dict(state.platform.cluster_values)},
@@ -304,6 +304,37 @@ def chart_checks(state: State, record: PoolRecord) -> tuple[Violation, ...]:
     violations = tuple(out)
     state.memo[key] = (record.values, violations)
     return violations
+
+
+#: Deeper than this, a value is cut for the chart's checks (they read a few known levels; the
+#: chart's value helpers copy recursively). Such values are refused for their key anyway.
+MAX_CHART_DEPTH = 64
+
+
+def _bounded(values: Mapping[str, Any]) -> Mapping[str, Any]:
+    """``values`` itself, or a copy whose containers below :data:`MAX_CHART_DEPTH` are emptied."""
+    stack: list[tuple[Any, int]] = [(values, 0)]
+    deep = False
+    while stack and not deep:
+        item, depth = stack.pop()
+        children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else ()
+        for child in children:
+            if isinstance(child, dict | list):
+                if depth + 1 >= MAX_CHART_DEPTH:
+                    deep = True
+                    break
+                stack.append((child, depth + 1))
+    if not deep:
+        return values
+
+    def cut(item: Any, depth: int) -> Any:
+        if isinstance(item, dict):
+            return {} if depth >= MAX_CHART_DEPTH else {k: cut(v, depth + 1) for k, v in item.items()}
+        if isinstance(item, list):
+            return [] if depth >= MAX_CHART_DEPTH else [cut(v, depth + 1) for v in item]
+        return item
+
+    return cast(Mapping[str, Any], cut(values, 0))
 
 
 def _parse_refused(field: str, seen: set[tuple[str, str]]) -> bool:
