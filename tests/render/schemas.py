@@ -4,7 +4,11 @@ The CRDs live in ``shared/upstream-crds`` beside the repository (``../shared`` f
 root in a fresh clone; ``WORKERCLASS_UPSTREAM_CRDS`` overrides). ``tests/upstream-crds`` is a
 vendored copy (same files, same ``SOURCES.tsv``) used when ``shared/`` is not beside the clone,
 so the schema checks always run; a test keeps the copy identical to ``shared/`` when both exist.
-Each object is checked with jsonschema against its served version, as the API server would check it:
+Where Cozystack ships a CRD (``cozystack-shipped/``: Cluster API 1.10.1, CABPT 0.6.12, CAPK 0.1.10,
+the WorkloadMonitor), objects are checked against that one; the Kairos and Proxmox templates,
+which Cozystack does not ship, against the newest upstream CRDs; core and Cilium kinds the chart
+renders get the ObjectMeta checks only. Each object is checked with jsonschema against its served
+version, as the API server would check it:
 
 - unknown fields are refused where the schema lists properties and does not preserve unknown
   fields (the API server would prune them silently, which hides typos);

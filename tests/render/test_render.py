@@ -393,3 +393,31 @@ def test_yaml_text_round_trips() -> None:
     text = manifests_yaml(manifests)
     assert list(yaml.safe_load_all(text)) == manifests
     assert text.index("apiVersion:") < text.index("kind:") < text.index("metadata:")
+
+
+def test_a_compute_plane_group_renders_as_the_classless_pool_of_its_name() -> None:
+    plane = {
+        "apiVersion": "apps.cozystack.io/v1alpha1",
+        "kind": "ComputePlane",
+        "metadata": {"name": "plane", "namespace": "tenant-example"},
+        "spec": {"nodeGroups": {"gpu": {"minReplicas": 1, "instanceType": "u1.2xlarge", "roles": ["ingress-nginx"]}}},
+    }
+    state = State.from_objects([plane])
+    record = state.pool("tenant-example/plane-gpu")
+    assert record is not None
+    effective, denials, _ = resolve_pool(state, record)
+    assert effective is not None, denials
+    standalone = {
+        "apiVersion": "apps.cozystack.io/v1alpha1",
+        "kind": "KubernetesNodes",
+        "metadata": {"name": "plane-gpu", "namespace": "tenant-example"},
+        "spec": {"cluster": "plane", "minReplicas": 1, "instanceType": "u1.2xlarge", "roles": ["ingress-nginx"]},
+    }
+    pool_state = State.from_objects(
+        [{**parent(), "metadata": {"name": "plane", "namespace": "tenant-example"}}, standalone]
+    )
+    pool_record = pool_state.pool("tenant-example/plane-gpu")
+    assert pool_record is not None
+    expected, denials, _ = resolve_pool(pool_state, pool_record)
+    assert expected is not None, denials
+    assert render(effective) == render(expected)

@@ -78,6 +78,8 @@ def sort_manifests(manifests: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def release_name(effective: Effective) -> str:
     """The Helm release the chart renders under (``kubernetes-nodes-<name>`` for a KubernetesNodes)."""
+    if effective.kind == "ComputePlane":  # <computeplane>-<group>: the pool <group> of the cluster <computeplane>
+        return f"{RELEASE_PREFIX}{effective.name}"
     if effective.release:
         return effective.release
     if effective.kind == "HelmRelease":
