@@ -391,13 +391,21 @@ def _resolves_to_string(text: str) -> bool:
 
 
 def _is_printable(ch: str) -> bool:
+    """go-yaml v2's emitter ``is_printable`` (its UTF-8 test has no 4-byte case, and no U+0085)."""
     code = ord(ch)
     return (
-        code == 0x0A
+        code == 0x0A or 0x20 <= code <= 0x7E or 0xA0 <= code <= 0xD7FF or (0xE000 <= code <= 0xFFFD and code != 0xFEFF)
+    )
+
+
+def _is_readable(ch: str) -> bool:
+    """go-yaml v2's reader check: the characters a YAML stream may carry."""
+    code = ord(ch)
+    return (
+        code in (0x09, 0x0A, 0x0D, 0x85)
         or 0x20 <= code <= 0x7E
-        or code == 0x85
         or 0xA0 <= code <= 0xD7FF
-        or (0xE000 <= code <= 0xFFFD and code != 0xFEFF)
+        or 0xE000 <= code <= 0xFFFD
         or 0x10000 <= code <= 0x10FFFF
     )
 
@@ -696,7 +704,7 @@ def _json_leaves_unreadable(value: Any) -> bool:
     if isinstance(value, (list, tuple)):
         return any(_json_leaves_unreadable(v) for v in value)
     if isinstance(value, str):
-        return any(ord(ch) >= 0x20 and not _is_printable(ch) and ch not in "\u2028\u2029" for ch in value)
+        return any(ord(ch) >= 0x20 and not _is_readable(ch) for ch in value)
     return False
 
 
