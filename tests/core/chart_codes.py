@@ -1,0 +1,43 @@
+"""The upstream README's mapping of the chart's render-time failures to admission codes.
+
+Written from ``upstream-cozystack/README.md`` ("Each failure's admission code"): the chart's
+``fail`` message (or the oracle's ``values schema:`` report) in, the API.md section 3 code out.
+"""
+
+from __future__ import annotations
+
+import re
+
+#: (pattern over the chart's message, code), first match wins
+MAPPING: list[tuple[re.Pattern[str], str]] = [
+    (re.compile(r"\.Values\.cluster is required"), "Invalid"),
+    (re.compile(r"release name .* must start with"), "InvalidPoolName"),
+    (re.compile(r"already managed by release"), "InvalidPoolName"),
+    (re.compile(r"is not a valid tenant identifier"), "InvalidPoolName"),
+    (re.compile(r"must be a whole number of s, m or h"), "InvalidDuration"),
+    (re.compile(r"Kubernetes version .* is not supported, allowed versions"), "UnsupportedVersion"),
+    (re.compile(r"is not supported by Talos"), "TalosKubernetesIncompatible"),
+    (re.compile(r"set both resources\.cpu and resources\.memory"), "IncompleteResources"),
+    (re.compile(r"podCpu(Limit|Request)"), "InvalidPodCPU"),
+    (re.compile(r"specified instanceType .* not found"), "InstanceTypeNotFound"),
+    (re.compile(r"maxUnhealthy must be"), "InvalidMaxUnhealthy"),
+    (re.compile(r"invalid kernelModules"), "InvalidKernelModule"),
+    (re.compile(r"invalid schematicID"), "Invalid"),
+    (
+        re.compile(
+            r"Reserved(Cpu|Memory)|eviction(Hard|Soft)Memory|total reserved|kubelet memory reservations"
+            r"|kubelet CPU reservations|must be a positive value"
+        ),
+        "InvalidKubeletReservation",
+    ),
+    (re.compile(r"at '/version'"), "UnsupportedVersion"),
+    (re.compile(r"^values schema"), "Invalid"),
+]
+
+
+def code_for(message: str) -> str:
+    """The admission code of one chart failure message; ``?`` when the README has none."""
+    for pattern, code in MAPPING:
+        if pattern.search(message):
+            return code
+    return "?"
