@@ -167,3 +167,66 @@ def make_input(
 
 def pool_release(pool: str = "md1", cluster: str = "example") -> str:
     return f"kubernetes-nodes-{cluster}-{pool}"
+
+
+# Free-form strings for the second property test: any quantity the schema's pattern admits, and
+# duration / percentage / reservation shapes near the chart's rules.
+QUANTITY = st.from_regex(
+    r"\A[+-]?([0-9]{1,4}(\.[0-9]{0,2})?|\.[0-9]{1,2})(Ki|Mi|Gi|Ti|[numkMGTPE]|[eE][+-]?[0-9]{1,2})?\Z", fullmatch=True
+)
+POSITIVE_QUANTITY = st.from_regex(r"\A([1-9][0-9]{0,3}(\.[0-9]{1,2})?)(Ki|Mi|Gi|m|k|M|G|e[0-9])?\Z", fullmatch=True)
+DURATION_ISH = st.from_regex(r"\A-?[0-9]{1,7}(\.[0-9])?(s|m|h|ms|min|ns|)([0-9]{1,6}[smhd]){0,3}\Z", fullmatch=True)
+PERCENT_ISH = st.from_regex(r"\A[0-9]{0,3}(\.[0-9]{1,2})?%?\Z", fullmatch=True)
+RESERVATION_ISH = st.one_of(
+    st.from_regex(r"\A[0-9]{1,4}(\.[0-9]{1,2})?([eE][+-]?[0-9])?(Ki|Mi|Gi|m|k|M|G|GB|%|)\Z", fullmatch=True),
+    st.sampled_from(["x%", "abc", "1.5.5", " 1Gi", "1Gi\n"]),
+)
+
+
+@st.composite
+def free_pools(draw: st.DrawFn) -> tuple[dict[str, Any], str, str, dict[str, Any] | None]:
+    """Pools with free-form strings in the fields the chart checks (names kept valid)."""
+    values: dict[str, Any] = {"cluster": "example"}
+    mode = draw(st.sampled_from(["instancetype", "resources", "resources-only"]))
+    if mode == "instancetype":
+        values["instanceType"] = draw(st.sampled_from(INSTANCETYPES))
+    else:
+        values["resources"] = {
+            "cpu": draw(st.one_of(st.integers(1, 64), st.sampled_from(["2", "1500m", "0.5", "4"]), POSITIVE_QUANTITY)),
+            "memory": draw(
+                st.one_of(
+                    st.sampled_from(["4Gi", "8Gi", "16Gi", "64Gi", "3.5Gi", "6000M", "1.5Ti", "2e10", "3e+09"]),
+                    st.integers(2**31, 2**40),
+                    st.integers(2**31, 2**40).map(str),
+                    QUANTITY,
+                )
+            ),
+        }
+        if mode == "resources-only":
+            values["instanceType"] = ""
+    for key in ("podCpuLimit", "podCpuRequest"):
+        if mode != "instancetype" and draw(st.integers(0, 2)) == 0:
+            values[key] = draw(st.one_of(st.integers(-2, 8), QUANTITY))
+    kubelet = {}
+    for key in (
+        "systemReservedMemory",
+        "kubeReservedMemory",
+        "systemReservedCpu",
+        "kubeReservedCpu",
+        "evictionHardMemory",
+        "evictionSoftMemory",
+    ):
+        if draw(st.integers(0, 12)) == 0:
+            kubelet[key] = draw(RESERVATION_ISH)
+    if kubelet:
+        values["kubelet"] = kubelet
+    for key in ("maxNodeProvisionTime", "readyUnknownTimeout", "readyFalseTimeout"):
+        if draw(st.integers(0, 6)) == 0:
+            values[key] = draw(DURATION_ISH)
+    if draw(st.integers(0, 4)) == 0:
+        values["maxUnhealthy"] = draw(PERCENT_ISH)
+    if draw(st.booleans()):
+        values["maxReplicas"] = draw(st.integers(0, 10**7))
+    if draw(st.booleans()):
+        values["diskSize"] = draw(QUANTITY)
+    return values, pool_release(), "tenant-x", None

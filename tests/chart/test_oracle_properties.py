@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, assume, given, settings
 
 from workerclass.chart import chart_failures, nodegroup_objects, sizing
 
-from .cases import NODEGROUP_KINDS, code_of_message, make_input, pools
+from .cases import NODEGROUP_KINDS, code_of_message, free_pools, make_input, pools
 from .oracle import diff_paths, get_oracle, require_oracle
 
 require_oracle()
@@ -52,3 +52,17 @@ def test_chart_failures_and_objects_match_the_oracle(case: tuple[dict[str, Any],
     for kind in NODEGROUP_KINDS:
         problems += [f"{kind}: {p}" for p in diff_paths(ours[kind], result.one(kind))]
     assert not problems, "\n".join(problems[:20]) + f"\n{context}"
+
+
+FREE_EXAMPLES = int(os.environ.get("CHART_ORACLE_FREE_EXAMPLES", "120"))
+
+
+@settings(
+    max_examples=FREE_EXAMPLES,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+    database=None,
+)
+@given(free_pools())
+def test_free_form_strings_match_the_oracle(case: tuple[dict[str, Any], str, str, Any]) -> None:
+    test_chart_failures_and_objects_match_the_oracle.hypothesis.inner_test(case)  # type: ignore[attr-defined]
