@@ -754,7 +754,7 @@ def _minor_map(reader: Reader, value: object, field: str) -> dict[str, Mapping[s
     for minor, entry in data.items():
         path = f"{field}.{minor}"
         if not isinstance(minor, str) or not KUBERNETES_MINOR.fullmatch(minor):
-            reader.invalid(path, f"{minor!r} is not a minor version (vX.Y)")
+            reader.invalid(path, "is not a minor version (vX.Y); the key is not shown")
             continue
         body = reader.mapping(entry, path)
         if body is not None:
@@ -863,7 +863,7 @@ def parse_cluster(namespace: str, name: str, spec: object, field: str = "spec") 
         if KUBERNETES_PATCH.fullmatch(version):
             version = minor_of(version)
         else:
-            reader.invalid(f"{field}.version", f"{version!r} is not a Kubernetes minor (vX.Y)")
+            reader.invalid(f"{field}.version", "is not a Kubernetes minor (vX.Y); the value is not shown")
             version = None
     infrastructure = reader.string(data, "infrastructure", field) or "kubevirt"
     if infrastructure not in INFRASTRUCTURES:

@@ -45,7 +45,7 @@ def reference_problem(reference: str, field: str, what: str) -> Violation | None
         return Violation(
             "ImageNotPinned",
             field,
-            f"{reference!r} is not pinned: use <repository>@sha256:<64 hex digest> of {what}",
+            f"the reference is not pinned (not shown): use <repository>@sha256:<64 hex digest> of {what}",
         )
     if not REFERENCE.match(reference):
         return Violation(

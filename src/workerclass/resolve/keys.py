@@ -81,7 +81,7 @@ def public_key_problem(line: str) -> str | None:
     key_type, blob = parts[0], parts[1]
     if key_type not in PUBLIC_KEY_TYPES:
         known = ", ".join(sorted(PUBLIC_KEY_TYPES))
-        return f"key type {key_type!r} is not an OpenSSH public key type ({known})"
+        return f"the key type is not an OpenSSH public key type ({known})"
     try:
         raw = base64.b64decode(blob, validate=True)
     except (binascii.Error, ValueError):
