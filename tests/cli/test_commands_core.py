@@ -38,7 +38,7 @@ def write(path: Path, *objects: dict[str, Any]) -> Path:
     return path
 
 
-def pool(name: str = "new-pool", **spec: Any) -> dict[str, Any]:
+def pool(name: str = "example-new", **spec: Any) -> dict[str, Any]:
     return {
         "apiVersion": "apps.cozystack.io/v1alpha1",
         "kind": "KubernetesNodes",
@@ -65,6 +65,7 @@ def test_check_examples_all_allowed_json() -> None:
         "KubernetesNodes",
         "KubernetesNodes",
         "KubernetesNodes",
+        "KubernetesNodes",
         "HelmRelease",
     ]
     assert all(item["allowed"] for item in data["objects"])
@@ -73,23 +74,23 @@ def test_check_examples_all_allowed_json() -> None:
 def test_check_table_for_people(state: Path) -> None:
     result = run("check", str(state))
     assert result.exit_code == 0
-    assert "8 objects, 0 denied" in result.stdout
+    assert "9 objects, 0 denied" in result.stdout
     assert "\x1b[" not in result.stdout  # no colour codes outside a terminal
 
 
 def test_check_denied_object_exits_one(state: Path) -> None:
-    write(state / "bad.yaml", pool("bad", workerClassName="talos", sshKeys=["ssh-ed25519 AAAA x"]))
+    write(state / "bad.yaml", pool("example-bad", workerClassName="talos", sshKeys=["ssh-ed25519 AAAA x"]))
     result = run("check", str(state), "-o", "json")
     assert result.exit_code == 1
     denied = [item for item in json.loads(result.stdout)["objects"] if not item["allowed"]]
-    assert [d["name"] for d in denied] == ["bad"]
+    assert [d["name"] for d in denied] == ["example-bad"]
     assert denied[0]["denials"][0]["code"] == "SSHKeysOnTalos"
 
 
 def test_check_defaults_the_platform_class_on_create(state: Path) -> None:
-    write(state / "classless.yaml", pool("classless"))
+    write(state / "classless.yaml", pool("example-classless"))
     data = json.loads(run("check", str(state), "-o", "json").stdout)
-    (item,) = [item for item in data["objects"] if item["name"] == "classless"]
+    (item,) = [item for item in data["objects"] if item["name"] == "example-classless"]
     assert item["patch"] == [{"op": "add", "path": "/spec/workerClassName", "value": "talos"}]
 
 
@@ -297,17 +298,17 @@ def test_resolve_unknown_pool_exits_two() -> None:
 
 
 def test_resolve_denied_pool_exits_one_with_denials_on_stderr(state: Path) -> None:
-    write(state / "bad.yaml", pool("bad", workerClassName="kairos", version="v1.34"))
+    write(state / "bad.yaml", pool("example-bad", workerClassName="kairos", version="v1.34"))
     result = run("resolve", str(state), "-o", "json")
     assert result.exit_code == 1
     rows = {row["pool"]: row for row in json.loads(result.stdout)["pools"]}
-    bad = rows["tenant-example/bad"]  # every pool has a row; a denied one carries its denials
+    bad = rows["tenant-example/example-bad"]  # every pool has a row; a denied one carries its denials
     assert set(bad) == {"pool", "class", "denials", "warnings"}
     assert bad["class"] == "kairos"
     assert [d["code"] for d in bad["denials"]] == ["UnsupportedVersion"]
     assert bad["denials"][0]["field"] == "spec.version"
     assert rows["tenant-example/example-talos"]["denials"] == []
-    assert "tenant-example/bad: UnsupportedVersion spec.version" in result.stderr
+    assert "tenant-example/example-bad: UnsupportedVersion spec.version" in result.stderr
 
 
 @pytest.mark.parametrize("command", ["check", "admit", "resolve"])
@@ -318,7 +319,7 @@ def test_help_explains_each_command(command: str) -> None:
 
 
 def test_resolve_prints_denials_with_tenant_text_escaped(state: Path) -> None:
-    write(state / "bad.yaml", pool("bad", workerClassName="talos", labels={"[/x]": "v"}))
+    write(state / "bad.yaml", pool("example-bad", workerClassName="talos", labels={"[/x]": "v"}))
     result = run("resolve", str(state))
     assert result.exit_code == 1
     assert "Invalid spec.labels.[/x]" in result.stderr

@@ -11,7 +11,8 @@ import pytest
 
 from workerclass.adapters.folder import Document, read_folder
 from workerclass.ops import REBUILD_ONLY, Plan, PlanRow, plan
-from workerclass.ops.plan import REFUSED
+from workerclass.ops.plan import REFUSED, render_all
+from workerclass.resolve import resolve
 from workerclass.state import State
 
 from .schemas import REPO
@@ -66,11 +67,26 @@ def _patch(version: str) -> Edit:
     return edit
 
 
-def test_platform_patch_bump_replaces_talos_pools_on_that_minor_but_not_fixed_kairos() -> None:
-    result = rows(plan(state(), state(WorkerPlatform=_patch("v1.35.7"))))
-    for pool in ("tenant-example/example-talos", "tenant-example/example-legacy"):
-        assert result[pool].replace, pool
-        assert "Kubernetes version: v1.35.6 -> v1.35.7" in result[pool].reasons
+def _rendered_version(base: State, pool: str) -> str:
+    record = base.pool(pool)
+    assert record is not None
+    effective = resolve(base, record)
+    (deployment,) = [obj for obj in render_all(effective) if obj["kind"] == "MachineDeployment"]
+    return str(deployment["spec"]["template"]["spec"]["version"])
+
+
+def test_platform_patch_bump_replaces_exactly_the_pools_whose_machine_template_version_rolls() -> None:
+    before, after = state(), state(WorkerPlatform=_patch("v1.35.7"))
+    result = rows(plan(before, after))
+    for pool in ALL - {"tenant-example/example-custom-kairos"}:
+        rolls = _rendered_version(before, pool) != _rendered_version(after, pool)
+        assert result[pool].replace is rolls, pool
+        assert result[pool].action == ("replace" if rolls else "unchanged"), pool
+        if rolls:
+            assert "Kubernetes version: v1.35.6 -> v1.35.7" in result[pool].reasons
+            assert any("spec.template.spec.version: v1.35.6 -> v1.35.7" in r for r in result[pool].reasons)
+    # the platform Kairos pool follows the map's patch (API.md section 2): its machine template rolls
+    assert result["tenant-example/example-kairos"].replace
     fixed = result["tenant-example/example-custom-kairos"]
     assert not fixed.replace and fixed.reasons == ()
 
@@ -119,24 +135,32 @@ def test_replica_change_does_not_replace() -> None:
     assert set(row.reasons) == {"in place: minReplicas: 2 -> 1", "in place: maxReplicas: 3 -> 6"}
 
 
-def test_mirror_change_replaces() -> None:
+def test_mirror_change_reaches_new_machines_only() -> None:
+    """Registry mirrors live in the stable-named TalosConfigTemplate: running machines keep theirs."""
+
     def edit(obj: dict[str, Any]) -> None:
         obj["spec"]["talos"]["registryMirrors"] = {"docker.io": {"endpoints": ["https://mirror.example"]}}
 
     row = rows(plan(state(), state(**{"example-talos": edit})))["tenant-example/example-talos"]
-    assert row.replace and row.action == "replace"
-    assert row.reasons[0] == "registry mirrors: none -> docker.io=https://mirror.example"
-    assert any(reason.startswith("machines replaced: MachineDeployment ") for reason in row.reasons)
+    assert (row.action, row.replace, row.new_machines_only) == ("update", False, ("talos.registryMirrors",))
+    assert row.reasons[0] == "registry mirrors: none -> docker.io=https://mirror.example (new machines only)"
+    assert any("running machines keep the old config until they are replaced" in reason for reason in row.reasons)
+
+
+def test_kernel_modules_reach_new_machines_only() -> None:
+    """PR 3571 renders kernel modules into the machine config: the TalosConfigTemplate, not the disk."""
+
+    def edit(obj: dict[str, Any]) -> None:
+        obj["spec"]["kernelModules"] = [{"name": "nvme_tcp"}, {"name": "dm_thin_pool"}]
+
+    row = rows(plan(state(), state(**{"example-talos": edit})))["tenant-example/example-talos"]
+    assert (row.action, row.replace, row.new_machines_only) == ("update", False, ("kernelModules",))
+    assert "kernel modules: nvme_tcp -> nvme_tcp, dm_thin_pool (new machines only)" in row.reasons
 
 
 @pytest.mark.parametrize(
     ("pool", "edit", "reason"),
     [
-        (
-            "example-talos",
-            lambda obj: obj["spec"].update(kernelModules=[{"name": "nvme_tcp"}, {"name": "dm_thin_pool"}]),
-            "kernel modules: nvme_tcp -> nvme_tcp, dm_thin_pool",
-        ),
         (
             "example-talos",
             lambda obj: obj["spec"].update(instanceType="u1.large"),
@@ -150,7 +174,7 @@ def test_mirror_change_replaces() -> None:
             "SSH key: none -> set",
         ),
     ],
-    ids=["kernel-modules", "instance-type", "ssh-key"],
+    ids=["instance-type", "ssh-key"],
 )
 def test_each_rolling_change_is_named(pool: str, edit: Edit, reason: str) -> None:
     row = rows(plan(state(), state(**{pool: edit})))[f"tenant-example/{pool}"]
@@ -204,6 +228,8 @@ def test_added_removed_and_denied_pools_have_rows_and_replace_nothing() -> None:
         "spec": {"cluster": "example", "workerClassName": "talos", "version": "v1.35"},
     }
 
+    new_pool["metadata"]["name"] = "example-zz"
+
     def deny(obj: dict[str, Any]) -> None:
         obj["spec"]["workerClassName"] = "no-such-class"
 
@@ -211,16 +237,16 @@ def test_added_removed_and_denied_pools_have_rows_and_replace_nothing() -> None:
     after = extra(state(**{"example-kairos": deny}), new_pool)
     forward = plan(before, after)
     result = rows(forward)
-    assert result["tenant-example/zz-new"].action == "create"
-    assert result["tenant-example/zz-new"].refused == ()
+    assert result["tenant-example/example-zz"].action == "create"
+    assert result["tenant-example/example-zz"].refused == ()
     denied = result["tenant-example/example-kairos"]
     assert denied.refused == ("ClassNotFound",) and not denied.replace
     assert any(reason.startswith(f"{REFUSED} (ClassNotFound)") for reason in denied.reasons)
     assert forward.detailed_exit_code() == 1
     reverse_plan = plan(after, before)
     reverse = rows(reverse_plan)
-    assert reverse["tenant-example/zz-new"].action == "delete"
-    assert reverse["tenant-example/zz-new"].refused == ()
+    assert reverse["tenant-example/example-zz"].action == "delete"
+    assert reverse["tenant-example/example-zz"].refused == ()
     assert not any(row.replace for row in [*result.values(), *reverse.values()])
     assert reverse_plan.detailed_exit_code() == 2  # a deletion removes machines: a change, as terraform counts it
 
@@ -252,18 +278,27 @@ def test_bootstrap_family_change_is_flagged_as_refused_without_empty_reasons() -
 def test_family_change_of_a_direct_helm_release_is_not_guarded() -> None:
     """No webhook validates HelmRelease writers (API.md section 5): the switch would go through."""
 
-    def edit(obj: dict[str, Any]) -> None:
-        obj["spec"]["values"]["workerClassName"] = "kairos"
-        obj["spec"]["values"].pop("talos", None)
-        obj["spec"]["values"].pop("kernelModules", None)
+    direct = {
+        "apiVersion": "helm.toolkit.fluxcd.io/v2",
+        "kind": "HelmRelease",
+        "metadata": {
+            "name": "kubernetes-nodes-example-direct",
+            "namespace": "tenant-example",
+            "labels": {"apps.cozystack.io/application.kind": "KubernetesNodes"},
+        },
+        "spec": {"values": {"cluster": "example", "version": "v1.35"}},
+    }
+    switched = copy.deepcopy(direct)
+    switched["spec"]["values"]["workerClassName"] = "kairos"
 
-    row = rows(plan(state(), state(**{"example-legacy": edit})))["tenant-example/example-legacy"]
+    result = rows(plan(extra(state(), direct), extra(state(), switched)))
+    row = result["tenant-example/kubernetes-nodes-example-direct"]
     assert row.replace and row.action == "replace" and row.refused == (), row
     assert "bootstrap family: talos -> kairos" in row.reasons
     assert not any(reason.startswith(REFUSED) for reason in row.reasons)
 
 
-def test_moving_a_pool_to_another_cluster_replaces_and_is_refused() -> None:
+def test_moving_a_pool_to_another_cluster_is_refused() -> None:
     other = {
         "apiVersion": "apps.cozystack.io/v1alpha1",
         "kind": "Kubernetes",
@@ -277,8 +312,8 @@ def test_moving_a_pool_to_another_cluster_replaces_and_is_refused() -> None:
     row = rows(plan(extra(state(), other), extra(state(**{"example-talos": edit}), other)))[
         "tenant-example/example-talos"
     ]
-    assert row.replace and "Invalid" in row.refused
-    assert "parent cluster: example -> other" in row.reasons
+    # Refused (a pool cannot move; its <cluster>-<pool> name no longer fits): nothing renders, nothing rolls.
+    assert "Invalid" in row.refused and row.action == "update" and not row.replace
     assert any(reason.startswith(f"{REFUSED} (Invalid)") for reason in row.reasons)
 
 
@@ -288,10 +323,10 @@ def test_an_edited_class_spec_is_flagged_as_refused() -> None:
 
     result = plan(state(), state(**{"talos-example-r1": edit}))
     row = rows(result)["tenant-example/example-talos"]
-    assert row.replace and row.refused == ("ClassImmutable",)
+    assert row.refused == ("ClassImmutable",) and row.new_machines_only == ("talos.registryMirrors",)
     assert [(refusal.kind, refusal.name) for refusal in result.refusals] == [("WorkerClass", "talos-example-r1")]
     assert result.detailed_exit_code() == 1
-    assert "registry mirrors: none -> docker.io=https://m.example" in row.reasons
+    assert "registry mirrors: none -> docker.io=https://m.example (new machines only)" in row.reasons
     assert any(reason.startswith(f"{REFUSED} (ClassImmutable)") for reason in row.reasons)
 
 

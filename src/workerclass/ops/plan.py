@@ -51,6 +51,7 @@ __all__ = [
     "ACTIONS",
     "IN_PLACE",
     "NEW_MACHINES_ONLY",
+    "NOT_RENDERED",
     "REBUILD_ONLY",
     "REFUSED",
     "Plan",
@@ -67,6 +68,8 @@ REFUSED = "refused by admission"
 IN_PLACE = "in place:"
 #: The words ending a change that reaches only machines created afterwards.
 NEW_MACHINES_ONLY = "(new machines only)"
+#: The words ending a changed setting that changes none of the rendered objects.
+NOT_RENDERED = "(no rendered object changes)"
 ACTIONS = ("create", "delete", "replace", "update", "unchanged")
 
 #: ``spec.template.spec`` fields of a MachineDeployment that Cluster API propagates in place.
@@ -383,10 +386,13 @@ def _compare(pool: str, kind: str, old: _Side, new: _Side) -> PlanRow:
     settings = _setting_changes(old, new)
     reasons: list[str] = []
     new_machines: list[str] = []
+    rendered_change = bool(rolls or templates or others)
     for setting, label, before, after in settings:
         text = f"{label}: {before} -> {after}"
         if setting in _IN_PLACE_SETTINGS:
             reasons.append(f"{IN_PLACE} {text}")
+        elif not rendered_change:
+            reasons.append(f"{text} {NOT_RENDERED}")
         elif replace:
             reasons.append(text)
         elif templates:
@@ -415,7 +421,7 @@ def _compare(pool: str, kind: str, old: _Side, new: _Side) -> PlanRow:
     values_changed = dict(old.record.values) != dict(new.record.values)
     if replace:
         action = "replace"
-    elif templates or others or settings or values_changed:
+    elif rendered_change or values_changed:
         action = "update"
     else:
         action = "unchanged"
