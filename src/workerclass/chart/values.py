@@ -45,9 +45,12 @@ def _is_table(v: Any) -> bool:
 
 def _coalesce_tables(dst: dict[str, Any], src: Mapping[str, Any]) -> dict[str, Any]:
     """Helm's coalesceTablesFullKey (dst wins): a null in dst deletes the key; tables merge."""
-    for key in [k for k, v in dst.items() if v is None]:
+    nulls = {k for k, v in dst.items() if v is None}
+    for key in nulls:
         del dst[key]
     for key, val in src.items():
+        if key in nulls:
+            continue  # the user's null removes the default too
         if key not in dst:
             dst[key] = copy.deepcopy(val)
             continue
