@@ -66,8 +66,22 @@ def release(name: str, **values: Any) -> dict[str, Any]:
     }
 
 
+#: The platform's ``_cluster`` values for one case (WorkerPlatform ``spec.clusterValues``).
+CLUSTER_VALUES: dict[str, dict[str, Any]] = {
+    "classless-cluster-values": {
+        "cluster-domain": "cozy.example",
+        "scheduling": {
+            "globalAppTopologySpreadConstraints": (
+                "topologySpreadConstraints:\n- maxSkew: 1\n  topologyKey: topology.kubernetes.io/zone\n"
+                "  whenUnsatisfiable: ScheduleAnyway\n"
+            )
+        },
+    },
+}
+
 #: name -> (pool object, chart variant). Classless pools over the chart's value space.
 CASES: dict[str, tuple[dict[str, Any], str]] = {
+    "classless-cluster-values": (pool("zones", roles=["ingress-nginx"]), "main"),
     "classless-minimal": (pool("md1"), "main"),
     "classless-replicas-roles-disk": (
         pool(
@@ -140,20 +154,22 @@ CASES: dict[str, tuple[dict[str, Any], str]] = {
 }
 
 
-def render_case(oracle: Oracle, obj: dict[str, Any], chart: str) -> dict[str, Any]:
+def render_case(oracle: Oracle, name: str, obj: dict[str, Any], chart: str) -> dict[str, Any]:
     kind = obj["kind"]
     values = obj["spec"] if kind == "KubernetesNodes" else obj["spec"]["values"]
-    name = obj["metadata"]["name"]
+    object_name = obj["metadata"]["name"]
+    cluster_values = CLUSTER_VALUES.get(name)
     result = oracle.render(
         values,
-        release=f"kubernetes-nodes-{name}" if kind == "KubernetesNodes" else name,
+        release=f"kubernetes-nodes-{object_name}" if kind == "KubernetesNodes" else object_name,
         namespace=obj["metadata"]["namespace"],
+        cluster_values={"_cluster": cluster_values} if cluster_values is not None else None,
         chart=chart,
         talos_config_template=True,
     )
     if not result.ok:
-        raise SystemExit(f"the oracle refused {name}: {result.error}")
-    return {
+        raise SystemExit(f"the oracle refused {object_name}: {result.error}")
+    fact: dict[str, Any] = {
         "source": f"{ORACLE.name} --chart {chart} --talos-config-template -o json",
         "cluster": {
             "apiVersion": "apps.cozystack.io/v1alpha1",
@@ -166,6 +182,9 @@ def render_case(oracle: Oracle, obj: dict[str, Any], chart: str) -> dict[str, An
         "chart": chart,
         "objects": result.objects,
     }
+    if cluster_values is not None:
+        fact["clusterValues"] = cluster_values  # the WorkerPlatform's spec.clusterValues
+    return fact
 
 
 def main() -> int:
@@ -176,7 +195,7 @@ def main() -> int:
     changed: list[str] = []
     try:
         for name, (obj, chart) in CASES.items():
-            text = json.dumps(render_case(oracle, obj, chart), indent=1, sort_keys=False) + "\n"
+            text = json.dumps(render_case(oracle, name, obj, chart), indent=1, sort_keys=False) + "\n"
             path = GOLDEN / f"{name}.json"
             if not path.is_file() or path.read_text(encoding="utf-8") != text:
                 changed.append(path.name)

@@ -105,15 +105,25 @@ def golden(name: str) -> dict[str, Any]:
 
 
 def test_golden_files_cover_the_value_space() -> None:
-    assert len(MAIN_GOLDENS) >= 9
+    assert len(MAIN_GOLDENS) >= 10
     kinds = {golden(name)["pool"]["kind"] for name in MAIN_GOLDENS}
     assert kinds == {"KubernetesNodes", "HelmRelease"}
+
+
+def _context(fact: dict[str, Any]) -> list[dict[str, Any]]:
+    """The parent cluster and, for a case with ``_cluster`` values, a WorkerPlatform carrying them."""
+    objects = [fact["cluster"]]
+    if "clusterValues" in fact:
+        platform = copy.deepcopy(dict(State.from_objects([]).platform_object))
+        platform["spec"]["clusterValues"] = fact["clusterValues"]
+        objects.append(platform)
+    return objects
 
 
 @pytest.mark.parametrize("name", MAIN_GOLDENS, ids=MAIN_GOLDENS)
 def test_classless_pool_renders_the_charts_objects(name: str) -> None:
     fact = golden(name)
-    ours = render_pool([fact["cluster"]], fact["pool"])
+    ours = render_pool(_context(fact), fact["pool"])
     assert_same(ours, fact["objects"], f"golden/{name}.json")
     # the chart's order (template files in path order), which the oracle keeps
     assert [_key(obj) for obj in ours] == [_key(obj) for obj in fact["objects"]]
@@ -122,7 +132,7 @@ def test_classless_pool_renders_the_charts_objects(name: str) -> None:
 @pytest.mark.parametrize("name", MAIN_GOLDENS, ids=MAIN_GOLDENS)
 def test_nothing_of_ours_is_added(name: str) -> None:
     fact = golden(name)
-    for obj in render_pool([fact["cluster"]], fact["pool"]):
+    for obj in render_pool(_context(fact), fact["pool"]):
         text = json.dumps(obj)
         assert "workerclass" not in text, _key(obj)
 
@@ -166,7 +176,7 @@ TALOS_CLASS = {
 @pytest.mark.parametrize("class_name", ["talos", "talos-chart-defaults-r1"])
 def test_a_class_resolving_to_the_classless_settings_renders_the_same_objects(name: str, class_name: str) -> None:
     fact = golden(name)
-    ours = render_pool([fact["cluster"], TALOS_CLASS], _classified(fact["pool"], class_name))
+    ours = render_pool([*_context(fact), TALOS_CLASS], _classified(fact["pool"], class_name))
     assert_same(ours, fact["objects"], f"{class_name} class over golden/{name}.json")
 
 
