@@ -11,16 +11,22 @@ kernel modules and an installer image that would break out of the heredoc (the c
 The Job's name ends in ``sha256(job spec text)[:6]``, so the ``kubernetes-nodes.talos-reconcile-
 job-spec`` define is kept here as the literal text Helm renders (:data:`JOB_SPEC_TEMPLATE`,
 ``@{name}`` marking each substitution, every ``{{ if }}``/``{{ with }}`` block reduced to one
-marker whose text the code supplies with the chart's whitespace trimming). That literal shell
-script and machine config are why this module is longer than the house ~500 lines: splitting
-the script would make a chart upgrade harder to diff, not easier. The Job object is then built
-as data, with the container's command script cut from that same text, and the
+marker whose text the code supplies with the chart's whitespace trimming). The Job object is
+then built as data, with the container's command script cut from that same text, and the
 TalosConfigTemplate is read back from the script's heredoc the way the shell expands it.
 
-``registryMirrors`` enters the text through Helm's ``toYaml`` (sigs.k8s.io/yaml over go-yaml
-v2), so :func:`to_yaml` ports that emitter for JSON data: go-yaml's key order, its plain /
-single / double-quoted / literal styles and its number formatting. Not ported: go-yaml's line
-folding of scalars with spaces past column 80, and keys longer than 128 characters.
+``registryMirrors`` enters the text through Helm's ``toYaml`` (sigs.k8s.io/yaml: JSON, re-read
+and written by go-yaml v2), so :func:`to_yaml` ports that emitter for JSON data: its key order,
+its plain / single / double-quoted / literal styles, folding at column 80, complex keys past
+128 bytes, Go's JSON number formatting, and the empty result when go-yaml cannot re-read the
+JSON. One thing cannot be matched: go-yaml's key comparison is not transitive for keys mixing
+digit runs and letters (``a1b < a9 < a10 < a1b``), so Go's own order for such a key set depends
+on its random map iteration; for every other key set the order is Go's.
+
+Why this module is over the house ~500 lines: about 230 are the literal job spec (splitting the
+script would make a chart upgrade harder to diff, not easier) and about 380 the go-yaml emitter,
+which the hash needs byte for byte; it would sit better in a module of its own beside
+``values.to_yaml``, outside this port's files.
 
 Two inputs beyond the main chart: ``kernel_modules`` renders ``machine.kernel.modules`` exactly
 as PR 3571's chart renders ``kernelModules`` (:func:`pr3571_kernel_modules` computes the PR's
