@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import platform
@@ -294,10 +295,27 @@ def memory_run(args: argparse.Namespace) -> None:
                         tls.append(context.wrap_socket(sock, server_hostname="127.0.0.1"))
                     time.sleep(1.0)
                     row[f"tls{round_}"] = rss_mib(process.pid)
+                    slow = []
+                    if args.trickled:
+                        # worst case: a large body promised, 200 KiB of it sent, then nothing
+                        head = (
+                            b"POST /validate/kubernetesnodes HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                            b"Content-Length: 3000000\r\n\r\n"
+                        )
+                        for _ in range(args.trickled):
+                            sock = context.wrap_socket(
+                                socket.create_connection(("127.0.0.1", port)), server_hostname="127.0.0.1"
+                            )
+                            sock.setblocking(False)
+                            with contextlib.suppress(BlockingIOError, ssl.SSLWantWriteError):
+                                sock.send(head + b" " * (200 * 1024))
+                            slow.append(sock)
+                        time.sleep(1.0)
+                        row[f"body{round_}"] = rss_mib(process.pid)
                     probe = Client(port, context)
                     row[f"probe{round_}"] = probe.request("POST", "/validate/kubernetesnodes", body).status
                     probe.close()
-                    for sock in [*plain, *tls]:
+                    for sock in [*plain, *tls, *slow]:
                         sock.close()
                     time.sleep(2.0)
                     row[f"after{round_}"] = rss_mib(process.pid)
@@ -313,6 +331,9 @@ def memory_run(args: argparse.Namespace) -> None:
     for row in rows:
         per_tcp = (row["tcp1"] - row["base"]) * 1024 / n
         per_tls = (row["tls1"] - row["tcp1"]) * 1024 / n
+        if args.trickled:
+            per_body = (row["body1"] - row["tls1"]) * 1024 / args.trickled
+            print(f"{row['loop']} {row['tls']}: {args.trickled} trickled bodies: {per_body:.1f} KB each")
         print(
             f"{row['loop']:<8} {row['tls']:<6} {row['base']:>6.1f} {row['tcp1']:>6.1f} {row['tls1']:>6.1f} "
             f"{row['after1']:>7.1f} {row['tls2']:>6.1f} {row['after2']:>7.1f} {per_tcp:>7.1f} {per_tls:>7.1f} "
@@ -505,6 +526,9 @@ def main() -> None:
         "(TLS 'loop': the event loop's own transport; 'guard': the webhook's connection guard)",
     )
     parser.add_argument("--idle", type=int, default=1000, help="connections of each kind for --memory")
+    parser.add_argument(
+        "--trickled", type=int, default=0, help="--memory: also this many TLS connections stalled mid-body"
+    )
     # calibration: run a stand-in in place of the webhook (the figures then describe the stand-in)
     parser.add_argument("--diagnostic", choices=sorted(DIAGNOSTICS), help=argparse.SUPPRESS)
     parser.add_argument("--load", type=int, help=argparse.SUPPRESS)

@@ -14,7 +14,17 @@ what is served and what is read, no more:
   every other operation are deliberately not matched: a Fail webhook that matches more than it
   needs can refuse requests its handler would allow (the design page's warning);
 * a Service, a Deployment of 2 replicas spread over nodes with readiness on ``/readyz`` (cache
-  synced) and liveness on ``/healthz``, a PodDisruptionBudget keeping one up;
+  synced and current) and liveness on ``/healthz``, memory requests and limits from the measured
+  figures (:data:`WEBHOOK_MEMORY_REQUEST_MIB`, :data:`WEBHOOK_MEMORY_LIMIT_MIB`), a
+  PodDisruptionBudget keeping one up;
+* a NetworkPolicy admitting ingress to the webhook pods on the HTTPS port only (the API server's
+  calls, the kubelet's probes and a scrape of ``/metrics`` all use it). A portable policy cannot
+  name the API server (it is not a pod, and its addresses depend on the cluster), so it does not
+  restrict the source; on Cilium (Cozystack's CNI), :func:`cilium_network_policy` narrows it to
+  the ``kube-apiserver`` and ``host`` entities (plus a Prometheus namespace when given): apply it
+  beside or instead of the portable one (``InstallOptions(network_policy="cilium")``). Without a
+  CNI that enforces NetworkPolicy neither does anything; the server's own connection cap and
+  deadlines hold regardless;
 * a ServiceAccount with a ClusterRole of get/list/watch on exactly the watched resources;
 * the serving certificate from cert-manager (a self-signed Issuer and a Certificate, the CA
   injected into both configurations), unless a CA bundle is given for a Secret made elsewhere;
@@ -75,6 +85,20 @@ class InstallOptions:
     timeout_seconds: int = 10
     #: on SIGTERM, keep answering (reported not ready) this long so endpoints drop the pod first
     shutdown_delay: int = 5
+    #: "kubernetes": a portable NetworkPolicy (the port only); "cilium": a CiliumNetworkPolicy
+    #: admitting the API server and the node (probes) only; "none": no policy
+    network_policy: str = "kubernetes"
+    #: with ``network_policy="cilium"``: a namespace whose pods may scrape ``/metrics`` (``None``: none)
+    metrics_namespace: str | None = None
+
+
+#: Memory of one webhook replica, from ``bench/README.md`` (issue 10): ~55 MiB resident with a
+#: small state; each open connection ~15 KB (plain TCP, no handshake) to ~24 KB (TLS, idle), and at
+#: most ~90 KB while it trickles a body (16 KiB reads, a 16 KiB aiohttp buffer); bodies being read at
+#: once are capped at 32 MiB. The server's default cap of 1,024 connections then needs ~55 + 90 +
+#: 32 MiB at worst; the limit leaves room for a cluster state several times the examples'.
+WEBHOOK_MEMORY_REQUEST_MIB = 128
+WEBHOOK_MEMORY_LIMIT_MIB = 320
 
 
 def _labels() -> dict[str, str]:
@@ -316,8 +340,8 @@ def _deployment(options: InstallOptions) -> dict[str, Any]:
                                 "timeoutSeconds": 2,
                             },
                             "resources": {
-                                "requests": {"cpu": "100m", "memory": "128Mi"},
-                                "limits": {"memory": "256Mi"},
+                                "requests": {"cpu": "100m", "memory": f"{WEBHOOK_MEMORY_REQUEST_MIB}Mi"},
+                                "limits": {"memory": f"{WEBHOOK_MEMORY_LIMIT_MIB}Mi"},
                             },
                             "securityContext": {
                                 "allowPrivilegeEscalation": False,
@@ -331,6 +355,44 @@ def _deployment(options: InstallOptions) -> dict[str, Any]:
                 },
             },
         },
+    }
+
+
+def network_policy(options: InstallOptions) -> dict[str, Any]:
+    """Ingress to the webhook pods on the HTTPS port only, from any source (see the module docstring)."""
+    return {
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "NetworkPolicy",
+        "metadata": _metadata(NAME, options.namespace),
+        "spec": {
+            "podSelector": {"matchLabels": {"app.kubernetes.io/name": NAME}},
+            "policyTypes": ["Ingress"],
+            "ingress": [{"ports": [{"protocol": "TCP", "port": PORT}]}],
+        },
+    }
+
+
+def cilium_network_policy(options: InstallOptions) -> dict[str, Any]:
+    """Cilium: the HTTPS port from the API server (``kube-apiserver``: its calls) and the pod's own
+    node (``host``: the kubelet's probes) only, plus pods of ``metrics_namespace`` when given."""
+    ingress: list[dict[str, Any]] = [
+        {
+            "fromEntities": ["kube-apiserver", "host"],
+            "toPorts": [{"ports": [{"port": str(PORT), "protocol": "TCP"}]}],
+        }
+    ]
+    if options.metrics_namespace:
+        ingress.append(
+            {
+                "fromEndpoints": [{"matchLabels": {"k8s:io.kubernetes.pod.namespace": options.metrics_namespace}}],
+                "toPorts": [{"ports": [{"port": str(PORT), "protocol": "TCP"}]}],
+            }
+        )
+    return {
+        "apiVersion": "cilium.io/v2",
+        "kind": "CiliumNetworkPolicy",
+        "metadata": _metadata(NAME, options.namespace),
+        "spec": {"endpointSelector": {"matchLabels": {"app.kubernetes.io/name": NAME}}, "ingress": ingress},
     }
 
 
@@ -384,6 +446,7 @@ def webhook_manifests(options: InstallOptions | None = None) -> list[dict[str, A
                 },
             },
             _deployment(options),
+            *_policies(options),
             {
                 "apiVersion": "policy/v1",
                 "kind": "PodDisruptionBudget",
@@ -395,6 +458,16 @@ def webhook_manifests(options: InstallOptions | None = None) -> list[dict[str, A
         ]
     )
     return objects
+
+
+def _policies(options: InstallOptions) -> list[dict[str, Any]]:
+    if options.network_policy == "none":
+        return []
+    if options.network_policy == "cilium":
+        return [cilium_network_policy(options)]
+    if options.network_policy == "kubernetes":
+        return [network_policy(options)]
+    raise ValueError(f"network_policy must be kubernetes, cilium or none, not {options.network_policy!r}")
 
 
 HEADER = (

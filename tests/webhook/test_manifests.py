@@ -16,6 +16,8 @@ from workerclass.crds import crd_manifests
 from workerclass.deploy import (
     NAME,
     OPERATIONS,
+    WEBHOOK_MEMORY_LIMIT_MIB,
+    WEBHOOK_MEMORY_REQUEST_MIB,
     InstallOptions,
     controller_manifests,
     install_manifests,
@@ -183,3 +185,31 @@ def test_ca_bundle_errors_are_one_line(tmp_path: Path) -> None:
     result = CliRunner().invoke(app, ["manifests", "--ca-bundle", str(tmp_path / "absent")])
     assert result.exit_code == 2 and "cannot read" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_ingress_is_restricted_to_the_webhook_port() -> None:
+    objects = by_kind(webhook_manifests())
+    policy = objects["NetworkPolicy"]
+    container = objects["Deployment"]["spec"]["template"]["spec"]["containers"][0]
+    assert policy["spec"]["podSelector"]["matchLabels"].items() <= (
+        objects["Deployment"]["spec"]["template"]["metadata"]["labels"].items()
+    )
+    assert policy["spec"]["policyTypes"] == ["Ingress"]
+    assert policy["spec"]["ingress"] == [
+        {"ports": [{"protocol": "TCP", "port": container["ports"][0]["containerPort"]}]}
+    ]
+
+    cilium = by_kind(webhook_manifests(InstallOptions(network_policy="cilium", metrics_namespace="monitoring")))
+    assert "NetworkPolicy" not in cilium
+    rules = cilium["CiliumNetworkPolicy"]["spec"]["ingress"]
+    assert rules[0]["fromEntities"] == ["kube-apiserver", "host"]  # the API server's calls, the kubelet's probes
+    assert rules[1]["fromEndpoints"] == [{"matchLabels": {"k8s:io.kubernetes.pod.namespace": "monitoring"}}]
+    assert all(rule["toPorts"] == [{"ports": [{"port": "8443", "protocol": "TCP"}]}] for rule in rules)
+    assert "NetworkPolicy" not in by_kind(webhook_manifests(InstallOptions(network_policy="none")))
+
+
+def test_memory_request_and_limit_come_from_the_measured_figures() -> None:
+    container = by_kind(webhook_manifests())["Deployment"]["spec"]["template"]["spec"]["containers"][0]
+    assert container["resources"]["requests"]["memory"] == f"{WEBHOOK_MEMORY_REQUEST_MIB}Mi"
+    assert container["resources"]["limits"]["memory"] == f"{WEBHOOK_MEMORY_LIMIT_MIB}Mi"
+    assert WEBHOOK_MEMORY_REQUEST_MIB < WEBHOOK_MEMORY_LIMIT_MIB

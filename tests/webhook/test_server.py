@@ -176,7 +176,10 @@ def test_wrong_method_and_path(client: Client) -> None:
         ({"operation": "UPDATE", "object": pool()}, "request.oldObject is required for UPDATE"),
         ({"operation": "DELETE"}, "request.oldObject is required for DELETE"),
         ({"operation": "CREATE", "object": pool(), "dryRun": "yes"}, "dryRun"),
-        ({"operation": "CREATE", "object": worker_class("x", bootstrap="talos")}, "request.object.kind is 'WorkerClass'"),
+        (
+            {"operation": "CREATE", "object": worker_class("x", bootstrap="talos")},
+            "request.object.kind is 'WorkerClass'",
+        ),
         (
             {"operation": "CREATE", "object": pool(), "kind": {"group": "", "version": "v1", "kind": "Pod"}},
             "the request is for kind 'Pod' in group ''",

@@ -13,8 +13,9 @@ whatever clients do:
   and the ``..._connections_closed_total{reason}`` counter export it;
 * a request's headers must be complete within ``header_timeout`` of the connection's start or
   of its first byte after an idle pause (a slowloris client is closed however steadily it
-  trickles bytes); the TLS handshake has its own timeout; idle keep-alive connections are closed
-  by aiohttp after ``keepalive_timeout``;
+  trickles bytes), and within ``max_header_bytes`` (aiohttp's own limits, 128 lines of 8 KiB,
+  would let 1 MiB through); the TLS handshake has its own timeout; idle keep-alive connections
+  are closed by aiohttp after ``keepalive_timeout``;
 * per-connection memory is small and given back: asyncio's TLS protocol gives each connection
   a 256 KiB receive buffer of its own (about 300 KB per connection with the rest, measured in
   ``bench/README.md``), which glibc does not give back after a flood. Here every connection of
@@ -22,7 +23,7 @@ whatever clients do:
   bytes into the connection's TLS input at once, before the loop runs anything else, so sharing
   it is safe on a single-threaded loop. The TLS handshake starts with the client's first bytes
   and aiohttp's handler is made only after it, so a silent TCP connection holds ~10 KB; after
-  every few hundred closed connections the freed heap is returned to the system
+  every 64 closed connections (at most once a second) the freed heap is returned to the system
   (``malloc_trim``).
 
 Nothing here logs a client's bytes; logs carry counts and the reason a connection was closed.
@@ -41,17 +42,18 @@ from typing import Any
 
 logger = logging.getLogger("workerclass.webhook")
 
-#: what the TLS protocol reads per call (the default is 256 KiB; a TLS record is at most ~16 KiB)
-READ_CHUNK = 64 * 1024
+#: what the TLS protocol reads per call (the default is 256 KiB; a TLS record is at most ~16 KiB):
+#: it bounds the undecrypted and the decrypted bytes a connection holds while its reader is paused
+READ_CHUNK = 16 * 1024
 
 #: why a connection was closed by the guard (bounded label values)
-CLOSE_REASONS = ("refused", "evicted", "header_timeout")
+CLOSE_REASONS = ("refused", "evicted", "header_timeout", "header_too_large")
 
 _NEW, _READING, _ACTIVE, _IDLE, _CLOSED = range(5)
 
-#: after this many connections closed, give freed heap memory back to the system (glibc keeps it
+#: after this many connections closed (and a second), give freed heap memory back to the system (glibc keeps it
 #: otherwise: a flood would leave its peak as the process's resident size)
-TRIM_AFTER = 256
+TRIM_AFTER = 64
 
 
 def _malloc_trim() -> Callable[[], None] | None:
@@ -78,10 +80,12 @@ _TRIM = _malloc_trim()
 class _Slot:
     """One accepted connection: its raw transport, where it is in its life, and its deadline."""
 
-    __slots__ = ("guard", "handler", "state", "timer", "transport")
+    __slots__ = ("guard", "handler", "header_bytes", "state", "tail", "timer", "transport")
 
     def __init__(self, guard: ConnectionGuard) -> None:
         self.guard = guard
+        self.header_bytes = 0
+        self.tail = b""  # the last bytes of a chunk that ended inside the request's headers
         self.state = _NEW
         self.transport: asyncio.BaseTransport | None = None
         self.timer: asyncio.TimerHandle | None = None
@@ -115,8 +119,26 @@ class _Guarded(asyncio.Protocol):
 
     def data_received(self, data: bytes) -> None:
         slot = self.slot
-        if slot.state == _IDLE:
-            slot.guard._reading(slot)
+        state = slot.state
+        if state != _ACTIVE:
+            if state == _IDLE:
+                slot.guard._reading(slot)
+            elif state == _CLOSED:
+                return
+            # Until the blank line that ends the headers, every byte is request line or header:
+            # bounded in time (the header deadline) and in size, whatever aiohttp's per-line limits
+            # would let through. Its end makes the connection busy (never evicted, no deadline).
+            end = data.find(b"\r\n\r\n")
+            if end < 0 and slot.tail:
+                end = (slot.tail + data[:3]).find(b"\r\n\r\n")
+            if end >= 0:
+                slot.guard._headers_in(slot)
+            else:
+                slot.header_bytes += len(data)
+                if slot.header_bytes > slot.guard.max_header_bytes:
+                    slot.guard._too_large(slot)
+                    return
+                slot.tail = data[-3:]
         assert self.inner is not None
         self.inner.data_received(data)
 
@@ -172,6 +194,10 @@ class _SlimTLS(sslproto.SSLProtocol):
         del self.max_size
         self._ssl_buffer, self._ssl_buffer_view = buffer
         self._slot = slot
+        # While aiohttp pauses reading (a body nobody reads yet), asyncio keeps up to 256 KiB of
+        # undecrypted input per connection by default, and 512 KiB of output: keep a few reads.
+        self._set_read_buffer_limits(high=2 * READ_CHUNK)  # type: ignore[attr-defined]
+        self._set_write_buffer_limits(high=4 * READ_CHUNK)  # type: ignore[attr-defined]
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         # The handshake starts with the client's first bytes: OpenSSL's first handshake step
@@ -210,11 +236,13 @@ class ConnectionGuard:
         header_timeout: float,
         tls: ssl.SSLContext | None,
         handshake_timeout: float,
+        max_header_bytes: int = 64 * 1024,
     ) -> None:
         if limit < 1:
             raise ValueError("max_connections must be at least 1")
         self.inner = inner
         self.limit = limit
+        self.max_header_bytes = max_header_bytes
         self.header_timeout = header_timeout
         self.tls = tls
         self.handshake_timeout = handshake_timeout
@@ -281,20 +309,37 @@ class ConnectionGuard:
             logger.debug("closed a connection that sent no complete request headers in %gs", self.header_timeout)
             self._close(slot)
 
+    def _too_large(self, slot: _Slot) -> None:
+        self.closed["header_too_large"] += 1
+        logger.debug("closed a connection that sent more than %d bytes before a request", self.max_header_bytes)
+        self._close(slot)
+
     # ------------------------------------------------------------------ a connection's life
 
     def _reading(self, slot: _Slot) -> None:
         """The first byte after an idle pause: the request's headers are due within ``header_timeout``."""
         self._idle.pop(slot, None)
+        slot.header_bytes = 0
         slot.state = _READING
         self._pending[slot] = None
         loop = self._loop
         assert loop is not None
         slot.timer = loop.call_later(self.header_timeout, self._expire, slot)
 
+    def _headers_in(self, slot: _Slot) -> None:
+        """A request's headers are complete: the connection is busy until its answer is sent."""
+        slot.state = _ACTIVE
+        slot.tail = b""
+        self._pending.pop(slot, None)
+        self._idle.pop(slot, None)
+        if slot.timer is not None:
+            slot.timer.cancel()
+            slot.timer = None
+
     def request_started(self, handler: object) -> None:
+        """aiohttp runs a handler (a pipelined request arrives with no bytes of its own to notice)."""
         slot = self._by_handler.get(handler)  # type: ignore[call-overload]
-        if slot is None or slot.state == _CLOSED:
+        if slot is None or slot.state == _CLOSED or slot.state == _ACTIVE:
             return
         slot.state = _ACTIVE
         self._pending.pop(slot, None)
@@ -303,9 +348,11 @@ class ConnectionGuard:
             slot.timer.cancel()
             slot.timer = None
 
-    def request_finished(self, handler: object) -> None:
+    def request_finished(self, handler: object, *, reusable: bool = True) -> None:
+        """The answer is made; ``reusable``: the connection stays open for another request
+        (otherwise it stays busy until aiohttp closes it)."""
         slot = self._by_handler.get(handler)  # type: ignore[call-overload]
-        if slot is None or slot.state != _ACTIVE:
+        if slot is None or slot.state != _ACTIVE or not reusable:
             return
         slot.state = _IDLE
         self._idle[slot] = None

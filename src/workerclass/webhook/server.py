@@ -17,6 +17,7 @@ request text is escaped and cut (:mod:`.logtext`), and object contents never app
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import logging
 import signal
@@ -93,7 +94,14 @@ class Settings:
     #: open connections at most (each costs ~25 KB with TLS, see bench/README.md); at the cap the
     #: oldest connection without a request, else the longest idle one, makes room, and a new
     #: connection is refused only when every one is answering a request
-    max_connections: int = 2048
+    max_connections: int = 1024
+    #: bytes a connection may send before its request's headers are complete
+    max_header_bytes: int = 64 * 1024
+    #: bytes of request bodies being read at once across connections (a body that came whole with
+    #: its headers is already read); a body waits for room within ``body_timeout``
+    body_budget: int = 32 * MIB
+    #: aiohttp's per-connection read buffer: what an unread body holds before reading pauses
+    read_bufsize: int = 16 * 1024
     #: after refusing a body, keep reading (and dropping) it this long so the client sees the answer
     lingering_time: float = 2.0
     #: TLS handshakes that take longer (from the client's first byte) are dropped
@@ -133,6 +141,7 @@ class WebhookServer:
         self._idle: asyncio.Event | None = None
         self._runner: web.AppRunner | None = None
         self._guard: ConnectionGuard | None = None
+        self._budget = ByteBudget(self.settings.body_budget)
         self._listener: asyncio.AbstractServer | None = None
         self._tls_task: asyncio.Task[None] | None = None
         self._port: int | None = None
@@ -160,10 +169,14 @@ class WebhookServer:
             return response
         protocol = request.protocol
         guard.request_started(protocol)
+        reusable = False
         try:
             response = await handler(request)
+            # a connection that closes after this answer (refused body, draining) stays busy while
+            # aiohttp drops the rest of what the client sends: those bytes are no new request
+            reusable = response.keep_alive is not False and request.keep_alive
         finally:
-            guard.request_finished(protocol)
+            guard.request_finished(protocol, reusable=reusable)
         return response
 
     def _handler(self, route: Route) -> Callable[[web.Request], Any]:
@@ -238,8 +251,16 @@ class WebhookServer:
                 if len(body) > max_body:
                     return "rejected", _error(413, f"the request body is larger than {max_body} bytes", close=True)
             else:
+                # A body still on its way is read under the budget of bytes being read at once
+                # (so many connections sending large bodies cannot add up past the memory limit)
+                # and the body timeout, which also bounds the wait for budget.
+                need = min(request.content_length or max_body, max_body)
                 async with asyncio.timeout(self.settings.body_timeout):
-                    body = await request.read()
+                    taken = await self._budget.take(need)
+                    try:
+                        body = await request.read()
+                    finally:
+                        self._budget.give(taken)
         except TimeoutError:
             logger.warning("%s: request body not received within %gs", route.name, self.settings.body_timeout)
             message = f"the request body did not arrive within {self.settings.body_timeout:g}s"
@@ -366,6 +387,7 @@ class WebhookServer:
             lingering_time=settings.lingering_time,
             auto_decompress=False,
             max_field_size=settings.max_field_size,
+            read_bufsize=settings.read_bufsize,
         )
         await runner.setup()
         self._runner = runner
@@ -378,6 +400,7 @@ class WebhookServer:
             header_timeout=settings.header_timeout,
             tls=self.tls.context if self.tls is not None else None,
             handshake_timeout=settings.handshake_timeout,
+            max_header_bytes=settings.max_header_bytes,
         )
         self._listener = await loop.create_server(
             self._guard,
@@ -447,6 +470,52 @@ class WebhookServer:
             finally:
                 for sig in installed:
                     loop.remove_signal_handler(sig)
+
+
+class ByteBudget:
+    """Bytes that may be taken at once; takers wait in order (one event loop, no locks)."""
+
+    def __init__(self, total: int) -> None:
+        self.total = total
+        self.free = total
+        self._waiting: collections.deque[tuple[int, asyncio.Future[None]]] = collections.deque()
+
+    async def take(self, amount: int) -> int:
+        """Wait until ``amount`` (at most the whole budget) is free, take it and return it."""
+        amount = min(amount, self.total)
+        if not self._waiting and self.free >= amount:
+            self.free -= amount
+            return amount
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        entry = (amount, waiter)
+        self._waiting.append(entry)
+        try:
+            await waiter
+        except BaseException:
+            if waiter.done() and not waiter.cancelled():
+                self.give(amount)  # granted just as it was cancelled: hand it on
+            else:
+                with contextlib.suppress(ValueError):
+                    self._waiting.remove(entry)
+                self._wake()
+            raise
+        return amount
+
+    def give(self, amount: int) -> None:
+        self.free += amount
+        self._wake()
+
+    def _wake(self) -> None:
+        while self._waiting:
+            amount, waiter = self._waiting[0]
+            if waiter.done():  # cancelled while waiting: its taker removes nothing more
+                self._waiting.popleft()
+                continue
+            if self.free < amount:
+                break
+            self._waiting.popleft()
+            self.free -= amount
+            waiter.set_result(None)
 
 
 def _review(answer: Mapping[str, Any]) -> web.Response:

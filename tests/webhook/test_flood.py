@@ -1,0 +1,230 @@
+"""Connection floods, slow clients and signals against a server in a process of its own (real HTTPS on loopback)."""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import signal
+import socket
+import ssl
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from workerclass.deploy import WEBHOOK_MEMORY_LIMIT_MIB
+
+from .cases import pool
+from .helpers import ROOT, CertFiles, Client, raw_tls_socket, review
+
+VALIDATE = "/validate/kubernetesnodes"
+
+
+class Child:
+    """``tests.webhook.server_child`` started with some settings; its port, RSS and metrics."""
+
+    def __init__(self, certs: CertFiles, directory: Path, **settings: Any) -> None:
+        port_file = directory / "port"
+        port_file.unlink(missing_ok=True)
+        self.stderr = directory / "stderr.log"
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT)])}
+        self.process = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "tests.webhook.server_child",
+                str(certs.cert),
+                str(certs.key),
+                str(port_file),
+                json.dumps(settings),
+            ],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=self.stderr.open("wb"),
+        )
+        deadline = time.monotonic() + 30
+        while not port_file.exists() or not port_file.read_text():
+            assert self.process.poll() is None, self.stderr.read_text()
+            assert time.monotonic() < deadline, "the server did not start"
+            time.sleep(0.05)
+        self.port = int(port_file.read_text())
+        self.context = certs.client_context()
+
+    def rss_mib(self) -> float:
+        for line in Path(f"/proc/{self.process.pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+        raise AssertionError("no VmRSS")
+
+    def metrics(self) -> dict[str, float]:
+        client = Client(self.port, self.context)
+        try:
+            text = client.request("GET", "/metrics").body.decode()
+        finally:
+            client.close()
+        out: dict[str, float] = {}
+        for line in text.splitlines():
+            if line.startswith("workerclass_webhook_connections"):
+                name, value = line.rsplit(" ", 1)
+                out[name] = float(value)
+        return out
+
+    def probe(self) -> None:
+        """One fresh connection, one review: a well-formed allowed answer."""
+        client = Client(self.port, self.context, timeout=10)
+        try:
+            reply = client.post_review(VALIDATE, review(pool(workerClassName="talos")))
+        finally:
+            client.close()
+        assert reply.status == 200
+        assert reply.response["allowed"] is True
+
+    def stop(self) -> int:
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(20)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(5)
+        return self.process.returncode
+
+
+@pytest.fixture
+def many_files() -> Iterator[None]:
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    wanted = 2000 * 2 + 512
+    if hard < wanted:
+        pytest.skip(f"the file descriptor limit ({hard}) is below {wanted}")
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, wanted), hard))
+    yield
+    resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+
+def test_connection_flood_keeps_memory_bounded_and_answers_flowing(
+    tmp_certs: CertFiles, tmp_path: Path, many_files: None
+) -> None:
+    """2,000 idle connections (1,000 plain TCP that never start TLS, 1,000 that finish the handshake
+    and send nothing) against a cap of 1,024: the server stays under the install's memory limit,
+    a probe client gets answers throughout, and the cap holds by closing the oldest idle ones."""
+    cap = 1024
+    child = Child(tmp_certs, tmp_path, max_connections=cap, header_timeout=120.0, handshake_timeout=60.0)
+    held: list[socket.socket] = []
+    peak = child.rss_mib()
+    try:
+        child.probe()
+        for batch in range(20):
+            for _ in range(100):
+                sock = socket.create_connection(("127.0.0.1", child.port), timeout=10)
+                if batch >= 10:  # the second half finish their TLS handshake, then stay silent
+                    try:
+                        sock = child.context.wrap_socket(sock, server_hostname="127.0.0.1")
+                    except (ssl.SSLError, OSError):  # evicted while handshaking: counted below
+                        sock.close()
+                        continue
+                held.append(sock)
+            child.probe()
+            peak = max(peak, child.rss_mib())
+            assert peak < WEBHOOK_MEMORY_LIMIT_MIB, f"RSS {peak:.0f} MiB after {len(held)} connections"
+        figures = child.metrics()
+        assert figures["workerclass_webhook_connections"] <= cap
+        assert figures["workerclass_webhook_connections_limit"] == cap
+        assert figures['workerclass_webhook_connections_closed_total{reason="evicted"}'] >= 2000 - cap
+        assert figures['workerclass_webhook_connections_closed_total{reason="refused"}'] == 0
+        print(f"peak RSS {peak:.1f} MiB with {figures['workerclass_webhook_connections']:.0f} open")
+    finally:
+        for sock in held:
+            sock.close()
+        assert child.stop() == 0
+
+
+def test_at_the_cap_a_silent_connection_makes_room(tmp_certs: CertFiles, tmp_path: Path) -> None:
+    """At the cap, new clients take the slots of connections that never sent a request, oldest
+    first, then of the longest idle; the clients that were answered keep being answered."""
+    child = Child(tmp_certs, tmp_path, max_connections=4, header_timeout=60.0)
+    silent = [socket.create_connection(("127.0.0.1", child.port), timeout=5) for _ in range(4)]
+    clients = [Client(child.port, child.context) for _ in range(3)]
+    try:
+        time.sleep(0.2)  # accepted: the cap is full of silent connections
+        for client in clients:  # each kept open afterwards (idle keep-alive)
+            assert client.post_review(VALIDATE, review(pool(workerClassName="talos"))).response["allowed"] is True
+        figures = child.metrics()  # a fourth client: the last silent connection makes room
+        assert figures['workerclass_webhook_connections_closed_total{reason="evicted"}'] == 4
+        assert figures['workerclass_webhook_connections_closed_total{reason="refused"}'] == 0
+        assert figures["workerclass_webhook_connections"] <= 4
+        for sock in silent:  # every silent connection was closed by the server
+            sock.settimeout(5)
+            assert sock.recv(1) == b""
+        for client in clients:  # idle ones may have made room in turn: they reconnect and are answered
+            assert client.post_review(VALIDATE, review(pool(workerClassName="talos"))).response["allowed"] is True
+    finally:
+        for client in clients:
+            client.close()
+        for sock in silent:
+            sock.close()
+        assert child.stop() == 0
+
+
+def test_trickled_headers_are_cut_at_the_header_deadline(tmp_certs: CertFiles, tmp_path: Path) -> None:
+    """A slowloris client sending a header byte every 0.1 s is closed at the deadline anyway."""
+    child = Child(tmp_certs, tmp_path, header_timeout=1.0, keepalive_timeout=30.0)
+    try:
+        with raw_tls_socket(child.port, child.context, timeout=5) as sock:
+            header = b"POST /validate/kubernetesnodes HTTP/1.1\r\nHost: x\r\n" + b"X-Slow: " + b"a" * 200
+            closed = False
+            for byte in header:  # ~25 s if never cut: bounded by the header length
+                try:
+                    sock.sendall(bytes([byte]))
+                    time.sleep(0.1)
+                except (BrokenPipeError, ConnectionResetError, ssl.SSLError):
+                    closed = True
+                    break
+            if not closed:
+                sock.settimeout(2)
+                try:
+                    closed = sock.recv(1) == b""
+                except (ConnectionResetError, ssl.SSLError):
+                    closed = True
+            assert closed, "the trickling client was never cut off"
+        child.probe()
+        assert child.metrics()['workerclass_webhook_connections_closed_total{reason="header_timeout"}'] >= 1
+    finally:
+        child.stop()
+
+
+def test_second_sigterm_during_the_drain_drops_nothing(tmp_certs: CertFiles, tmp_path: Path) -> None:
+    child = Child(tmp_certs, tmp_path, shutdown_delay=1.0, shutdown_timeout=15.0)
+    body = json.dumps(review(pool(workerClassName="talos"))).encode()
+    sock = raw_tls_socket(child.port, child.context, timeout=10)
+    try:
+        sock.sendall(
+            b"POST /validate/kubernetesnodes HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            + f"Content-Length: {len(body)}\r\n\r\n".encode()
+            + body[:10]
+        )
+        time.sleep(0.3)  # the headers are in: the request is in flight
+        child.process.send_signal(signal.SIGTERM)
+        time.sleep(0.3)
+        child.process.send_signal(signal.SIGTERM)  # a second one while draining
+        time.sleep(1.5)  # past the shutdown delay: the listener is closed, the drain waits for us
+        assert child.process.poll() is None, "the second signal ended the process"
+        sock.sendall(body[10:])
+        answer = b""
+        while b"\r\n\r\n" not in answer or len(answer.partition(b"\r\n\r\n")[2]) < 20:
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
+            answer += chunk
+        head, _, payload = answer.partition(b"\r\n\r\n")
+        assert head.startswith(b"HTTP/1.1 200"), head
+        assert json.loads(payload)["response"]["allowed"] is True
+    finally:
+        sock.close()
+    assert child.process.wait(20) == 0  # drained and exited on its own
+    assert "already shutting down" in child.stderr.read_text()
