@@ -24,6 +24,7 @@ from .builders import (
     CHART_SCHEMATIC,
     FIXED_REFERENCE,
     NVIDIA_GPU,
+    NVIDIA_MODULES,
     SCHEMATIC_A,
     SCHEMATIC_C,
     TALOS_VERSION,
@@ -372,6 +373,8 @@ def test_builtin_talos_class_takes_everything_from_the_platform() -> None:
     classified = view(resolve(state, make_pool(workerClassName="talos", gpus=[NVIDIA_GPU])))
     legacy = view(resolve(state, make_pool(workerClassName=ABSENT, gpus=[NVIDIA_GPU])))
     assert classified.pop("class") == "talos" and legacy.pop("class") is None
+    # API.md section 2: the NVIDIA rule runs for classified pools only; the legacy render loads none
+    assert classified.pop("kernelModules") == NVIDIA_MODULES and legacy.pop("kernelModules") == []
     assert classified == legacy
 
 

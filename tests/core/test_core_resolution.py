@@ -207,10 +207,11 @@ def test_kernel_modules(by_class: Any, by_pool: Any, gpus: list[Any], expected: 
     assert effective["kernelModules"] == expected
 
 
-def test_nvidia_rule_on_a_classless_pool() -> None:
+def test_no_nvidia_rule_on_a_classless_pool() -> None:
+    """API.md section 2: the rule runs only for classified pools; the chart's legacy render loads none."""
     effective = resolved(make_state(), make_pool(workerClassName=ABSENT, gpus=[NVIDIA_GPU]))
     assert effective["class"] is None
-    assert effective["kernelModules"] == NVIDIA_MODULES
+    assert effective["kernelModules"] == []
 
 
 def test_kernel_modules_are_talos_only() -> None:

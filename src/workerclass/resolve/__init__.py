@@ -237,15 +237,17 @@ def resolve_kubevirt_image(
 
 
 def _kernel_modules(
-    spec: PoolSpec, baseline: OsSettings | None, origin: str, result: Resolution
+    spec: PoolSpec, baseline: OsSettings | None, origin: str, result: Resolution, *, classified: bool = True
 ) -> tuple[KernelModule, ...]:
+    """A supplied list replaces; the NVIDIA rule runs only for classified pools (API.md section 2:
+    a classless pool keeps the legacy render, which loads none)."""
     if spec.os.kernel_modules is not None:
         result.origins["kernelModules"] = "pool"
         return spec.os.kernel_modules
     if baseline is not None and baseline.kernel_modules is not None:
         result.origins["kernelModules"] = origin
         return baseline.kernel_modules
-    if any(gpu.name.startswith("nvidia.com/") for gpu in spec.gpus):
+    if classified and any(gpu.name.startswith("nvidia.com/") for gpu in spec.gpus):
         result.origins["kernelModules"] = "NVIDIA rule (an nvidia.com GPU, no list supplied)"
         return NVIDIA_MODULES
     result.origins["kernelModules"] = "unset"
@@ -650,7 +652,7 @@ def _resolve_talos_pool(
         result.deny(
             "Invalid", f"{field}.talos.installerRepository", "no installer repository in the pool, class or platform"
         )
-    kernel_modules = _kernel_modules(spec, baseline_os, origin, result)
+    kernel_modules = _kernel_modules(spec, baseline_os, origin, result, classified=class_record is not None)
 
     image: EffectiveImage | None = None
     if infrastructure == "proxmox":
