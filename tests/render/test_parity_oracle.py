@@ -4,7 +4,8 @@ Pools are drawn over the chart's value space: both sizing modes (an instance typ
 or ``resources`` with optional podCpuLimit/podCpuRequest pairs), GPUs, kubelet reservations and
 eviction thresholds, the serial console, health timeouts and ``maxUnhealthy``, the provision time,
 Talos version/schematic/factory/installer/registry mirrors, Kubernetes versions, replica bounds,
-disk and storage class, roles, pool names, and both KubernetesNodes and KubernetesNodes HelmRelease.
+disk and storage class, roles, pool names, both KubernetesNodes and KubernetesNodes HelmRelease, and
+the platform's ``_cluster`` values (cluster domain, topology spread constraints).
 Each one goes through the public path (a State with the parent Kubernetes, the pool object,
 ``resolve``, ``render``) and through one long-lived oracle process; every object is compared and
 the differing field paths are printed. Where the chart refuses a pool, workerclass must refuse it too.
@@ -153,8 +154,31 @@ def _values(pool: dict[str, Any]) -> dict[str, Any]:
     return values
 
 
-def ours(pool: dict[str, Any]) -> list[dict[str, Any]] | str:
-    state = State.from_objects([PARENT, pool])
+#: The platform's ``_cluster`` values (WorkerPlatform ``spec.clusterValues``); None: the default.
+CLUSTER_VALUES: list[dict[str, Any] | None] = [
+    None,
+    {"cluster-domain": "cozy.example"},
+    {
+        "cluster-domain": "cozy.local",
+        "scheduling": {
+            "globalAppTopologySpreadConstraints": (
+                "topologySpreadConstraints:\n- maxSkew: 2\n  topologyKey: kubernetes.io/hostname\n"
+                "  whenUnsatisfiable: DoNotSchedule\n"
+            )
+        },
+    },
+]
+
+
+def _platform(cluster_values: dict[str, Any]) -> dict[str, Any]:
+    platform = copy.deepcopy(dict(State.from_objects([]).platform_object))
+    platform["spec"]["clusterValues"] = cluster_values
+    return platform
+
+
+def ours(pool: dict[str, Any], cluster_values: dict[str, Any] | None = None) -> list[dict[str, Any]] | str:
+    context = [PARENT] if cluster_values is None else [PARENT, _platform(cluster_values)]
+    state = State.from_objects([*context, pool])
     record = pool_from_object(pool)
     assert record is not None
     stored = state.pool(record.identity)
@@ -167,21 +191,24 @@ def ours(pool: dict[str, Any]) -> list[dict[str, Any]] | str:
         return f"render refused: {error}"
 
 
-def theirs(pool: dict[str, Any]) -> list[dict[str, Any]] | str:
+def theirs(pool: dict[str, Any], cluster_values: dict[str, Any] | None = None) -> list[dict[str, Any]] | str:
     name = pool["metadata"]["name"]
     result = get_oracle().render(
         copy.deepcopy(_values(pool)),
         release=f"kubernetes-nodes-{name}" if pool["kind"] == "KubernetesNodes" else name,
         namespace=NAMESPACE,
+        cluster_values={"_cluster": cluster_values} if cluster_values is not None else None,
         talos_config_template=True,
     )
     return result.objects if result.ok else f"chart refused: {result.error}"
 
 
 @settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True)
-@given(pools())
-def test_classless_pools_render_what_the_chart_renders(pool: dict[str, Any]) -> None:
-    mine, chart = ours(pool), theirs(pool)
+@given(pools(), st.sampled_from(CLUSTER_VALUES))
+def test_classless_pools_render_what_the_chart_renders(
+    pool: dict[str, Any], cluster_values: dict[str, Any] | None
+) -> None:
+    mine, chart = ours(pool, cluster_values), theirs(pool, cluster_values)
     if isinstance(chart, str):
         assert isinstance(mine, str), f"the chart refuses {_values(pool)}: {chart}; workerclass renders it"
         return
