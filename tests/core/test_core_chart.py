@@ -309,3 +309,15 @@ def test_compute_plane_refuses_keys_outside_it(key: str) -> None:
 
 def test_namespace_constant_is_a_tenant() -> None:
     assert NAMESPACE.startswith("tenant-")
+
+
+def test_a_classless_pool_without_version_follows_the_chart_and_is_warned_not_refused() -> None:
+    """No version: the chart renders its default v1.35; an older parent is said, not refused."""
+    state = make_state(clusters=[make_cluster(version="v1.33")])
+    pool = make_pool("md1", workerClassName=ABSENT, version=ABSENT)
+    decision = admit(state, "UPDATE", pool, old=pool)
+    assert decision.allowed, [str(v) for v in decision.denials]
+    assert any("follows the chart's default v1.35" in w for w in decision.warnings), decision.warnings
+    assert resolve(state, pool).kubernetes_version == "v1.35.6"
+    chosen = make_pool("md1", workerClassName=ABSENT, version="v1.35")
+    assert has_denial(admit(state, "UPDATE", chosen, old=chosen).denials, "ControlPlaneTooOld", "spec.version")

@@ -564,7 +564,17 @@ def resolve_pool(state: State, record: PoolRecord) -> tuple[Effective | None, li
         if cluster is not None:
             result.deny("Invalid", f"{field}.version", "set the Kubernetes minor (vX.Y) of the pool")
         return None, result.denials, result.warnings
-    _check_control_plane(minor, cluster, f"{field}.version", result)
+    if minor_origin == "chart values.yaml":
+        # A classless pool that never chose a minor follows the chart's default: the chart renders
+        # it, and refusing its UPDATEs would be an outage of our making. Said, not refused.
+        probe = Resolution([], [], {})
+        _check_control_plane(minor, cluster, f"{field}.version", probe)
+        result.warnings.extend(
+            f"{v.message} (the pool sets no version and follows the chart's default {minor}: set spec.version)"
+            for v in probe.denials
+        )
+    else:
+        _check_control_plane(minor, cluster, f"{field}.version", result)
     if not class_usable:
         return None, result.denials, result.warnings
 
