@@ -231,3 +231,47 @@ def test_a_talos_class_with_the_pools_settings_renders_the_classless_objects(poo
     assert not isinstance(mine, str), mine
     differences = object_differences(mine, classless)
     assert not differences, f"{_values(classified)}:\n  " + "\n  ".join(differences[:40])
+
+
+#: Values the chart refuses at render time (``upstream-cozystack/README.md``, "Render-time failures"),
+#: mixed into generated pools: where the chart refuses, workerclass must refuse too (admission
+#: maps each refusal to its code), and where a later key makes the pool valid again, render the same.
+BREAKERS: list[dict[str, Any]] = [
+    {"maxNodeProvisionTime": "30min"},
+    {"readyUnknownTimeout": "0s"},
+    {"readyFalseTimeout": "9999999h"},
+    {"instanceType": "u1.medium", "resources": {"cpu": "4"}},
+    {"instanceType": "u1.medium", "podCpuLimit": "3"},
+    {"instanceType": "", "resources": {"cpu": "2", "memory": "4Gi"}, "podCpuLimit": "-1"},
+    {"instanceType": "", "resources": {"cpu": "2", "memory": "4Gi"}, "podCpuLimit": "0"},
+    {"instanceType": "", "resources": {"cpu": "2", "memory": "4Gi"}, "podCpuLimit": "1", "podCpuRequest": "2"},
+    {"instanceType": "", "resources": {"cpu": "2", "memory": "4Gi"}, "podCpuLimit": "1", "podCpuRequest": "0"},
+    {"instanceType": "zz.huge"},
+    {"kubelet": {"systemReservedCpu": "1.5m"}},
+    {"kubelet": {"kubeReservedMemory": "1GB"}},
+    {"kubelet": {"systemReservedMemory": "0"}},
+    {"kubelet": {"evictionHardMemory": "12%"}},
+    {"kubelet": {"evictionHardMemory": "500Mi"}},
+    {"kubelet": {"evictionHardMemory": "x%", "evictionSoftMemory": "10%"}},
+    {"instanceType": "u1.nano"},
+    {"instanceType": "", "resources": {"cpu": "100m", "memory": "4Gi"}},
+    {"instanceType": "", "kubelet": {"systemReservedMemory": "512Mi"}},
+    {"maxUnhealthy": "12.5%"},
+    {"maxUnhealthy": ""},
+]
+
+
+@settings(max_examples=EXAMPLES // 3, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True)
+@given(pools(), st.sampled_from(BREAKERS))
+def test_where_the_chart_refuses_a_pool_workerclass_refuses_it(pool: dict[str, Any], breaker: dict[str, Any]) -> None:
+    values = _values(pool)
+    for key, value in breaker.items():
+        values[key] = copy.deepcopy(value)
+    mine, chart = ours(pool), theirs(pool)
+    if isinstance(chart, str):
+        assert isinstance(mine, str), f"the chart refuses {values}: {chart}; workerclass renders it"
+        assert mine.startswith("denied: "), f"refused only by the renderer, not by admission: {mine}"
+        return
+    assert not isinstance(mine, str), f"the chart renders {values}; workerclass: {mine}"
+    differences = object_differences(mine, chart)
+    assert not differences, f"{values}:\n  " + "\n  ".join(differences[:40])
