@@ -14,6 +14,7 @@ Callers pass a :class:`~workerclass.chart.context.ChartInput` the chart renders 
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 from collections.abc import Mapping
@@ -23,7 +24,7 @@ from typing import Any, Literal
 from .context import ChartInput
 from .quantity import divf, go_str, to_float, to_float64, to_int, truthy
 from .sizing import Sizing
-from .values import app_version, chart_version, from_yaml, k8s_load, plain_scalar, to_yaml, version_map
+from .values import app_version, block_load, chart_version, from_yaml, plain_scalar, to_yaml, version_map
 
 KMT_API = "infrastructure.cluster.x-k8s.io/v1alpha1"
 CAPI_API = "cluster.x-k8s.io/v1beta1"
@@ -104,26 +105,28 @@ def chart_http_url(inp: ChartInput) -> str:
 
 
 def sanitized_pod_resources(inp: ChartInput) -> str:
-    """``cozy-lib.resources.sanitize`` of ``{ephemeral-storage: 2Gi}`` plus podCpuLimit/Request, as text."""
+    """``cozy-lib.resources.sanitize`` of ``{ephemeral-storage: 2Gi}`` plus podCpuLimit/Request, as text.
+
+    The chart round-trips the YAML through ``fromYaml``/``toYaml`` to set each CPU key; a map of
+    strings survives that round trip unchanged, so the map is built once and written once.
+    """
     cluster = inp.values.get("_cluster")
     ratio_raw = cluster.get("ephemeral-storage-allocation-ratio", "40") if isinstance(cluster, Mapping) else "40"
-    ratio = to_float64(ratio_raw)
-    request = to_int(divf(to_float("2Gi"), ratio))
-    resources: dict[str, dict[str, Any]] = {
-        "limits": {"ephemeral-storage": "2Gi"},
-        "requests": {"ephemeral-storage": str(request)},
-    }
-    text = to_yaml(resources)
+    request = to_int(divf(to_float("2Gi"), to_float64(ratio_raw)))
+    limits: dict[str, Any] = {"ephemeral-storage": "2Gi"}
+    requests: dict[str, Any] = {"ephemeral-storage": str(request)}
     v = inp.values
-    if "podCpuLimit" in v and v["podCpuLimit"] is not None:
-        parsed = from_yaml(text)
-        parsed.setdefault("limits", {})["cpu"] = go_str(v["podCpuLimit"])
-        text = to_yaml(parsed)
-    if "podCpuRequest" in v and v["podCpuRequest"] is not None:
-        parsed = from_yaml(text)
-        parsed.setdefault("requests", {})["cpu"] = go_str(v["podCpuRequest"])
-        text = to_yaml(parsed)
-    return text
+    if v.get("podCpuLimit") is not None:
+        limits["cpu"] = go_str(v["podCpuLimit"])
+    if v.get("podCpuRequest") is not None:
+        requests["cpu"] = go_str(v["podCpuRequest"])
+    return to_yaml({"limits": limits, "requests": requests})
+
+
+@functools.lru_cache(maxsize=64)
+def _constraints_text(raw: str) -> str:
+    """``$rawConstraints | fromYaml | toYaml`` (cached: the platform's one string)."""
+    return to_yaml(from_yaml(raw))
 
 
 def _nindent(text: str, n: int) -> str:
@@ -209,7 +212,7 @@ def kubevirtmachinetemplate_text(inp: ChartInput, sizing: Sizing, disk: Disk | N
     if truthy(scheduling):
         raw = _get(scheduling, "globalAppTopologySpreadConstraints")
         if truthy(raw):
-            text += _nindent(to_yaml(from_yaml(go_str(raw))), 10)
+            text += _nindent(_constraints_text(go_str(raw)), 10)
             text += (
                 "\n            labelSelector:\n              matchLabels:\n"
                 f"                cluster.x-k8s.io/cluster-name: {cluster_name}"
@@ -273,7 +276,7 @@ def kubevirtmachinetemplate_name(inp: ChartInput, sizing: Sizing, disk: Disk | N
 def kubevirtmachinetemplate(inp: ChartInput, sizing: Sizing, disk: Disk | None = None) -> dict[str, Any]:
     """The KubevirtMachineTemplate document, parsed as the oracle parses it."""
     text = kubevirtmachinetemplate_text(inp, sizing, disk)
-    template = k8s_load(text)
+    template = block_load(text)
     return {
         "apiVersion": KMT_API,
         "kind": "KubevirtMachineTemplate",
