@@ -350,3 +350,32 @@ def test_render_chart_refuses_with_every_failure() -> None:
     with pytest.raises(ChartRefused) as info:
         render_chart(inp)
     assert [f.code for f in info.value.failures] == ["InstanceTypeNotFound", "InvalidMaxUnhealthy"]
+
+
+PR3571_ROWS: list[tuple[dict[str, Any], tuple[str, str] | None]] = [
+    ({"kernelModules": [{"name": "nvidia$(id)"}]}, ("InvalidKernelModule", "spec.kernelModules[0].name")),
+    ({"kernelModules": [{"name": ""}]}, ("InvalidKernelModule", "spec.kernelModules[0].name")),
+    (
+        {"kernelModules": [{"name": "ok", "parameters": ["a b"]}]},
+        ("InvalidKernelModule", "spec.kernelModules[0].parameters[0]"),
+    ),
+    ({"kernelModules": [{"name": "ok", "parameters": ["NVreg_X=1;Y=0x2"]}]}, None),
+    ({"kernelModules": []}, None),
+    ({"schematicID": "ab'c"}, ("Invalid", "spec.schematicID")),
+    ({"talos": {"schematicID": "a$b"}}, ("Invalid", "spec.talos.schematicID")),
+    ({"maxNodeProvisionTime": "0s", "podCpuLimit": -1}, None),  # not guarded in PR 3571's base
+    ({"maxUnhealthy": "12.5%"}, ("InvalidMaxUnhealthy", "spec.maxUnhealthy")),
+]
+
+
+@pytest.mark.parametrize(("values", "expected"), PR3571_ROWS)
+def test_pr3571_rows(values: dict[str, Any], expected: tuple[str, str] | None) -> None:
+    inp = chart_input({"cluster": "example", **values}, namespace=NS, release=R, variant="pr3571")
+    failures = chart_failures(inp)
+    assert ((failures[0].code, failures[0].field) if failures else None) == expected, failures
+    if available():
+        result = get_oracle().render({"cluster": "example", **values}, release=R, namespace=NS, chart="pr3571")
+        if expected is None:
+            assert result.ok, result.error
+        else:
+            assert not result.ok and code_of_message(result.error) == expected[0], result.error

@@ -8,6 +8,8 @@ size, maxUnhealthy) and cozy-lib's tenant-namespace rule, plus PR 3571's kernel-
 schematicID guards. The chart stops at its first failure; this reports each one the chart could
 hit on its own (a check whose inputs are already refused is skipped), in the order Helm meets
 them, so the list is empty exactly when the chart renders. Codes follow API.md section 3.
+For ``variant="pr3571"`` the checks are that chart's: the kernel-module and schematicID guards,
+and none of main's podCpuLimit/podCpuRequest or duration guards (its older base has neither).
 
 Messages say what to change. A value is quoted only when it passed a strict, harmless shape
 (a quantity, a duration shape, a DNS label); otherwise the message names the field and the rule.
@@ -101,14 +103,18 @@ def chart_failures(inp: ChartInput) -> list[ChartFailure]:
     # nodegroup.yaml
     _check_talos_matrix(inp, out)
     size = sizing(inp)
+    main = inp.variant != "pr3571"  # PR 3571's older base has no podCpu pair and no duration guard
     _check_resources(inp, size, out)
-    _check_pod_cpu(inp, size, out)
+    if main:
+        _check_pod_cpu(inp, size, out)
     missing_type = _check_instancetype(inp, size, out)
     _check_kubelet(inp, size, out, missing_type)
-    _check_duration(v, "maxNodeProvisionTime", out)
+    if main:
+        _check_duration(v, "maxNodeProvisionTime", out)
     _check_max_unhealthy(v, out)
-    _check_duration(v, "readyUnknownTimeout", out)
-    _check_duration(v, "readyFalseTimeout", out)
+    if main:
+        _check_duration(v, "readyUnknownTimeout", out)
+        _check_duration(v, "readyFalseTimeout", out)
     # dashboard-resourcemap.yaml: cozy-lib's RBAC helper
     if not inp.namespace.startswith("tenant-"):
         ns = _shown(inp.namespace, _SAFE_DNS) or "the namespace"
