@@ -22,8 +22,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import http
 import logging
-import re
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -89,8 +89,16 @@ CONTROLLER_WATCHED: tuple[Watched, ...] = tuple(
 )
 
 
-#: an HTTP reason phrase or a Kubernetes Status reason (``NotFound``, ``Service Unavailable``)
-_REASON = re.compile(r"[A-Za-z][A-Za-z ]{0,62}")
+#: metav1.StatusReason values: the only server-sent reasons quoted (any other text is the server's
+#: own and could be anything); else the standard HTTP phrase of the code is used
+STATUS_REASONS = frozenset(
+    {
+        "Unauthorized", "Forbidden", "NotFound", "AlreadyExists", "Conflict", "Gone", "Invalid",
+        "ServerTimeout", "StoreReadError", "Timeout", "TooManyRequests", "BadRequest", "MethodNotAllowed",
+        "NotAcceptable", "RequestEntityTooLarge", "UnsupportedMediaType", "InternalError", "Expired",
+        "ServiceUnavailable",
+    }
+)  # fmt: skip
 
 
 def short_error(error: BaseException) -> str:
@@ -99,19 +107,22 @@ def short_error(error: BaseException) -> str:
     Never the message or a response body: lightkube's ``ApiError`` carries the server's Status
     message (which may quote an object), httpx errors quote the request URL (a kubeconfig server
     URL can hold ``user:password@``), and a fake or broken server can send anything. The reason
-    is kept only when it is a short word or phrase.
+    is a Kubernetes ``StatusReason`` value or the standard phrase of the HTTP code.
     """
     status = getattr(error, "status", None)
     code = getattr(status, "code", None)
     reason = getattr(status, "reason", None)
-    if code is None:  # httpx.HTTPStatusError: the response's status line
+    if code is None:  # httpx.HTTPStatusError: the response's status
         response = getattr(error, "response", None)
         code = getattr(response, "status_code", None) if response is not None else None
-        reason = getattr(response, "reason_phrase", None) if response is not None else None
+        reason = None
     if isinstance(code, int) and not isinstance(code, bool) and 100 <= code <= 999:
-        if isinstance(reason, str) and _REASON.fullmatch(reason):
+        if isinstance(reason, str) and reason in STATUS_REASONS:
             return f"{code} {reason}"
-        return str(code)
+        try:
+            return f"{code} {http.HTTPStatus(code).phrase}"
+        except ValueError:
+            return str(code)
     if isinstance(error, TimeoutError):
         return "TimeoutError (no answer in time)"
     return type(error).__name__

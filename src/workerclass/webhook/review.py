@@ -242,6 +242,26 @@ def encode(response: Mapping[str, Any]) -> bytes:
         return json.dumps(envelope, separators=(",", ":"), ensure_ascii=False, default=str).encode("utf-8")
 
 
+#: what a field path is made of: field names, ``[index]``, and map keys that are label-key shaped
+#: (``[prefix/]name``: no ``:``, ``@``, space or quote, so no URL credentials or key material)
+_FIELD = re.compile(r"[A-Za-z0-9_.\[\]/-]{0,256}")
+
+
+def shown_field(field: str) -> str:
+    """A violation's field path as answered: whole when every character is one a path or a
+    label-key-shaped map key has; otherwise cut before the segment that is not (a map key taken
+    from the request, which may be anything) and that segment named, not shown."""
+    if _FIELD.fullmatch(field):
+        return field
+    index = next(
+        (at for at, char in enumerate(field) if not (char.isascii() and (char.isalnum() or char in "_.[]/-"))),
+        len(field),
+    )
+    head = field[: min(index, 256)]
+    cut = head.rfind(".")
+    return (head[:cut] if cut > 0 else "") + ".(a key that is not shown)"
+
+
 def refusal(uid: str, code: int, reason: str, message: str) -> dict[str, Any]:
     """A denial that is not about the object's values: a bad request, not ready, an internal error."""
     return {
@@ -273,17 +293,16 @@ def from_decision(uid: str, decision: Decision, *, mutating: bool) -> dict[str, 
         denials = list(decision.denials)
         if denials:
             first = denials[0].code
+            causes = [
+                {"reason": violation.code, "field": shown_field(violation.field), "message": violation.message}
+                for violation in denials
+            ]
             response["status"] = {
                 "status": "Failure",
                 "code": INVALID_CODE if first == "Invalid" else DENIED_CODE,
                 "reason": first,
-                "message": "; ".join(str(violation) for violation in denials),
-                "details": {
-                    "causes": [
-                        {"reason": violation.code, "field": violation.field, "message": violation.message}
-                        for violation in denials
-                    ]
-                },
+                "message": "; ".join(f"{cause['reason']} {cause['field']}: {cause['message']}" for cause in causes),
+                "details": {"causes": causes},
             }
         else:  # the core denied without saying why: still a denial, and say so
             response["status"] = {

@@ -25,10 +25,13 @@ import time
 import traceback
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from http import HTTPStatus
 from typing import Any
 
 from aiohttp import web
+from aiohttp.abc import AbstractAccessLogger
 from aiohttp.http_exceptions import HttpProcessingError
+from aiohttp.web_protocol import RequestHandler
 
 from ..adapters.tls import ReloadingContext, stop_task
 from ..admission.decision import Decision
@@ -61,6 +64,38 @@ class _OneLineHTTPErrors(logging.Filter):
 
 http_logger = logging.getLogger("workerclass.http")
 http_logger.addFilter(_OneLineHTTPErrors())
+
+
+class _QuietRequestHandler(RequestHandler):
+    """aiohttp's connection handler whose answer to a malformed request is its status line only:
+    aiohttp's own quotes the bytes it could not parse (a request line, a header) back to the client."""
+
+    def handle_error(
+        self,
+        request: web.BaseRequest,
+        status: int = 500,
+        exc: BaseException | None = None,
+        message: str | None = None,
+    ) -> web.StreamResponse:
+        if status != 500:  # 500 has aiohttp's fixed text already
+            try:
+                message = f"{status} {HTTPStatus(status).phrase}"
+            except ValueError:
+                message = str(status)
+        return super().handle_error(request, status, exc, message)
+
+
+class _AccessLogger(AbstractAccessLogger):
+    """One line per request (``access_log``): method, a served path or ``other``, status, size and
+    time; no query string, header or unknown path (aiohttp's default format quotes them)."""
+
+    PATHS = frozenset([*(route.path for route in ROUTES), "/healthz", "/readyz", "/metrics"])
+
+    def log(self, request: web.BaseRequest, response: web.StreamResponse, time: float) -> None:
+        path = request.path if request.path in self.PATHS else "other"
+        method = request.method if request.method in ("GET", "POST", "PUT", "HEAD", "DELETE") else "other"
+        self.logger.info("%s %s %d %d %.1fms", method, path, response.status, response.body_length, time * 1000)
+
 
 Decider = Callable[[State, str, dict[str, Any] | None, dict[str, Any] | None], Decision]
 
@@ -335,7 +370,8 @@ class WebhookServer:
         if not decision.allowed:
             if logger.isEnabledFor(logging.INFO):  # the denial's codes are only joined for the log
                 codes = ", ".join(
-                    f"{escaped(violation.code, 64)} {escaped(violation.field, 160)}" for violation in decision.denials
+                    f"{escaped(violation.code, 64)} {escaped(wire.shown_field(violation.field), 160)}"
+                    for violation in decision.denials
                 )
                 logger.info(
                     "%s: uid=%s %s %s %s denied: %s",
@@ -382,6 +418,7 @@ class WebhookServer:
             handle_signals=False,
             shutdown_timeout=settings.shutdown_timeout,
             access_log=logging.getLogger("workerclass.access") if settings.access_log else None,
+            access_log_class=_AccessLogger,
             keepalive_timeout=settings.keepalive_timeout,
             logger=http_logger,
             lingering_time=settings.lingering_time,
@@ -394,8 +431,18 @@ class WebhookServer:
         assert runner.server is not None
         loop = asyncio.get_running_loop()
         # TLS is wrapped by the guard (a slot is taken before the handshake), not by the loop
+        aiohttp_server = runner.server
+        try:
+            options = dict(aiohttp_server._kwargs)
+
+            def handler() -> asyncio.Protocol:
+                return _QuietRequestHandler(aiohttp_server, loop=loop, **options)
+
+            handler()  # fails here, at start, if aiohttp no longer takes these arguments
+        except (AttributeError, TypeError):  # pragma: no cover - another aiohttp
+            handler = aiohttp_server
         self._guard = ConnectionGuard(
-            runner.server,
+            handler,
             limit=settings.max_connections,
             header_timeout=settings.header_timeout,
             tls=self.tls.context if self.tls is not None else None,
