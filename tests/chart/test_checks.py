@@ -379,3 +379,12 @@ def test_pr3571_rows(values: dict[str, Any], expected: tuple[str, str] | None) -
             assert result.ok, result.error
         else:
             assert not result.ok and code_of_message(result.error) == expected[0], result.error
+
+
+def test_foreign_machinedeployment_is_refused_as_invalid_pool_name() -> None:
+    def first(owner: str | None) -> list[tuple[str, str]]:
+        inp = chart_input({"cluster": "example"}, namespace=NS, release=R, existing_machinedeployment_release=owner)
+        return [(f.code, f.field) for f in chart_failures(inp)]
+
+    assert first("kubernetes-example") == [("InvalidPoolName", "metadata.name")]
+    assert first(R) == [] and first("") == [] and first(None) == []

@@ -102,6 +102,7 @@ def chart_failures(inp: ChartInput) -> list[ChartFailure]:
         _check_pr3571(inp, out)
     # nodegroup.yaml
     _check_talos_matrix(inp, out)
+    _check_foreign_pool(inp, out)
     size = sizing(inp)
     main = inp.variant != "pr3571"  # PR 3571's older base has no podCpu pair and no duration guard
     _check_resources(inp, size, out)
@@ -159,6 +160,24 @@ def _check_talos_matrix(inp: ChartInput, out: _Collector) -> None:
             f"Supported versions: {list(supported)}. Bump 'version' or set talos.version explicitly.",
             prefix=False,
         )
+
+
+def _check_foreign_pool(inp: ChartInput, out: _Collector) -> None:
+    """``kubernetes-nodes.assertNoForeignPool``: the MachineDeployment belongs to another release."""
+    owner = inp.existing_machinedeployment_release
+    if not truthy(inp.values.get("cluster")) or not owner or owner == inp.release:
+        return
+    name = f"{inp.cluster_name}-{inp.group_name}"
+    shown = _shown(name, _SAFE_DNS) or "the pool's MachineDeployment"
+    owner_shown = _shown(owner, _SAFE_DNS) or "another release"
+    out.add(
+        "InvalidPoolName",
+        "metadata.name",
+        f"kubernetes-nodes: MachineDeployment {shown} is already managed by release {owner_shown}, not this pool's "
+        "release: the pool name collides with a nodeGroup the parent kubernetes chart still manages. Rename the pool "
+        "or remove it from the parent Kubernetes CR's nodeGroups first.",
+        prefix=False,
+    )
 
 
 def _check_resources(inp: ChartInput, size: Sizing, out: _Collector) -> None:

@@ -2,7 +2,9 @@
 
 ``ChartInput`` is what Helm gives the templates: ``.Values`` (the pool values coalesced over
 the chart's ``values.yaml``, with ``_cluster``/``_namespace`` from the platform), ``.Release``
-(name and namespace) and the instance types the chart's ``lookup`` would find.
+(name and namespace) and what the chart's ``lookup`` calls would find (the instance types, and
+optionally an existing MachineDeployment's owning release). ``ChartRefused`` carries every
+:class:`ChartFailure` of a refused render.
 """
 
 from __future__ import annotations
@@ -36,6 +38,10 @@ class ChartInput:
     namespace: str
     instancetypes: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)  # name -> object
     variant: Variant = "main"
+    #: What the chart's ``assertNoForeignPool`` lookup would find: the ``meta.helm.sh/release-name``
+    #: of an existing MachineDeployment ``kubernetes-<cluster>-<pool>`` in the namespace ("" when it
+    #: has none), or None when there is no such object or nothing is known (offline, as the oracle).
+    existing_machinedeployment_release: str | None = None
 
     @property
     def cluster(self) -> str:

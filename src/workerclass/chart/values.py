@@ -155,11 +155,13 @@ def chart_input(
     cluster_values: Mapping[str, Any] | None = None,
     instancetypes: Mapping[str, Mapping[str, Any]] | None = None,
     variant: Variant = "main",
+    existing_machinedeployment_release: str | None = None,
 ) -> ChartInput:
     """The values the templates see: pool values over the platform's, coalesced over defaults.
 
     ``cluster_values`` is ``{"_cluster": {...}, "_namespace": {...}}`` (default
-    :data:`DEFAULT_CLUSTER_VALUES`, as the oracle); ``instancetypes`` defaults to the shipped set.
+    :data:`DEFAULT_CLUSTER_VALUES`, as the oracle); ``instancetypes`` defaults to the shipped set;
+    ``existing_machinedeployment_release`` feeds the chart's foreign-pool lookup (None: none known).
     """
     platform = DEFAULT_CLUSTER_VALUES if cluster_values is None else cluster_values
     merged = deep_merge(platform, pool_values)
@@ -170,6 +172,7 @@ def chart_input(
         namespace=namespace,
         instancetypes=load_instancetypes() if instancetypes is None else instancetypes,
         variant=variant,
+        existing_machinedeployment_release=existing_machinedeployment_release,
     )
 
 
