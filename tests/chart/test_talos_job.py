@@ -206,7 +206,7 @@ def talos_pools(draw: st.DrawFn) -> tuple[dict[str, Any], str, str, dict[str, An
         talos["registryMirrors"] = draw(st.dictionaries(_HOSTS, _MIRROR, max_size=3))
     if talos:
         values["talos"] = talos
-    domain = draw(st.sampled_from([None, "cozy.local", "cluster.local", "mgmt.example.org", ""]))
+    domain = draw(st.sampled_from([None, "cozy.local", "cluster.local", "mgmt.example.org", "", "odd$x.local"]))
     platform = None if domain is None else {"_cluster": {"cluster-domain": domain} if domain else {}}
     return values, f"kubernetes-nodes-{cluster}-{pool}", namespace, platform
 
