@@ -322,6 +322,13 @@ def test_messages_quote_harmless_shapes() -> None:
         {"cluster": "example", "podCpuLimit": {"a": 1}, "podCpuRequest": [2], "maxUnhealthy": None},
         {"cluster": "example", "talos": None, "version": 1.35, "instanceType": 7},
         {"cluster": "example", "kernelModules": ["x", {"name": 5, "parameters": "p"}], "schematicID": 3},
+        {
+            "cluster": "example",
+            "instanceType": "",
+            "resources": {"cpu": "inf", "memory": "nanMi"},
+            "podCpuLimit": "infm",
+        },
+        {"cluster": "example", "_cluster": {"ephemeral-storage-allocation-ratio": "0"}},
     ],
 )
 def test_wrong_types_never_crash(values: dict[str, Any]) -> None:
@@ -388,3 +395,29 @@ def test_foreign_machinedeployment_is_refused_as_invalid_pool_name() -> None:
 
     assert first("kubernetes-example") == [("InvalidPoolName", "metadata.name")]
     assert first(R) == [] and first("") == [] and first(None) == []
+
+
+def test_quantities_the_arithmetic_cannot_take_are_invalid() -> None:
+    inp = chart_input(
+        {"cluster": "example", "instanceType": "", "resources": {"cpu": "inf", "memory": "8Gi"}, "podCpuLimit": "nanm"},
+        namespace=NS,
+        release=R,
+        cluster_values={"_cluster": {"ephemeral-storage-allocation-ratio": "abc"}},
+    )
+    assert [(f.code, f.field) for f in chart_failures(inp)] == [
+        ("Invalid", "spec.resources.cpu"),
+        ("Invalid", "spec.podCpuLimit"),
+        ("Invalid", "_cluster.ephemeral-storage-allocation-ratio"),
+    ]
+
+
+@pytest.mark.parametrize("ratio", ["0", "abc", 0, "inf", "8", 10])
+def test_ephemeral_storage_ratio_the_chart_cannot_divide_by(ratio: Any) -> None:
+    platform = {"_cluster": {"ephemeral-storage-allocation-ratio": ratio}}
+    inp = chart_input({"cluster": "example"}, namespace=NS, release=R, cluster_values=platform)
+    ours = [(f.code, f.field) for f in chart_failures(inp)]
+    if available():  # the chart's decimal division panics: a template error, not a fail message
+        assert get_oracle().render({"cluster": "example"}, release=R, namespace=NS, cluster_values=platform).ok == (
+            not ours
+        )
+    assert ours in ([], [("Invalid", "_cluster.ephemeral-storage-allocation-ratio")])

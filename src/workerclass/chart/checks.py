@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from .context import RELEASE_PREFIX, ChartFailure, ChartInput
-from .quantity import cpu_to_millicores, go_str, to_float, to_float64, truthy
+from .quantity import cpu_to_millicores, go_str, is_finite_quantity, to_float, to_float64, truthy
 from .sizing import Sizing, sizing
 from .values import version_map
 
@@ -103,13 +103,20 @@ def chart_failures(inp: ChartInput) -> list[ChartFailure]:
     # nodegroup.yaml
     _check_talos_matrix(inp, out)
     _check_foreign_pool(inp, out)
+    _check_rest(inp, out, arithmetic=_check_arithmetic_inputs(inp, out))
+    return out.failures
+
+
+def _check_rest(inp: ChartInput, out: _Collector, *, arithmetic: bool) -> None:
+    v = inp.values
     size = sizing(inp)
     main = inp.variant != "pr3571"  # PR 3571's older base has no podCpu pair and no duration guard
     _check_resources(inp, size, out)
-    if main:
+    if main and arithmetic:
         _check_pod_cpu(inp, size, out)
     missing_type = _check_instancetype(inp, size, out)
-    _check_kubelet(inp, size, out, missing_type)
+    if arithmetic:
+        _check_kubelet(inp, size, out, missing_type)
     if main:
         _check_duration(v, "maxNodeProvisionTime", out)
     _check_max_unhealthy(v, out)
@@ -125,7 +132,36 @@ def chart_failures(inp: ChartInput) -> list[ChartFailure]:
             f"{ns} is not a valid tenant identifier: a pool lives in a tenant namespace (tenant-...)",
             prefix=False,
         )
-    return out.failures
+
+
+def _check_arithmetic_inputs(inp: ChartInput, out: _Collector) -> bool:
+    """Quantities the chart's decimal arithmetic cannot take (it panics on inf/nan and on a zero
+    divisor): reported as Invalid, and the arithmetic checks are skipped. True when all are fine."""
+    v = inp.values
+    fine = True
+    resources = v.get("resources")
+    candidates: list[tuple[str, Any]] = [(f"spec.resources.{k}", _get(resources, k)) for k in ("cpu", "memory")]
+    candidates += [(f"spec.{k}", v.get(k)) for k in ("podCpuLimit", "podCpuRequest")]
+    for field, value in candidates:
+        if value is not None and isinstance(value, (str, int, float)) and not is_finite_quantity(value):
+            fine = False
+            out.add("Invalid", field, "must be a finite quantity (e.g. 4, 1500m, 8Gi)")
+    cluster = v.get("_cluster")
+    ratio = cluster.get("ephemeral-storage-allocation-ratio", "40") if isinstance(cluster, Mapping) else "40"
+    r = to_float64(ratio)
+    if r == 0 or r != r or r in (float("inf"), float("-inf")):
+        fine = False
+        out.add(
+            "Invalid",
+            "_cluster.ephemeral-storage-allocation-ratio",
+            "the platform's ephemeral-storage allocation ratio must be a finite non-zero number",
+            prefix=False,
+        )
+    return fine
+
+
+def _get(obj: Any, key: str) -> Any:
+    return obj.get(key) if isinstance(obj, Mapping) else None
 
 
 def _check_version(inp: ChartInput, out: _Collector) -> None:

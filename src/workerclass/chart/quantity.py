@@ -189,8 +189,19 @@ def to_int(value: Any) -> int:
 def _dec(value: Any) -> Fraction:
     f = to_float64(value)
     if math.isnan(f) or math.isinf(f):
-        raise ValueError("decimal: cannot represent a non-finite float")
+        # shopspring/decimal panics here, so the chart errors; checks.chart_failures reports the
+        # non-finite quantity, and the arithmetic stays total (0) instead of raising.
+        return Fraction(0)
     return Fraction(Decimal(repr(f)))
+
+
+def is_finite_quantity(value: Any) -> bool:
+    """Whether the chart's arithmetic can take ``value`` (``inf``/``nan`` spellings make it panic)."""
+    s = go_str(value)
+    f = to_float(value)
+    if s.endswith("m"):
+        return math.isfinite(f) and math.isfinite(to_float64(s[:-1]))
+    return math.isfinite(f)
 
 
 def mulf(a: Any, b: Any) -> float:
@@ -210,7 +221,10 @@ _DIV_PLACES = 10**16
 
 def divf(a: Any, b: Any) -> float:
     """shopspring ``Div``: the quotient rounded half away from zero to 16 decimal places."""
-    q = _dec(a) / _dec(b)
+    divisor = _dec(b)
+    if divisor == 0:
+        return 0.0  # decimal panics on division by zero (the chart errors; checks reports it)
+    q = _dec(a) / divisor
     scaled = q * _DIV_PLACES
     n, r = divmod(abs(scaled.numerator), scaled.denominator)
     if 2 * r >= scaled.denominator:
@@ -260,7 +274,7 @@ def to_float(value: Any) -> float:
                 unit = mult
     f = to_float64(raw)
     if math.isnan(f) or math.isinf(f):
-        return f  # decimal would panic; the chart cannot render such a value anyway
+        return f  # decimal would panic; the chart cannot render such a value (see is_finite_quantity)
     return mulf(f, unit)
 
 
