@@ -54,7 +54,7 @@ def test_chart_failures_and_objects_match_the_oracle(case: tuple[dict[str, Any],
     assert not problems, "\n".join(problems[:20]) + f"\n{context}"
 
 
-FREE_EXAMPLES = int(os.environ.get("CHART_ORACLE_FREE_EXAMPLES", "120"))
+FREE_EXAMPLES = int(os.environ.get("CHART_ORACLE_FREE_EXAMPLES", "100"))
 
 
 @settings(
