@@ -439,3 +439,19 @@ def test_in_place_fields_of_the_machine_deployment_do_not_replace() -> None:
     row = rows(plan(talos, state(**{"example-talos": edit})))["tenant-example/example-talos"]
     assert (row.action, row.replace, row.new_machines_only) == ("update", False, ())
     assert "in place: maxReplicas: 3 -> 6" in row.reasons
+
+
+def test_a_compute_plane_group_outside_its_allowlist_is_refused_for_that_group_only() -> None:
+    def compute_plane(**group: Any) -> dict[str, Any]:
+        return {
+            "apiVersion": "apps.cozystack.io/v1alpha1",
+            "kind": "ComputePlane",
+            "metadata": {"name": "cp", "namespace": "tenant-example"},
+            "spec": {"nodeGroups": {"md0": {"maxReplicas": 2}, "md1": {"maxReplicas": 2, **group}}},
+        }
+
+    result = plan(extra(state(), compute_plane()), extra(state(), compute_plane(version="v1.35", maxReplicas=4)))
+    by_pool = rows(result)
+    assert by_pool["tenant-example/cp-md1"].refused == ("NotAllowedInComputePlane",)
+    assert by_pool["tenant-example/cp-md0"].refused == () and by_pool["tenant-example/cp-md0"].action == "unchanged"
+    assert result.detailed_exit_code() == 1

@@ -189,7 +189,8 @@ def _print_plan(result: Plan) -> None:
     console.table(out)
     replacing = result.replacing
     rebuilds = sum(1 for row in replacing if row.rebuild_only)
-    text = f"{len(result.rows)} pools, {len(replacing)} would replace machines"
+    count = len(result.rows)
+    text = f"{count} pool{'' if count == 1 else 's'}, {len(replacing)} would replace machines"
     if rebuilds:
         text += f", {rebuilds} only because a platform Kairos image was rebuilt"
     deleting, refused = len(result.deleting), len(result.refused)
