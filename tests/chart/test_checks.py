@@ -12,10 +12,18 @@ from typing import Any
 
 import pytest
 
-from workerclass.chart import ChartFailure, ChartRefused, chart_failures, chart_input, render_chart
+from workerclass.chart import (
+    ChartFailure,
+    ChartRefused,
+    chart_failures,
+    chart_input,
+    nodegroup_objects,
+    render_chart,
+    sizing,
+)
 
 from .cases import code_of_message, pool_release
-from .oracle import available, get_oracle
+from .oracle import available, diff_paths, get_oracle
 
 R = pool_release()
 NS = "tenant-x"
@@ -421,3 +429,45 @@ def test_ephemeral_storage_ratio_the_chart_cannot_divide_by(ratio: Any) -> None:
             not ours
         )
     assert ours in ([], [("Invalid", "_cluster.ephemeral-storage-allocation-ratio")])
+
+
+CUSTOM_TYPES: dict[str, Any] = {
+    "cpu-only": {
+        "kind": "VirtualMachineClusterInstancetype",
+        "metadata": {"name": "cpu-only"},
+        "spec": {"cpu": {"guest": 2}},
+    },
+    "empty": {},
+    "string-sizes": {
+        "kind": "VirtualMachineClusterInstancetype",
+        "metadata": {"name": "string-sizes"},
+        "spec": {"cpu": {"guest": "1500m"}, "memory": {"guest": "3Gi"}},
+    },
+}
+
+
+@pytest.mark.parametrize(
+    ("values", "expected"),
+    [
+        ({"instanceType": "cpu-only"}, None),
+        (
+            {"instanceType": "cpu-only", "kubelet": {"kubeReservedMemory": "1Gi"}},
+            ("InvalidKubeletReservation", "spec.kubelet"),
+        ),
+        ({"instanceType": "empty"}, ("InstanceTypeNotFound", "spec.instanceType")),
+        ({"instanceType": "string-sizes"}, None),
+        ({"instanceType": "u1.medium"}, ("InstanceTypeNotFound", "spec.instanceType")),
+    ],
+    ids=["cpu-only", "cpu-only-memory-override", "empty-object", "string-sizes", "not-in-this-table"],
+)
+def test_custom_instancetype_tables(values: dict[str, Any], expected: tuple[str, str] | None) -> None:
+    inp = chart_input({"cluster": "example", **values}, namespace=NS, release=R, instancetypes=CUSTOM_TYPES)
+    failures = chart_failures(inp)
+    assert ((failures[0].code, failures[0].field) if failures else None) == expected, failures
+    if not available():
+        return
+    result = get_oracle().render({"cluster": "example", **values}, release=R, namespace=NS, instancetypes=CUSTOM_TYPES)
+    assert result.ok == (expected is None), result.error
+    if result.ok:
+        for ours in nodegroup_objects(inp, sizing(inp)):
+            assert not diff_paths(ours, result.one(ours["kind"]))
