@@ -64,7 +64,7 @@ def write_state(folder: Path, *objects: dict[str, Any]) -> Path:
     return folder
 
 
-BASE = {
+BASE: dict[str, dict[str, Any]] = {
     "md1": {"workerClassName": "talos", "minReplicas": 1, "maxReplicas": 3},
     "md2": {"workerClassName": "talos"},
     "md3": {"workerClassName": "talos"},
@@ -75,7 +75,8 @@ BASE = {
 def base_pools(**changes: dict[str, Any] | None) -> list[dict[str, Any]]:
     """The base pools with ``changes[pool]`` merged (``None`` removes the pool; a new name adds one)."""
     out = []
-    for pool, spec in {**BASE, **changes}.items():
+    merged: dict[str, dict[str, Any] | None] = {**BASE, **changes}
+    for pool, spec in merged.items():
         if spec is None:
             continue
         out.append(nodes(pool, **{**BASE.get(pool, {}), **spec}))

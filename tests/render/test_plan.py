@@ -35,7 +35,7 @@ def state(**edits: Edit) -> State:
 
 
 def extra(base: State, *objects: dict[str, Any]) -> State:
-    documents = [Document(record.obj, record.origin) for record in base.objects]
+    documents = [Document(dict(record.obj), record.origin) for record in base.objects]
     documents += [Document(obj, f"test#{index}") for index, obj in enumerate(objects)]
     return State.from_documents(documents)
 
@@ -224,11 +224,9 @@ def test_added_removed_and_denied_pools_have_rows_and_replace_nothing() -> None:
     new_pool = {
         "apiVersion": "apps.cozystack.io/v1alpha1",
         "kind": "KubernetesNodes",
-        "metadata": {"name": "zz-new", "namespace": "tenant-example"},
+        "metadata": {"name": "example-zz", "namespace": "tenant-example"},
         "spec": {"cluster": "example", "workerClassName": "talos", "version": "v1.35"},
     }
-
-    new_pool["metadata"]["name"] = "example-zz"
 
     def deny(obj: dict[str, Any]) -> None:
         obj["spec"]["workerClassName"] = "no-such-class"
@@ -278,7 +276,7 @@ def test_bootstrap_family_change_is_flagged_as_refused_without_empty_reasons() -
 def test_family_change_of_a_direct_helm_release_is_not_guarded() -> None:
     """No webhook validates HelmRelease writers (API.md section 5): the switch would go through."""
 
-    direct = {
+    direct: dict[str, Any] = {
         "apiVersion": "helm.toolkit.fluxcd.io/v2",
         "kind": "HelmRelease",
         "metadata": {
