@@ -31,7 +31,7 @@ CAPI_API = "cluster.x-k8s.io/v1beta1"
 TCT_API = "bootstrap.cluster.x-k8s.io/v1alpha3"
 WM_API = "cozystack.io/v1alpha1"
 
-_DURATION = re.compile(r"^[1-9][0-9]{0,4}[smh]([0-9]{1,5}[smh]){0,2}$")
+_DURATION = re.compile(r"[1-9][0-9]{0,4}[smh]([0-9]{1,5}[smh]){0,2}")  # fullmatch: Go's $ is end of text
 
 
 @dataclass(frozen=True, slots=True)
@@ -292,7 +292,7 @@ def _scalar(value: Any) -> Any:
 
 def _duration(value: Any) -> str:
     s = go_str(value)
-    return s if _DURATION.match(s) else ""
+    return s if _DURATION.fullmatch(s) else ""
 
 
 def _selector(inp: ChartInput) -> dict[str, str]:
