@@ -1,123 +1,100 @@
-"""Benchmark: render and hash 10,000 pools; plan between two 10,000-pool STATE folders.
+"""Benchmark: the parity renderer beside the oracle's Helm render of the same pools, same run.
 
-Writes two generated STATE folders (the ``examples/`` platform, classes and parent cluster plus
-N pools in files of 100 documents) to a temporary directory, then measures on one core:
+Generates N pools (default 10,000) over the chart's value space (classless KubernetesNodes and
+HelmReleases, classified Talos pools, Kairos pools; both sizing modes, GPUs, kubelet reservations,
+mirrors, health settings), resolves them once (not timed as rendering), then measures on one core:
 
-- the baseline: ``yaml.load_all`` (PyYAML's C loader when built) of the same pool files;
-- ``render`` (which computes the template hash) and ``template_hash`` alone, per resolved pool;
-- ``plan`` between the two states (resolution of both sides, hashes, reasons), with and
-  without loading the folders;
-- peak memory: traced allocations (tracemalloc, a separate untimed pass) for the YAML load,
-  render of every pool and plan including both loads, and the process's peak RSS.
+- ``render(effective)`` for every pool, one at a time with nothing kept (as a controller renders);
+- the same with every object kept and the cyclic collector paused (as ``workerclass render`` runs);
+- the oracle (``shared/tools/cozystack-render``: Helm's engine through helm-python-sdk) rendering
+  a sample of the same pools' values in one long-lived process (``tests/chart/oracle.py``), and
+  whether our objects equal its objects for every sampled classless pool;
+- peak memory for rendering all N pools one at a time, and with the output kept (tracemalloc,
+  separate passes), and the process's peak RSS;
+- where the render time goes (cProfile of 200 pools, the top entries by own time).
 
-Targets (issue 3): render at least 5,000 pools/s on one core, plan under 4 s, peak memory
-under 500 MB. Every figure is also given as a ratio to the YAML baseline of the same run.
-Run: ``.venv/bin/python bench/render_bench.py [--pools N] [--repeat R]``.
+Targets (issue 9): at least 20,000 pools/s on one core for the render alone; peak memory for
+10,000 pools under 500 MB. Run: ``.venv/bin/python bench/render_bench.py [--pools N]
+[--oracle-sample M] [--repeat R]``.
 """
 
 from __future__ import annotations
 
 import argparse
+import cProfile
 import gc
+import io
 import os
 import platform
+import pstats
 import random
 import resource
-import shutil
-import subprocess
 import sys
-import tempfile
 import time
 import tracemalloc
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
+sys.path.insert(0, str(ROOT / "tests"))
 
-from workerclass.ops import plan  # noqa: E402
-from workerclass.render import render, template_hash  # noqa: E402
+from workerclass.render import render  # noqa: E402
 from workerclass.resolve import resolve_pool  # noqa: E402
+from workerclass.resolve.effective import Effective  # noqa: E402
 from workerclass.state import State  # noqa: E402
 
-try:
-    from yaml import CSafeLoader as Loader
-except ImportError:  # pragma: no cover
-    from yaml import SafeLoader as Loader  # type: ignore[assignment]
-
-SCHEMATIC = "376567988ad370138ad8b2698212367b8edcb69b5fd68c80be1f2ec7d603b4ba"
-PER_FILE = 100
+NAMESPACE = "tenant-bench"
+CLUSTER = "bench"
+INSTANCE_TYPES = ["u1.medium", "u1.large", "u1.xlarge", "u1.2xlarge", "cx1.large", "m1.large"]
 
 
-def make_pool(index: int, rng: random.Random, *, after: bool) -> dict[str, Any]:
-    """Legacy, custom-class Talos, platform and fixed Kairos, builtin golden with a GPU, HelmRelease.
-
-    ``after``: about a tenth of the pools change replicas (in place), a tenth change mirrors or
-    instance type (replace); the platform Kairos digest changes in the whole after-state.
-    """
+def make_pool(index: int, rng: random.Random) -> dict[str, Any]:
+    """Pool ``index``: a sixth each of plain, resources+podCpu, GPU, kubelet/mirrors, classified Talos, Kairos."""
     variant = index % 6
     spec: dict[str, Any] = {
-        "cluster": "example",
-        "version": "v1.35",
+        "cluster": CLUSTER,
+        "version": rng.choice(["v1.33", "v1.34", "v1.35"]),
         "minReplicas": rng.randint(0, 2),
         "maxReplicas": rng.randint(3, 10),
-        "instanceType": rng.choice(["u1.medium", "u1.large"]),
+        "instanceType": rng.choice(INSTANCE_TYPES),
+        "diskSize": rng.choice(["20Gi", "30Gi", "50Gi"]),
         "roles": ["ingress-nginx"] if index % 3 == 0 else [],
-        "labels": {"team": f"t{index % 7}"},
-        "taints": [{"key": "dedicated", "value": f"t{index % 5}", "effect": "NoSchedule"}] if index % 4 == 0 else [],
-        "maxUnhealthy": "50%" if index % 2 else 1,
+        "maxUnhealthy": rng.choice(["50%", "1", "33%"]),
     }
     if variant == 1:
-        spec["workerClassName"] = "talos-example-r1"
-        spec["talos"] = {"version": "v1.13.6", "registryMirrors": {"docker.io": {"endpoints": ["https://m.example"]}}}
-        spec["kernelModules"] = [{"name": "nvme_tcp"}]
+        spec.update(instanceType="", resources={"cpu": rng.choice(["2", "4"]), "memory": "8Gi"}, podCpuLimit="2")
+        spec["podCpuRequest"] = "1"
     elif variant == 2:
-        spec["workerClassName"] = "kairos"
-        spec["sshKeys"] = []
+        spec.update(instanceType="u1.2xlarge", gpus=[{"name": "nvidia.com/AD102GL_L40S"}], logSerialConsole=True)
     elif variant == 3:
-        spec["workerClassName"] = "kairos-example-v1-35-6-r1"
+        spec["kubelet"] = {"systemReservedMemory": "512Mi", "evictionHardMemory": "5%", "evictionSoftMemory": "12%"}
+        spec["talos"] = {"registryMirrors": {"docker.io": {"endpoints": [f"https://m{index % 9}.example"]}}}
+        spec["nodeStartupTimeout"] = "15m"
     elif variant == 4:
         spec["workerClassName"] = "talos"
-        spec["gpus"] = [{"name": "nvidia.com/AD102GL_L40S"}]
-        spec["kubevirt"] = {"osImage": {"builtin": {"version": "v1.13.6", "schematicID": SCHEMATIC}}}
-    if after and index % 10 == 0:
-        spec["maxReplicas"] += 1
-    if after and index % 10 == 5:
-        if variant == 1:
-            spec["talos"]["registryMirrors"] = {"docker.io": {"endpoints": ["https://other.example"]}}
-        else:
-            spec["instanceType"] = "u1.xlarge"
-    metadata = {"name": f"pool-{index}", "namespace": "tenant-example"}
-    if variant == 5:  # a direct HelmRelease writer: classless, legacy render
+        spec["talos"] = {"version": "v1.13.6"}
+    elif variant == 5:
+        spec.update(workerClassName="kairos", version="v1.35")
+    name = f"p{index}"
+    if index % 5 == 0 and variant not in (4, 5):  # a direct HelmRelease writer
         return {
             "apiVersion": "helm.toolkit.fluxcd.io/v2",
             "kind": "HelmRelease",
-            "metadata": {**metadata, "labels": {"apps.cozystack.io/application.kind": "KubernetesNodes"}},
+            "metadata": {
+                "name": f"kubernetes-nodes-{CLUSTER}-{name}",
+                "namespace": NAMESPACE,
+                "labels": {"apps.cozystack.io/application.kind": "KubernetesNodes"},
+            },
             "spec": {"values": spec},
         }
-    return {"apiVersion": "apps.cozystack.io/v1alpha1", "kind": "KubernetesNodes", "metadata": metadata, "spec": spec}
-
-
-def write_state(directory: Path, count: int, *, after: bool) -> list[Path]:
-    """The examples' platform, classes and cluster, plus ``count`` pools; returns the pool files."""
-    shutil.copytree(ROOT / "examples" / "platform", directory / "platform")
-    shutil.copytree(ROOT / "examples" / "classes", directory / "classes")
-    (directory / "tenant").mkdir()
-    shutil.copy(ROOT / "examples" / "tenant-example" / "cluster.yaml", directory / "tenant" / "cluster.yaml")
-    if after:
-        platform_file = directory / "platform" / "workerplatform.yaml"
-        platform_file.write_text(platform_file.read_text().replace("ab712e0c41c4a395", "0123456789abcdef"))
-    rng = random.Random(42)
-    files = []
-    for start in range(0, count, PER_FILE):
-        pools = [make_pool(index, rng, after=after) for index in range(start, min(start + PER_FILE, count))]
-        path = directory / "tenant" / f"pools-{start // PER_FILE:04d}.yaml"
-        path.write_text(yaml.safe_dump_all(pools, sort_keys=False))
-        files.append(path)
-    return files
+    return {
+        "apiVersion": "apps.cozystack.io/v1alpha1",
+        "kind": "KubernetesNodes",
+        "metadata": {"name": f"{CLUSTER}-{name}", "namespace": NAMESPACE},
+        "spec": spec,
+    }
 
 
 def best(function: Callable[[], Any], repeat: int) -> float:
@@ -131,7 +108,6 @@ def best(function: Callable[[], Any], repeat: int) -> float:
 
 
 def paused(function: Callable[[], Any]) -> Any:
-    """Run ``function`` with the cyclic collector paused, as ``workerclass render``/``plan`` do."""
     gc.disable()
     try:
         return function()
@@ -139,39 +115,7 @@ def paused(function: Callable[[], Any]) -> Any:
         gc.enable()
 
 
-_CLI = """
-import resource, sys, time
-from workerclass.cli.main import main
-sys.argv = ["workerclass", *sys.argv[1:]]
-start = time.perf_counter()
-try:
-    main()
-except SystemExit as exit:
-    code = exit.code
-seconds = time.perf_counter() - start
-# VmHWM belongs to this process's own memory map; ru_maxrss would also count the pages of the
-# (large) benchmark process this one was forked from.
-try:
-    with open("/proc/self/status") as status:
-        peak = next(int(line.split()[1]) for line in status if line.startswith("VmHWM:")) / 1024
-except (OSError, StopIteration):
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-print(f"{seconds:.3f} {peak:.0f} {code}", file=sys.stderr)
-"""
-
-
-def cli(*args: str) -> tuple[float, float]:
-    """Run ``workerclass ARGS`` in a fresh process: (seconds inside the process, peak RSS MB)."""
-    command = [sys.executable, "-c", _CLI, *args]
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
-    result = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
-    seconds, peak, code = result.stderr.strip().splitlines()[-1].split()
-    assert code in ("0", "None"), result.stderr[-2000:]
-    return float(seconds), float(peak)
-
-
 def traced_peak(function: Callable[[], Any]) -> float:
-    """Peak traced allocation in MB while ``function`` runs (its result kept alive until the end)."""
     gc.collect()
     tracemalloc.start()
     result = function()
@@ -181,98 +125,114 @@ def traced_peak(function: Callable[[], Any]) -> float:
     return peak / 1e6
 
 
+def oracle_side(
+    sample: list[tuple[dict[str, Any], Effective]],
+) -> tuple[float, int, int, str] | None:
+    """(seconds per Helm render, classless pools compared, equal, note) or None without the oracle."""
+    from chart.oracle import Oracle, available
+    from render.test_parity import object_differences
+
+    if not available():
+        return None
+    oracle = Oracle()
+    try:
+        oracle.render({"cluster": CLUSTER}, release=f"kubernetes-nodes-{CLUSTER}-warm", namespace=NAMESPACE)  # warm-up
+        start = time.perf_counter()
+        results = []
+        for obj, _ in sample:
+            values = obj["spec"] if obj["kind"] == "KubernetesNodes" else obj["spec"]["values"]
+            name = obj["metadata"]["name"]
+            release = f"kubernetes-nodes-{name}" if obj["kind"] == "KubernetesNodes" else name
+            results.append(oracle.render(values, release=release, namespace=NAMESPACE))
+        seconds = (time.perf_counter() - start) / len(sample)
+    finally:
+        oracle.close()
+    compared = equal = 0
+    for (_, effective), result in zip(sample, results, strict=True):
+        if not effective.legacy or not result.ok:
+            continue
+        compared += 1
+        equal += not object_differences(render(effective), result.objects)
+    return seconds, compared, equal, "one driver process, charts loaded once"
+
+
+def profile(effectives: list[Effective]) -> str:
+    profiler = cProfile.Profile()
+    profiler.enable()
+    for effective in effectives:
+        render(effective)
+    profiler.disable()
+    out = io.StringIO()
+    pstats.Stats(profiler, stream=out).sort_stats("tottime").print_stats(8)
+    lines = [line for line in out.getvalue().splitlines() if line.strip() and "/" in line]
+    return "\n".join(lines[:8])
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--pools", type=int, default=10_000)
-    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--oracle-sample", type=int, default=60)
+    parser.add_argument("--repeat", type=int, default=1)
     args = parser.parse_args()
     if hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})  # one core
-    count = args.pools
-    with tempfile.TemporaryDirectory(prefix="render-bench-") as tmp:
-        before_dir, after_dir = Path(tmp) / "before", Path(tmp) / "after"
-        files = write_state(before_dir, count, after=False)
-        write_state(after_dir, count, after=True)
-        texts = [path.read_text() for path in files]
+    rng = random.Random(42)
+    parent = {
+        "apiVersion": "apps.cozystack.io/v1alpha1",
+        "kind": "Kubernetes",
+        "metadata": {"name": CLUSTER, "namespace": NAMESPACE},
+        "spec": {"version": "v1.35"},
+    }
+    pools = [make_pool(index, rng) for index in range(args.pools)]
+    state = State.from_objects([parent, *pools])
+    by_identity = {f"{obj['metadata']['namespace']}/{obj['metadata']['name']}": obj for obj in pools}
+    pairs: list[tuple[dict[str, Any], Effective]] = []
+    for record in state.sorted_pools():
+        effective, denials, _ = resolve_pool(state, record)
+        assert effective is not None, (record.identity, denials)
+        pairs.append((by_identity[record.identity], effective))
+    effectives = [effective for _, effective in pairs]
+    count = len(effectives)
 
-        def load_yaml() -> list[Any]:
-            return [document for text in texts for document in yaml.load_all(text, Loader=Loader)]
+    def one_at_a_time() -> None:
+        for effective in effectives:
+            render(effective)
 
-        baseline = best(load_yaml, args.repeat)
-        load_state = best(lambda: State.load(before_dir), 1)
-        before, after = State.load(before_dir), State.load(after_dir)
-        records = before.sorted_pools()
-        resolved = [resolve_pool(before, record)[0] for record in records]
-        effectives = [effective for effective in resolved if effective is not None]
-        assert len(effectives) == count, f"{count - len(effectives)} generated pools were denied"
+    streamed = best(one_at_a_time, args.repeat)
+    kept = best(lambda: paused(lambda: [render(effective) for effective in effectives]), args.repeat)
+    objects = sum(len(render(effective)) for effective in effectives[:600]) * count / min(count, 600)
+    peak = traced_peak(lambda: paused(lambda: [render(effective) for effective in effectives]))
+    streamed_peak = traced_peak(one_at_a_time)
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    where = profile(effectives[:200])
+    sample = [pairs[i] for i in sorted(random.Random(7).sample(range(count), min(args.oracle_sample, count)))]
+    helm = oracle_side(sample)
 
-        resolve_seconds = best(lambda: [resolve_pool(before, record) for record in records], args.repeat)
-
-        def render_streamed() -> None:  # one pool at a time, as a controller would
-            for effective in effectives:
-                render(effective)
-
-        render_streamed_seconds = best(render_streamed, args.repeat)
-        render_kept_seconds = best(lambda: [render(effective) for effective in effectives], args.repeat)
-        render_paused_seconds = best(
-            lambda: paused(lambda: [render(effective) for effective in effectives]), args.repeat
-        )
-        hash_seconds = best(lambda: [template_hash(effective) for effective in effectives], args.repeat)
-        plan_seconds = best(lambda: plan(before, after), args.repeat)
-        plan_with_load = best(lambda: plan(State.load(before_dir), State.load(after_dir)), args.repeat)
-        plan_paused = best(lambda: paused(lambda: plan(State.load(before_dir), State.load(after_dir))), args.repeat)
-        result = plan(before, after)
-        replacing = len(result.replacing)
-        rebuilds = sum(1 for row in result.rows if row.rebuild_only)
-        objects = sum(len(render(effective)) for effective in effectives)
-
-        cli_render = min((cli("render", str(before_dir)) for _ in range(args.repeat)), key=lambda r: r[0])
-        cli_plan = min(
-            (cli("plan", str(before_dir), "--to", str(after_dir), "-o", "json") for _ in range(args.repeat)),
-            key=lambda r: r[0],
-        )
-        yaml_peak = traced_peak(load_yaml)
-        render_peak = traced_peak(lambda: [render(effective) for effective in effectives])
-        plan_peak = traced_peak(lambda: plan(State.load(before_dir), State.load(after_dir)))
-    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux: KiB
-
-    print(f"# render bench: {count} pools ({objects} objects), best of {args.repeat}, one core,")
-    print(f"# Python {platform.python_version()}, PyYAML loader {Loader.__name__}")
-    print(f"{'what':40} {'seconds':>9} {'pools/s':>10} {'x yaml load':>12}")
-    rows = [
-        ("yaml.load_all of the pool files (baseline)", baseline),
-        ("State.load (folder -> parsed pools)", load_state),
-        ("resolve every pool", resolve_seconds),
-        ("render, one pool at a time (incl. hash)", render_streamed_seconds),
-        ("render, all output kept", render_kept_seconds),
-        ("render, all kept, collector paused (CLI)", render_paused_seconds),
-        ("template_hash alone", hash_seconds),
-        ("plan (two loaded states)", plan_seconds),
-        ("plan including both State.load", plan_with_load),
-        ("same, collector paused (CLI)", plan_paused),
-    ]
-    for label, seconds in rows:
-        print(f"{label:40} {seconds:9.3f} {count / seconds:10,.0f} {seconds / baseline:12.2f}")
-    print(f"plan: {replacing} of {count} pools replace, {rebuilds} of them only from the platform Kairos rebuild")
-    print(f"{'peak traced memory':40} {'MB':>9} {'':>10} {'x yaml load':>12}")
-    for label, megabytes in (
-        ("yaml.load_all (baseline)", yaml_peak),
-        ("render every pool (kept)", render_peak),
-        ("plan including both State.load", plan_peak),
+    print(f"# render bench: {count} pools (~{objects:,.0f} objects), best of {args.repeat}, one core,")
+    print(f"# Python {platform.python_version()} on {platform.machine()}")
+    print(f"{'what':52} {'seconds':>9} {'pools/s':>10} {'ms/pool':>8}")
+    for label, seconds in (
+        ("render, one pool at a time, nothing kept", streamed),
+        ("render, all output kept, collector paused (CLI)", kept),
     ):
-        print(f"{label:40} {megabytes:9.1f} {'':>10} {megabytes / yaml_peak:12.2f}")
-    print(f"bench process peak RSS (everything above kept alive): {rss:.0f} MB")
-    print(f"{'command in a fresh process':40} {'seconds':>9} {'pools/s':>10} {'peak RSS MB':>12}")
-    for label, (seconds, peak) in (
-        ("workerclass render STATE (YAML out)", cli_render),
-        ("workerclass plan STATE --to STATE2 -o json", cli_plan),
-    ):
-        print(f"{label:40} {seconds:9.3f} {count / seconds:10,.0f} {peak:12.0f}")
+        print(f"{label:52} {seconds:9.3f} {count / seconds:10,.0f} {1000 * seconds / count:8.3f}")
+    if helm is None:
+        print("oracle: absent (../shared/tools/cozystack-render), no Helm figure")
+    else:
+        per, compared, equal, note = helm
+        print(
+            f"{'oracle (Helm via helm-python-sdk), ' + str(len(sample)) + ' pools':52} {per * len(sample):9.3f} "
+            f"{1 / per:10,.1f} {1000 * per:8.1f}"
+        )
+        print(f"  ({note}); ours is {per / (streamed / count):,.0f}x faster per pool")
+        print(f"  parity on the sample: {equal} of {compared} classless pools render the oracle's objects exactly")
+    print(f"peak traced memory, {count} pools rendered one at a time: {streamed_peak:.1f} MB")
+    print(f"peak traced memory, {count} pools rendered and kept: {peak:.1f} MB; process peak RSS {rss:.0f} MB")
+    print(f"where the render time goes (200 pools, top by own time):\n{where}")
     print(
-        f"targets: render >= 5,000 pools/s: one at a time {count / render_streamed_seconds:,.0f},"
-        f" all kept {count / render_kept_seconds:,.0f}, CLI {count / render_paused_seconds:,.0f};"
-        f" plan < 4 s: {plan_seconds:.2f} s (loaded), {plan_paused:.2f} s (CLI, with loads);"
-        f" peak memory < 500 MB: render {cli_render[1]:.0f} MB, plan {cli_plan[1]:.0f} MB (CLI RSS)"
+        f"targets: >= 20,000 pools/s one core: {count / streamed:,.0f} (one at a time), {count / kept:,.0f} (kept);"
+        f" peak memory for 10,000 pools < 500 MB: {streamed_peak:.0f} MB streamed, {peak:.0f} MB all kept (traced),"
+        f" {rss:.0f} MB RSS"
     )
 
 
