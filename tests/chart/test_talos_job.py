@@ -5,14 +5,16 @@ schematic, installer repository, registry mirrors, kubectl image, kubelet reserv
 instance-type or resources sizing, GPUs, Kubernetes version, the platform's cluster domain)
 render to the oracle's objects for every document of ``talos-reconcile-job.yaml``, to the
 oracle's TalosConfigTemplate, and to the Job spec's exact text (so the Job's name hash).
-``TALOS_JOB_ORACLE_EXAMPLES`` sets the number of examples (default 40, a few seconds through
-the batched driver). Table tests: the Job name moves exactly when the spec text does, kernel
+``TALOS_JOB_ORACLE_EXAMPLES`` sets the number of examples of each property test (default 30,
+about 10 s each through the batched driver). Table tests: the Job name moves exactly when the spec text does, kernel
 modules against PR 3571's chart, the installer-image override, toYaml edge cases.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import json
 import os
 import re
 import string
@@ -41,12 +43,28 @@ from .oracle import OracleResult, diff_paths, get_oracle, require_oracle
 
 require_oracle()
 
-EXAMPLES = int(os.environ.get("TALOS_JOB_ORACLE_EXAMPLES", "40"))
+EXAMPLES = int(os.environ.get("TALOS_JOB_ORACLE_EXAMPLES", "30"))
 JOB_KINDS = ("ServiceAccount", "Role", "CiliumNetworkPolicy", "RoleBinding", "ClusterRole", "ClusterRoleBinding", "Job")
 
 
 def _input(values: dict[str, Any], release: str, namespace: str, platform: dict[str, Any] | None) -> ChartInput:
     return chart_input(values, namespace=namespace, release=release, cluster_values=platform)
+
+
+@functools.lru_cache(maxsize=256)
+def _render(request: str) -> OracleResult:
+    """One oracle render per distinct request (the table tests share their base pools)."""
+    args = json.loads(request)
+    return get_oracle().render(args.pop("values"), talos_config_template=True, **args)
+
+
+def _request(values: dict[str, Any], release: str, namespace: str, platform: Any, chart: str) -> str:
+    request = {"values": values, "release": release, "namespace": namespace, "cluster_values": platform, "chart": chart}
+    return json.dumps(request, sort_keys=True)
+
+
+def _renders(values: dict[str, Any]) -> bool:
+    return _render(_request(values, "kubernetes-nodes-example-md1", "tenant-example", None, "main")).ok
 
 
 def _oracle(
@@ -56,9 +74,7 @@ def _oracle(
     platform: dict[str, Any] | None = None,
     chart: str = "main",
 ) -> OracleResult:
-    result = get_oracle().render(
-        values, release=release, namespace=namespace, cluster_values=platform, chart=chart, talos_config_template=True
-    )
+    result = _render(_request(values, release, namespace, platform, chart))
     assert result.ok, f"the oracle refused: {result.error}; values={values!r}"
     return result
 
@@ -460,9 +476,6 @@ _JSON = st.recursive(
 @given(st.dictionaries(_KEYS, _JSON.filter(lambda v: v is not None), min_size=1, max_size=3))
 def test_registry_mirrors_of_any_json_render_as_helm_writes_them(mirrors: dict[str, Any]) -> None:
     values = {"cluster": "example", "talos": {"registryMirrors": mirrors}}
-    result = get_oracle().render(
-        values, release="kubernetes-nodes-example-md1", namespace="tenant-example", talos_config_template=True
-    )
-    assume(result.ok)  # a value the Job's YAML cannot carry fails the chart itself
+    assume(_renders(values))  # a value the Job's YAML cannot carry fails the chart itself
     problems = _compare(values)
     assert not problems, "\n".join(problems[:20]) + f"\nmirrors={mirrors!r}"
