@@ -471,3 +471,21 @@ def test_custom_instancetype_tables(values: dict[str, Any], expected: tuple[str,
     if result.ok:
         for ours in nodegroup_objects(inp, sizing(inp)):
             assert not diff_paths(ours, result.one(ours["kind"]))
+
+
+def test_render_chart_checks_class_era_kernel_modules_and_installer_image() -> None:
+    inp = chart_input({"cluster": "example"}, namespace=NS, release=R)
+    with pytest.raises(ChartRefused) as info:
+        render_chart(inp, kernel_modules=[{"name": "nvidia$(id)"}], installer_image="repo/x:`id`")
+    assert [(f.code, f.field) for f in info.value.failures] == [
+        ("InvalidKernelModule", "kernelModules[0].name"),
+        ("Invalid", "installerImage"),
+    ]
+    assert "`id`" not in str(info.value) and "$(id)" not in str(info.value)
+    objects = render_chart(
+        inp,
+        kernel_modules=[{"name": "nvme_tcp"}, {"name": "nvidia", "parameters": ["NVreg_X=1"]}],
+        installer_image="factory.talos.dev/installer/abc:v1.13.6",
+        talos_config_template=True,
+    )
+    assert objects[-1]["kind"] == "TalosConfigTemplate"

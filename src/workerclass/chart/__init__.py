@@ -17,7 +17,7 @@ Cozystack ships, copied by ``scripts/sync-upstream.py``); it never sees State or
 
 from __future__ import annotations
 
-from .checks import chart_failures, image_factory_ca_failures
+from .checks import chart_failures, image_factory_ca_failures, installer_image_failures, kernel_module_failures
 from .context import RELEASE_PREFIX, ChartFailure, ChartInput, ChartRefused
 from .nodegroup import (
     Disk,
@@ -62,6 +62,8 @@ __all__ = [
     "golden_disk",
     "image_factory_ca_configmap",
     "image_factory_ca_failures",
+    "installer_image_failures",
+    "kernel_module_failures",
     "kubectl_image",
     "kubevirtmachinetemplate",
     "kubevirtmachinetemplate_text",

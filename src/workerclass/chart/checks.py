@@ -19,7 +19,7 @@ Wrong types (the model parser reports them) are skipped, never a crash.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .context import RELEASE_PREFIX, ChartFailure, ChartInput
@@ -433,29 +433,7 @@ def _check_pr3571(inp: ChartInput, out: _Collector) -> None:
     pool = out.pool
     modules = v.get("kernelModules")
     if isinstance(modules, list):
-        for i, module in enumerate(modules):
-            if not isinstance(module, Mapping):
-                continue
-            raw_name = module.get("name")
-            name = go_str(raw_name) if truthy(raw_name) else ""
-            if not _MODULE.fullmatch(name):
-                out.add(
-                    "InvalidKernelModule",
-                    f"spec.kernelModules[{i}].name",
-                    f"pool {pool}: invalid kernelModules name: must be a kernel module name matching "
-                    "^[a-z0-9_-]+$ (e.g. nvidia_uvm)",
-                    prefix=False,
-                )
-            params = module.get("parameters")
-            for j, param in enumerate(params if isinstance(params, list) else []):
-                if not _SHELL_SAFE.fullmatch(go_str(param)):
-                    out.add(
-                        "InvalidKernelModule",
-                        f"spec.kernelModules[{i}].parameters[{j}]",
-                        f"pool {pool}: invalid kernelModules parameter: must not contain $, a backtick, a backslash, "
-                        "quotes, whitespace or control characters (e.g. NVreg_EnableGpuFirmware=1)",
-                        prefix=False,
-                    )
+        out.failures += kernel_module_failures(modules, pool=pool)
     pool_schematic = v.get("schematicID")
     talos = v.get("talos")
     if truthy(pool_schematic):
@@ -508,3 +486,51 @@ def image_factory_ca_failures(ca_pem: str | None, field: str = "spec.talos.image
             )
         ]
     return []
+
+
+def kernel_module_failures(
+    modules: Sequence[Any], *, pool: str = "(pool)", field: str = "spec.kernelModules"
+) -> list[ChartFailure]:
+    """PR 3571's ``kubernetes.kernelModules`` guards on a module list (names ``^[a-z0-9_-]+$``;
+    parameters free of shell and YAML metacharacters: they reach the Job's heredoc)."""
+    failures: list[ChartFailure] = []
+    for i, module in enumerate(modules):
+        if not isinstance(module, Mapping):
+            continue
+        raw_name = module.get("name")
+        name = go_str(raw_name) if truthy(raw_name) else ""
+        if not _MODULE.fullmatch(name):
+            failures.append(
+                ChartFailure(
+                    "InvalidKernelModule",
+                    f"{field}[{i}].name",
+                    f"pool {pool}: invalid kernelModules name: must be a kernel module name matching "
+                    "^[a-z0-9_-]+$ (e.g. nvidia_uvm)",
+                )
+            )
+        params = module.get("parameters")
+        for j, param in enumerate(params if isinstance(params, list) else []):
+            if not _SHELL_SAFE.fullmatch(go_str(param)):
+                failures.append(
+                    ChartFailure(
+                        "InvalidKernelModule",
+                        f"{field}[{i}].parameters[{j}]",
+                        f"pool {pool}: invalid kernelModules parameter: must not contain $, a backtick, a backslash, "
+                        "quotes, whitespace or control characters (e.g. NVreg_EnableGpuFirmware=1)",
+                    )
+                )
+    return failures
+
+
+def installer_image_failures(image: str | None, field: str = "installerImage") -> list[ChartFailure]:
+    """The installer image reaches the Job's heredoc like the schematicID: the same character rule."""
+    if image is None or _SHELL_SAFE.fullmatch(image):
+        return []
+    return [
+        ChartFailure(
+            "Invalid",
+            field,
+            "the installer image must not contain $, a backtick, a backslash, quotes, whitespace or control "
+            "characters (e.g. factory.talos.dev/installer/<schematicID>:v1.13.6)",
+        )
+    ]

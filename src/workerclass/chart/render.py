@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from .checks import chart_failures, image_factory_ca_failures
+from .checks import chart_failures, image_factory_ca_failures, installer_image_failures, kernel_module_failures
 from .context import ChartInput, ChartRefused
 from .nodegroup import (
     Disk,
@@ -40,9 +40,12 @@ def render_chart(
     ``disk``: the class-era disk source (None: the chart's own HTTP URL). ``image_factory_ca``:
     a PEM bundle for an HTTP disk; it adds ``certConfigMap`` to the disk and the CA ConfigMap
     (whitespace-only is unset; a private key or anything but certificate blocks is refused).
-    ``kernel_modules`` and ``installer_image`` go to the Job's machine config.
+    ``kernel_modules`` and ``installer_image`` go to the Job's machine config; they are checked
+    with PR 3571's character rules first (both reach the Job's shell heredoc).
     """
     failures = chart_failures(inp) + image_factory_ca_failures(image_factory_ca)
+    failures += kernel_module_failures(kernel_modules or [], pool=inp.group_name, field="kernelModules")
+    failures += installer_image_failures(installer_image)
     if failures:
         raise ChartRefused(failures)
     from .dashboard import render_dashboard
