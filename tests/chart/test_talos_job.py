@@ -383,6 +383,47 @@ def test_unsafe_kernel_modules_are_refused_with_the_chart_message(modules: list[
     assert str(raised.value) == result.error
 
 
+_MODULES = st.lists(
+    st.fixed_dictionaries(
+        {"name": st.text(string.ascii_lowercase + string.digits + "_-", min_size=1, max_size=12)},
+        optional={
+            "parameters": st.lists(
+                st.text(string.ascii_letters + string.digits + "=;,:./-_+~#%@!?*&", min_size=1, max_size=16), max_size=3
+            )
+        },
+    ),
+    min_size=1,
+    max_size=4,
+)
+
+
+@settings(
+    max_examples=max(EXAMPLES // 2, 5), deadline=None, suppress_health_check=[HealthCheck.too_slow], database=None
+)
+@given(_MODULES)
+def test_any_valid_kernel_modules_render_as_pr3571_renders_them(modules: list[dict[str, Any]]) -> None:
+    pool = {"cluster": "example", "kernelModules": modules}
+    oracle = _oracle(pool, chart="pr3571").one("TalosConfigTemplate")
+    inp = _input({"cluster": "example"}, "kubernetes-nodes-example-md1", "tenant-example", None)
+    ours = talos_config_template(inp, sizing=sizing(inp), kernel_modules=modules)
+    assert _kernel_section(_data(ours)) == _kernel_section(_data(oracle)) != ""
+
+
+def test_a_pool_schematic_installer_is_pr3571s_install_image() -> None:
+    """PR 3571's per-pool schematicID reaches the installer through ``installer_image``."""
+    pool = {"cluster": "example", "schematicID": "gpu/nvidia-open", "talos": {"installerRepository": "mirror.local/i/"}}
+    oracle = _data(_oracle(pool, chart="pr3571").one("TalosConfigTemplate"))
+    inp = _input(
+        {k: v for k, v in pool.items() if k != "schematicID"}, "kubernetes-nodes-example-md1", "tenant-example", None
+    )
+    ours = _data(
+        talos_config_template(inp, sizing=sizing(inp), installer_image="mirror.local/i/gpu/nvidia-open:v1.13.6")
+    )
+    (expected,) = re.findall(r"^  install:\n(?:    .*\n)*", oracle, re.M)
+    assert expected in ours
+    assert "image: mirror.local/i/gpu/nvidia-open:v1.13.6" in expected
+
+
 def test_no_kernel_modules_is_exactly_the_main_chart() -> None:
     assert not _compare({"cluster": "example", "gpus": [{"name": "nvidia.com/AD102GL_L40S"}]})
     inp = _input({"cluster": "example"}, "kubernetes-nodes-example-md1", "tenant-example", None)
