@@ -28,6 +28,7 @@ from .model import (
     parse_platform,
     parse_pool_spec,
 )
+from .model.reader import key_path
 from .violations import Violation
 
 __all__ = ["ClassRecord", "LoadError", "ObjectRecord", "PoolRecord", "State", "identify"]
@@ -229,7 +230,7 @@ def node_group_pools(obj: Mapping[str, Any]) -> list[PoolRecord]:
         return []
     out: list[PoolRecord] = []
     for group, values in sorted(groups.items(), key=lambda item: str(item[0])):
-        path = f"spec.nodeGroups.{group}"
+        path = key_path("spec.nodeGroups", group)
         parsed, violations = parse_node_group(values, path)
         out.append(
             PoolRecord(

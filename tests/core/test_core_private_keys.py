@@ -159,3 +159,24 @@ def test_a_deep_mapping_under_the_mirror_passthrough_is_no_crash() -> None:
     assert any(v.code == "PrivateKeyMaterial" for v in decision.denials)
     decision = admit(make_state(), "UPDATE", pool, old=pool)
     assert any(v.code == "PrivateKeyMaterial" for v in decision.denials)
+
+
+@pytest.mark.parametrize(
+    ("spec", "field"),
+    [
+        ({"labels": {"https://admin:s3cr3t@registry.example/v2/": "x"}}, "spec.labels"),
+        ({"talos": {"registryMirrors": {"https://admin:s3cr3t@m": {"endpoints": 3}}}}, "spec.talos.registryMirrors"),
+        ({"admin:s3cr3t@host": 1}, "spec"),
+    ],
+    ids=["label-key", "mirror-host", "unknown-key"],
+)
+def test_a_map_key_that_may_be_a_secret_is_cut_from_the_field_path(spec: dict[str, Any], field: str) -> None:
+    decision = admit(make_state(), "CREATE", make_pool(**spec))
+    assert any(v.field == field for v in decision.denials), [str(v) for v in decision.denials]
+    assert all("s3cr3t" not in str(v) for v in decision.denials)
+
+
+def test_a_registry_host_with_a_port_keeps_its_path() -> None:
+    pool = make_pool(talos={"registryMirrors": {"registry.local:5000": {"endpoints": "x"}}})
+    fields = {v.field for v in admit(make_state(), "CREATE", pool).denials}
+    assert "spec.talos.registryMirrors.registry.local:5000.endpoints" in fields

@@ -17,6 +17,7 @@ from ..model import (
     parse_node_group,
     parse_platform,
 )
+from ..model.reader import key_path
 from ..ops.status import deletion_blocker
 from ..resolve import Resolution, check_replicas, check_talos_vgpu, resolve_pool
 from ..resolve.classes import BUILTIN_FAMILIES, class_rule_violations, reference_problem
@@ -303,7 +304,7 @@ def _validate_compute_plane(
     if not isinstance(groups, dict):
         return [Violation("Invalid", "spec.nodeGroups", "must be a mapping of node group name to settings")], []
     for group, values in groups.items():
-        path = f"spec.nodeGroups.{group}"
+        path = key_path("spec.nodeGroups", group)
         parsed, violations = parse_node_group(values, path)
         denials.extend(violations)
         # Node groups keep the classless Talos path: the same pool rules as a legacy pool.

@@ -30,6 +30,7 @@ from .reader import (
     URL,
     URL_CREDENTIALS,
     Reader,
+    key_path,
     label_key_problem,
     label_value_problem,
     looks_private,
@@ -426,7 +427,7 @@ def _mirrors(reader: Reader, data: Mapping[str, Any], field: str, strict: Reader
         return None
     out: dict[str, tuple[str, ...]] = {}
     for registry, entry in mirrors.items():
-        path = f"{field}.{registry}"
+        path = key_path(field, registry)
         body = reader.mapping(entry, path)
         if body is None:
             continue
@@ -626,8 +627,10 @@ def parse_pool_spec(spec: object, field: str = "spec") -> tuple[PoolSpec, list[V
     if "labels" in data and data["labels"] is not None:
         raw_labels = reader.mapping(data["labels"], f"{field}.labels")
         for key, value in (raw_labels or {}).items():
-            path = f"{field}.labels.{key}"
+            path = key_path(f"{field}.labels", key)
             key_problem = label_key_problem(key) if isinstance(key, str) else "is not a valid label key"
+            if key_problem is not None and path == f"{field}.labels":
+                key_problem = "has a key that is not a valid label key ([prefix/]name); the key is not shown"
             if key_problem is not None:
                 reader.invalid(path, key_problem)
             elif key.rpartition("/")[0] in RESERVED_LABEL_PREFIXES:
@@ -729,7 +732,7 @@ def parse_node_group(group: object, field: str) -> tuple[PoolSpec, list[Violatio
             allowed = ", ".join(sorted(COMPUTE_PLANE_ALLOWLIST))
             reader.add(
                 "NotAllowedInComputePlane",
-                f"{field}.{key}",
+                key_path(field, key),
                 f"ComputePlane node groups keep the classless Talos path; allowed keys: {allowed}."
                 " Use a standalone KubernetesNodes pool to select a worker class, version or Talos settings",
             )
@@ -752,7 +755,7 @@ def _minor_map(reader: Reader, value: object, field: str) -> dict[str, Mapping[s
     data = reader.mapping(value if value is not None else {}, field) or {}
     out: dict[str, Mapping[str, Any]] = {}
     for minor, entry in data.items():
-        path = f"{field}.{minor}"
+        path = key_path(field, minor)
         if not isinstance(minor, str) or not KUBERNETES_MINOR.fullmatch(minor):
             reader.invalid(path, "is not a minor version (vX.Y); the key is not shown")
             continue

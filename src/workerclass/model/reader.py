@@ -33,6 +33,7 @@ PERCENT = re.compile(r"^\d{1,3}%$")
 NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
 MODULE_NAME = re.compile(r"^[a-z0-9_-]+$")  # PR 3571's rule
 LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+HOST_PORT = re.compile(r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?:[0-9]{1,5}")  # a registry host with its port
 DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 LABEL_KEY = re.compile(r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
 
@@ -53,6 +54,14 @@ def looks_private(text: str) -> bool:
     if "PRIVATE KEY" not in text and "PuTTY-User-Key-File-" not in text and "private key" not in text.lower():
         return False
     return PRIVATE_KEY.search(text) is not None
+
+
+def key_path(field: str, key: object) -> str:
+    """``field.key`` for a map key of label-key shape; else ``field`` alone: a key a client sent may
+    hold anything (a URL with credentials, a key), and a field path is shown everywhere."""
+    if isinstance(key, str) and len(key) <= 253 and (LABEL_KEY.fullmatch(key) or HOST_PORT.fullmatch(key)):
+        return f"{field}.{key}"
+    return field
 
 
 def _not(value: str, what: str) -> str:
@@ -123,7 +132,9 @@ class Reader:
         for key in data:
             if key not in allowed:
                 known = ", ".join(sorted(allowed))
-                self.invalid(f"{field}.{key}", f"unknown field; expected one of: {known}")
+                path = key_path(field, key)
+                what = "unknown field" if path != field else "has an unknown field (its name is not shown)"
+                self.invalid(path, f"{what}; expected one of: {known}")
 
     def string(
         self,

@@ -7,7 +7,7 @@ import binascii
 from collections.abc import Iterator
 from typing import Any
 
-from ..model.reader import looks_private
+from ..model.reader import key_path, looks_private
 
 __all__ = ["holds_private", "looks_private", "private_key_paths", "public_key_problem"]
 
@@ -65,7 +65,7 @@ def private_key_paths(value: Any, path: str) -> Iterator[str]:
                 if isinstance(key, str) and looks_private(key):
                     yield where
                     continue
-                children.append((child, f"{where}.{key}"))
+                children.append((child, key_path(where, key)))
             stack.extend(reversed(children))
         elif isinstance(item, list):
             stack.extend(reversed([(child, f"{where}[{index}]") for index, child in enumerate(item)]))
