@@ -26,7 +26,7 @@ import os
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from workerclass import State, admit
@@ -171,6 +171,19 @@ def _render(values: dict[str, Any], release: str, namespace: str) -> Any:
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 @given(pools())
+# the space's corners, always tried: a missing instance type, reservations that leave a tiny
+# type no memory, a GPU type, half resources without an instance type, a valid podCpu pair
+@example(("example-md1", "tenant-example", {"cluster": CLUSTER, "instanceType": "zz.huge"}))
+@example(("example-md1", "tenant-example", {"cluster": CLUSTER, "instanceType": "u1.nano"}))
+@example(("example-gpu", "tenant-example", {"cluster": CLUSTER, "instanceType": "gn1.xlarge", "gpus": [{"name": "x"}]}))
+@example(("example-md1", "tenant-example", {"cluster": CLUSTER, "instanceType": "", "resources": {"cpu": "4"}}))
+@example(
+    (
+        "example-md1",
+        "tenant-example",
+        {"cluster": CLUSTER, "instanceType": "", "resources": {"cpu": "2", "memory": "4Gi"}, "podCpuLimit": "2"},
+    )
+)
 def test_admission_allows_exactly_what_the_chart_renders(pool: tuple[str, str, dict[str, Any]]) -> None:
     name, namespace, values = pool
     rendered = _render(values, PREFIX + name, namespace)
