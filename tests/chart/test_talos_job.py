@@ -18,6 +18,8 @@ import json
 import os
 import re
 import string
+import subprocess
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -39,7 +41,7 @@ from workerclass.chart.talos_job import (
 )
 from workerclass.chart.values import chart_input
 
-from .oracle import OracleResult, diff_paths, get_oracle, require_oracle
+from .oracle import ORACLE, OracleResult, diff_paths, get_oracle, require_oracle
 
 require_oracle()
 
@@ -520,3 +522,30 @@ def test_registry_mirrors_of_any_json_render_as_helm_writes_them(mirrors: dict[s
     assume(_renders(values))  # a value the Job's YAML cannot carry fails the chart itself
     problems = _compare(values)
     assert not problems, "\n".join(problems[:20]) + f"\nmirrors={mirrors!r}"
+
+
+def test_the_oracle_command_line_agrees(tmp_path: Path) -> None:
+    """The batched driver is the oracle's own module; one render through its command line as well."""
+    pool = tmp_path / "pool.yaml"
+    pool.write_text(
+        "apiVersion: apps.cozystack.io/v1alpha1\nkind: KubernetesNodes\nmetadata:\n  name: example-gpu\n"
+        "  namespace: tenant-example\nspec:\n  cluster: example\n  gpus:\n  - name: nvidia.com/AD102GL_L40S\n"
+        "  talos:\n    registryMirrors:\n      ghcr.io:\n        endpoints: [https://m.local]\n"
+        "        skipFallback: true\n"
+    )
+    platform = tmp_path / "platform.yaml"
+    platform.write_text("_cluster:\n  cluster-domain: mgmt.example.org\n")
+    command = [str(ORACLE), "-f", str(pool), "-o", "json", "--talos-config-template", "--cluster-values", str(platform)]
+    printed = json.loads(subprocess.run(command, check=True, capture_output=True, text=True).stdout)
+    values = {
+        "cluster": "example",
+        "gpus": [{"name": "nvidia.com/AD102GL_L40S"}],
+        "talos": {"registryMirrors": {"ghcr.io": {"endpoints": ["https://m.local"], "skipFallback": True}}},
+    }
+    inp = _input(
+        values, "kubernetes-nodes-example-gpu", "tenant-example", {"_cluster": {"cluster-domain": "mgmt.example.org"}}
+    )
+    theirs = [o for o in printed["objects"] if o["kind"] in JOB_KINDS and "-talos-reconcile" in o["metadata"]["name"]]
+    ours = render_talos_job(inp, sizing=sizing(inp))
+    assert not diff_paths(ours, theirs)
+    assert not diff_paths(talos_config_template(inp, sizing=sizing(inp)), printed["objects"][-1])
