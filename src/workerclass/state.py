@@ -371,8 +371,22 @@ class State:
             if kind != "HelmRelease" or not name.startswith(RELEASE_PREFIX):
                 continue
             owner = name.removeprefix(RELEASE_PREFIX)
-            if ("KubernetesNodes", namespace, owner) in pools:
-                backing[(namespace, owner)] = pools.pop((kind, namespace, name)).values
+            nodes = pools.get(("KubernetesNodes", namespace, owner))
+            if nodes is not None:
+                values = pools.pop((kind, namespace, name)).values
+                backing[(namespace, owner)] = values
+                # The KubernetesNodes the API lists is a view with the chart's defaults applied;
+                # the release holds what was written: the pool is resolved from that.
+                stored = pool_from_object(
+                    {
+                        "apiVersion": f"{APPS}/v1alpha1",
+                        "kind": "KubernetesNodes",
+                        "metadata": {"name": owner, "namespace": namespace},
+                        "spec": values,
+                    }
+                )
+                if stored is not None:
+                    pools[("KubernetesNodes", namespace, owner)] = stored
         # The platform's own violations are reported when ``check`` admits its object.
         platform, _ = parse_platform(platform_object.get("spec"))
         ordered = sorted(records, key=lambda r: (r.rank, r.namespace, r.name))

@@ -267,3 +267,12 @@ def test_helm_release_updates_are_as_written() -> None:
     release["metadata"]["name"] = f"kubernetes-nodes-{CLUSTER}-direct"
     decision = admit(make_state(), "UPDATE", release, release)
     assert any(v.code == "TalosSettingOnKairos" for v in decision.denials)
+
+
+def test_a_pool_listed_with_the_defaults_resolves_from_its_release() -> None:
+    """The webhook's cache lists KubernetesNodes through the API (defaults applied): a State
+    resolves the pool from its backing release, so the class baseline is not overridden."""
+    state = state_for(PINNED_POOL)
+    record = state.pool(f"{NAMESPACE}/{NAME}")
+    assert record is not None and "talos" not in record.values
+    assert resolve(state, record).talos.version == "v1.13.5"  # type: ignore[union-attr]
