@@ -510,6 +510,13 @@ def main() -> None:
     parser.add_argument("--warmup", type=int, default=2, help="seconds of unmeasured load before each run")
     parser.add_argument("--client", choices=["wrk", "python", "auto"], default="auto")
     parser.add_argument("--json", type=Path, help="also write the figures here")
+    parser.add_argument(
+        "--baseline",
+        choices=["noop", "echo"],
+        default="noop",
+        help="noop (default): the same webhook with a no-op decision (decode, envelope, encode: the honest "
+        "floor, issue 10); echo: a server sending the body back unread (issue 4's baseline)",
+    )
     # child-process modes
     parser.add_argument("--serve", choices=["webhook", "echo", "noop"], help=argparse.SUPPRESS)
     parser.add_argument("--cert", type=Path, help=argparse.SUPPRESS)
@@ -569,15 +576,24 @@ def main() -> None:
         raise SystemExit("wrk is not installed and could not be installed")
     client = "wrk" if wrk else "python"
 
-    rounds: dict[str, list[dict[str, Any]]] = {"echo": [], "webhook": []}
+    base = args.baseline
+    kinds = (base, "webhook")
+    rounds: dict[str, list[dict[str, Any]]] = {kind: [] for kind in kinds}
     with tempfile.TemporaryDirectory(prefix="webhook-bench-") as temporary:
         workdir = Path(temporary)
         certs = CertFiles.create(workdir / "certs")
         script = workdir / "reviews.lua"
         script.write_text(lua_script(workload()))
         servers = {
-            kind: start_server(kind, certs.cert, certs.key, workdir, args.diagnostic if kind == "webhook" else None)
-            for kind in ("echo", "webhook")
+            kind: start_server(
+                kind,
+                certs.cert,
+                certs.key,
+                workdir,
+                args.diagnostic if kind == "webhook" else None,
+                event_loop=args.loop,
+            )
+            for kind in kinds
         }
         try:
             if args.diagnostic is None:
@@ -590,12 +606,12 @@ def main() -> None:
                     return run_wrk(wrk, port, args.connections, seconds, script)
                 return run_python(port, args.connections, seconds, workdir)
 
-            for kind in ("echo", "webhook"):
+            for kind in kinds:
                 if args.warmup:
                     load(servers[kind][1], args.warmup)
             # Interleaved rounds, medians reported: a shared machine's noise hits both servers alike.
             for _ in range(args.rounds):
-                for kind in ("echo", "webhook"):
+                for kind in kinds:
                     process, port = servers[kind]
                     before = cpu_seconds(process.pid)
                     run = load(port, args.duration)
@@ -617,16 +633,17 @@ def main() -> None:
         return middle
 
     results = {kind: median_of(kind) for kind in rounds}
-    webhook, echo = results["webhook"], results["echo"]
+    webhook, echo = results["webhook"], results[base]
     ratio = webhook["rps"] / echo["rps"] if echo["rps"] else 0.0
     print(
         f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}, "
-        f"client {client}, {args.connections} connections, {args.rounds} x {args.duration}s per server, medians"
+        f"client {client}, {args.connections} connections, {args.rounds} x {args.duration}s per server, medians, "
+        f"event loop {args.loop}, baseline {base}"
     )
     print(
         f"{'server':<8} {'reviews/s':>10} {'p50 ms':>8} {'p99 ms':>8} {'mean ms':>8} {'CPU µs/req':>10} {'errors':>7}"
     )
-    for kind in ("echo", "webhook"):
+    for kind in kinds:
         row = results[kind]
         print(
             f"{kind:<8} {row['rps']:>10.0f} {row['p50_ms']:>8.2f} {row['p99_ms']:>8.2f} {row['mean_ms']:>8.2f} "
@@ -635,13 +652,13 @@ def main() -> None:
     checks = {
         "throughput >= 2000/s": webhook["rps"] >= 2000,
         "p99 < 25 ms": webhook["p99_ms"] < 25,
-        "throughput >= 70% of echo": ratio >= 0.70,
+        f"throughput >= 70% of {base}": ratio >= 0.70,
         "no errors": webhook["errors"] == 0 and echo["errors"] == 0,
     }
-    ratios = [w["rps"] / e["rps"] for w, e in zip(rounds["webhook"], rounds["echo"], strict=True)]
-    print(f"webhook/echo throughput: {ratio:.2f} (rounds: {', '.join(f'{r:.2f}' for r in ratios)})")
+    ratios = [w["rps"] / e["rps"] for w, e in zip(rounds["webhook"], rounds[base], strict=True)]
+    print(f"webhook/{base} throughput: {ratio:.2f} (rounds: {', '.join(f'{r:.2f}' for r in ratios)})")
     cpu_ratio = echo["cpu_us"] / webhook["cpu_us"] if webhook["cpu_us"] else 0.0
-    print(f"echo/webhook server CPU per review: {cpu_ratio:.2f} (the throughput ratio on an otherwise idle core)")
+    print(f"{base}/webhook server CPU per review: {cpu_ratio:.2f} (the throughput ratio on an otherwise idle core)")
     for name, passed in checks.items():
         print(f"  {'met' if passed else 'NOT MET'}: {name}")
     if args.json:

@@ -25,12 +25,21 @@ FUZZ = settings(
     suppress_health_check=[HealthCheck.too_slow],
 )
 
+#: secret-shaped values planted among the fuzzed ones: no answer may quote them back
+MARK = "fuzzS3CRETmark"
+SECRETS = [
+    f"https://user:{MARK}@registry.example.com/",
+    f"-----BEGIN OPENSSH PRIVATE KEY-----\nb3Bl{MARK}bnNz\n-----END OPENSSH PRIVATE KEY-----\n",
+    f"user:{MARK}@host",
+]
+
 json_scalars = (
     st.none()
     | st.booleans()
     | st.integers(-(2**63), 2**63)
     | st.floats(allow_nan=False, allow_infinity=False)
     | st.text(max_size=20)
+    | st.sampled_from(SECRETS)
 )
 json_values = st.recursive(
     json_scalars,
@@ -47,8 +56,10 @@ def fuzz(served: Running, certs: CertFiles) -> Iterator[Client]:
 
 
 def check(reply: Reply, uid: Any = None) -> dict[str, Any] | None:
-    """The answer is well formed; returns the AdmissionReview response when there is one."""
+    """The answer is well formed and quotes no planted secret; returns the AdmissionReview response."""
     assert reply.status < 500, reply.body[:300]
+    echoed = reply.body.replace(json.dumps(uid)[1:-1].encode(), b"") if isinstance(uid, str) else reply.body
+    assert MARK.encode() not in echoed, reply.body[:400]  # the uid alone comes back, as the protocol wants
     if reply.status != 200:
         assert 400 <= reply.status < 500
         if reply.headers.get("content-type", "").startswith("application/json"):

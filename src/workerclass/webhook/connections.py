@@ -223,9 +223,10 @@ class ConnectionGuard:
     """The protocol factory handed to ``loop.create_server``: one slot per connection, at most ``limit``.
 
     ``inner`` makes aiohttp's request handler (``web.Server``); ``tls`` is the listening context
-    (``None``: plain HTTP, for tests and benchmarks). :meth:`request_started` and
-    :meth:`request_finished` are called by the server's middleware with aiohttp's handler of the
-    connection (``request.protocol``).
+    (``None``: plain HTTP, for tests and benchmarks). The end of a request's headers is seen in the
+    bytes; :meth:`request_finished` is called by the server's handlers with aiohttp's handler of
+    the connection (``request.protocol``), and :meth:`request_started` for a request that was
+    pipelined behind another (its bytes came while the connection was busy).
     """
 
     def __init__(
