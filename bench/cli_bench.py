@@ -3,7 +3,7 @@
 Writes a STATE folder of N Cozystack-named pools (namespace ``tenant-x``, KubernetesNodes
 ``example-p<i>`` of the parent ``Kubernetes`` ``example``; a mix of classless, ``talos`` and
 ``kairos`` pools), then times the real entry point (``python -m workerclass``, a subprocess,
-stdout to a pipe as in CI) for ``resolve`` as a table and as JSON, and ``check`` as a table and
+stdout to a pipe as in CI; wall and CPU seconds) for ``resolve`` as a table and as JSON, and ``check`` as a table and
 as JSON. Wall time per run, best and median of R runs, start-up included. Target (issue 11):
 ``resolve`` as a table under 3 s at 10,000 pools.
 
@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import os
 import platform
+import resource
 import statistics
 import subprocess
 import sys
@@ -54,16 +55,21 @@ def write_state(folder: Path, pools: int) -> None:
     (folder / "state.yaml").write_text(yaml.safe_dump_all(documents, sort_keys=False))
 
 
-def run(args: list[str], env: dict[str, str]) -> tuple[float, int, int]:
-    """Wall seconds, exit code and bytes written to stdout (a pipe)."""
-    start = time.perf_counter()
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def run(args: list[str], env: dict[str, str]) -> tuple[float, float, int, int]:
+    """Wall seconds, CPU seconds (user + system: steadier on a shared machine), exit code, stdout bytes."""
+    start, cpu = time.perf_counter(), _children_cpu()
     result = subprocess.run(
-        [sys.executable, "-m", "workerclass", *args], capture_output=True, env=env, check=False, timeout=600
+        [sys.executable, "-m", "workerclass", *args], capture_output=True, env=env, check=False, timeout=1800
     )
     elapsed = time.perf_counter() - start
     if result.returncode not in (0, 1):
         raise SystemExit(f"{args}: exit {result.returncode}: {result.stderr.decode()[:500]}")
-    return elapsed, result.returncode, len(result.stdout)
+    return elapsed, _children_cpu() - cpu, result.returncode, len(result.stdout)
 
 
 def main() -> None:
@@ -79,9 +85,9 @@ def main() -> None:
             f"python {platform.python_version()}, {os.cpu_count()} cpus, {options.pools} pools, best/median of "
             f"{options.repeat} runs (wall time, start-up included, stdout to a pipe)"
         )
-        print(f"{'command':<28} {'best s':>7} {'median s':>9} {'pools/s':>9} {'stdout MB':>10} exit")
-        baseline = run(["--version"], env)[0]
-        print(f"{'--version (start-up)':<28} {baseline:>7.2f}")
+        print(f"{'command':<20} {'best s':>7} {'median s':>9} {'CPU s':>7} {'pools/s':>8} {'stdout MB':>10} exit")
+        wall, cpu, _, _ = run(["--version"], env)
+        print(f"{'--version (start-up)':<20} {wall:>7.2f} {'':>9} {cpu:>7.2f}")
         for label, args in (
             ("resolve (table)", ["resolve", str(state)]),
             ("resolve -o json", ["resolve", str(state), "-o", "json"]),
@@ -89,11 +95,12 @@ def main() -> None:
             ("check -o json", ["check", str(state), "-o", "json"]),
         ):
             runs = [run(args, env) for _ in range(options.repeat)]
-            times = [elapsed for elapsed, _, _ in runs]
+            times = [elapsed for elapsed, _, _, _ in runs]
             best, median = min(times), statistics.median(times)
+            cpu = min(used for _, used, _, _ in runs)
             print(
-                f"{label:<28} {best:>7.2f} {median:>9.2f} {options.pools / best:>9.0f} "
-                f"{runs[0][2] / 1e6:>10.1f} {runs[0][1]}"
+                f"{label:<20} {best:>7.2f} {median:>9.2f} {cpu:>7.2f} {options.pools / best:>8.0f} "
+                f"{runs[0][3] / 1e6:>10.1f} {runs[0][2]}"
             )
 
 
