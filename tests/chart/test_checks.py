@@ -489,3 +489,29 @@ def test_render_chart_checks_class_era_kernel_modules_and_installer_image() -> N
         talos_config_template=True,
     )
     assert objects[-1]["kind"] == "TalosConfigTemplate"
+
+
+@pytest.mark.parametrize(
+    ("constraints", "renders"),
+    [
+        ("topologySpreadConstraints:\n- maxSkew: 1\n  topologyKey: zone\n  whenUnsatisfiable: DoNotSchedule\n", True),
+        (
+            "a: 1\ntopologySpreadConstraints: [{maxSkew: 2, topologyKey: host, whenUnsatisfiable: ScheduleAnyway}]\n",
+            True,
+        ),
+        ("a: {}\ni: '- dash'\n", False),
+        ("- maxSkew: 1\n  topologyKey: zone\n", False),  # a list: fromYaml gives {Error: ...}
+        ("topologySpreadConstraints: []\n", False),
+    ],
+    ids=["list-last", "flow-list-last", "scalar-last", "bare-list", "empty-list"],
+)
+def test_scheduling_constraints_the_chart_cannot_render(constraints: str, renders: bool) -> None:
+    platform = {"_cluster": {"scheduling": {"globalAppTopologySpreadConstraints": constraints}}}
+    inp = chart_input({"cluster": "example"}, namespace=NS, release=R, cluster_values=platform)
+    ours = [(f.code, f.field) for f in chart_failures(inp)]
+    assert ours == ([] if renders else [("Invalid", "_cluster.scheduling.globalAppTopologySpreadConstraints")])
+    if available():
+        result = get_oracle().render({"cluster": "example"}, release=R, namespace=NS, cluster_values=platform)
+        assert result.ok == renders, result.error
+        if renders:
+            assert not diff_paths(nodegroup_objects(inp, sizing(inp))[0], result.one("KubevirtMachineTemplate"))

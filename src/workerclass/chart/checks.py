@@ -18,14 +18,17 @@ Wrong types (the model parser reports them) are skipped, never a crash.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import yaml
+
 from .context import RELEASE_PREFIX, ChartFailure, ChartInput
 from .quantity import cpu_to_millicores, go_str, is_finite_quantity, to_float, to_float64, truthy
 from .sizing import Sizing, sizing
-from .values import version_map
+from .values import from_yaml, k8s_load, to_yaml, version_map
 
 TALOS_K8S_SUPPORT = {"v1.13": ("v1.31", "v1.32", "v1.33", "v1.34", "v1.35", "v1.36")}
 
@@ -103,6 +106,7 @@ def chart_failures(inp: ChartInput) -> list[ChartFailure]:
     # nodegroup.yaml
     _check_talos_matrix(inp, out)
     _check_foreign_pool(inp, out)
+    _check_scheduling(inp, out)
     _check_rest(inp, out, arithmetic=_check_arithmetic_inputs(inp, out))
     return out.failures
 
@@ -162,6 +166,33 @@ def _check_arithmetic_inputs(inp: ChartInput, out: _Collector) -> bool:
 
 def _get(obj: Any, key: str) -> Any:
     return obj.get(key) if isinstance(obj, Mapping) else None
+
+
+@functools.lru_cache(maxsize=64)
+def _constraints_parse(raw: str) -> bool:
+    """Whether ``raw | fromYaml | toYaml`` with the chart's ``labelSelector`` lines after it is YAML."""
+    text = to_yaml(from_yaml(raw))
+    body = "\n".join("  " + line for line in text.split("\n"))
+    probe = f"spec:\n{body}\n    labelSelector:\n      matchLabels:\n        k: v\n  domain: {{}}"
+    try:
+        k8s_load(probe)
+    except yaml.YAMLError:
+        return False
+    return True
+
+
+def _check_scheduling(inp: ChartInput, out: _Collector) -> None:
+    scheduling = _get(inp.values.get("_cluster"), "scheduling")
+    raw = _get(scheduling, "globalAppTopologySpreadConstraints") if truthy(scheduling) else None
+    if truthy(raw) and isinstance(raw, str) and not _constraints_parse(raw):
+        out.add(
+            "Invalid",
+            "_cluster.scheduling.globalAppTopologySpreadConstraints",
+            "the platform's globalAppTopologySpreadConstraints must be a YAML mapping whose last key holds the "
+            "list of constraints (topologySpreadConstraints: [...]); the chart appends the labelSelector to the "
+            "last one, and any other shape renders a KubevirtMachineTemplate that is not YAML",
+            prefix=False,
+        )
 
 
 def _check_version(inp: ChartInput, out: _Collector) -> None:
