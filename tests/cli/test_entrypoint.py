@@ -307,6 +307,10 @@ def test_check_reads_create_by_default_and_stored_with_the_flag(tmp_path: Path) 
     assert result.returncode == 0, result.stderr
     md5 = next(o for o in json.loads(result.stdout)["objects"] if o["name"] == "example-md5")
     assert (md5["operation"], md5["patch"], md5["allowed"]) == ("UPDATE", [], True)
+    table = cli("check", str(state)).stdout
+    assert table.rstrip().endswith("5 objects, 0 denied (each admitted as a CREATE)")
+    stored_table = cli("check", str(state), "--stored").stdout
+    assert stored_table.rstrip().endswith("5 objects, 0 denied (read as stored: each an UPDATE of itself)")
     help_text = cli("check", "-h").stdout
     assert "--stored" in help_text and "CREATE" in help_text and "UPDATE" in help_text
 

@@ -198,7 +198,7 @@ def check(
             console.table(out)
         count = sum(1 for _, decision in results if not decision.allowed)
         text = f"{len(results)} objects, {count} denied" if results else "no objects in STATE"
-        reading = " (read as stored: UPDATE of itself)" if stored else ""
+        reading = " (read as stored: each an UPDATE of itself)" if stored else " (each admitted as a CREATE)"
         summary(console, text + reading, "red" if denied else "green")
     raise typer.Exit(EXIT_DENIED if denied else EXIT_OK)
 
