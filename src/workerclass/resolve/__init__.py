@@ -7,11 +7,15 @@ it returns :class:`Effective` settings with the origin of every value, or violat
 
 from __future__ import annotations
 
+import contextlib
+import json
+from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, cast
 
+from ..chart import ChartFailure
 from ..chart.checks import chart_failures
 from ..chart.values import chart_defaults, chart_input, version_map
 from ..model import (
@@ -290,15 +294,30 @@ def chart_checks(state: State, record: PoolRecord) -> tuple[Violation, ...]:
     cached = state.memo.get(key)
     if cached is not None and cached[0] is record.values:
         return cast(tuple[Violation, ...], cached[1])
-    inp = chart_input(
-        _bounded(record.values),
-        namespace=record.namespace,
-        release=record.release or release_of(record.kind, record.name),
-        cluster_values={"_cluster": dict(state.platform.cluster_values)},
-        instancetypes=state.instancetypes,
-    )
+    release = record.release or release_of(record.kind, record.name)
+    bounded = _bounded(record.values)
+    content = _content_key(bounded, release, record.namespace, state.platform.cluster_values)
+    shared = _SHARED_CHECKS.get(content) if content is not None else None
+    if shared is not None and shared[0] is state.instancetypes:
+        failures = shared[1]
+        with contextlib.suppress(KeyError):  # another thread may have evicted it meanwhile
+            _SHARED_CHECKS.move_to_end(content)  # type: ignore[arg-type]
+    else:
+        inp = chart_input(
+            bounded,
+            namespace=record.namespace,
+            release=release,
+            cluster_values={"_cluster": dict(state.platform.cluster_values)},
+            instancetypes=state.instancetypes,
+        )
+        failures = tuple(chart_failures(inp))
+        if content is not None:
+            _SHARED_CHECKS[content] = (state.instancetypes, failures)
+            if len(_SHARED_CHECKS) > SHARED_CHECKS_SIZE:
+                with contextlib.suppress(KeyError):
+                    _SHARED_CHECKS.popitem(last=False)
     out: list[Violation] = []
-    for failure in chart_failures(inp):
+    for failure in failures:
         where = failure.field
         if where == "spec" or where.startswith("spec."):
             where = record.field + where[len("spec") :]
@@ -306,6 +325,23 @@ def chart_checks(state: State, record: PoolRecord) -> tuple[Violation, ...]:
     violations = tuple(out)
     state.memo[key] = (record.values, violations)
     return violations
+
+
+#: The chart's checks are a pure function of the values, release, namespace, ``_cluster`` and
+#: the instance types: identical pools across States (a plan's two states, a resync, a retried
+#: review) share one computation. Bounded, least recently used first out.
+SHARED_CHECKS_SIZE = 4096
+_SHARED_CHECKS: OrderedDict[str, tuple[Mapping[str, Any], tuple[ChartFailure, ...]]] = OrderedDict()
+
+
+def _content_key(
+    values: Mapping[str, Any], release: str, namespace: str, cluster_values: Mapping[str, Any]
+) -> str | None:
+    """A canonical text of the checks' inputs (the instance types are compared by identity)."""
+    try:
+        return json.dumps([values, release, namespace, cluster_values], sort_keys=True, default=repr)
+    except (TypeError, ValueError, RecursionError):
+        return None
 
 
 #: Deeper than this, a value is cut for the chart's checks (they read a few known levels; the
