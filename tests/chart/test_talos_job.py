@@ -549,3 +549,20 @@ def test_the_oracle_command_line_agrees(tmp_path: Path) -> None:
     ours = render_talos_job(inp, sizing=sizing(inp))
     assert not diff_paths(ours, theirs)
     assert not diff_paths(talos_config_template(inp, sizing=sizing(inp)), printed["objects"][-1])
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        {"instanceType": "zz.stale", "resources": {"cpu": 4, "memory": "16Gi"}},
+        {"instanceType": "u1.nano", "resources": {"cpu": "1500m", "memory": "8Gi"}},
+        {"instanceType": "", "resources": {"cpu": 2}},
+        {"instanceType": "", "resources": {"memory": "8Gi"}},
+        {"instanceType": ""},
+    ],
+    ids=["stale-type-beside-resources", "resources-win", "cpu-only", "memory-only", "no-size"],
+)
+def test_the_jobs_own_lookup_agrees_with_nodegroup_sizing(values: dict[str, Any]) -> None:
+    """The Job looks the instance type up whenever one is named and tolerates a missing one;
+    nodegroup.yaml skips it for a resource-sized pool. Wherever the chart renders, one Sizing serves both."""
+    assert not _compare({"cluster": "example", **values})
