@@ -26,9 +26,11 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
+from render.schemas import validation_errors  # tests/ is on sys.path (rootdir-relative packages)
 from workerclass.chart.context import ChartInput
 from workerclass.chart.sizing import sizing
 from workerclass.chart.talos_job import (
+    NVIDIA_KERNEL_MODULES,
     InvalidInstallerImage,
     InvalidKernelModule,
     job_context,
@@ -566,3 +568,24 @@ def test_the_jobs_own_lookup_agrees_with_nodegroup_sizing(values: dict[str, Any]
     """The Job looks the instance type up whenever one is named and tolerates a missing one;
     nodegroup.yaml skips it for a resource-sized pool. Wherever the chart renders, one Sizing serves both."""
     assert not _compare({"cluster": "example", **values})
+
+
+@pytest.mark.parametrize(
+    ("values", "extras"),
+    [
+        ({}, {}),
+        (
+            {"gpus": [{"name": "nvidia.com/AD102GL_L40S"}], "talos": {"registryMirrors": TO_YAML_CASES["quoting"]}},
+            {"kernel_modules": list(NVIDIA_KERNEL_MODULES), "installer_image": INSTALLER},
+        ),
+    ],
+    ids=["defaults", "gpu-mirrors-modules-installer"],
+)
+def test_rendered_objects_validate_against_the_shipped_crds(values: dict[str, Any], extras: dict[str, Any]) -> None:
+    inp = _input({"cluster": "example", **values}, "kubernetes-nodes-example-md1", "tenant-example", None)
+    objects = [
+        *render_talos_job(inp, sizing=sizing(inp), **extras),
+        talos_config_template(inp, sizing=sizing(inp), **extras),
+    ]
+    problems = {f"{o['kind']} {o['metadata']['name']}": validation_errors(o) for o in objects}
+    assert not {k: v for k, v in problems.items() if v}
