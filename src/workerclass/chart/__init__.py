@@ -17,13 +17,10 @@ Cozystack ships, copied by ``scripts/sync-upstream.py``); it never sees State or
 
 from __future__ import annotations
 
-from .checks import chart_failures, image_factory_ca_failures, installer_image_failures, kernel_module_failures
+from .checks import chart_failures, kernel_module_failures
 from .context import RELEASE_PREFIX, ChartFailure, ChartInput, ChartRefused
 from .nodegroup import (
     Disk,
-    factory_disk,
-    golden_disk,
-    image_factory_ca_configmap,
     kubevirtmachinetemplate,
     kubevirtmachinetemplate_text,
     machinedeployment,
@@ -32,7 +29,14 @@ from .nodegroup import (
     template_hash,
     workloadmonitor,
 )
-from .render import render_chart
+from .render import (
+    factory_disk,
+    golden_disk,
+    image_factory_ca_configmap,
+    image_factory_ca_failures,
+    installer_image_failures,
+    render_chart,
+)
 from .sizing import Sizing, sizing
 from .values import (
     app_version,

@@ -37,7 +37,7 @@ _MEMORY = re.compile(r"[0-9]+(\.[0-9]+)?([eE][+-]?[0-9]+)?(Ki|Mi|Gi|Ti|Pi|Ei|k|M
 _CPU = re.compile(r"([0-9]+m|[0-9]+(\.[0-9]+)?)")
 _PCT_NUMBER = re.compile(r"[0-9]+(\.[0-9]+)?")
 _MODULE = re.compile(r"[a-z0-9_-]+")
-_SHELL_SAFE = re.compile(r"[^\x00-\x1f\x7f\t\n\f\r $`\\'\"]+")
+SHELL_SAFE = re.compile(r"[^\x00-\x1f\x7f\t\n\f\r $`\\'\"]+")
 
 # Shapes safe to echo back in a message (no secret fits them).
 _SAFE_DNS = re.compile(r"[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?")
@@ -472,7 +472,7 @@ def _check_pr3571(inp: ChartInput, out: _Collector) -> None:
     else:
         schematic = talos.get("schematicID") if isinstance(talos, Mapping) else None
         field = "spec.talos.schematicID"
-    if not _SHELL_SAFE.fullmatch(go_str(schematic)):
+    if not SHELL_SAFE.fullmatch(go_str(schematic)):
         out.add(
             "Invalid",
             field,
@@ -480,43 +480,6 @@ def _check_pr3571(inp: ChartInput, out: _Collector) -> None:
             "or control characters (a 64-hex image-factory digest or a mirror path such as gpu/nvidia-open is fine)",
             prefix=False,
         )
-
-
-_PRIVATE_KEY = re.compile(r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY", re.IGNORECASE)
-_PEM_BUNDLE = re.compile(
-    r"[\t\n\f\r ]*(-----BEGIN CERTIFICATE-----[\t\n\f\r ]+[A-Za-z0-9+/=][A-Za-z0-9+/=\t\n\f\r ]*"
-    r"-----END CERTIFICATE-----[\t\n\f\r ]*)+",
-    re.IGNORECASE,
-)
-
-
-def image_factory_ca_failures(ca_pem: str | None, field: str = "spec.talos.imageFactoryCA") -> list[ChartFailure]:
-    """PR 3797's guards on ``talos.imageFactoryCA`` (``kubernetes.talosImageFactoryCA``).
-
-    Empty or whitespace-only is unset (no failure). A private key, or anything but complete
-    certificate blocks, is refused; the value itself is never quoted.
-    """
-    if not ca_pem or not ca_pem.strip():
-        return []
-    if _PRIVATE_KEY.search(ca_pem):
-        return [
-            ChartFailure(
-                "Invalid",
-                field,
-                "talos.imageFactoryCA must not contain private key material: it holds the CA the image factory "
-                "is verified against, and the rendered ConfigMap is readable by everything that can read the namespace",
-            )
-        ]
-    if not _PEM_BUNDLE.fullmatch(ca_pem):
-        return [
-            ChartFailure(
-                "Invalid",
-                field,
-                "talos.imageFactoryCA must contain one or more complete PEM certificate blocks "
-                "(BEGIN/END CERTIFICATE) and nothing else",
-            )
-        ]
-    return []
 
 
 def kernel_module_failures(
@@ -541,7 +504,7 @@ def kernel_module_failures(
             )
         params = module.get("parameters")
         for j, param in enumerate(params if isinstance(params, list) else []):
-            if not _SHELL_SAFE.fullmatch(go_str(param)):
+            if not SHELL_SAFE.fullmatch(go_str(param)):
                 failures.append(
                     ChartFailure(
                         "InvalidKernelModule",
@@ -551,17 +514,3 @@ def kernel_module_failures(
                     )
                 )
     return failures
-
-
-def installer_image_failures(image: str | None, field: str = "installerImage") -> list[ChartFailure]:
-    """The installer image reaches the Job's heredoc like the schematicID: the same character rule."""
-    if image is None or _SHELL_SAFE.fullmatch(image):
-        return []
-    return [
-        ChartFailure(
-            "Invalid",
-            field,
-            "the installer image must not contain $, a backtick, a backslash, quotes, whitespace or control "
-            "characters (e.g. factory.talos.dev/installer/<schematicID>:v1.13.6)",
-        )
-    ]

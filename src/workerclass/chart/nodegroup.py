@@ -3,10 +3,10 @@
 Owns: the ``kubevirtmachinetemplate`` define's exact text (:func:`kubevirtmachinetemplate_text`;
 the template name is ``sha256`` of it, first 6 hex), and as plain dicts equal to what the
 oracle parses: the KubevirtMachineTemplate, MachineDeployment, MachineHealthCheck and
-WorkloadMonitor. Also the class-era disk sources a classified pool may boot from
-(:class:`Disk`): a factory/default HTTP source with an optional image-factory CA (PR 3797's
-``certConfigMap`` and its ConfigMap, :func:`image_factory_ca_configmap`) and a builtin golden
-clone (PR 3294's ``pvc`` source). ``disk=None`` is the chart's own HTTP source, byte for byte.
+WorkloadMonitor. The KMT text also takes a class-era disk source (:class:`Disk`): an HTTP import
+with PR 3797's optional ``certConfigMap``, or PR 3294's ``pvc`` clone of a golden image (their
+constructors and the CA ConfigMap are in :mod:`.render`). ``disk=None`` is the chart's own HTTP
+source, byte for byte.
 
 Callers pass a :class:`~workerclass.chart.context.ChartInput` the chart renders (see
 ``checks.chart_failures``); values the chart would refuse are not re-checked here.
@@ -24,7 +24,7 @@ from typing import Any, Literal
 from .context import ChartInput
 from .quantity import divf, go_str, to_float, to_float64, to_int, truthy
 from .sizing import Sizing
-from .values import app_version, block_load, chart_version, from_yaml, plain_scalar, to_yaml, version_map
+from .values import block_load, chart_version, from_yaml, plain_scalar, to_yaml, version_map
 
 KMT_API = "infrastructure.cluster.x-k8s.io/v1alpha1"
 CAPI_API = "cluster.x-k8s.io/v1beta1"
@@ -403,49 +403,3 @@ def nodegroup_objects(inp: ChartInput, sizing: Sizing, disk: Disk | None = None)
     """``nodegroup.yaml``'s documents in file order (no earlier templates to preserve offline)."""
     kmt = kubevirtmachinetemplate(inp, sizing, disk)
     return [kmt, machinedeployment(inp, sizing, kmt["metadata"]["name"]), machinehealthcheck(inp), workloadmonitor(inp)]
-
-
-# ------------------------------------------------------------------ class-era disk sources
-
-
-def image_factory_ca_configmap_name(inp: ChartInput) -> str:
-    """PR 3797's ``<release>-talos-factory-ca`` with the parent's release ``kubernetes-<cluster>``
-    replaced by the pool's objects' name ``kubernetes-<cluster>-<pool>`` (trunc 63, no trailing -)."""
-    return f"{inp.cluster_name}-{inp.group_name}-talos-factory-ca"[:63].rstrip("-")
-
-
-def factory_disk(inp: ChartInput, *, url: str | None = None, with_ca: bool = False) -> Disk:
-    """An HTTP import from ``url`` (default the chart's own), with PR 3797's certConfigMap if ``with_ca``."""
-    return Disk(
-        kind="http",
-        url=chart_http_url(inp) if url is None else url,
-        cert_configmap=image_factory_ca_configmap_name(inp) if with_ca else None,
-    )
-
-
-def golden_disk(schematic_id: str, version: str, namespace: str = "cozy-public") -> Disk:
-    """PR 3294's clone of the golden ``talos-worker-<schematicID>-<version>``."""
-    return Disk(kind="pvc", pvc_namespace=namespace, pvc_name=f"talos-worker-{schematic_id}-{version}")
-
-
-def image_factory_ca_configmap(inp: ChartInput, ca_pem: str) -> dict[str, Any]:
-    """PR 3797's CA ConfigMap (``data.ca.pem``: the trimmed PEM, a literal block with one newline).
-
-    Labels are ``kubernetes.labels`` of this chart; the namespace is written out (PR 3797 leaves
-    it to Helm's release namespace, which is the same namespace).
-    """
-    labels = {
-        "helm.sh/chart": f"kubernetes-nodes-{chart_version()}".replace("+", "_")[:63].rstrip("-"),
-        "app.kubernetes.io/name": "kubernetes-nodes",
-        "app.kubernetes.io/instance": inp.release,
-        "app.kubernetes.io/version": app_version(),
-        "app.kubernetes.io/managed-by": "Helm",
-    }
-    if not app_version():
-        del labels["app.kubernetes.io/version"]
-    return {
-        "apiVersion": "v1",
-        "kind": "ConfigMap",
-        "metadata": {"name": image_factory_ca_configmap_name(inp), "namespace": inp.namespace, "labels": labels},
-        "data": {"ca.pem": ca_pem.strip() + "\n"},
-    }

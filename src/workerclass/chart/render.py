@@ -7,23 +7,23 @@ documents in file order; then, for a factory disk with a CA, PR 3797's ConfigMap
 ``templates/talos/image-factory-ca.yaml`` sorts after the Job's file); then the
 TalosConfigTemplate when asked for. The dashboard RBAC and the Job come from A2's
 :mod:`.dashboard` and :mod:`.talos_job`.
+
+Also owns the class-era inputs a classified pool adds to the chart's: the disk constructors
+(:func:`factory_disk`, :func:`golden_disk`), PR 3797's image-factory CA (its guards and its
+ConfigMap) and the installer image's character rule.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any
 
-from .checks import chart_failures, image_factory_ca_failures, installer_image_failures, kernel_module_failures
-from .context import ChartInput, ChartRefused
-from .nodegroup import (
-    Disk,
-    factory_disk,
-    image_factory_ca_configmap,
-    image_factory_ca_configmap_name,
-    nodegroup_objects,
-)
+from .checks import SHELL_SAFE, chart_failures, kernel_module_failures
+from .context import ChartFailure, ChartInput, ChartRefused
+from .nodegroup import Disk, chart_http_url, nodegroup_objects
 from .sizing import sizing
+from .values import app_version, chart_version
 
 
 def render_chart(
@@ -65,3 +65,100 @@ def render_chart(
     if talos_config_template:
         objects.append(tct(inp, sizing=size, kernel_modules=kernel_modules, installer_image=installer_image))
     return objects
+
+
+# ------------------------------------------------------------------ class-era disk sources
+
+
+def image_factory_ca_configmap_name(inp: ChartInput) -> str:
+    """PR 3797's ``<release>-talos-factory-ca`` with the parent's release ``kubernetes-<cluster>``
+    replaced by the pool's objects' name ``kubernetes-<cluster>-<pool>`` (trunc 63, no trailing -)."""
+    return f"{inp.cluster_name}-{inp.group_name}-talos-factory-ca"[:63].rstrip("-")
+
+
+def factory_disk(inp: ChartInput, *, url: str | None = None, with_ca: bool = False) -> Disk:
+    """An HTTP import from ``url`` (default the chart's own), with PR 3797's certConfigMap if ``with_ca``."""
+    return Disk(
+        kind="http",
+        url=chart_http_url(inp) if url is None else url,
+        cert_configmap=image_factory_ca_configmap_name(inp) if with_ca else None,
+    )
+
+
+def golden_disk(schematic_id: str, version: str, namespace: str = "cozy-public") -> Disk:
+    """PR 3294's clone of the golden ``talos-worker-<schematicID>-<version>``."""
+    return Disk(kind="pvc", pvc_namespace=namespace, pvc_name=f"talos-worker-{schematic_id}-{version}")
+
+
+def image_factory_ca_configmap(inp: ChartInput, ca_pem: str) -> dict[str, Any]:
+    """PR 3797's CA ConfigMap (``data.ca.pem``: the trimmed PEM, a literal block with one newline).
+
+    Labels are ``kubernetes.labels`` of this chart; the namespace is written out (PR 3797 leaves
+    it to Helm's release namespace, which is the same namespace).
+    """
+    labels = {
+        "helm.sh/chart": f"kubernetes-nodes-{chart_version()}".replace("+", "_")[:63].rstrip("-"),
+        "app.kubernetes.io/name": "kubernetes-nodes",
+        "app.kubernetes.io/instance": inp.release,
+        "app.kubernetes.io/version": app_version(),
+        "app.kubernetes.io/managed-by": "Helm",
+    }
+    if not app_version():
+        del labels["app.kubernetes.io/version"]
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": image_factory_ca_configmap_name(inp), "namespace": inp.namespace, "labels": labels},
+        "data": {"ca.pem": ca_pem.strip() + "\n"},
+    }
+
+
+_PRIVATE_KEY = re.compile(r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY", re.IGNORECASE)
+_PEM_BUNDLE = re.compile(
+    r"[\t\n\f\r ]*(-----BEGIN CERTIFICATE-----[\t\n\f\r ]+[A-Za-z0-9+/=][A-Za-z0-9+/=\t\n\f\r ]*"
+    r"-----END CERTIFICATE-----[\t\n\f\r ]*)+",
+    re.IGNORECASE,
+)
+
+
+def image_factory_ca_failures(ca_pem: str | None, field: str = "spec.talos.imageFactoryCA") -> list[ChartFailure]:
+    """PR 3797's guards on ``talos.imageFactoryCA`` (``kubernetes.talosImageFactoryCA``).
+
+    Empty or whitespace-only is unset (no failure). A private key, or anything but complete
+    certificate blocks, is refused; the value itself is never quoted.
+    """
+    if not ca_pem or not ca_pem.strip():
+        return []
+    if _PRIVATE_KEY.search(ca_pem):
+        return [
+            ChartFailure(
+                "Invalid",
+                field,
+                "talos.imageFactoryCA must not contain private key material: it holds the CA the image factory "
+                "is verified against, and the rendered ConfigMap is readable by everything that can read the namespace",
+            )
+        ]
+    if not _PEM_BUNDLE.fullmatch(ca_pem):
+        return [
+            ChartFailure(
+                "Invalid",
+                field,
+                "talos.imageFactoryCA must contain one or more complete PEM certificate blocks "
+                "(BEGIN/END CERTIFICATE) and nothing else",
+            )
+        ]
+    return []
+
+
+def installer_image_failures(image: str | None, field: str = "installerImage") -> list[ChartFailure]:
+    """The installer image reaches the Job's heredoc like the schematicID: the same character rule."""
+    if image is None or SHELL_SAFE.fullmatch(image):
+        return []
+    return [
+        ChartFailure(
+            "Invalid",
+            field,
+            "the installer image must not contain $, a backtick, a backslash, quotes, whitespace or control "
+            "characters (e.g. factory.talos.dev/installer/<schematicID>:v1.13.6)",
+        )
+    ]
