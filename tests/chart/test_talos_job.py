@@ -472,7 +472,8 @@ TO_YAML_CASES: dict[str, Any] = {
     "numbers-and-nesting": {
         "r.io": {"n": 5, "f": 1.5, "big": 1000000, "tiny": 1e-7, "x": None, "t": {"a": [{"b": 1}, [], {}]}}
     },
-    "folding": {"r.io": {"endpoints": ["x" * 90 + " y", "word " * 20, "say " * 15 + '"quoted"']}},
+    "folding": {"r.io": {"endpoints": ["x" * 90 + " y", "word " * 20, "say " * 15 + '"quoted"', "w " * 39 + "  v"]}},
+    "folding-quoted": {"r.io": {"endpoints": ["w " * 39 + "  v ", "\t" + "w " * 39 + "  v", "a'b " * 30 + "'"]}},
     "key-order": {
         k: {"endpoints": ["x"]} for k in ["reg10.io", "reg9.io", "reg1.io", "Reg.io", "-r.io", "_r.io", "a.io"]
     },
@@ -490,7 +491,7 @@ def test_to_yaml_of_nothing_readable_is_empty_and_the_block_stays() -> None:
     assert not _compare({"cluster": "example", "talos": {"registryMirrors": {"r.io": {"endpoints": ["\x7f"]}}}})
 
 
-_TEXT = st.text(
+_SHORT_TEXT = st.text(
     st.one_of(
         st.sampled_from(" \n\t:#-?'\"\\$`{}[],&*!|>%@~"),
         st.characters(codec="ascii", categories=["L", "N", "P", "S"]),
@@ -498,6 +499,13 @@ _TEXT = st.text(
     ),
     max_size=40,
 )
+#: Long texts of words and runs of spaces: go-yaml folds scalars past column 80.
+_LONG_TEXT = st.lists(
+    st.tuples(st.text(st.sampled_from("ab'\"#:\t-"), min_size=1, max_size=8), st.sampled_from([" ", "  ", "   "])),
+    min_size=10,
+    max_size=30,
+).map(lambda words: "".join(w + sep for w, sep in words).rstrip(" ") + (" " if len(words) % 3 == 0 else ""))
+_TEXT = st.one_of(_SHORT_TEXT, _LONG_TEXT)
 #: No digits in keys: go-yaml's key order compares digit runs by value and letters after other
 #: runes, which is not transitive (``a1b < a9 < a10 < a1b``), so Go's own order for such key sets
 #: depends on its map iteration; any consistent order of digit-free keys is the one Helm prints.

@@ -496,10 +496,12 @@ _BEST_WIDTH = 80
 _SIMPLE_KEY_LIMIT = 128
 
 
-def _fold(pieces: list[str], spaces: list[bool], column: int, indent: int, *, edges: bool) -> list[str]:
+def _fold(pieces: list[str], spaces: list[bool], column: int, indent: int, style: str) -> list[str]:
     """go-yaml's folding of a one-line scalar: at a space not after a space, once the column is past
     :data:`_BEST_WIDTH`, the space becomes a line break and an indent. ``pieces`` are the written
-    forms of the characters (escapes, doubled quotes), ``spaces`` marks the foldable ones."""
+    forms of the characters (escapes, doubled quotes), ``spaces`` marks the spaces. Plain and
+    single-quoted scalars never fold before a second space; quoted ones never at their first or
+    last character; a double-quoted one escapes a space that follows the break."""
     lines: list[str] = []
     current: list[str] = []
     after_space = False
@@ -507,12 +509,16 @@ def _fold(pieces: list[str], spaces: list[bool], column: int, indent: int, *, ed
     for i, piece in enumerate(pieces):
         if spaces[i]:
             next_space = i < last and spaces[i + 1]
-            inside = not edges or 0 < i < last
-            if not after_space and column > _BEST_WIDTH and inside and (edges or not next_space):
+            foldable = not after_space and column > _BEST_WIDTH
+            if style != "plain":
+                foldable = foldable and 0 < i < last
+            if style != "double":
+                foldable = foldable and not next_space
+            if foldable:
                 lines.append("".join(current))
                 current = [" " * indent]
                 column = indent
-                if edges and next_space:  # a double-quoted scalar escapes the space that follows
+                if style == "double" and next_space:
                     current.append("\\")
                     column += 1
             else:
@@ -553,12 +559,12 @@ def _string_lines(value: str, indent: int, column: int, *, key: bool) -> list[st
     if style == "plain":
         if key:
             return [value]
-        return _fold(list(value), [ch == " " for ch in value], column, indent, edges=False)
+        return _fold(list(value), [ch == " " for ch in value], column, indent, "plain")
     if style == "single":
         pieces = ["''" if ch == "'" else ch for ch in value]
         if key:
             return ["'" + "".join(pieces) + "'"]
-        lines = _fold(pieces, [ch == " " for ch in value], column + 1, indent, edges=True)
+        lines = _fold(pieces, [ch == " " for ch in value], column + 1, indent, "single")
         lines[0] = "'" + lines[0]
         lines[-1] += "'"
         return lines
@@ -566,7 +572,7 @@ def _string_lines(value: str, indent: int, column: int, *, key: bool) -> list[st
         pieces = _double_pieces(value)
         if key:
             return ['"' + "".join(pieces) + '"']
-        lines = _fold(pieces, [ch == " " for ch in value], column + 1, indent, edges=True)
+        lines = _fold(pieces, [ch == " " for ch in value], column + 1, indent, "double")
         lines[0] = '"' + lines[0]
         lines[-1] += '"'
         return lines
