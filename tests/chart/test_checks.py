@@ -515,3 +515,37 @@ def test_scheduling_constraints_the_chart_cannot_render(constraints: str, render
         assert result.ok == renders, result.error
         if renders:
             assert not diff_paths(nodegroup_objects(inp, sizing(inp))[0], result.one("KubevirtMachineTemplate"))
+
+
+UNQUOTED_ROWS: list[tuple[str, dict[str, Any], str | None]] = [
+    ("role-space", {"roles": ["a b"]}, None),
+    ("role-colon-space", {"roles": ["x: y"]}, "spec.roles[0]"),
+    ("role-comment", {"roles": ["#c"]}, None),
+    ("role-quote", {"roles": ["ok", "it's"]}, None),
+    ("role-newline", {"roles": ["x\n  y"]}, "spec.roles[0]"),
+    ("gpu-comment", {"gpus": [{"name": "a #b"}]}, None),
+    ("gpu-flow", {"gpus": [{"name": "[x"}]}, "spec.gpus[0].name"),
+    ("gpu-alias", {"gpus": [{"name": "*alias"}]}, "spec.gpus[0].name"),
+    ("gpu-trailing-colon", {"gpus": [{"name": "nvidia.com/X:"}]}, "spec.gpus[0].name"),
+    ("timeout-colon", {"nodeStartupTimeout": "a: b"}, "spec.nodeStartupTimeout"),
+    ("timeout-flow-map", {"nodeStartupTimeout": "{a: 1}"}, None),
+    ("timeout-flow-list", {"nodeStartupTimeout": "[1, 2]"}, None),
+    ("timeout-newline", {"nodeStartupTimeout": "x\ny: 1"}, "spec.nodeStartupTimeout"),
+    ("url-comment", {"talos": {"imageFactoryURL": "https://x/ #c"}}, None),
+    ("schematic-colon", {"talos": {"schematicID": "a: b"}}, "spec.talos.schematicID"),
+    ("version-newline", {"talos": {"version": "v1.13.6\n  evil: 1"}}, "spec.talos.version"),
+]
+
+
+@pytest.mark.parametrize(("values", "field"), [r[1:] for r in UNQUOTED_ROWS], ids=[r[0] for r in UNQUOTED_ROWS])
+def test_values_pasted_unquoted(values: dict[str, Any], field: str | None) -> None:
+    inp = chart_input({"cluster": "example", **values}, namespace=NS, release=R)
+    ours = [(f.code, f.field) for f in chart_failures(inp)]
+    assert ours == ([] if field is None else [("Invalid", field)])
+    if not available():
+        return
+    result = get_oracle().render({"cluster": "example", **values}, release=R, namespace=NS)
+    assert result.ok == (field is None), result.error
+    if result.ok:  # the chart renders what the YAML reads back: comments cut, flow collections parsed
+        for obj in nodegroup_objects(inp, sizing(inp)):
+            assert not diff_paths(obj, result.one(obj["kind"]))

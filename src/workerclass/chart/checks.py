@@ -7,7 +7,8 @@ rules, instance type not found, kubelet reservation and eviction rules, totals, 
 size, maxUnhealthy) and cozy-lib's tenant-namespace rule, plus PR 3571's kernel-module and
 schematicID guards. The chart stops at its first failure; this reports each one the chart could
 hit on its own (a check whose inputs are already refused is skipped), in the order Helm meets
-them, so the list is empty exactly when the chart renders. Codes follow API.md section 3.
+them, so the list is empty exactly when the chart renders (a value the chart pastes unquoted and
+that breaks its YAML counts: Helm refuses the manifest). Codes follow API.md section 3.
 For ``variant="pr3571"`` the checks are that chart's: the kernel-module and schematicID guards,
 and none of main's podCpuLimit/podCpuRequest or duration guards (its older base has neither).
 
@@ -26,6 +27,7 @@ from typing import Any
 import yaml
 
 from .context import RELEASE_PREFIX, ChartFailure, ChartInput
+from .nodegroup import kmt_interpolations, kubevirtmachinetemplate_text, plain_safe, tpl
 from .quantity import cpu_to_millicores, go_str, is_finite_quantity, to_float, to_float64, truthy
 from .sizing import Sizing, sizing
 from .values import from_yaml, k8s_load, to_yaml, version_map
@@ -121,6 +123,7 @@ def _check_rest(inp: ChartInput, out: _Collector, *, arithmetic: bool) -> None:
     missing_type = _check_instancetype(inp, size, out)
     if arithmetic:
         _check_kubelet(inp, size, out, missing_type)
+        _check_rendered_yaml(inp, size, out)
     if main:
         _check_duration(v, "maxNodeProvisionTime", out)
     _check_max_unhealthy(v, out)
@@ -431,6 +434,43 @@ def _check_kubelet(inp: ChartInput, size: Sizing, out: _Collector, missing_type:
             "InvalidKubeletReservation",
             field,
             "cannot validate kubelet CPU reservations without effective CPU: set resources.cpu or a valid instanceType",
+        )
+
+
+def _check_rendered_yaml(inp: ChartInput, size: Sizing, out: _Collector) -> None:
+    """Values the chart pastes unquoted (roles, GPU names, sizes, Talos URL parts, nodeStartupTimeout)
+    that turn its output into text that is not YAML: Helm's parse of the manifest refuses it."""
+    unsafe = [(f, x) for f, x in kmt_interpolations(inp) if not plain_safe(x)]
+    timeout = inp.values.get("nodeStartupTimeout")
+    if not plain_safe(tpl(timeout)):
+        unsafe.append(("spec.nodeStartupTimeout", tpl(timeout)))
+    if not unsafe:
+        return
+    blamed: list[str] = []
+    try:
+        k8s_load(kubevirtmachinetemplate_text(inp, size))
+    except yaml.YAMLError:
+        blamed += [f for f, _ in unsafe if f != "spec.nodeStartupTimeout"]
+    for field, text in unsafe:
+        if field.startswith("spec.roles["):
+            probe = f'template:\n  metadata:\n    labels:\n      node-role.kubernetes.io/{text}: ""\n  spec: {{}}'
+        elif field == "spec.nodeStartupTimeout":
+            probe = f"spec:\n  clusterName: c\n  nodeStartupTimeout: {text}\n  selector: {{}}"
+        else:
+            continue
+        try:
+            k8s_load(probe)
+        except yaml.YAMLError:
+            blamed.append(field)
+        else:
+            if "\n" in text or "\r" in text:
+                blamed.append(field)  # a line break re-indents the document around it: refused outright
+    for field in dict.fromkeys(blamed):
+        out.add(
+            "Invalid",
+            field,
+            f"{field.removeprefix('spec.')} is pasted into the chart's YAML unquoted and this value breaks it: "
+            "use a plain value without whitespace, line breaks, quotes, '#' or YAML flow characters",
         )
 
 

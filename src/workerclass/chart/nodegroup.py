@@ -24,7 +24,7 @@ from typing import Any, Literal
 from .context import ChartInput
 from .quantity import divf, go_str, to_float, to_float64, to_int, truthy
 from .sizing import Sizing
-from .values import block_load, chart_version, from_yaml, plain_scalar, to_yaml, version_map
+from .values import block_load, chart_version, from_yaml, k8s_load, plain_scalar, to_yaml, version_map
 
 KMT_API = "infrastructure.cluster.x-k8s.io/v1alpha1"
 CAPI_API = "cluster.x-k8s.io/v1beta1"
@@ -276,7 +276,7 @@ def kubevirtmachinetemplate_name(inp: ChartInput, sizing: Sizing, disk: Disk | N
 def kubevirtmachinetemplate(inp: ChartInput, sizing: Sizing, disk: Disk | None = None) -> dict[str, Any]:
     """The KubevirtMachineTemplate document, parsed as the oracle parses it."""
     text = kubevirtmachinetemplate_text(inp, sizing, disk)
-    template = block_load(text)
+    template = block_load(text) if all(plain_safe(x) for _, x in kmt_interpolations(inp, disk)) else k8s_load(text)
     return {
         "apiVersion": KMT_API,
         "kind": "KubevirtMachineTemplate",
@@ -287,7 +287,48 @@ def kubevirtmachinetemplate(inp: ChartInput, sizing: Sizing, disk: Disk | None =
 
 def _scalar(value: Any) -> Any:
     """An unquoted ``{{ value }}`` as the parsed YAML holds it."""
-    return plain_scalar(tpl(value))
+    text = tpl(value)
+    if plain_safe(text):
+        return plain_scalar(text)
+    loaded = k8s_load(f"v: {text}")
+    return loaded.get("v") if isinstance(loaded, dict) else text
+
+
+_PLAIN_SAFE = re.compile(r"[^\s\x00-\x1f\x7f#'\"\[\]{},&*!|>%@`\\]*")
+
+
+def plain_safe(text: str) -> bool:
+    """Whether ``text`` pasted after ``key: `` (or before ``: ""``) reads back as one plain scalar
+    (no whitespace, comment, quote, flow or other indicator characters, no trailing colon)."""
+    return _PLAIN_SAFE.fullmatch(text) is not None and not text.endswith(":")
+
+
+def kmt_interpolations(inp: ChartInput, disk: Disk | None = None) -> list[tuple[str, str]]:
+    """(field, text) of the values the KMT define and the pool's documents paste unquoted."""
+    v = inp.values
+    out = [(f"spec.roles[{i}]", tpl(r)) for i, r in enumerate(_roles(inp))]
+    gpus = v.get("gpus")
+    for i, gpu in enumerate(gpus if isinstance(gpus, list) else []):
+        out.append((f"spec.gpus[{i}].name", tpl(_get(gpu, "name"))))
+    resources = v.get("resources")
+    out += [(f"spec.resources.{k}", tpl(_get(resources, k))) for k in ("cpu", "memory")]
+    out.append(("spec.instanceType", tpl(v.get("instanceType"))))
+    if disk is None:
+        talos = v.get("talos")
+        out += [(f"spec.talos.{k}", tpl(_get(talos, k))) for k in ("imageFactoryURL", "schematicID", "version")]
+    else:
+        out += [
+            ("disk", disk.url),
+            ("disk", disk.cert_configmap or ""),
+            ("disk", disk.pvc_namespace),
+            ("disk", disk.pvc_name),
+        ]
+    out += [
+        ("metadata.namespace", inp.namespace),
+        ("spec.cluster", inp.cluster_name),
+        ("metadata.name", inp.group_name),
+    ]
+    return out
 
 
 def _duration(value: Any) -> str:
@@ -318,7 +359,12 @@ def machinedeployment(inp: ChartInput, sizing: Sizing, kmt_name: str) -> dict[st
         annotations["capacity.cluster-autoscaler.kubernetes.io/cpu"] = cpu
     labels: dict[str, Any] = dict(_selector(inp))
     for role in _roles(inp):
-        labels[f"node-role.kubernetes.io/{tpl(role)}"] = ""
+        key = f"node-role.kubernetes.io/{tpl(role)}"
+        if plain_safe(key):
+            labels[key] = ""
+        else:
+            line = k8s_load(f'{key}: ""')
+            labels.update(line if isinstance(line, dict) else {})
     name = f"{inp.cluster_name}-{inp.group_name}"
     return {
         "apiVersion": CAPI_API,
