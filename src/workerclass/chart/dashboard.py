@@ -13,6 +13,16 @@ from typing import Any
 
 from .context import ChartInput
 
+__all__ = [
+    "ACCESS_LEVELS",
+    "InvalidTenant",
+    "access_levels_at_or_above",
+    "all_parent_tenants_and_this",
+    "dashboard_resources_name",
+    "render_dashboard",
+    "subjects_for_tenant_and_access_level",
+]
+
 #: ``cozy-lib.rbac.accessLevelMap``.
 ACCESS_LEVELS: dict[str, int] = {"view": 0, "use": 1, "admin": 2, "super-admin": 3}
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 from .context import ChartInput
 from .values import app_version, chart_version
 
+__all__ = ["CHART_NAME", "RELEASE_SERVICE", "chart_label", "chart_name", "common_labels", "selector_labels"]
+
 #: ``.Chart.Name``.
 CHART_NAME = "kubernetes-nodes"
 #: ``.Release.Service``: always ``Helm`` for a Helm render.

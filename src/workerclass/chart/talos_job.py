@@ -55,15 +55,24 @@ from .sizing import Sizing
 from .values import kubectl_image, version_map
 
 __all__ = [
+    "GPU_NODE_LABELS",
     "JOB_SPEC_TEMPLATE",
+    "NVIDIA_KERNEL_MODULES",
     "InvalidInstallerImage",
     "InvalidKernelModule",
     "JobContext",
+    "command_script",
+    "coredns_name",
+    "expand_heredoc",
+    "go_quote",
     "job_context",
     "job_name",
     "job_spec_text",
+    "kernel_modules_list",
     "pr3571_kernel_modules",
+    "reconcile_name",
     "render_talos_job",
+    "shell_escape",
     "talos_config_template",
     "to_yaml",
 ]
