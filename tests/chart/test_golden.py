@@ -17,7 +17,7 @@ import pytest
 from workerclass.chart import ChartRefused, chart_failures, chart_input, nodegroup_objects, render_chart, sizing
 
 from .cases import NODEGROUP_KINDS
-from .oracle import diff_paths
+from .oracle import available, diff_paths, get_oracle
 
 GOLDEN = sorted((Path(__file__).parent / "golden").glob("*.json"))
 
@@ -66,3 +66,20 @@ def test_render_chart_matches_golden(path: Path) -> None:
     for i, (a, b) in enumerate(zip(ours, g["objects"], strict=True)):
         problems += [f"[{i}] {a['kind']}: {d}" for d in diff_paths(a, b)]
     assert not problems, "\n".join(problems[:30])
+
+
+@pytest.mark.skipif(not available(), reason="the oracle is absent (CI has it at ../shared)")
+@pytest.mark.parametrize("path", GOLDEN, ids=[p.stem for p in GOLDEN])
+def test_golden_files_are_what_the_oracle_renders_now(path: Path) -> None:
+    g = _load(path)
+    result = get_oracle().render(
+        g["values"],
+        release=g["release"],
+        namespace=g["namespace"],
+        cluster_values=g["cluster_values"],
+        talos_config_template=g["talos_config_template"],
+    )
+    if "error" in g:
+        assert not result.ok and result.error == g["error"]
+    else:
+        assert result.ok and result.objects == g["objects"], "stale: run scripts/regen-chart-golden.py"
