@@ -4,6 +4,7 @@ Runs without the oracle: each file holds a pool's values in and the real chart's
 its refusal and the README's code for it) out. On a mismatch the differing field paths print.
 Our nodegroup.yaml objects are compared on their own, and then the whole ``render_chart`` list
 (which includes A2's dashboard RBAC and talos-reconcile Job) kind for kind and in order.
+Where the oracle is present, a last test checks that the files are still what it renders.
 """
 
 from __future__ import annotations
