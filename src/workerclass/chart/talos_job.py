@@ -326,8 +326,13 @@ def shell_escape(text: str) -> str:
 _GO_ESCAPES = {"\a": "\\a", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t", "\v": "\\v"}
 
 
+_PLAIN_QUOTABLE = re.compile(r"[ !#-\[\]-~]*")  # printable ASCII but " and \\
+
+
 def go_quote(text: str) -> str:
     """sprig ``quote``: Go's ``%q`` (``strconv.Quote``) of the string."""
+    if _PLAIN_QUOTABLE.fullmatch(text):
+        return f'"{text}"'
     out = ['"']
     for ch in text:
         code = ord(ch)
@@ -599,6 +604,10 @@ def _string_lines(value: str, indent: int, column: int, *, key: bool) -> list[st
     return [header, *(pad + line if line else "" for line in body)]
 
 
+#: Pools repeat their mirrors' strings; each one's lines are worked out once.
+_cached_string_lines = functools.lru_cache(maxsize=4096)(_string_lines)
+
+
 def _number(value: int | float) -> str:
     """A JSON number after ``json.Marshal`` of Helm's float64 and go-yaml's re-read: integers (the
     shortest digits, as Go's JSON writes a float64) while int64 or uint64 holds them, else Go's %g."""
@@ -621,7 +630,7 @@ def _scalar_lines(value: Any, indent: int, column: int, *, key: bool = False) ->
         return [_number(value)]
     if isinstance(value, Mapping) or (isinstance(value, Sequence) and not isinstance(value, str)):
         return ["{}" if isinstance(value, Mapping) else "[]"]
-    return _string_lines(str(value), indent, column, key=key)
+    return list(_cached_string_lines(str(value), indent, column, key=key))
 
 
 def _key_less(a: str, b: str) -> bool:
@@ -954,14 +963,17 @@ def job_name(release: str, group_name: str, spec_text: str) -> str:
 _SCRIPT_INDENT = 14
 
 
+_SCRIPT_START = "\n" + " " * 12 + "- |\n"
+_SCRIPT_END = "\n" + " " * 10 + "resources:\n"
+
+
 def command_script(spec_text: str) -> str:
-    """The ``- |`` block of the container's command, as YAML reads it (indent 14, clip chomping)."""
-    lines = spec_text.split("\n")
-    start = lines.index(" " * 12 + "- |") + 1
-    end = start
-    while end < len(lines) and (not lines[end].strip() or lines[end].startswith(" " * _SCRIPT_INDENT)):
-        end += 1
-    body = [line[_SCRIPT_INDENT:] for line in lines[start:end]]
+    """The ``- |`` block of the container's command, as YAML reads it (indent 14, clip chomping).
+
+    Every line of the block is either empty or indented by at least 14 (the template's script
+    lines, and the toYaml lines ``nindent`` pads), so cutting 14 characters is YAML's reading."""
+    start = spec_text.index(_SCRIPT_START) + len(_SCRIPT_START)
+    body = [line[_SCRIPT_INDENT:] for line in spec_text[start : spec_text.index(_SCRIPT_END, start)].split("\n")]
     while body and not body[-1]:
         body.pop()
     return "\n".join(body) + "\n"
@@ -978,23 +990,23 @@ def coredns_name(inp: ChartInput) -> str:
     return f"{inp.namespace}-{inp.release}-talos-reconcile-coredns"
 
 
-def _meta(inp: ChartInput, name: str, *, namespaced: bool = True) -> dict[str, Any]:
+def _meta(inp: ChartInput, name: str, labels: Mapping[str, str], *, namespaced: bool = True) -> dict[str, Any]:
     meta: dict[str, Any] = {"name": name}
     if namespaced:
         meta["namespace"] = inp.namespace
-    meta["labels"] = common_labels(inp)
+    meta["labels"] = dict(labels)
     return meta
 
 
-def _rbac_documents(inp: ChartInput) -> list[dict[str, Any]]:
+def _rbac_documents(inp: ChartInput, labels: Mapping[str, str]) -> list[dict[str, Any]]:
     name = reconcile_name(inp)
     cluster = inp.cluster_name
     subject = {"kind": "ServiceAccount", "name": name, "namespace": inp.namespace}
-    service_account = {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": _meta(inp, name)}
+    service_account = {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": _meta(inp, name, labels)}
     role = {
         "apiVersion": f"{RBAC_GROUP}/v1",
         "kind": "Role",
-        "metadata": _meta(inp, name),
+        "metadata": _meta(inp, name, labels),
         "rules": [
             {"apiGroups": [""], "resources": ["services"], "resourceNames": [cluster], "verbs": ["get"]},
             {
@@ -1020,7 +1032,7 @@ def _rbac_documents(inp: ChartInput) -> list[dict[str, Any]]:
     network_policy = {
         "apiVersion": "cilium.io/v2",
         "kind": "CiliumNetworkPolicy",
-        "metadata": _meta(inp, name),
+        "metadata": _meta(inp, name, labels),
         "spec": {
             "endpointSelector": {"matchLabels": {"cozystack.io/talos-reconcile": inp.release}},
             "egress": [
@@ -1037,7 +1049,7 @@ def _rbac_documents(inp: ChartInput) -> list[dict[str, Any]]:
     role_binding = {
         "apiVersion": f"{RBAC_GROUP}/v1",
         "kind": "RoleBinding",
-        "metadata": _meta(inp, name),
+        "metadata": _meta(inp, name, labels),
         "roleRef": {"apiGroup": RBAC_GROUP, "kind": "Role", "name": name},
         "subjects": [subject],
     }
@@ -1045,13 +1057,13 @@ def _rbac_documents(inp: ChartInput) -> list[dict[str, Any]]:
     cluster_role = {
         "apiVersion": f"{RBAC_GROUP}/v1",
         "kind": "ClusterRole",
-        "metadata": _meta(inp, coredns, namespaced=False),
+        "metadata": _meta(inp, coredns, labels, namespaced=False),
         "rules": [{"apiGroups": [""], "resources": ["services"], "resourceNames": ["kube-dns"], "verbs": ["get"]}],
     }
     cluster_role_binding = {
         "apiVersion": f"{RBAC_GROUP}/v1",
         "kind": "ClusterRoleBinding",
-        "metadata": _meta(inp, coredns, namespaced=False),
+        "metadata": _meta(inp, coredns, labels, namespaced=False),
         "roleRef": {"apiGroup": RBAC_GROUP, "kind": "ClusterRole", "name": coredns},
         "subjects": [dict(subject)],
     }
@@ -1066,7 +1078,7 @@ _SECRET_ENV = (
 )
 
 
-def _job(inp: ChartInput, ctx: JobContext, spec_text: str) -> dict[str, Any]:
+def _job(inp: ChartInput, ctx: JobContext, spec_text: str, labels: Mapping[str, str]) -> dict[str, Any]:
     secrets = f"{ctx.cluster_name}-talos-secrets"
     env: list[dict[str, Any]] = [
         {"name": "RELEASE", "value": ctx.cluster_name},
@@ -1092,7 +1104,7 @@ def _job(inp: ChartInput, ctx: JobContext, spec_text: str) -> dict[str, Any]:
     return {
         "apiVersion": "batch/v1",
         "kind": "Job",
-        "metadata": _meta(inp, job_name(ctx.release, ctx.group_name, spec_text)),
+        "metadata": _meta(inp, job_name(ctx.release, ctx.group_name, spec_text), labels),
         "spec": {
             "backoffLimit": 30,
             "ttlSecondsAfterFinished": 600,
@@ -1117,7 +1129,8 @@ def render_talos_job(
 ) -> list[dict[str, Any]]:
     """The documents of ``talos-reconcile-job.yaml`` in the chart's order, the Job last."""
     ctx = job_context(inp, sizing=sizing, kernel_modules=kernel_modules, installer_image=installer_image)
-    return [*_rbac_documents(inp), _job(inp, ctx, job_spec_text(ctx))]
+    labels = common_labels(inp)
+    return [*_rbac_documents(inp, labels), _job(inp, ctx, job_spec_text(ctx), labels)]
 
 
 # ----------------------------------------------------------------------------- the applied TalosConfigTemplate
