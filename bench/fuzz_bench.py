@@ -66,10 +66,15 @@ class Bodies:
 
     def __init__(self, seed: int) -> None:
         from tests.webhook.cases import compute_plane, pool, stored, worker_class
-        from tests.webhook.helpers import review
 
         self.random = random.Random(seed)
-        self.review = review
+        alphabet = "abcXYZ019-._/:@ \n\t\"\\'{}[]é漢\u0000\u200b"
+        #: random strings made once (building each one per body made the client the bottleneck)
+        self.strings = [
+            "".join(self.random.choice(alphabet) for _ in range(length))
+            for length in [1, 5, 20, 63, 64, 300, 5000]
+            for _ in range(64)
+        ]
         self.seeds = [
             pool(workerClassName="talos"),
             pool(),
@@ -90,9 +95,7 @@ class Bodies:
             return self.random.randint(-(2**40), 2**40)
         if pick < 0.65:
             return self.random.random() * 10 ** self.random.randint(-5, 20)
-        length = self.random.choice([1, 5, 20, 63, 64, 300, 5000])
-        alphabet = "abcXYZ019-._/:@ \n\t\"\\'{}[]é漢\u0000\u200b"
-        return "".join(self.random.choice(alphabet) for _ in range(length))
+        return self.random.choice(self.strings)
 
     def value(self, depth: int = 0) -> Any:
         pick = self.random.random()
@@ -119,18 +122,22 @@ class Bodies:
             obj["spec"] = self.value()
         return obj
 
+    def path_for(self, obj: dict[str, Any], fallback: str) -> str:
+        kind = obj.get("kind")
+        if kind == "KubernetesNodes":
+            return self.random.choice(PATHS[:2])
+        return {"WorkerClass": PATHS[2], "ComputePlane": PATHS[3]}.get(kind, fallback)  # type: ignore[arg-type]
+
     def body(self) -> tuple[str, bytes]:
         path = self.random.choice(PATHS)
         pick = self.random.random()
-        if pick < 0.6:  # a real review around a mutated object
+        if pick < 0.6:  # a real review around a mutated object, mostly on a path serving its kind
             obj = self.mutated()
+            if self.random.random() < 0.8:
+                path = self.path_for(obj, path)
             operation = self.random.choice(["CREATE", "UPDATE", "DELETE"])
             old = self.mutated() if operation != "CREATE" else None
-            sent = (
-                self.review(obj if operation != "DELETE" else None, operation=operation, old=old)
-                if (operation != "DELETE")
-                else self.review(None, operation="DELETE", old=old)
-            )
+            sent = envelope(obj if operation != "DELETE" else None, operation, old, self.random)
             if self.random.random() < 0.2:  # an envelope field replaced
                 request = sent["request"]
                 request[self.random.choice(list(request))] = self.value()
@@ -138,16 +145,38 @@ class Bodies:
         if pick < 0.7:  # a value nested near orjson's limit, or wide
             obj = self.mutated()
             depth = self.random.choice([100, 900, 1010, 1030])
-            sent = json.dumps(self.review(obj)).replace(
+            sent = json.dumps(envelope(obj, "CREATE", None, self.random)).replace(
                 '"spec": {', '"spec": {"deep": ' + "[" * depth + "1" + "]" * depth + ", ", 1
             )
             return path, sent.encode()
         if pick < 0.8:  # a truncated review
-            text = json.dumps(self.review(self.mutated())).encode()
+            text = json.dumps(envelope(self.mutated(), "CREATE", None, self.random)).encode()
             return path, text[: self.random.randint(0, len(text))]
         if pick < 0.9:  # arbitrary JSON
             return path, json.dumps(self.value()).encode()
         return path, self.random.randbytes(self.random.randint(0, 2048))  # arbitrary bytes
+
+
+def envelope(obj: Any, operation: str, old: Any, rng: random.Random) -> dict[str, Any]:
+    """An AdmissionReview as the API server sends it, around objects of any shape."""
+    subject = obj if isinstance(obj, dict) else old if isinstance(old, dict) else {}
+    api_version = subject.get("apiVersion")
+    group, _, version = api_version.rpartition("/") if isinstance(api_version, str) else ("", "", "v1")
+    metadata = subject.get("metadata")
+    metadata = metadata if isinstance(metadata, dict) else {}
+    request: dict[str, Any] = {
+        "uid": f"{rng.getrandbits(32):08x}-0000-4000-8000-{rng.getrandbits(48):012x}",
+        "kind": {"group": group, "version": version, "kind": subject.get("kind")},
+        "operation": operation,
+        "name": metadata.get("name", ""),
+        "object": obj,
+        "oldObject": old,
+        "dryRun": False,
+        "userInfo": {"username": "fuzz"},
+    }
+    if isinstance(metadata.get("namespace"), str):
+        request["namespace"] = metadata["namespace"]
+    return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": request}
 
 
 def classify(status: int, body: bytes, uid: Any) -> str:

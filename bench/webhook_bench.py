@@ -1,19 +1,29 @@
-"""Load the admission webhook over HTTPS on loopback, beside an echo server of the same stack.
+"""Load the admission webhook over HTTPS on loopback, beside a baseline server of the same stack.
 
     .venv/bin/python bench/webhook_bench.py [--connections 16] [--duration 10] [--client wrk|python]
+        [--baseline noop|echo] [--loop asyncio|uvloop]
+    .venv/bin/python bench/webhook_bench.py --memory asyncio:loop,asyncio:guard,uvloop:loop,uvloop:guard
+        [--idle 1000] [--trickled 300]
 
 Both servers are the same stack: aiohttp on one event loop, the same TLS context (TLS 1.2+,
-ECDSA P-256 certificate made here with ``cryptography``), the same runner settings. The echo
-server reads the body and sends it back; the webhook decodes the AdmissionReview, decides with
-the core against the ``examples/`` state (plus the objects the admission tests add) and encodes
-the answer. Each server runs in its own process pinned to CPU 0; the load generator is pinned to
-CPU 1 (on a 2-core machine, one core each). The request mix is what the API server sends for
+ECDSA P-256 certificate made here with ``cryptography``), the same settings. The baseline is, by
+default, the webhook itself with the core's decision replaced by "allowed" (``noop``: decode, the
+envelope checks, encode, metrics: the honest floor, issue 10); ``--baseline echo`` is issue 4's
+server that sends the body back unread. The webhook decodes the AdmissionReview, decides with the
+core against the ``examples/`` state (plus the objects the admission tests add) and encodes the
+answer. Each server runs in its own process pinned to CPU 0; the load generator is pinned to CPU 1
+(on a 2-core machine, one core each). The request mix is what the API server sends for
 KubernetesNodes writes, one mutating and one validating call each (see :func:`workload`).
 
 The load generator is wrk (Debian's package: installed with apt-get when missing and running as
-root; ``--client python`` uses an aiohttp client instead). Targets (issue 4): at least 2,000
-reviews/s with 16 connections, p99 under 25 ms, throughput at least 70% of the echo server's.
-Never run as a timed test.
+root; ``--client python`` uses an aiohttp client instead). Targets: at least 2,000 reviews/s with
+16 connections, p99 under 25 ms (issue 4), throughput at least 70% of the no-op server's (issue 10).
+
+``--memory`` measures instead the server's resident memory per connection: ``--idle`` plain TCP
+connections that never start TLS, then as many TLS connections that finish the handshake and send
+nothing (and ``--trickled`` ones that promise a 3 MB body and stall after 200 KiB), all closed, then
+the same again; for each event loop, with the event loop's own TLS transport (``loop``: aiohttp's
+``TCPSite``) or the webhook's connection guard (``guard``). Never run as a timed test.
 """
 
 from __future__ import annotations

@@ -1,0 +1,80 @@
+"""The small pieces behind the webhook's bounds: the body budget, log text, answered field paths."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from workerclass.webhook.logtext import escaped, identity_text, uid_text
+from workerclass.webhook.review import shown_field
+from workerclass.webhook.server import ByteBudget
+
+
+def test_budget_waits_in_order_and_survives_cancellation() -> None:
+    async def run() -> list[str]:
+        budget = ByteBudget(100)
+        order: list[str] = []
+        assert await budget.take(60) == 60
+
+        async def taker(name: str, amount: int) -> None:
+            taken = await budget.take(amount)
+            order.append(name)
+            await asyncio.sleep(0)
+            budget.give(taken)
+
+        first = asyncio.create_task(taker("first", 50))
+        cancelled = asyncio.create_task(taker("cancelled", 10))
+        last = asyncio.create_task(taker("last", 40))
+        await asyncio.sleep(0.01)
+        assert order == []  # 40 free: the first in line (50) waits, and nobody jumps the queue
+        cancelled.cancel()
+        await asyncio.sleep(0.01)
+        budget.give(60)
+        await asyncio.wait_for(asyncio.gather(first, last), 5)
+        assert budget.free == 100
+        assert await budget.take(10**9) == 100  # more than the whole budget takes the whole budget
+        return order
+
+    assert asyncio.run(run()) == ["first", "last"]
+
+
+def test_budget_wait_is_bounded_by_a_timeout() -> None:
+    async def run() -> int:
+        budget = ByteBudget(10)
+        await budget.take(10)
+        with pytest.raises(TimeoutError):
+            async with asyncio.timeout(0.05):
+                await budget.take(5)
+        budget.give(10)
+        return budget.free
+
+    assert asyncio.run(run()) == 10
+
+
+@pytest.mark.parametrize(
+    ("text", "shown"),
+    [
+        ("spec.workerClassName", "spec.workerClassName"),
+        ("spec.labels.node.kubernetes.io/role", "spec.labels.node.kubernetes.io/role"),
+        ("spec.taints[2].value", "spec.taints[2].value"),
+        ("spec.labels.https://user:pw@host/x", "spec.labels.(a key that is not shown)"),
+        ("spec.labels.a b", "spec.labels.(a key that is not shown)"),
+        ("spec.labels.-----BEGIN PRIVATE KEY-----", "spec.labels.(a key that is not shown)"),
+        ("x" * 300, "." + "(a key that is not shown)"),
+    ],
+)
+def test_field_paths_are_answered_up_to_a_key_that_could_hold_anything(text: str, shown: str) -> None:
+    assert shown_field(text) == shown
+
+
+def test_log_text() -> None:
+    assert uid_text("705ab4f5-6393-11e8-b7cc-42010a800002") == "705ab4f5-6393-11e8-b7cc-42010a800002"
+    assert uid_text("x" * 3_000_000) == "<not a UUID, 3000000 chars>"
+    assert uid_text("705ab4f5-6393-11e8-b7cc-42010a800002\nforged") == "<not a UUID, 43 chars>"
+    assert identity_text("tenant-a", "pool-1") == "tenant-a/pool-1"
+    assert identity_text("", "Bad\nName") == "<not a Kubernetes name, 8 chars>"
+    assert escaped("plain") == "plain"
+    assert escaped("a\nb\\c\u00e9") == "a\\x0ab\\\\c\\xe9"
+    long = escaped("y" * 10_000, 20)
+    assert long.startswith("y" * 20) and long.endswith("...(10000 chars)") and "\n" not in long
