@@ -33,7 +33,6 @@ PERCENT = re.compile(r"^\d{1,3}%$")
 NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
 MODULE_NAME = re.compile(r"^[a-z0-9_-]+$")  # PR 3571's rule
 LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
-HOST_PORT = re.compile(r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?:[0-9]{1,5}")  # a registry host with its port
 DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 LABEL_KEY = re.compile(r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
 
@@ -57,11 +56,14 @@ def looks_private(text: str) -> bool:
 
 
 def key_path(field: str, key: object) -> str:
-    """``field.key`` for a map key of label-key shape; else ``field`` alone: a key a client sent may
-    hold anything (a URL with credentials, a key), and a field path is shown everywhere."""
-    if isinstance(key, str) and len(key) <= 253 and (LABEL_KEY.fullmatch(key) or HOST_PORT.fullmatch(key)):
-        return f"{field}.{key}"
-    return field
+    """``field.key``; a key that holds private key material is never put in a path (``field``).
+
+    Other keys stay: a field path names where the problem is, and each door decides how to show
+    one (the webhook cuts a path before a key that is not label-key shaped, the CLI escapes it).
+    """
+    if isinstance(key, str) and looks_private(key):
+        return field
+    return f"{field}.{key}"
 
 
 def _not(value: str, what: str) -> str:
