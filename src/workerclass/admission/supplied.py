@@ -13,10 +13,12 @@ The rule (API.md section 2's "supplied", made precise for UPDATE):
 - On **UPDATE of a KubernetesNodes**, a value at a chart-values path is **API-filled** when it
   equals the chart's default at that path (``values.yaml`` as its ``values.schema.json`` carries
   it: the schema ``default`` s, which also hold the documented ``kubelet`` eviction defaults
-  ``7%``/``10%``) **and** the stored values (:meth:`State.stored_values`: the backing HelmRelease
-  ``kubernetes-nodes-<name>``, else the stored KubernetesNodes, else nothing) do not hold that
-  path. An API-filled value is treated as absent: by resolution (it never overrides a class
-  baseline) and by the Kairos/Talos-only rules (it is no ``TalosSettingOnKairos``). A value that
+  ``7%``/``10%``) **and** the stored values do not hold that path. The stored values are
+  :meth:`State.stored_values` (the backing HelmRelease ``kubernetes-nodes-<name>``, else the
+  stored KubernetesNodes of a STATE folder); when State has no record of the pool, the old
+  object's values stand in (the API's read: then nothing counts as API-filled). An API-filled
+  value is treated as absent: by resolution (it never overrides a class baseline) and by the
+  Kairos/Talos-only rules (it is no ``TalosSettingOnKairos``). A value that
   differs from the default, or that the stored values hold, is supplied. A mapping whose every
   member is API-filled, and that the stored values do not hold, is API-filled as a whole.
 - On **CREATE** the spec is as sent (the API fills nothing): everything present is supplied.
