@@ -275,3 +275,14 @@ def test_where_the_chart_refuses_a_pool_workerclass_refuses_it(pool: dict[str, A
     assert not isinstance(mine, str), f"the chart renders {values}; workerclass: {mine}"
     differences = object_differences(mine, chart)
     assert not differences, f"{values}:\n  " + "\n  ".join(differences[:40])
+
+
+def test_golden_files_are_what_the_oracle_renders_today() -> None:
+    """The golden facts are regenerated, never edited: ``scripts/regen-render-golden.py --check``."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parents[2] / "scripts" / "regen-render-golden.py"
+    result = subprocess.run([sys.executable, str(script), "--check"], capture_output=True, text=True, check=False)
+    assert result.returncode == 0, result.stdout + result.stderr
