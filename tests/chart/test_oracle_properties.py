@@ -14,14 +14,22 @@ from typing import Any
 
 from hypothesis import HealthCheck, assume, given, settings
 
-from workerclass.chart import chart_failures, nodegroup_objects, sizing
+from workerclass.chart import chart_failures, kubevirtmachinetemplate_text, nodegroup_objects, sizing
 
 from .cases import NODEGROUP_KINDS, code_of_message, free_pools, make_input, pools
-from .oracle import diff_paths, get_oracle, require_oracle
+from .oracle import OracleResult, diff_paths, get_oracle, require_oracle
 
 require_oracle()
 
 EXAMPLES = int(os.environ.get("CHART_ORACLE_EXAMPLES", "200"))
+
+
+def _oracle_kmt_text(result: OracleResult) -> str:
+    """The define's text as the chart rendered it: the KMT document's ``spec.template`` block, de-indented by 4."""
+    (i,) = [n for n, o in enumerate(result.objects) if o.get("kind") == "KubevirtMachineTemplate"]
+    lines = result.texts[i].split("\n")
+    start = lines.index("  template:") + 1
+    return "\n".join(line[4:] for line in lines[start:])
 
 
 @settings(
@@ -47,7 +55,9 @@ def test_chart_failures_and_objects_match_the_oracle(case: tuple[dict[str, Any],
         )
         return
     assert not failures, f"the oracle rendered but chart_failures = {failures}; {context}"
-    ours = {o["kind"]: o for o in nodegroup_objects(inp, sizing(inp))}
+    size = sizing(inp)
+    assert kubevirtmachinetemplate_text(inp, size) == _oracle_kmt_text(result), context
+    ours = {o["kind"]: o for o in nodegroup_objects(inp, size)}
     problems: list[str] = []
     for kind in NODEGROUP_KINDS:
         problems += [f"{kind}: {p}" for p in diff_paths(ours[kind], result.one(kind))]
