@@ -286,3 +286,46 @@ def test_golden_files_are_what_the_oracle_renders_today() -> None:
     script = Path(__file__).resolve().parents[2] / "scripts" / "regen-render-golden.py"
     result = subprocess.run([sys.executable, str(script), "--check"], capture_output=True, text=True, check=False)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+@st.composite
+def module_lists(draw: st.DrawFn) -> list[dict[str, Any]]:
+    names = draw(st.lists(st.from_regex(r"[a-z][a-z0-9_-]{0,10}", fullmatch=True), min_size=1, max_size=4, unique=True))
+    modules: list[dict[str, Any]] = []
+    for name in names:
+        parameters = draw(
+            st.lists(st.from_regex(r"[a-zA-Z_][a-zA-Z0-9_]{0,8}=[a-z0-9]{1,4}", fullmatch=True), max_size=2)
+        )
+        modules.append({"name": name, "parameters": parameters} if parameters else {"name": name})
+    return modules
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True)
+@given(module_lists())
+def test_kernel_modules_render_as_the_pr3571_chart_renders_them(modules: list[dict[str, Any]]) -> None:
+    import yaml
+
+    pool = {
+        "apiVersion": "apps.cozystack.io/v1alpha1",
+        "kind": "KubernetesNodes",
+        "metadata": {"name": f"{CLUSTER}-mods", "namespace": NAMESPACE},
+        "spec": {"cluster": CLUSTER, "version": "v1.35", "workerClassName": "talos", "kernelModules": modules},
+    }
+    mine = ours(pool)
+    assert not isinstance(mine, str), mine
+    legacy = {"cluster": CLUSTER, "version": "v1.35", "kernelModules": modules}
+    result = get_oracle().render(
+        legacy,
+        release=f"kubernetes-nodes-{CLUSTER}-mods",
+        namespace=NAMESPACE,
+        chart="pr3571",
+        talos_config_template=True,
+    )
+    assert result.ok, result.error
+
+    def kernel(objects: list[dict[str, Any]]) -> Any:
+        (tct,) = [obj for obj in objects if obj["kind"] == "TalosConfigTemplate"]
+        return yaml.safe_load(tct["spec"]["template"]["spec"]["data"])["machine"].get("kernel")
+
+    assert kernel(mine) == kernel(result.objects)
+    assert [module["name"] for module in kernel(mine)["modules"]] == [module["name"] for module in modules]
