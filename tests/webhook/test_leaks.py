@@ -322,3 +322,21 @@ def test_deep_and_wide_values_get_a_well_formed_answer(
                 assert response["status"]["code"] != 500, response["status"]
             assert_clean(without_uid(reply.body), f"the answer for a {field} value")
     assert_log_clean(logged)
+
+
+def test_values_quoted_by_a_rule_are_hidden_at_the_edge(
+    answered: tuple[Running, Client], logged: pytest.LogCaptureFixture
+) -> None:
+    """Found by ``bench/fuzz_bench.py``: a pool moved from a parent cluster whose stored name is a
+    secret got it quoted back in the rule's message. The webhook hides every request value that
+    is not strictly shaped wherever an answer's message or warning quotes it, and anything
+    credential-shaped left over, whatever the rule wrote."""
+    _, client = answered
+    for secret in SECRETS:
+        old = pool("moved", cluster="example", workerClassName="talos")
+        old["spec"]["cluster"] = secret
+        new = pool("moved", cluster="example", workerClassName="talos")
+        for path in (MUTATE, VALIDATE):
+            text = post(client, path, review(new, operation="UPDATE", old=old))
+            assert_clean(text, "the answer for an UPDATE from a secret cluster name")
+    assert_log_clean(logged)

@@ -262,6 +262,64 @@ def shown_field(field: str) -> str:
     return (head[:cut] if cut > 0 else "") + ".(a key that is not shown)"
 
 
+#: a request string that may appear in an answer as it is: a Kubernetes name or label, a version,
+#: a kind, a number (none can hold a credential or key material of any use)
+_SAFE_VALUE = re.compile(
+    r"[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?|v?[0-9]{1,4}(\.[0-9]{1,4}){0,2}|[A-Z][A-Za-z0-9]{0,62}|-?[0-9]{1,20}"
+)
+#: what is left of a secret in text after the request's values are taken out: URL credentials, PEM blocks
+_CREDENTIALS = re.compile(
+    r"(?<=://)[^/\s@]*@|-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----.*?(-----END [A-Z0-9 ]*-----|$)", re.S
+)
+HIDDEN = "(a value that is not shown)"
+#: request strings compared with an answer's text at most (a wide object costs the denial path only)
+MAX_VALUES = 5000
+
+
+def request_values(*objects: object) -> list[str]:
+    """Strings of the request (values and map keys, walked without recursion) that could be a
+    secret: every one that is not :data:`_SAFE_VALUE`-shaped, longest first."""
+    found: set[str] = set()
+    stack = [obj for obj in objects if obj is not None]
+    while stack and len(found) < MAX_VALUES:
+        item = stack.pop()
+        if isinstance(item, str):
+            if len(item) >= 3 and not _SAFE_VALUE.fullmatch(item):
+                found.add(item)
+        elif isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return sorted(found, key=len, reverse=True)
+
+
+def scrubbed(text: str, values: list[str]) -> str:
+    """``text`` with every request value of ``values`` it quotes, and anything credential-shaped, hidden."""
+    for value in values:
+        if value in text:
+            text = text.replace(value, HIDDEN)
+    return _CREDENTIALS.sub(HIDDEN, text)
+
+
+def scrub(response: dict[str, Any], *objects: object) -> dict[str, Any]:
+    """The answer's messages and warnings without the request's values (the rules' messages should
+    never quote one unless it has a strict shape; this holds the line if one does)."""
+    status = response.get("status")
+    causes = status.get("details", {}).get("causes") if isinstance(status, dict) else None
+    warnings = response.get("warnings")
+    if not causes and not warnings:
+        return response
+    values = request_values(*objects)
+    if causes and isinstance(status, dict):
+        for cause in causes:
+            cause["message"] = scrubbed(cause["message"], values)
+        status["message"] = "; ".join(f"{cause['reason']} {cause['field']}: {cause['message']}" for cause in causes)
+    if warnings:
+        response["warnings"] = [scrubbed(warning, values) for warning in warnings]
+    return response
+
+
 def refusal(uid: str, code: int, reason: str, message: str) -> dict[str, Any]:
     """A denial that is not about the object's values: a bad request, not ready, an internal error."""
     return {

@@ -378,6 +378,8 @@ class WebhookServer:
             return "error", _review(answer)
 
         answer = wire.from_decision(review.uid, decision, mutating=route.mutating)
+        if not decision.allowed or decision.warnings:
+            wire.scrub(answer, review.obj, review.old)
         if not decision.allowed:
             if logger.isEnabledFor(logging.INFO):  # the denial's codes are only joined for the log
                 codes = ", ".join(
