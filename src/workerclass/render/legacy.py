@@ -122,23 +122,29 @@ def class_era(effective: Effective) -> ClassEra:
     if effective.legacy or talos is None or effective.bootstrap != "talos":
         return ClassEra()
     settings: list[str] = []
+
+    def origin(key: str) -> str:
+        where = effective.origins.get(key)
+        return f" from {where}" if where else ""
+
     modules = tuple(module.as_dict() for module in effective.kernel_modules)
     if modules:
-        settings.append(f"kernelModules ({', '.join(str(module['name']) for module in modules)})")
+        names = ", ".join(str(module["name"]) for module in modules)
+        settings.append(f"kernelModules ({names}){origin('kernelModules')}")
     golden = factory = installer = ca = None
     image = effective.image
     if effective.infrastructure == "kubevirt":
         if image.source == "builtin" and image.reference:
             golden = image.reference
-            settings.append(f"kubevirt.osImage.builtin (golden {golden})")
+            settings.append(f"kubevirt.osImage.builtin (golden {golden}){origin('image.source')}")
         elif image.source == "factory" and image.reference and image.reference != default_factory_url(talos):
             factory = image.reference
-            settings.append(f"kubevirt.osImage.factory ({factory})")
+            settings.append(f"kubevirt.osImage.factory ({factory}){origin('image.source')}")
         if golden or factory:
             installer = effective.installer_image
         if image.source == "factory" and talos.image_factory_ca:
             ca = talos.image_factory_ca
-            settings.append("talos.imageFactoryCA")
+            settings.append(f"talos.imageFactoryCA{origin('talos.imageFactoryCA')}")
     return ClassEra(
         kernel_modules=modules,
         golden=golden,
