@@ -24,14 +24,24 @@ _RESULTS = {
     "kairos": Styled("not restorable", "red"),
     "denied": Styled("not restorable", "red"),
     "mismatch": Styled("not restorable", "red"),
+    # a class-era setting the legacy chart cannot express: restoring it would roll the workers
+    "rollout": Styled("not restorable", "red"),
 }
+
+
+def _result(row: RestoreRow) -> Styled:
+    """The RESULT cell: a status this door does not know yet still says whether it restores."""
+    known = _RESULTS.get(row.status)
+    if known is not None:
+        return known
+    return Styled("restorable", "green") if row.restorable else Styled("not restorable", "red")
 
 
 def _details(row: RestoreRow) -> str:
     lines = list(row.reasons)
     if row.status == "restorable":
         lines = [f"template hash {row.hash_current} (class) = {row.hash_restored} (restored)"]
-    elif row.status == "mismatch":
+    elif row.status in ("mismatch", "rollout") and row.hash_current != row.hash_restored:
         lines.insert(1, f"template hash {row.hash_current} (class) != {row.hash_restored or 'none'} (restored)")
     return "\n".join(lines)
 
@@ -46,7 +56,7 @@ def _print_restore(result: Restore) -> None:
             out.add_row(
                 row.pool,
                 row.class_name if row.class_name else Styled("(none)", "dim"),
-                _RESULTS.get(row.status, Styled(row.status)),
+                _result(row),
                 _details(row),
             )
         console.table(out)
@@ -84,7 +94,9 @@ def restore_command(
     printed without workerClassName and with its effective Talos settings written out; they
     are restorable when, resolved as a classless pool and rendered, they give the same template
     hash and rendered objects. Already-classless pools need nothing; Kairos pools cannot be
-    restored (migrate workloads and get removal approved first); denied pools cannot either.
+    restored (migrate workloads and get removal approved first); denied pools cannot either, nor
+    pools using a class-era setting the legacy chart cannot express (kernel modules, a builtin
+    golden or custom factory disk, an Image Factory CA): restoring those would roll the workers.
 
     Nothing is written or applied: give the values to the release's restore interface with
     hoster authorization, then verify the old chart's resources and template hashes.
@@ -94,7 +106,7 @@ def restore_command(
     {"current": str|null, "restored": str|null, "version": str}, "reasons": [str]}]}.
 
     Exit 0 when every classified Talos pool can be restored, 1 when a pool cannot (Kairos,
-    denied, hash mismatch), 2 when STATE cannot be read.
+    denied, a class-era setting, hash mismatch), 2 when STATE cannot be read.
     """
     set_quiet(quiet)
     state = load_state(state_path)
