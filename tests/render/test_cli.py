@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import importlib
 import json
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -11,7 +13,9 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
+from workerclass.chart.context import ChartFailure
 from workerclass.cli.main import _register, app
+from workerclass.render import RenderError
 
 from .schemas import REPO, crd_directory, validation_errors
 
@@ -22,6 +26,7 @@ _register()
 def run(*args: str) -> Any:
     result = CliRunner().invoke(app, list(args))
     assert "Traceback" not in result.stdout + result.stderr
+    assert result.exception is None or isinstance(result.exception, SystemExit), repr(result.exception)
     assert "\x1b[" not in result.stdout + result.stderr, "colour outside a terminal"
     return result
 
@@ -134,3 +139,105 @@ def test_denials_with_markup_like_tenant_text_print_cleanly(state: Path) -> None
     assert line.startswith("tenant-example/example-kairos: Invalid spec.labels")
     # the key is part of the field path or not shown at all, but never eaten as markup
     assert "[/x" not in line or "spec.labels.[/x]: " in line
+
+
+# ------------------------------------------------------------------ a pool the chart refuses at render time
+
+
+@pytest.fixture
+def chart_refuses_example_talos(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The chart refuses example-talos at render time although admission let it through.
+
+    The doors' render entry points raise what :func:`workerclass.render.render` raises for a
+    chart refusal: a :class:`RenderError` carrying the chart's failures.
+    """
+    failure = ChartFailure("InvalidStorageClass", "spec.storageClass", "no such StorageClass")
+
+    def refusing(real: Callable[..., Any]) -> Callable[..., Any]:
+        def call(effective: Any, **options: Any) -> Any:
+            if effective.identity == "tenant-example/example-talos":
+                message = f"{effective.identity}: the chart refuses the pool: {failure.message}"
+                raise RenderError(message, [failure])
+            return real(effective, **options)
+
+        return call
+
+    commands_core = importlib.import_module("workerclass.cli.commands_core")
+    commands_render = importlib.import_module("workerclass.cli.commands_render")
+    ops_plan = importlib.import_module("workerclass.ops.plan")
+    monkeypatch.setattr(commands_core, "template_hash", refusing(commands_core.template_hash))
+    monkeypatch.setattr(commands_render, "render", refusing(commands_render.render))
+    monkeypatch.setattr(commands_render, "_render", refusing(commands_render._render))
+    monkeypatch.setattr(ops_plan, "_render", refusing(ops_plan._render))
+
+
+REFUSED_LINE = (
+    "tenant-example/example-talos: InvalidStorageClass spec.storageClass: "
+    "the chart refuses to render the pool: no such StorageClass"
+)
+
+
+@pytest.mark.usefixtures("chart_refuses_example_talos")
+def test_render_reports_a_pool_the_chart_refuses_as_denied() -> None:
+    result = run("render", str(EXAMPLES), "-o", "json")
+    assert result.exit_code == 1
+    assert REFUSED_LINE in result.stderr.splitlines()
+    document = json.loads(result.stdout)
+    rows = {row["pool"]: row for row in document["pools"]}
+    assert rows["tenant-example/example-talos"]["denials"] == [
+        {
+            "code": "InvalidStorageClass",
+            "field": "spec.storageClass",
+            "message": "the chart refuses to render the pool: no such StorageClass",
+        }
+    ]
+    # the other pools still render
+    names = {item["metadata"]["name"] for item in document["items"]}
+    assert "kubernetes-example-legacy" in names and "kubernetes-example-talos" not in names
+
+
+@pytest.mark.usefixtures("chart_refuses_example_talos")
+def test_resolve_reports_a_pool_the_chart_refuses_as_denied() -> None:
+    table_run = run("resolve", str(EXAMPLES))
+    assert table_run.exit_code == 1
+    assert REFUSED_LINE in table_run.stderr.splitlines()
+    assert "tenant-example/example-talos (KubernetesNodes)" not in table_run.stdout
+    assert "tenant-example/example-legacy (KubernetesNodes)" in table_run.stdout
+    json_run = run("resolve", str(EXAMPLES), "-o", "json")
+    assert json_run.exit_code == 1
+    rows = {row["pool"]: row for row in json.loads(json_run.stdout)["pools"]}
+    assert rows["tenant-example/example-talos"] == {
+        "pool": "tenant-example/example-talos",
+        "class": "talos-example-r1",
+        "denials": [
+            {
+                "code": "InvalidStorageClass",
+                "field": "spec.storageClass",
+                "message": "the chart refuses to render the pool: no such StorageClass",
+            }
+        ],
+        "warnings": [],
+    }
+    assert rows["tenant-example/example-legacy"]["denials"] == []
+
+
+@pytest.mark.usefixtures("chart_refuses_example_talos")
+def test_plan_reports_a_pool_the_chart_refuses_as_denied() -> None:
+    result = run("plan", str(EXAMPLES), "--to", str(EXAMPLES), "--detailed-exitcode", "-o", "json")
+    assert result.exit_code == 1
+    rows = {row["pool"]: row for row in json.loads(result.stdout)["pools"]}
+    assert rows["tenant-example/example-talos"]["refused"] == ["Invalid"]
+    assert rows["tenant-example/example-talos"]["replace"] is False
+
+
+def test_plan_turns_a_render_error_that_escapes_it_into_a_denial_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    ops_plan = importlib.import_module("workerclass.ops.plan")
+
+    def refused(effective: Any) -> str:
+        raise RenderError(f"{effective.identity}: the chart refuses the pool: no such StorageClass")
+
+    monkeypatch.setattr(ops_plan, "template_hash", refused)
+    result = run("plan", str(EXAMPLES), "--to", str(EXAMPLES))
+    assert result.exit_code == 1
+    assert result.stderr.splitlines()[-1].endswith(": Invalid spec: the chart refuses the pool: no such StorageClass")
+    assert result.stderr.splitlines()[-1].startswith("tenant-example/")

@@ -14,7 +14,8 @@ import typer
 
 from ..adapters.folder import LoadError, parse_documents, read_documents, read_paths
 from ..admission import Decision, admit, validate
-from ..render import template_hash
+from ..chart import ChartFailure
+from ..render import RenderError, template_hash
 from ..resolve import Effective, resolve_all
 from ..state import ObjectRecord, PoolRecord, State, identify
 from ..violations import Violation
@@ -294,8 +295,34 @@ def _stored_object(state: State, kind: str, namespace: str, name: str) -> dict[s
     return None
 
 
-def effective_json(effective: Effective, warnings: list[str] | None = None) -> dict[str, Any]:
-    """One row of ``resolve -o json`` (API.md section 4), with ``denials`` (none) and ``warnings``."""
+def render_denials(record: PoolRecord, error: RenderError) -> list[Violation]:
+    """A pool admission let through but the chart refuses to render, as the pool's denials.
+
+    The chart's own failures keep their code, with their field under the pool's values
+    (``spec.values...`` for a HelmRelease); any other render error is one ``Invalid`` denial of
+    the pool's values. Either way the message says it is the render that refuses.
+    """
+    out: list[Violation] = []
+    for failure in error.failures:
+        if not isinstance(failure, ChartFailure):
+            continue
+        where = failure.field
+        if where == "spec" or where.startswith("spec."):
+            where = record.field + where[len("spec") :]
+        out.append(Violation(failure.code, where, f"the chart refuses to render the pool: {failure.message}"))
+    if out:
+        return out
+    message = str(error).removeprefix(f"{record.identity}: ")
+    return [Violation("Invalid", record.field, f"the pool cannot be rendered: {message}")]
+
+
+def effective_json(
+    effective: Effective, warnings: list[str] | None = None, *, template_hash_value: str | None = None
+) -> dict[str, Any]:
+    """One row of ``resolve -o json`` (API.md section 4), with ``denials`` (none) and ``warnings``.
+
+    Raises :class:`RenderError` when ``template_hash_value`` is not given and the pool cannot be rendered.
+    """
     return {
         "pool": effective.identity,
         "class": effective.class_name,
@@ -305,7 +332,7 @@ def effective_json(effective: Effective, warnings: list[str] | None = None) -> d
         "kernelModules": [module.as_dict() for module in effective.kernel_modules],
         "image": effective.image.as_dict(),
         "installerImage": effective.installer_image,
-        "templateHash": template_hash(effective),
+        "templateHash": template_hash_value if template_hash_value is not None else template_hash(effective),
         "denials": [],
         "warnings": list(warnings or []),
     }
@@ -385,19 +412,26 @@ def _resolve(state_path: list[str], pool: str | None, output: Format) -> None:
     console = stdout()
     as_json = output is Format.json
     for record, effective, denials, warnings in resolved:
-        if effective is None:
+        suffix = None
+        if effective is not None:
+            try:
+                suffix = template_hash(effective)
+            except RenderError as error:
+                # Admission let the pool through but the chart refuses it: a denied pool, not a crash.
+                effective, denials = None, render_denials(record, error)
+        if effective is None or suffix is None:
             denied = True
             print_denials(record.identity, denials)
             if as_json:
                 rows.append(denied_json(record, denials, warnings))
             continue
         if as_json:
-            rows.append(effective_json(effective, warnings))
+            rows.append(effective_json(effective, warnings, template_hash_value=suffix))
             continue
         out = table("SETTING", "VALUE", "WHY", title=f"{record.identity} ({record.kind})")
         for setting, value, why in _rows(effective):
             out.add_row(setting, value, why)
-        out.add_row("templateHash", template_hash(effective), "render")
+        out.add_row("templateHash", suffix, "render")
         console.table(out)
         for warning in warnings:
             if not SETTINGS.quiet:
@@ -417,5 +451,6 @@ __all__ = [
     "effective_json",
     "load_state",
     "pool_option_check",
+    "render_denials",
     "state_label",
 ]

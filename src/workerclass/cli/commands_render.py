@@ -23,7 +23,7 @@ from ..render.text import iter_manifests_yaml
 from ..resolve import resolve_all
 from ..state import State
 from ..violations import Violation
-from .commands_core import StateArgument, load_state, pool_option_check
+from .commands_core import StateArgument, load_state, pool_option_check, render_denials
 from .main import QuietOption, app, set_quiet
 from .output import (
     EXIT_DENIED,
@@ -133,7 +133,7 @@ def _render_pools(
                 else:
                     manifests.extend(render(effective))
             except RenderError as error:
-                denials = [Violation("Invalid", record.field, str(error))]
+                denials = render_denials(record, error)
         if denials or effective is None:
             denied = True
             print_denials(record.identity, denials)
@@ -253,7 +253,14 @@ def plan_command(
     with collector_paused():
         before = load_state(state_path)
         after = load_state(to)
-        result = plan(before, after)
+        try:
+            result = plan(before, after)
+        except RenderError as error:
+            # A pool the chart refuses is a denied row of the plan; one that escapes it still
+            # ends as a denial line, never a traceback.
+            label, _, message = str(error).partition(": ")
+            print_denials(label if message else "plan", [Violation("Invalid", "spec", message or str(error))])
+            raise typer.Exit(EXIT_DENIED) from None
     if output is Format.json:
         for refusal in result.refusals:
             print_denials(f"{refusal.kind} {refusal.name}", refusal.denials)
