@@ -8,14 +8,14 @@ unless the objects replace them. Its edge: it indexes and parses; it decides not
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from .adapters.folder import Document, LoadError, parse_documents, read_folder
+from .adapters.folder import Document, LoadError, parse_documents, read_paths
 from .chart.values import chart_defaults, load_instancetypes, version_map
 from .model import (
     Cluster,
@@ -274,9 +274,19 @@ class State:
     # ------------------------------------------------------------------ construction
 
     @classmethod
-    def load(cls, path: str | Path) -> State:
-        """Build a state from a STATE folder (or one file). Raises :class:`LoadError`."""
-        return cls.from_documents(read_folder(Path(path)))
+    def load(cls, path_or_paths: str | Path | Sequence[str | Path]) -> State:
+        """Build a state from STATE: a folder or file, or several of them (``-`` reads stdin).
+
+        The paths are read as :func:`workerclass.adapters.folder.read_paths` reads them (in the
+        order given, a file reached twice read once); what the loader skipped (documents that are
+        not Kubernetes objects, symlink loops) comes first in :attr:`warnings`, then what indexing
+        skipped. Raises :class:`LoadError`.
+        """
+        paths = [path_or_paths] if isinstance(path_or_paths, str | Path) else list(path_or_paths)
+        read_warnings: list[str] = []
+        state = cls.from_documents(read_paths(paths, warnings=read_warnings))
+        state.warnings[:0] = read_warnings
+        return state
 
     @classmethod
     def from_objects(cls, objects: Iterable[Mapping[str, Any]], *, origin: str = "cluster") -> State:

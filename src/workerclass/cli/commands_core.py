@@ -12,7 +12,7 @@ from xml.etree import ElementTree
 
 import typer
 
-from ..adapters.folder import LoadError, parse_documents, read_documents, read_paths
+from ..adapters.folder import LoadError, parse_documents, read_documents
 from ..admission import Decision, admit, validate
 from ..chart import ChartFailure
 from ..render import RenderError, template_hash
@@ -54,13 +54,11 @@ def state_label(paths: list[str]) -> str:
 
 
 def load_state(paths: list[str]) -> State:
-    """The State of STATE paths; read warnings (skipped documents, symlink loops) first, unless -q."""
-    read_warnings: list[str] = []
+    """The State of STATE paths; its warnings (read ones, such as skipped documents, first), unless -q."""
     try:
-        state = State.from_documents(read_paths(paths, warnings=read_warnings))
+        state = State.load(paths)
     except LoadError as error:
         fail(str(error))
-    state.warnings[:0] = read_warnings
     for warning in state.warnings:
         warn(warning)
     return state
