@@ -78,8 +78,10 @@ class _Collector:
         self.failures.append(ChartFailure(code=code, field=field, message=text))
 
 
-def chart_failures(inp: ChartInput) -> list[ChartFailure]:
-    """Each render-time refusal of the chart for ``inp`` (empty: the chart renders)."""
+def chart_failures(inp: ChartInput, *, size: Sizing | None = None) -> list[ChartFailure]:
+    """Each render-time refusal of the chart for ``inp`` (empty: the chart renders).
+
+    ``size``: ``sizing(inp)`` when the caller has it already (it is computed otherwise)."""
     v = inp.values
     out = _Collector(inp.group_name if _SAFE_DNS.fullmatch(inp.group_name) else "(pool)")
     cluster = v.get("cluster")
@@ -109,13 +111,14 @@ def chart_failures(inp: ChartInput) -> list[ChartFailure]:
     _check_talos_matrix(inp, out)
     _check_foreign_pool(inp, out)
     _check_scheduling(inp, out)
-    _check_rest(inp, out, arithmetic=_check_arithmetic_inputs(inp, out))
+    _check_rest(inp, out, arithmetic=_check_arithmetic_inputs(inp, out), size=size)
     return out.failures
 
 
-def _check_rest(inp: ChartInput, out: _Collector, *, arithmetic: bool) -> None:
+def _check_rest(inp: ChartInput, out: _Collector, *, arithmetic: bool, size: Sizing | None) -> None:
     v = inp.values
-    size = sizing(inp)
+    if size is None:
+        size = sizing(inp)
     main = inp.variant != "pr3571"  # PR 3571's older base has no podCpu pair and no duration guard
     _check_resources(inp, size, out)
     if main and arithmetic:
@@ -168,7 +171,7 @@ def _check_arithmetic_inputs(inp: ChartInput, out: _Collector) -> bool:
 
 
 def _get(obj: Any, key: str) -> Any:
-    return obj.get(key) if isinstance(obj, Mapping) else None
+    return obj.get(key) if type(obj) is dict or isinstance(obj, Mapping) else None
 
 
 @functools.lru_cache(maxsize=64)

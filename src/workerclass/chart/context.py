@@ -42,21 +42,19 @@ class ChartInput:
     #: of an existing MachineDeployment ``kubernetes-<cluster>-<pool>`` in the namespace ("" when it
     #: has none), or None when there is no such object or nothing is known (offline, as the oracle).
     existing_machinedeployment_release: str | None = None
+    # Derived once (the templates read them dozens of times per render); values are not mutated.
+    cluster: str = field(init=False, repr=False, compare=False)
+    #: The parent Cluster API cluster: ``kubernetes-<cluster>``.
+    cluster_name: str = field(init=False, repr=False, compare=False)
+    #: ``<pool>``: the release name less ``kubernetes-nodes-<cluster>-``.
+    group_name: str = field(init=False, repr=False, compare=False)
 
-    @property
-    def cluster(self) -> str:
+    def __post_init__(self) -> None:
         value = self.values.get("cluster")
-        return value if isinstance(value, str) else ""
-
-    @property
-    def cluster_name(self) -> str:
-        """The parent Cluster API cluster: ``kubernetes-<cluster>``."""
-        return f"kubernetes-{self.cluster}"
-
-    @property
-    def group_name(self) -> str:
-        """``<pool>``: the release name less ``kubernetes-nodes-<cluster>-``."""
-        return self.release.removeprefix(f"{RELEASE_PREFIX}{self.cluster}-")
+        cluster = value if isinstance(value, str) else ""
+        object.__setattr__(self, "cluster", cluster)
+        object.__setattr__(self, "cluster_name", f"kubernetes-{cluster}")
+        object.__setattr__(self, "group_name", self.release.removeprefix(f"{RELEASE_PREFIX}{cluster}-"))
 
 
 class ChartRefused(Exception):

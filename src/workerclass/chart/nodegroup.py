@@ -64,9 +64,14 @@ def tpl(value: Any) -> str:
     return "" if value is None else go_str(value)
 
 
+_PLAIN_QUOTABLE = re.compile(r"[ !#-\[\]-~]*")  # printable ASCII but " and \\: %q leaves it as it is
+
+
 def go_quote(value: Any) -> str:
     """sprig ``quote``: Go's ``%q`` of the value's string."""
     s = go_str(value)
+    if _PLAIN_QUOTABLE.fullmatch(s):
+        return f'"{s}"'
     out = ['"']
     for ch in s:
         o = ord(ch)
@@ -89,7 +94,7 @@ def go_quote(value: Any) -> str:
 
 
 def _get(obj: Any, key: str) -> Any:
-    return obj.get(key) if isinstance(obj, Mapping) else None
+    return obj.get(key) if type(obj) is dict or isinstance(obj, Mapping) else None
 
 
 def _roles(inp: ChartInput) -> list[Any]:
@@ -110,17 +115,32 @@ def sanitized_pod_resources(inp: ChartInput) -> str:
     The chart round-trips the YAML through ``fromYaml``/``toYaml`` to set each CPU key; a map of
     strings survives that round trip unchanged, so the map is built once and written once.
     """
+    limits, requests = _pod_resources(inp)
+    return to_yaml({"limits": limits, "requests": requests})
+
+
+def _pod_resources(inp: ChartInput) -> tuple[dict[str, Any], dict[str, Any]]:
     cluster = inp.values.get("_cluster")
     ratio_raw = cluster.get("ephemeral-storage-allocation-ratio", "40") if isinstance(cluster, Mapping) else "40"
-    request = to_int(divf(to_float("2Gi"), to_float64(ratio_raw)))
     limits: dict[str, Any] = {"ephemeral-storage": "2Gi"}
-    requests: dict[str, Any] = {"ephemeral-storage": str(request)}
+    requests: dict[str, Any] = {"ephemeral-storage": _ephemeral_request(ratio_raw)}
     v = inp.values
     if v.get("podCpuLimit") is not None:
         limits["cpu"] = go_str(v["podCpuLimit"])
     if v.get("podCpuRequest") is not None:
         requests["cpu"] = go_str(v["podCpuRequest"])
-    return to_yaml({"limits": limits, "requests": requests})
+    return limits, requests
+
+
+def _ephemeral_request(ratio_raw: Any) -> str:
+    if type(ratio_raw) is str:
+        return _ephemeral_request_str(ratio_raw)
+    return str(to_int(divf(to_float("2Gi"), to_float64(ratio_raw))))
+
+
+@functools.lru_cache(maxsize=64)
+def _ephemeral_request_str(ratio_raw: str) -> str:
+    return str(to_int(divf(to_float("2Gi"), to_float64(ratio_raw))))
 
 
 @functools.lru_cache(maxsize=64)
@@ -264,6 +284,119 @@ def kubevirtmachinetemplate_text(inp: ChartInput, sizing: Sizing, disk: Disk | N
     return text + "\n".join(out)
 
 
+_SIMPLE_QUANTITY = re.compile(r"[0-9A-Za-z.+-]*")
+_PLAIN_CONSTANTS = {
+    "pciAddress": plain_scalar("0000:07:00.0"),
+    "512": plain_scalar("512"),
+    "4096": plain_scalar("4096"),
+}
+
+
+def _quoted(value: Any) -> str | None:
+    """What the parsed ``{{ quote value }}`` holds, or None when %q escaped something."""
+    s = go_str(value)
+    return s if go_quote(value) == f'"{s}"' else None
+
+
+def _kmt_template_dict(inp: ChartInput, sizing: Sizing, disk: Disk | None) -> dict[str, Any] | None:
+    """The parsed define, built directly (what :func:`block_load` reads from the text, key order
+    included), for the common case: every unquoted value plain-safe (the caller checks), no
+    scheduling constraints, quoted values that %q leaves alone, plain pod CPU quantities.
+    None otherwise (the caller parses the text). ``tests/chart/test_block_load.py`` checks it
+    equals the parse of the text over the chart's value space."""
+    v = inp.values
+    scheduling = _get(v.get("_cluster"), "scheduling")
+    if truthy(scheduling) and truthy(_get(scheduling, "globalAppTopologySpreadConstraints")):
+        return None
+    disk_size = v.get("diskSize")
+    storage = _quoted(disk_size if truthy(disk_size) else "20Gi")
+    storage_class = v.get("storageClass")
+    class_name = _quoted(storage_class) if truthy(storage_class) else ""
+    cluster_name = inp.cluster_name
+    app_name = _quoted(cluster_name.removeprefix("kubernetes-"))
+    for key in ("podCpuLimit", "podCpuRequest"):
+        if v.get(key) is not None and not _SIMPLE_QUANTITY.fullmatch(go_str(v[key])):
+            return None
+    if storage is None or class_name is None or app_name is None:
+        return None
+    roles = {f"node-role.kubernetes.io/{tpl(r)}": "" for r in _roles(inp)}
+    resources = v.get("resources")
+    vm_spec: dict[str, Any] = {}
+    if truthy(v.get("instanceType")) and not sizing.sized_by_resources:
+        vm_spec["instancetype"] = {
+            "kind": "VirtualMachineClusterInstancetype",
+            "name": plain_scalar(tpl(v.get("instanceType"))),
+        }
+    vm_spec["runStrategy"] = "Always"
+    volume_meta: dict[str, Any] = {"name": "disk-system"}
+    if disk is None or disk.kind == "http":
+        volume_meta["annotations"] = {"cdi.kubevirt.io/storage.usePopulator": "false"}
+    source: dict[str, Any]
+    if disk is not None and disk.kind == "pvc":
+        source = {"pvc": {"namespace": plain_scalar(disk.pvc_namespace), "name": plain_scalar(disk.pvc_name)}}
+    else:
+        http: dict[str, Any] = {"url": plain_scalar(chart_http_url(inp) if disk is None else disk.url)}
+        if disk is not None and disk.cert_configmap:
+            http["certConfigMap"] = plain_scalar(disk.cert_configmap)
+        source = {"http": http}
+    volume_storage: dict[str, Any] = {"resources": {"requests": {"storage": storage}}}
+    if class_name:
+        volume_storage["storageClassName"] = class_name
+    vm_spec["dataVolumeTemplates"] = [{"metadata": volume_meta, "spec": {"source": source, "storage": volume_storage}}]
+    domain: dict[str, Any] = {}
+    if truthy(resources) and truthy(_get(resources, "cpu")):
+        domain["cpu"] = {"threads": 1, "cores": plain_scalar(tpl(_get(resources, "cpu"))), "sockets": 1}
+    devices: dict[str, Any] = {}
+    gpus = v.get("gpus")
+    if truthy(gpus) and isinstance(gpus, list):
+        devices["gpus"] = [
+            {"name": f"gpu{i + 1}", "deviceName": plain_scalar(tpl(_get(gpu, "name")))} for i, gpu in enumerate(gpus)
+        ]
+    devices["disks"] = [
+        {
+            "name": "system",
+            "disk": {"bus": "virtio", "pciAddress": _PLAIN_CONSTANTS["pciAddress"]},
+            "blockSize": {"custom": {"logical": _PLAIN_CONSTANTS["512"], "physical": _PLAIN_CONSTANTS["4096"]}},
+        }
+    ]
+    devices["interfaces"] = [{"name": "default", "bridge": {}}]
+    if truthy(v.get("logSerialConsole")):
+        devices["logSerialConsole"] = True
+    domain["devices"] = devices
+    if truthy(resources) and truthy(_get(resources, "memory")):
+        domain["memory"] = {"guest": plain_scalar(tpl(_get(resources, "memory")))}
+    limits, requests = _pod_resources(inp)
+    domain["resources"] = {"limits": dict(sorted(limits.items())), "requests": dict(sorted(requests.items()))}
+    labels = {
+        "apps.cozystack.io/application.group": "apps.cozystack.io",
+        "apps.cozystack.io/application.kind": "Kubernetes",
+        "apps.cozystack.io/application.name": app_name,
+        **roles,
+        "cluster.x-k8s.io/deployment-name": plain_scalar(f"{cluster_name}-{inp.group_name}"),
+    }
+    vm_spec["template"] = {
+        "metadata": {
+            "annotations": {"kubevirt.io/allow-pod-bridge-network-live-migration": "true"},
+            "labels": labels,
+        },
+        "spec": {
+            "domain": domain,
+            "evictionStrategy": "External",
+            "volumes": [{"name": "system", "dataVolume": {"name": "disk-system"}}],
+            "networks": [{"name": "default", "pod": {}}],
+        },
+    }
+    return {
+        "spec": {
+            "virtualMachineBootstrapCheck": {"checkStrategy": "none"},
+            "virtualMachineTemplate": {
+                "metadata": {"namespace": plain_scalar(inp.namespace), "labels": roles or None},
+                "spec": vm_spec,
+            },
+        }
+    }
+
+
 def template_hash(text: str) -> str:
     """``sha256sum | trunc 6`` of the define's text."""
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:6]
@@ -276,7 +409,12 @@ def kubevirtmachinetemplate_name(inp: ChartInput, sizing: Sizing, disk: Disk | N
 def kubevirtmachinetemplate(inp: ChartInput, sizing: Sizing, disk: Disk | None = None) -> dict[str, Any]:
     """The KubevirtMachineTemplate document, parsed as the oracle parses it."""
     text = kubevirtmachinetemplate_text(inp, sizing, disk)
-    template = block_load(text) if all(plain_safe(x) for _, x in kmt_interpolations(inp, disk)) else k8s_load(text)
+    if all(plain_safe(x) for _, x in kmt_interpolations(inp, disk)):
+        template = _kmt_template_dict(inp, sizing, disk)
+        if template is None:
+            template = block_load(text)
+    else:
+        template = k8s_load(text)
     return {
         "apiVersion": KMT_API,
         "kind": "KubevirtMachineTemplate",

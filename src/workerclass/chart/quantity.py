@@ -13,6 +13,7 @@ here stands for the float64 of the same value.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Mapping
@@ -32,6 +33,8 @@ _GO_INT_BODY = re.compile(
 
 def go_str(value: Any) -> str:
     """sprig ``toString`` / ``printf "%v"`` / ``{{ x }}`` of a values scalar."""
+    if type(value) is str:
+        return value
     if value is None:
         return "<nil>"
     if isinstance(value, bool):
@@ -52,10 +55,14 @@ def go_float_str(f: float) -> str:
     (strconv takes 6 as the precision for that decision when printing the shortest digits):
     1000000 prints ``1e+06``, 123456 prints ``123456``, 0.0001 prints ``0.0001``.
     """
+    if f == 0:
+        return "-0" if math.copysign(1.0, f) < 0 else "0"
     return _fmt_g(f)
 
 
+@functools.lru_cache(maxsize=4096)
 def _fmt_g(f: float) -> str:
+    # Cached on the float: 0.0 and -0.0 are one key, so zero never reaches here (go_float_str).
     if math.isnan(f):
         return "NaN"
     if math.isinf(f):
@@ -187,6 +194,7 @@ def to_int(value: Any) -> int:
 
 
 def _dec(value: Any) -> Fraction:
+    """The exact decimal the float64 of ``value`` prints as (shopspring's NewFromFloat)."""
     f = to_float64(value)
     if math.isnan(f) or math.isinf(f):
         # shopspring/decimal panics here, so the chart errors; checks.chart_failures reports the
@@ -204,22 +212,27 @@ def is_finite_quantity(value: Any) -> bool:
     return math.isfinite(f)
 
 
-def mulf(a: Any, b: Any) -> float:
+# The exact implementations (Fraction): the reference the fast path below is proven equal to
+# (tests/chart/test_quantity_fast.py), and the fallback for a float whose shortest form has an
+# exponent.
+
+
+def exact_mulf(a: Any, b: Any) -> float:
     return float(_dec(a) * _dec(b))
 
 
-def addf(a: Any, b: Any) -> float:
+def exact_addf(a: Any, b: Any) -> float:
     return float(_dec(a) + _dec(b))
 
 
-def subf(a: Any, b: Any) -> float:
+def exact_subf(a: Any, b: Any) -> float:
     return float(_dec(a) - _dec(b))
 
 
 _DIV_PLACES = 10**16
 
 
-def divf(a: Any, b: Any) -> float:
+def exact_divf(a: Any, b: Any) -> float:
     """shopspring ``Div``: the quotient rounded half away from zero to 16 decimal places."""
     divisor = _dec(b)
     if divisor == 0:
@@ -232,6 +245,82 @@ def divf(a: Any, b: Any) -> float:
     if scaled < 0:
         n = -n
     return float(Fraction(n, _DIV_PLACES))
+
+
+# The fast path: the same decimals as (integer mantissa, power of ten), in int arithmetic.
+# float(Fraction(p, q)) is p / q correctly rounded, and int true division is correctly rounded
+# too, so every result below is the float the Fraction path gives.
+
+_POW10: tuple[int, ...] = tuple(10**k for k in range(40))
+_TWO53 = float(1 << 53)
+
+
+def _scaled(value: Any) -> tuple[int, int]:
+    """``_dec(value)`` as ``(m, k)`` with the value ``m / 10**k``."""
+    f = value if type(value) is float else to_float64(value)
+    if -_TWO53 < f < _TWO53 and f == int(f):
+        return int(f), 0  # an integer float below 2**53 prints as exactly its digits
+    if f != f or f in (math.inf, -math.inf):
+        return 0, 0
+    text = repr(f)
+    if "e" in text:
+        sign, digits, exponent = Decimal(text).as_tuple()
+        assert isinstance(exponent, int)
+        m = int("".join(map(str, digits))) * (-1 if sign else 1)
+        if exponent >= 0:
+            return m * _pow10(exponent), 0
+        return m, -exponent
+    whole, _, frac = text.partition(".")
+    return int(whole + frac), len(frac)
+
+
+def _pow10(k: int) -> int:
+    return _POW10[k] if k < 40 else int(10**k)
+
+
+def mulf(a: Any, b: Any) -> float:
+    ma, ka = _scaled(a)
+    mb, kb = _scaled(b)
+    if ka + kb == 0:
+        return float(ma * mb)
+    return ma * mb / _pow10(ka + kb)
+
+
+def _sum(a: Any, b: Any, sign: int) -> float:
+    ma, ka = _scaled(a)
+    mb, kb = _scaled(b)
+    if ka == kb:
+        m = ma + sign * mb
+        return float(m) if ka == 0 else m / _pow10(ka)
+    if ka < kb:
+        return (ma * _pow10(kb - ka) + sign * mb) / _pow10(kb)
+    return (ma + sign * mb * _pow10(ka - kb)) / _pow10(ka)
+
+
+def addf(a: Any, b: Any) -> float:
+    return _sum(a, b, 1)
+
+
+def subf(a: Any, b: Any) -> float:
+    return _sum(a, b, -1)
+
+
+def divf(a: Any, b: Any) -> float:
+    """shopspring ``Div``: the quotient rounded half away from zero to 16 decimal places."""
+    mb, kb = _scaled(b)
+    if mb == 0:
+        return 0.0  # decimal panics on division by zero (the chart errors; checks reports it)
+    ma, ka = _scaled(a)
+    # q = (ma / 10**ka) / (mb / 10**kb); scaled = q * 10**16 = num / den
+    num = ma * _pow10(kb + 16)
+    den = mb * _pow10(ka)
+    negative = (num < 0) != (den < 0)
+    n, r = divmod(abs(num), abs(den))
+    if 2 * r >= abs(den):
+        n += 1
+    if negative:
+        n = -n
+    return n / _DIV_PLACES
 
 
 # Sorted as Go ranges a map: the last suffix that matches wins (no two can both match).
@@ -265,6 +354,17 @@ def to_float(value: Any) -> float:
     this returns the float after that round trip (``%v`` is the shortest exact form, so the
     round trip is the identity, except that an unparsable suffix-less remainder is 0).
     """
+    if type(value) is str:
+        return _to_float_str(value)
+    return _to_float(value)
+
+
+@functools.lru_cache(maxsize=4096)
+def _to_float_str(value: str) -> float:
+    return _to_float(value)
+
+
+def _to_float(value: Any) -> float:
     raw: Any = value
     unit = 1.0
     if isinstance(value, str):
@@ -280,7 +380,13 @@ def to_float(value: Any) -> float:
 
 def cpu_to_millicores(value: Any) -> str:
     """``kubernetes.cpuToMillicores``: "100m" -> "100", "0.5" -> "500", "4" -> "4000"."""
-    s = go_str(value)
+    if type(value) is str:
+        return _cpu_to_millicores_str(value)
+    return _cpu_to_millicores_str(go_str(value))
+
+
+@functools.lru_cache(maxsize=4096)
+def _cpu_to_millicores_str(s: str) -> str:
     if s.endswith("m"):
         return s[:-1]
     f = to_float64(s)
@@ -293,6 +399,9 @@ def truthy(value: Any) -> bool:
     """Go template truth: false, 0, nil, "" and empty maps/lists are false."""
     if value is None:
         return False
+    t = type(value)
+    if t is str or t is dict or t is list:
+        return len(value) > 0
     if isinstance(value, bool):
         return value
     if isinstance(value, (int, float)):

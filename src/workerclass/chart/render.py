@@ -21,8 +21,8 @@ from typing import Any
 
 from .checks import SHELL_SAFE, chart_failures, kernel_module_failures
 from .context import ChartFailure, ChartInput, ChartRefused
-from .nodegroup import Disk, chart_http_url, nodegroup_objects
-from .sizing import sizing
+from .nodegroup import Disk, chart_http_url, kubevirtmachinetemplate_text, nodegroup_objects, template_hash
+from .sizing import Sizing, sizing
 from .values import app_version, chart_version
 
 
@@ -43,20 +43,11 @@ def render_chart(
     ``kernel_modules`` and ``installer_image`` go to the Job's machine config; they are checked
     with PR 3571's character rules first (both reach the Job's shell heredoc).
     """
-    failures = chart_failures(inp) + image_factory_ca_failures(image_factory_ca)
-    failures += kernel_module_failures(kernel_modules or [], pool=inp.group_name, field="kernelModules")
-    failures += installer_image_failures(installer_image)
-    if failures:
-        raise ChartRefused(failures)
+    size, ca, disk = _checked(inp, disk, kernel_modules, installer_image, image_factory_ca)
     from .dashboard import render_dashboard
     from .talos_job import render_talos_job
     from .talos_job import talos_config_template as tct
 
-    size = sizing(inp)
-    ca = image_factory_ca.strip() if image_factory_ca and image_factory_ca.strip() else None
-    if ca is not None and (disk is None or disk.kind == "http"):
-        base = disk if disk is not None else factory_disk(inp)
-        disk = Disk.http(base.url, cert_configmap=image_factory_ca_configmap_name(inp))
     objects: list[dict[str, Any]] = list(render_dashboard(inp))
     objects += nodegroup_objects(inp, size, disk)
     objects += render_talos_job(inp, sizing=size, kernel_modules=kernel_modules, installer_image=installer_image)
@@ -65,6 +56,41 @@ def render_chart(
     if talos_config_template:
         objects.append(tct(inp, sizing=size, kernel_modules=kernel_modules, installer_image=installer_image))
     return objects
+
+
+def _checked(
+    inp: ChartInput,
+    disk: Disk | None,
+    kernel_modules: Sequence[Any] | None,
+    installer_image: str | None,
+    image_factory_ca: str | None,
+) -> tuple[Sizing, str | None, Disk | None]:
+    """The refusals first (:class:`ChartRefused`), then the sizing, the trimmed CA and the disk."""
+    size = sizing(inp)
+    failures = chart_failures(inp, size=size) + image_factory_ca_failures(image_factory_ca)
+    failures += kernel_module_failures(kernel_modules or [], pool=inp.group_name, field="kernelModules")
+    failures += installer_image_failures(installer_image)
+    if failures:
+        raise ChartRefused(failures)
+    ca = image_factory_ca.strip() if image_factory_ca and image_factory_ca.strip() else None
+    if ca is not None and (disk is None or disk.kind == "http"):
+        base = disk if disk is not None else factory_disk(inp)
+        disk = Disk.http(base.url, cert_configmap=image_factory_ca_configmap_name(inp))
+    return size, ca, disk
+
+
+def kubevirtmachinetemplate_hash(
+    inp: ChartInput,
+    *,
+    disk: Disk | None = None,
+    kernel_modules: Sequence[Any] | None = None,
+    installer_image: str | None = None,
+    image_factory_ca: str | None = None,
+) -> str:
+    """The hash in the name of the KubevirtMachineTemplate :func:`render_chart` renders for the same
+    arguments (or :class:`ChartRefused`, as it): only the define's text is built and hashed."""
+    size, _, disk = _checked(inp, disk, kernel_modules, installer_image, image_factory_ca)
+    return template_hash(kubevirtmachinetemplate_text(inp, size, disk))
 
 
 # ------------------------------------------------------------------ class-era disk sources

@@ -17,6 +17,7 @@ and a missing instance type fails ``nodegroup.yaml`` whenever it would be consul
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -43,7 +44,7 @@ _MI = 1048576.0
 
 def _get(obj: Any, *path: str) -> Any:
     for key in path:
-        if not isinstance(obj, Mapping):
+        if type(obj) is not dict and not isinstance(obj, Mapping):
             return None
         obj = obj.get(key)
     return obj
@@ -51,7 +52,13 @@ def _get(obj: Any, *path: str) -> Any:
 
 def _chain(obj: Any, *path: str) -> bool:
     """``and $o $o.a $o.a.b ...``: every step of the path truthy."""
-    return all(truthy(_get(obj, *path[: i + 1])) for i in range(len(path)))
+    if not truthy(obj):
+        return False
+    for key in path:
+        obj = obj.get(key) if type(obj) is dict or isinstance(obj, Mapping) else None
+        if not truthy(obj):
+            return False
+    return True
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,24 +84,15 @@ class Sizing:
 
     def eviction_hard_bytes(self) -> float:
         """The hard eviction threshold in bytes (percentages of the effective memory)."""
-        if not self.effective_memory:
-            return 0.0
-        hard = self.eviction_hard_memory
-        if hard.endswith("%"):
-            pct = to_float64(hard[:-1])
-            return mulf(to_float(self.effective_memory), divf(pct, 100.0))
-        return to_float(hard)
+        return _eviction_hard_bytes(self.effective_memory, self.eviction_hard_memory)
 
     def total_reserved_memory_bytes(self) -> float:
-        sys_b = to_float(self.system_reserved_memory)
-        kube_b = to_float(self.kube_reserved_memory)
-        return addf(addf(sys_b, kube_b), self.eviction_hard_bytes())
+        return _total_reserved_memory_bytes(
+            self.system_reserved_memory, self.kube_reserved_memory, self.effective_memory, self.eviction_hard_memory
+        )
 
     def total_reserved_cpu_millis(self) -> float:
-        return addf(
-            to_float64(cpu_to_millicores(self.system_reserved_cpu)),
-            to_float64(cpu_to_millicores(self.kube_reserved_cpu)),
-        )
+        return _total_reserved_cpu_millis(self.system_reserved_cpu, self.kube_reserved_cpu)
 
     def effective_cpu_millis(self) -> float:
         return float(to_int(cpu_to_millicores(self.effective_cpu)))
@@ -103,16 +101,74 @@ class Sizing:
         """``capacity.cluster-autoscaler.kubernetes.io/memory`` as rendered, None when absent."""
         if not self.effective_memory:
             return None
-        allocatable = subf(to_float(self.effective_memory), self.total_reserved_memory_bytes())
-        mi = float(math.floor(divf(allocatable, _MI)))
-        return f"{go_float_str(mi)}Mi"
+        return _capacity_memory(
+            self.system_reserved_memory, self.kube_reserved_memory, self.effective_memory, self.eviction_hard_memory
+        )
 
     def capacity_cpu(self) -> str | None:
         """``capacity.cluster-autoscaler.kubernetes.io/cpu`` as rendered, None when absent."""
         if not self.effective_cpu:
             return None
-        allocatable = subf(self.effective_cpu_millis(), self.total_reserved_cpu_millis())
-        return f"{float_to_int(float(math.ceil(allocatable)))}m"
+        return _capacity_cpu(self.effective_cpu, self.system_reserved_cpu, self.kube_reserved_cpu)
+
+
+# The arithmetic is a pure function of a few strings: cached on them (pools share sizes).
+
+
+@functools.lru_cache(maxsize=1024)
+def _eviction_hard_bytes(effective_memory: str, hard: str) -> float:
+    if not effective_memory:
+        return 0.0
+    if hard.endswith("%"):
+        pct = to_float64(hard[:-1])
+        return mulf(to_float(effective_memory), divf(pct, 100.0))
+    return to_float(hard)
+
+
+@functools.lru_cache(maxsize=1024)
+def _total_reserved_memory_bytes(system: str, kube: str, effective_memory: str, hard: str) -> float:
+    sys_b = to_float(system)
+    kube_b = to_float(kube)
+    return addf(addf(sys_b, kube_b), _eviction_hard_bytes(effective_memory, hard))
+
+
+@functools.lru_cache(maxsize=1024)
+def _total_reserved_cpu_millis(system: str, kube: str) -> float:
+    return addf(to_float64(cpu_to_millicores(system)), to_float64(cpu_to_millicores(kube)))
+
+
+@functools.lru_cache(maxsize=1024)
+def _capacity_memory(system: str, kube: str, effective_memory: str, hard: str) -> str:
+    allocatable = subf(to_float(effective_memory), _total_reserved_memory_bytes(system, kube, effective_memory, hard))
+    mi = float(math.floor(divf(allocatable, _MI)))
+    return f"{go_float_str(mi)}Mi"
+
+
+@functools.lru_cache(maxsize=1024)
+def _capacity_cpu(effective_cpu: str, system: str, kube: str) -> str:
+    millis = float(to_int(cpu_to_millicores(effective_cpu)))
+    allocatable = subf(millis, _total_reserved_cpu_millis(system, kube))
+    return f"{float_to_int(float(math.ceil(allocatable)))}m"
+
+
+@functools.lru_cache(maxsize=1024)
+def _auto_memory(effective_memory: str) -> str:
+    auto_mi = 256
+    if effective_memory:
+        mem_mi = float_to_int(divf(to_float(effective_memory), _MI))
+        five = float_to_int(mulf(float(mem_mi), 0.05))
+        auto_mi = min(max(five, 256), 1024)
+    return f"{auto_mi}Mi"
+
+
+@functools.lru_cache(maxsize=1024)
+def _auto_cpu(effective_cpu: str) -> str:
+    auto_millis = 50
+    if effective_cpu:
+        cpu_m = to_int(cpu_to_millicores(effective_cpu))
+        five = float_to_int(mulf(float(cpu_m), 0.05))
+        auto_millis = min(max(five, 50), 500)
+    return f"{auto_millis}m"
 
 
 def _override(kubelet: Mapping[str, Any], key: str, default: str) -> str:
@@ -144,16 +200,8 @@ def sizing(inp: ChartInput) -> Sizing:
     elif it_obj is not None and _chain(it_obj, "spec", "cpu", "guest"):
         effective_cpu = go_str(_get(it_obj, "spec", "cpu", "guest"))
 
-    auto_mi = 256
-    if effective_memory:
-        mem_mi = float_to_int(divf(to_float(effective_memory), _MI))
-        five = float_to_int(mulf(float(mem_mi), 0.05))
-        auto_mi = min(max(five, 256), 1024)
-    auto_millis = 50
-    if effective_cpu:
-        cpu_m = to_int(cpu_to_millicores(effective_cpu))
-        five = float_to_int(mulf(float(cpu_m), 0.05))
-        auto_millis = min(max(five, 50), 500)
+    auto_memory = _auto_memory(effective_memory)
+    auto_cpu = _auto_cpu(effective_cpu)
 
     kubelet_raw = v.get("kubelet")
     kubelet: Mapping[str, Any] = kubelet_raw if isinstance(kubelet_raw, Mapping) else {}
@@ -161,10 +209,10 @@ def sizing(inp: ChartInput) -> Sizing:
         instancetype=it_obj,
         effective_memory=effective_memory,
         effective_cpu=effective_cpu,
-        system_reserved_memory=_override(kubelet, "systemReservedMemory", f"{auto_mi}Mi"),
-        kube_reserved_memory=_override(kubelet, "kubeReservedMemory", f"{auto_mi}Mi"),
-        system_reserved_cpu=_override(kubelet, "systemReservedCpu", f"{auto_millis}m"),
-        kube_reserved_cpu=_override(kubelet, "kubeReservedCpu", f"{auto_millis}m"),
+        system_reserved_memory=_override(kubelet, "systemReservedMemory", auto_memory),
+        kube_reserved_memory=_override(kubelet, "kubeReservedMemory", auto_memory),
+        system_reserved_cpu=_override(kubelet, "systemReservedCpu", auto_cpu),
+        kube_reserved_cpu=_override(kubelet, "kubeReservedCpu", auto_cpu),
         eviction_hard_memory=_override(kubelet, "evictionHardMemory", "7%"),
         eviction_soft_memory=_override(kubelet, "evictionSoftMemory", "10%"),
         has_cpu=has_cpu,

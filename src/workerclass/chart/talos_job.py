@@ -951,7 +951,17 @@ def job_spec_text(ctx: JobContext) -> str:
         "pod_cidr": ctx.pod_cidr,
         "service_cidr": ctx.service_cidr,
     }
-    return _MARKER.sub(lambda m: fields[m.group(1)], JOB_SPEC_TEMPLATE)
+    parts = _template_parts()
+    out = parts[:]
+    for i in range(1, len(parts), 2):
+        out[i] = fields[parts[i]]
+    return "".join(out)
+
+
+@functools.cache
+def _template_parts() -> list[str]:
+    """``JOB_SPEC_TEMPLATE`` split once at its markers: literal text at even, field names at odd places."""
+    return _MARKER.split(JOB_SPEC_TEMPLATE)
 
 
 def job_name(release: str, group_name: str, spec_text: str) -> str:

@@ -39,20 +39,34 @@ def chart_defaults() -> dict[str, Any]:
     return copy.deepcopy(_defaults())
 
 
+_ATOMS = (str, int, float, bool, type(None))
+
+
+def _copy(value: Any) -> Any:
+    """``copy.deepcopy`` for values data (dicts, lists and scalars; anything else is deep-copied)."""
+    if type(value) is dict:
+        return {k: v if type(v) in _ATOMS else _copy(v) for k, v in value.items()}
+    if type(value) is list:
+        return [v if type(v) in _ATOMS else _copy(v) for v in value]
+    if type(value) in _ATOMS:
+        return value
+    return copy.deepcopy(value)
+
+
 def _is_table(v: Any) -> bool:
     return isinstance(v, Mapping)
 
 
 def _coalesce_tables(dst: dict[str, Any], src: Mapping[str, Any]) -> dict[str, Any]:
-    """Helm's coalesceTablesFullKey (dst wins): a null in dst deletes the key; tables merge."""
-    nulls = {k for k, v in dst.items() if v is None}
-    for key in nulls:
-        del dst[key]
+    """Helm's coalesceTablesFullKey (dst wins): a null in dst deletes the key where src (the
+    defaults) has that key, and only there (a user ``a.io: null`` under ``registryMirrors: {}``
+    stays null, as Helm renders it); tables merge."""
     for key, val in src.items():
-        if key in nulls:
-            continue  # the user's null removes the default too
+        if key in dst and dst[key] is None:
+            del dst[key]  # the user's null removes the default too
+            continue
         if key not in dst:
-            dst[key] = copy.deepcopy(val)
+            dst[key] = _copy(val)
             continue
         dv = dst[key]
         if _is_table(val) and _is_table(dv):
@@ -63,10 +77,15 @@ def _coalesce_tables(dst: dict[str, Any], src: Mapping[str, Any]) -> dict[str, A
 def coalesce(values: Mapping[str, Any], defaults: Mapping[str, Any]) -> dict[str, Any]:
     """Helm's coalesce of user values over chart defaults.
 
-    Maps merge recursively; a user ``null`` removes the key (default included) wherever the
-    user's map meets a default map; scalars and lists replace. ``values`` is not mutated.
+    Maps merge recursively; a user ``null`` removes the key (default included) where the defaults
+    have that key (elsewhere below the top level it stays null, as in Helm); scalars and lists
+    replace. ``values`` is not mutated.
     """
-    out: dict[str, Any] = copy.deepcopy(dict(values))
+    return _coalesce_owned(_copy(dict(values)), defaults)
+
+
+def _coalesce_owned(out: dict[str, Any], defaults: Mapping[str, Any]) -> dict[str, Any]:
+    """:func:`coalesce` into ``out``, a fresh tree the caller owns (it is changed in place)."""
     for key, val in defaults.items():
         if key in out:
             uv = out[key]
@@ -75,7 +94,7 @@ def coalesce(values: Mapping[str, Any], defaults: Mapping[str, Any]) -> dict[str
             elif _is_table(uv) and _is_table(val):
                 out[key] = _coalesce_tables(dict(uv), val)
         else:
-            out[key] = copy.deepcopy(val)
+            out[key] = _copy(val)
     # A top-level null the defaults do not know stays nil in Helm; nil and absent read the same
     # in every template expression, so it is dropped.
     for key in [k for k, v in out.items() if v is None]:
@@ -85,13 +104,13 @@ def coalesce(values: Mapping[str, Any], defaults: Mapping[str, Any]) -> dict[str
 
 def deep_merge(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
     """Flux's values merge (valuesFrom underneath, spec.values on top): maps merge, the rest replaces."""
-    out = copy.deepcopy(dict(base))
+    out: dict[str, Any] = _copy(dict(base))
     for k, v in over.items():
         cur = out.get(k)
         if isinstance(v, Mapping) and isinstance(cur, Mapping):
             out[k] = deep_merge(cur, v)
         else:
-            out[k] = copy.deepcopy(v)
+            out[k] = _copy(v)
     return out
 
 
@@ -164,8 +183,8 @@ def chart_input(
     ``existing_machinedeployment_release`` feeds the chart's foreign-pool lookup (None: none known).
     """
     platform = DEFAULT_CLUSTER_VALUES if cluster_values is None else cluster_values
-    merged = deep_merge(platform, pool_values)
-    values = coalesce(merged, _defaults())
+    merged = deep_merge(platform, pool_values)  # a fresh tree: coalesced in place
+    values = _coalesce_owned(merged, _defaults())
     return ChartInput(
         values=values,
         release=release,

@@ -31,7 +31,7 @@ from typing import Any
 from ..chart import RELEASE_PREFIX, ChartInput
 from ..chart.context import ChartRefused
 from ..chart.nodegroup import Disk
-from ..chart.render import render_chart
+from ..chart.render import kubevirtmachinetemplate_hash, render_chart
 from ..chart.sizing import sizing
 from ..chart.values import chart_input
 from ..resolve.effective import Effective
@@ -158,6 +158,17 @@ def template_hash(effective: Effective) -> str:
     ``resolve -o json``'s ``templateHash``: what rolls the pool when it changes. Raises
     :class:`RenderError` when the pool cannot be rendered.
     """
+    if effective.bootstrap == "talos" and effective.infrastructure == "kubevirt":
+        # The chart's own KubevirtMachineTemplate: its name hash needs only the define's text
+        # (the same refusals as render, none of the other objects).
+        disk, extras = _disk(effective)
+        try:
+            return kubevirtmachinetemplate_hash(chart_input_for(effective), disk=disk, **extras)
+        except ChartRefused as refused:
+            messages = "; ".join(failure.message for failure in refused.failures)
+            raise RenderError(
+                f"{effective.identity}: the chart refuses the pool: {messages}", refused.failures
+            ) from None
     suffix = template_suffix(render(effective))
     if suffix is None:  # pragma: no cover - every family renders an infrastructure template
         raise RenderError(f"{effective.identity}: no infrastructure template rendered")
