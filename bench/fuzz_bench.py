@@ -231,7 +231,9 @@ async def load(args: argparse.Namespace, port: int, context: ssl.SSLContext, pid
                 kind = f"connection_{type(error).__name__}"
                 answer = b""
             counts[kind] += 1
-            if MARK.encode() in answer.replace(str(uid).encode(), b"") if uid is not None else MARK.encode() in answer:
+            # the uid comes back verbatim, as the protocol wants (JSON-escaped in the answer)
+            echoed = answer.replace(json.dumps(uid)[1:-1].encode(), b"") if isinstance(uid, str) else answer
+            if MARK.encode() in echoed:
                 leaks += 1
             if number % args.report_every == 0:
                 peak = max(peak, rss_mib(pid))
