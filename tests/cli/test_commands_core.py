@@ -378,3 +378,15 @@ def test_pool_option_says_its_form(command: str) -> None:
     result = run(command, str(EXAMPLES), "--pool", "tenant-example/nope")
     assert result.exit_code == 2
     assert "no pool tenant-example/nope" in result.stderr
+
+
+def test_resolve_json_shows_the_mirror_map_as_written(state: Path) -> None:
+    mirrors = {"docker.io": {"endpoints": ["https://mirror.example.com"], "skipFallback": True, "overridePath": True}}
+    talos_class = state / "classes" / "talos-example-r1.yaml"
+    document = yaml.safe_load(talos_class.read_text())
+    document["spec"]["talos"]["registryMirrors"] = mirrors
+    talos_class.write_text(yaml.safe_dump(document))
+    result = run("resolve", str(state), "--pool", "tenant-example/example-talos", "-o", "json")
+    assert result.exit_code == 0, result.stderr
+    (row,) = json.loads(result.stdout)["pools"]
+    assert row["talos"]["registryMirrors"] == mirrors

@@ -320,9 +320,8 @@ def view(effective: Any) -> dict[str, Any]:
             "imageFactoryURL": talos.image_factory_url,
             "imageFactoryCA": talos.image_factory_ca,
             "installerRepository": talos.installer_repository,
-            "registryMirrors": {
-                registry: {"endpoints": list(endpoints)} for registry, endpoints in talos.registry_mirrors.items()
-            },
+            # the mirror maps as the class or pool wrote them (Talos machine.registries.mirrors)
+            "registryMirrors": {registry: dict(mirror) for registry, mirror in talos.registry_mirrors.items()},
         }
     return out
 

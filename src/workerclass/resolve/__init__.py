@@ -99,6 +99,24 @@ def _class_origin(record: ClassRecord | None) -> str:
     return f"class {record.name}" if record is not None else "class"
 
 
+def mirror_map(parsed: Mapping[str, tuple[str, ...]], values: Any) -> dict[str, Mapping[str, Any]]:
+    """The registry mirrors the model read (``parsed``), each with its map as written in ``values``.
+
+    ``values`` holds ``talos.registryMirrors`` (a pool's values, a class's spec). A registry whose
+    written map cannot be found keeps the parsed endpoints (``{"endpoints": [...]}``).
+    """
+    talos = values.get("talos") if isinstance(values, Mapping) else None
+    written = talos.get("registryMirrors") if isinstance(talos, Mapping) else None
+    raw = {str(key): body for key, body in written.items()} if isinstance(written, Mapping) else {}
+    out: dict[str, Mapping[str, Any]] = {}
+    for registry, endpoints in parsed.items():
+        body = raw.get(registry)
+        # Not copied: values are read-only here, and a mirror map may nest arbitrarily deep
+        # (such a pool is refused for it; resolving it must not recurse).
+        out[registry] = body if isinstance(body, Mapping) else {"endpoints": list(endpoints)}
+    return out
+
+
 def resolve_talos(
     platform: Platform,
     pool: TalosSettings | None,
@@ -107,10 +125,15 @@ def resolve_talos(
     baseline_origin: str,
     origins: dict[str, str],
     chart: Mapping[str, str] | None = None,
+    pool_values: Any = None,
+    baseline_values: Any = None,
 ) -> EffectiveTalos:
     """Scalars: a supplied pool value (even ``""``) replaces the baseline; ``""`` means platform.
 
-    ``registryMirrors``: a supplied map replaces the baseline whole, ``{}`` clears it.
+    ``registryMirrors``: a supplied map replaces the baseline whole, ``{}`` clears it. The map is
+    carried as written (Talos ``machine.registries.mirrors``: ``skipFallback``, ``overridePath``
+    and every other mirror key) from ``pool_values`` / ``baseline_values``, the pool's values
+    and the class's spec holding ``talos.registryMirrors``; without them, the endpoints parsed.
     """
     platform_values = {
         "version": platform.talos_version,
@@ -148,10 +171,11 @@ def resolve_talos(
             value = fallback
         values[name] = value
         origins[f"talos.{name}"] = origin
+    mirrors: dict[str, Mapping[str, Any]]
     if pool is not None and pool.registry_mirrors is not None:
-        mirrors, origin = pool.registry_mirrors, "pool"
+        mirrors, origin = mirror_map(pool.registry_mirrors, pool_values), "pool"
     elif baseline is not None and baseline.registry_mirrors is not None:
-        mirrors, origin = baseline.registry_mirrors, baseline_origin
+        mirrors, origin = mirror_map(baseline.registry_mirrors, baseline_values), baseline_origin
     else:
         mirrors, origin = {}, "unset"
     origins["talos.registryMirrors"] = origin
@@ -690,6 +714,8 @@ def _resolve_talos_pool(
         baseline_origin=origin,
         origins=result.origins,
         chart=chart_talos_defaults() if class_record is None and record.kind != "ComputePlane" else None,
+        pool_values=record.values,
+        baseline_values=class_record.obj.get("spec") if class_record is not None else None,
     )
     for name, value in (("version", talos.version), ("schematicID", talos.schematic_id)):
         if not value:

@@ -140,7 +140,9 @@ def class_rule_violations(
             from . import Resolution, resolve_kubevirt_image, resolve_talos
 
             result = Resolution([], [], {})
-            talos = resolve_talos(platform, None, spec.os.talos, baseline_origin="class", origins={})
+            talos = resolve_talos(
+                platform, None, spec.os.talos, baseline_origin="class", origins={}, baseline_values=raw
+            )
             if talos.version and talos.schematic_id:
                 resolve_kubevirt_image(platform, talos, os_image, field=f"{field}.kubevirt.osImage", result=result)
             denials.extend(result.denials)

@@ -17,14 +17,19 @@ from ..model import KernelModule, PoolSpec
 
 @dataclass(frozen=True, slots=True)
 class EffectiveTalos:
-    """Final Talos settings; ``registry_mirrors`` is registry -> endpoint URLs."""
+    """Final Talos settings.
+
+    ``registry_mirrors`` is Talos ``machine.registries.mirrors`` as the class or pool wrote it:
+    registry -> the mirror's map (``endpoints``, ``skipFallback``, ``overridePath`` and any other
+    key), passed through to the render as the chart passes ``talos.registryMirrors``.
+    """
 
     version: str
     schematic_id: str
     image_factory_url: str
     image_factory_ca: str
     installer_repository: str
-    registry_mirrors: Mapping[str, tuple[str, ...]]
+    registry_mirrors: Mapping[str, Mapping[str, Any]]
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -34,8 +39,8 @@ class EffectiveTalos:
             "imageFactoryCA": self.image_factory_ca,
             "installerRepository": self.installer_repository,
             "registryMirrors": {
-                registry: {"endpoints": list(endpoints)}
-                for registry, endpoints in sorted(self.registry_mirrors.items())
+                registry: {key: list(value) if isinstance(value, list) else value for key, value in mirror.items()}
+                for registry, mirror in sorted(self.registry_mirrors.items())
             },
         }
 
