@@ -4,7 +4,8 @@
   ``fractions.Fraction`` implementation on every float64 (incl. exponent forms, subnormals,
   negative zero, infinities and NaN spellings, strings and ints as the values hold them);
 - the KubevirtMachineTemplate's ``spec.template`` built directly equals what the define's text
-  parses to (the go-yaml-v2-faithful loader), key order included, over the chart's value space.
+  parses to (the go-yaml-v2-faithful loader), key order included, over the chart's value space;
+- the Job's command script cut in one replace equals the line-by-line reading of the block.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from hypothesis import strategies as st
 from workerclass.chart import chart_failures, golden_disk, kubevirtmachinetemplate, kubevirtmachinetemplate_text, sizing
 from workerclass.chart import quantity as q
 from workerclass.chart.nodegroup import Disk
+from workerclass.chart.talos_job import _SCRIPT_END, _SCRIPT_START, command_script
 from workerclass.chart.values import block_load, k8s_load
 
 from .cases import free_pools, make_input, pools
@@ -88,3 +90,28 @@ def test_direct_kmt_template_equals_the_parsed_text(
         return  # text the purpose-built reader does not take: the object came from k8s_load
     if parsed == template:
         assert json.dumps(template) == json.dumps(parsed)  # same key order as the reader gives
+
+
+def _command_script_by_lines(spec_text: str) -> str:
+    """The line-by-line reading of the ``- |`` block (the reference for the one-replace path)."""
+    start = spec_text.index(_SCRIPT_START) + len(_SCRIPT_START)
+    body = [line[14:] for line in spec_text[start : spec_text.index(_SCRIPT_END, start)].split("\n")]
+    while body and not body[-1]:
+        body.pop()
+    return "\n".join(body) + "\n"
+
+
+_LINES = st.lists(
+    st.one_of(
+        st.just(""),
+        st.builds(lambda n, t: " " * n + t, st.integers(0, 20), st.text(st.sampled_from("ab $\t\r"), max_size=6)),
+    ),
+    max_size=8,
+)
+
+
+@settings(max_examples=500, deadline=None, database=None)
+@given(_LINES)
+def test_command_script_equals_the_line_by_line_reading(lines: list[str]) -> None:
+    text = "spec:" + _SCRIPT_START + "\n".join(lines) + _SCRIPT_END + "x"
+    assert command_script(text) == _command_script_by_lines(text)

@@ -150,8 +150,12 @@ def _check_arithmetic_inputs(inp: ChartInput, out: _Collector) -> bool:
     v = inp.values
     fine = True
     resources = v.get("resources")
-    candidates: list[tuple[str, Any]] = [(f"spec.resources.{k}", _get(resources, k)) for k in ("cpu", "memory")]
-    candidates += [(f"spec.{k}", v.get(k)) for k in ("podCpuLimit", "podCpuRequest")]
+    candidates = (
+        ("spec.resources.cpu", _get(resources, "cpu")),
+        ("spec.resources.memory", _get(resources, "memory")),
+        ("spec.podCpuLimit", v.get("podCpuLimit")),
+        ("spec.podCpuRequest", v.get("podCpuRequest")),
+    )
     for field, value in candidates:
         if value is not None and isinstance(value, (str, int, float)) and not is_finite_quantity(value):
             fine = False
@@ -324,9 +328,82 @@ def _check_instancetype(inp: ChartInput, size: Sizing, out: _Collector) -> bool:
     return False
 
 
+_KUBELET_KEYS = (
+    "systemReservedMemory",
+    "kubeReservedMemory",
+    "systemReservedCpu",
+    "kubeReservedCpu",
+    "evictionHardMemory",
+    "evictionSoftMemory",
+)
+
+
 def _check_kubelet(inp: ChartInput, size: Sizing, out: _Collector, missing_type: bool) -> None:
     raw = inp.values.get("kubelet")
     kubelet: Mapping[str, Any] = raw if isinstance(raw, Mapping) else {}
+    # The checks read each value only as its truth and its %v text: cached on those and the sizes.
+    view = tuple((truthy(value), go_str(value)) for value in (kubelet.get(key) for key in _KUBELET_KEYS))
+    for code, field, message in _kubelet_failures(
+        view,
+        size.effective_memory,
+        size.effective_cpu,
+        size.system_reserved_memory,
+        size.kube_reserved_memory,
+        size.system_reserved_cpu,
+        size.kube_reserved_cpu,
+        size.eviction_hard_memory,
+        size.eviction_soft_memory,
+        missing_type,
+    ):
+        out.add(code, field, message)
+
+
+class _Failures:
+    """Collects (code, field, message) the way :class:`_Collector` does, before the pool prefix."""
+
+    def __init__(self) -> None:
+        self.items: list[tuple[str, str, str]] = []
+
+    def add(self, code: str, field: str, message: str) -> None:
+        self.items.append((code, field, message))
+
+
+class _KubeletView:
+    """The kubelet values as the checks read them: ``get`` gives the %v text of a truthy value, else None."""
+
+    def __init__(self, view: tuple[tuple[bool, str], ...]) -> None:
+        self._text = {key: text for key, (true, text) in zip(_KUBELET_KEYS, view, strict=True) if true}
+
+    def get(self, key: str) -> str | None:
+        return self._text.get(key)
+
+
+@functools.lru_cache(maxsize=1024)
+def _kubelet_failures(
+    view: tuple[tuple[bool, str], ...],
+    effective_memory: str,
+    effective_cpu: str,
+    system_reserved_memory: str,
+    kube_reserved_memory: str,
+    system_reserved_cpu: str,
+    kube_reserved_cpu: str,
+    eviction_hard_memory: str,
+    eviction_soft_memory: str,
+    missing_type: bool,
+) -> tuple[tuple[str, str, str], ...]:
+    size = Sizing(
+        instancetype=None,
+        effective_memory=effective_memory,
+        effective_cpu=effective_cpu,
+        system_reserved_memory=system_reserved_memory,
+        kube_reserved_memory=kube_reserved_memory,
+        system_reserved_cpu=system_reserved_cpu,
+        kube_reserved_cpu=kube_reserved_cpu,
+        eviction_hard_memory=eviction_hard_memory,
+        eviction_soft_memory=eviction_soft_memory,
+    )
+    out = _Failures()
+    kubelet = _KubeletView(view)
     field = "spec.kubelet"
     bad: set[str] = set()
     for key, shape, hint in (
@@ -424,7 +501,7 @@ def _check_kubelet(inp: ChartInput, size: Sizing, out: _Collector, missing_type:
             f"({_q(size.effective_cpu)} cores): lower the reservations or size the node up",
         )
     if missing_type:
-        return
+        return tuple(out.items)
     memory_keys = ("systemReservedMemory", "kubeReservedMemory", "evictionHardMemory", "evictionSoftMemory")
     if not size.effective_memory and any(truthy(kubelet.get(k)) for k in memory_keys):
         out.add(
@@ -438,6 +515,7 @@ def _check_kubelet(inp: ChartInput, size: Sizing, out: _Collector, missing_type:
             field,
             "cannot validate kubelet CPU reservations without effective CPU: set resources.cpu or a valid instanceType",
         )
+    return tuple(out.items)
 
 
 def _check_rendered_yaml(inp: ChartInput, size: Sizing, out: _Collector) -> None:

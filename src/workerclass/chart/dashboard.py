@@ -9,6 +9,7 @@ that is no tenant is the chart's ``fail``, raised here as :class:`InvalidTenant`
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from .context import ChartInput
@@ -54,12 +55,18 @@ def all_parent_tenants_and_this(namespace: str) -> list[str]:
 
 def subjects_for_tenant_and_access_level(level: str, namespace: str) -> list[dict[str, str]]:
     """``cozy-lib.rbac.subjectsForTenantAndAccessLevel``: per tenant its ServiceAccount, then its groups."""
+    return [dict(subject) for subject in _subjects(level, namespace)]
+
+
+@functools.lru_cache(maxsize=256)
+def _subjects(level: str, namespace: str) -> tuple[dict[str, str], ...]:
+    """Computed once per (level, namespace); callers get fresh copies (never hand these out)."""
     levels = access_levels_at_or_above(level)
     subjects: list[dict[str, str]] = []
     for tenant in all_parent_tenants_and_this(namespace):
         subjects.append({"kind": "ServiceAccount", "name": tenant, "namespace": tenant})
         subjects.extend({"kind": "Group", "name": f"{tenant}-{lvl}", "apiGroup": RBAC_GROUP} for lvl in levels)
-    return subjects
+    return tuple(subjects)
 
 
 def dashboard_resources_name(inp: ChartInput) -> str:

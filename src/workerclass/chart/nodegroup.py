@@ -116,7 +116,12 @@ def sanitized_pod_resources(inp: ChartInput) -> str:
     strings survives that round trip unchanged, so the map is built once and written once.
     """
     limits, requests = _pod_resources(inp)
-    return to_yaml({"limits": limits, "requests": requests})
+    return _pod_resources_text(tuple(limits.items()), tuple(requests.items()))
+
+
+@functools.lru_cache(maxsize=256)
+def _pod_resources_text(limits: tuple[tuple[str, Any], ...], requests: tuple[tuple[str, Any], ...]) -> str:
+    return to_yaml({"limits": dict(limits), "requests": dict(requests)})
 
 
 def _pod_resources(inp: ChartInput) -> tuple[dict[str, Any], dict[str, Any]]:

@@ -975,6 +975,8 @@ _SCRIPT_INDENT = 14
 
 _SCRIPT_START = "\n" + " " * 12 + "- |\n"
 _SCRIPT_END = "\n" + " " * 10 + "resources:\n"
+_SCRIPT_LINE_START = "\n" + " " * _SCRIPT_INDENT
+_SHORT_LINE = re.compile(rf"\n(?! {{{_SCRIPT_INDENT}}})[^\n]")
 
 
 def command_script(spec_text: str) -> str:
@@ -983,7 +985,11 @@ def command_script(spec_text: str) -> str:
     Every line of the block is either empty or indented by at least 14 (the template's script
     lines, and the toYaml lines ``nindent`` pads), so cutting 14 characters is YAML's reading."""
     start = spec_text.index(_SCRIPT_START) + len(_SCRIPT_START)
-    body = [line[_SCRIPT_INDENT:] for line in spec_text[start : spec_text.index(_SCRIPT_END, start)].split("\n")]
+    block = "\n" + spec_text[start : spec_text.index(_SCRIPT_END, start)]
+    if _SHORT_LINE.search(block) is None:
+        # every line empty or indented by at least 14: cutting 14 from each is one replace
+        return block.replace(_SCRIPT_LINE_START, "\n")[1:].rstrip("\n") + "\n"
+    body = [line[_SCRIPT_INDENT:] for line in block[1:].split("\n")]
     while body and not body[-1]:
         body.pop()
     return "\n".join(body) + "\n"

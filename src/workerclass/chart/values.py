@@ -297,6 +297,7 @@ _BASE60 = re.compile(r"^[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+(?:\.[0-9_]*)?$")
 _PLAIN_SAFE = re.compile(r"^[A-Za-z0-9_./~^$()=+<>;%-][A-Za-z0-9_./~^$()=+<>;%@:!?*&,\[\]{}' -]*$")
 
 
+@functools.lru_cache(maxsize=4096)
 def _yaml_v2_str(s: str) -> str:
     """How go-yaml v2 writes a string scalar (plain, double-quoted when it would read back as
     another type, single-quoted when plain is not allowed)."""
