@@ -6,6 +6,7 @@ import asyncio
 
 import pytest
 
+from workerclass.webhook.connections import ConnectionGuard
 from workerclass.webhook.logtext import escaped, identity_text, uid_text
 from workerclass.webhook.review import shown_field
 from workerclass.webhook.server import ByteBudget
@@ -78,3 +79,32 @@ def test_log_text() -> None:
     assert escaped("a\nb\\c\u00e9") == "a\\x0ab\\\\c\\xe9"
     long = escaped("y" * 10_000, 20)
     assert long.startswith("y" * 20) and long.endswith("...(10000 chars)") and "\n" not in long
+
+
+class FakeTransport(asyncio.Transport):
+    def __init__(self) -> None:
+        super().__init__()
+        self.aborted = False
+
+    def abort(self) -> None:
+        self.aborted = True
+
+
+def test_a_connection_evicted_before_it_is_made_is_closed_when_it_is() -> None:
+    """asyncio accepts a burst of connections before making any: one that gave its slot away
+    meanwhile is closed as soon as it is made, never left open outside the count."""
+
+    async def run() -> None:
+        guard = ConnectionGuard(asyncio.Protocol, limit=1, header_timeout=10.0, tls=None, handshake_timeout=10.0)
+        first, second = guard(), guard()  # the second takes the first's slot
+        early, late = FakeTransport(), FakeTransport()
+        first.connection_made(early)
+        second.connection_made(late)
+        assert early.aborted and not late.aborted
+        assert guard.open == 1 and guard.closed["evicted"] == 1
+        first.connection_lost(None)  # the aborted one's loss frees nothing twice
+        assert guard.open == 1
+        second.connection_lost(None)
+        assert guard.open == 0
+
+    asyncio.run(run())

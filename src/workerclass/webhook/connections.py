@@ -112,6 +112,9 @@ class _Guarded(asyncio.Protocol):
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         slot = self.slot
+        if slot.state == _CLOSED:  # made room for another before the loop got to make it
+            transport.abort()  # type: ignore[attr-defined]
+            return
         if slot.transport is None:  # plain TCP: this is the raw transport
             slot.transport = transport
         self.inner = inner = slot.guard._handler_for(slot)
@@ -202,6 +205,9 @@ class _SlimTLS(sslproto.SSLProtocol):
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         # The handshake starts with the client's first bytes: OpenSSL's first handshake step
         # allocates ~32 KB of buffers, which a silent connection then never costs.
+        if self._slot.state == _CLOSED:  # made room for another before the loop got to make it
+            transport.abort()  # type: ignore[attr-defined]
+            return
         self._slot.transport = transport
 
     def buffer_updated(self, nbytes: int) -> None:
