@@ -11,6 +11,8 @@ from typing import Any
 
 import pytest
 
+from workerclass.resolve import resolve
+
 from .builders import (
     ABSENT,
     CERTIFICATE,
@@ -510,7 +512,8 @@ def test_proxmox_pool_still_checks_talos_kubernetes_support() -> None:
     ("pool", "expected"),
     [
         (make_pool(version="v1.35"), ("talos", "v1.35.6", "factory", FACTORY_A[1])),
-        (make_pool(version="v1.34"), ("talos", "v1.34.5", "factory", FACTORY_A[1])),
+        # the chart renders its own patch (v1.34.9), not the test platform map's v1.34.5
+        (make_pool(version="v1.34"), ("talos", "v1.34.9", "factory", FACTORY_A[1])),
         # classless: the chart's version map and Talos defaults, not the platform's
         (
             make_pool(workerClassName=ABSENT, version="v1.33"),
@@ -547,7 +550,15 @@ def test_platform_patch_change_moves_platform_images_but_never_a_fixed_image() -
     versions = {m: {"patch": p} for m, p in KUBERNETES_VERSIONS.items()}
     versions["v1.35"] = {"patch": "v1.35.9"}
     state = make_state(platform=make_platform(kubernetesVersions=versions))
-    assert resolved(state, make_pool(version="v1.35"))["kubernetesVersion"] == "v1.35.9"
+    platform_image = resolved(state, make_pool(workerClassName="kairos", version="v1.35"))
+    assert (platform_image["kubernetesVersion"], platform_image["image"]["source"]) == ("v1.35.9", "platform")
+    # a Talos pool renders the chart's own patch, whatever the platform map says (and is warned)
+    talos = resolve(state, make_pool(version="v1.35"))
+    assert talos.kubernetes_version == "v1.35.6"
+    assert (
+        "the kubernetes-nodes chart renders v1.35.6; the platform map's v1.35.9 applies to platform Kairos images"
+        in talos.warnings
+    )
     fixed = resolved(state, make_pool(workerClassName="kairos-example-v1-35-6-r1"))
     assert (fixed["kubernetesVersion"], fixed["image"]["reference"]) == ("v1.35.6", FIXED_REFERENCE)
 

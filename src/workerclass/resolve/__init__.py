@@ -686,6 +686,34 @@ def _platform_patch(state: State, minor: str, field: str, result: Resolution, *,
     return patch
 
 
+def _warn_platform_patch(state: State, minor: str, chart_patch: str, result: Resolution) -> None:
+    """A Talos pool renders the chart's patch: say so when the platform map gives its minor another."""
+    platform_patch = state.platform.kubernetes_versions.get(minor)
+    if platform_patch is not None and platform_patch != chart_patch:
+        result.warnings.append(
+            f"the kubernetes-nodes chart renders {chart_patch}; the platform map's {platform_patch} "
+            "applies to platform Kairos images"
+        )
+
+
+def _talos_patch(state: State, minor: str, platform_patch: str | None, result: Resolution) -> str | None:
+    """A classified Talos pool's (or a node group's) patch: the chart's, as its render uses.
+
+    The chart renders its own ``files/versions.yaml`` (the embedded platform's map equals it);
+    the platform map still decides which minors a classified pool may select (``_platform_patch``
+    refuses the others) and its patches apply to platform Kairos images. A minor the chart has no
+    patch for keeps the platform's (the chart refuses to render it).
+    """
+    if platform_patch is None:
+        return None
+    chart_patch = chart_version_map().get(minor)
+    if chart_patch is None:
+        return platform_patch
+    result.origins["kubernetesVersion"] = f"chart version map ({minor})"
+    _warn_platform_patch(state, minor, chart_patch, result)
+    return chart_patch
+
+
 def _resolve_talos_pool(
     state: State,
     record: PoolRecord,
@@ -779,8 +807,12 @@ def _resolve_talos_pool(
 
     if class_record is None and record.kind != "ComputePlane":
         patch = _chart_patch(minor, field, result)
+        if patch is not None:
+            _warn_platform_patch(state, minor, patch, result)
     else:
-        patch = _platform_patch(state, minor, field, result, standalone=record.kind != "ComputePlane")
+        patch = _talos_patch(
+            state, minor, _platform_patch(state, minor, field, result, standalone=record.kind != "ComputePlane"), result
+        )
     classless = class_record is None and record.kind != "ComputePlane"
     # A classless pool meets the chart's own support-matrix check (chart_failures) instead.
     if not classless and TALOS_VERSION.fullmatch(talos.version) and platform.support_matrix:
