@@ -93,10 +93,10 @@ class InstallOptions:
 
 
 #: Memory of one webhook replica, from ``bench/README.md`` (issue 10): ~55 MiB resident with a
-#: small state; each open connection ~15 KB (plain TCP, no handshake) to ~24 KB (TLS, idle), and at
-#: most ~90 KB while it trickles a body (16 KiB reads, a 16 KiB aiohttp buffer); bodies being read at
-#: once are capped at 32 MiB. The server's default cap of 1,024 connections then needs ~55 + 90 +
-#: 32 MiB at worst; the limit leaves room for a cluster state several times the examples'.
+#: small state; each open connection ~15 KB (plain TCP, no handshake) to ~24 KB (TLS, idle), and
+#: 88-137 KB while it stalls mid-body (16 KiB reads, a 16 KiB aiohttp buffer); bodies being read at
+#: once are capped at 32 MiB. The server's default cap of 1,024 connections then needs ~55 + 137 +
+#: 32 MiB at worst; the limit leaves room for a larger cluster state.
 WEBHOOK_MEMORY_REQUEST_MIB = 128
 WEBHOOK_MEMORY_LIMIT_MIB = 320
 
