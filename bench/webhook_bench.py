@@ -23,7 +23,8 @@ root; ``--client python`` uses an aiohttp client instead). Targets: at least 2,0
 connections that never start TLS, then as many TLS connections that finish the handshake and send
 nothing (and ``--trickled`` ones that promise a 3 MB body and stall after 200 KiB), all closed, then
 the same again; for each event loop, with the event loop's own TLS transport (``loop``: aiohttp's
-``TCPSite``) or the webhook's connection guard (``guard``). Never run as a timed test.
+``TCPSite``) or the webhook's connection guard (``guard``). ``uvloop`` is no dependency of the
+project: ``--loop uvloop`` needs ``.venv/bin/pip install uvloop`` first. Never run as a timed test.
 """
 
 from __future__ import annotations
