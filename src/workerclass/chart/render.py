@@ -21,7 +21,14 @@ from typing import Any
 
 from .checks import SHELL_SAFE, chart_failures, kernel_module_failures
 from .context import ChartFailure, ChartInput, ChartRefused
-from .nodegroup import Disk, chart_http_url, kubevirtmachinetemplate_text, nodegroup_objects, template_hash
+from .nodegroup import (
+    Disk,
+    chart_http_url,
+    kubevirtmachinetemplate,
+    kubevirtmachinetemplate_text,
+    nodegroup_objects,
+    template_hash,
+)
 from .sizing import Sizing, sizing
 from .values import app_version, chart_version
 
@@ -91,6 +98,13 @@ def kubevirtmachinetemplate_hash(
     arguments (or :class:`ChartRefused`, as it): only the define's text is built and hashed."""
     size, _, disk = _checked(inp, disk, kernel_modules, installer_image, image_factory_ca)
     return template_hash(kubevirtmachinetemplate_text(inp, size, disk))
+
+
+def render_kubevirtmachinetemplate(inp: ChartInput) -> dict[str, Any]:
+    """The KubevirtMachineTemplate :func:`render_chart` renders for ``inp`` with no class-era
+    inputs (or :class:`ChartRefused`, as it), without the other objects."""
+    size, _, disk = _checked(inp, None, None, None, None)
+    return kubevirtmachinetemplate(inp, size, disk)
 
 
 # ------------------------------------------------------------------ class-era disk sources

@@ -54,7 +54,8 @@ def _copy(value: Any) -> Any:
 
 
 def _is_table(v: Any) -> bool:
-    return isinstance(v, Mapping)
+    t = type(v)
+    return t is dict or (t not in _ATOMS and t is not list and isinstance(v, Mapping))
 
 
 def _coalesce_tables(dst: dict[str, Any], src: Mapping[str, Any]) -> dict[str, Any]:
@@ -107,7 +108,7 @@ def deep_merge(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, An
     out: dict[str, Any] = _copy(dict(base))
     for k, v in over.items():
         cur = out.get(k)
-        if isinstance(v, Mapping) and isinstance(cur, Mapping):
+        if _is_table(v) and _is_table(cur):
             out[k] = deep_merge(cur, v)
         else:
             out[k] = _copy(v)

@@ -31,14 +31,14 @@ from typing import Any
 from ..chart import RELEASE_PREFIX, ChartInput
 from ..chart.context import ChartRefused
 from ..chart.nodegroup import Disk
-from ..chart.render import kubevirtmachinetemplate_hash, render_chart
+from ..chart.render import kubevirtmachinetemplate_hash, render_chart, render_kubevirtmachinetemplate
 from ..chart.sizing import sizing
 from ..chart.values import chart_input
 from ..resolve.effective import Effective
 from .errors import RenderError
 from .hash import template_suffix
 from .legacy import class_era, legacy_values
-from .templates import kairos_objects, proxmox_objects
+from .templates import _kairos_machine_template, kairos_objects, proxmox_objects
 
 __all__ = [
     "KIND_RANK",
@@ -169,7 +169,21 @@ def template_hash(effective: Effective) -> str:
             raise RenderError(
                 f"{effective.identity}: the chart refuses the pool: {messages}", refused.failures
             ) from None
-    suffix = template_suffix(render(effective))
+    if effective.bootstrap == "kairos" and effective.infrastructure == "kubevirt":
+        # Kairos: the chart's KubevirtMachineTemplate made a Kairos one, nothing else rendered.
+        try:
+            chart_kmt = render_kubevirtmachinetemplate(chart_input_for(effective))
+        except ChartRefused as refused:
+            messages = "; ".join(failure.message for failure in refused.failures)
+            raise RenderError(
+                f"{effective.identity}: the chart refuses the pool: {messages}", refused.failures
+            ) from None
+        reference = effective.image.reference
+        if not reference:  # as kairos_objects refuses it
+            raise RenderError(f"{effective.identity}: the Kairos image has no reference")
+        suffix = template_suffix([_kairos_machine_template(chart_kmt, reference)])
+    else:
+        suffix = template_suffix(render(effective))
     if suffix is None:  # pragma: no cover - every family renders an infrastructure template
         raise RenderError(f"{effective.identity}: no infrastructure template rendered")
     return suffix
