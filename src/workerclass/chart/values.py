@@ -14,7 +14,7 @@ import math
 import re
 from collections.abc import Mapping
 from importlib import resources
-from typing import Any
+from typing import Any, TypeGuard
 
 import yaml
 
@@ -53,7 +53,7 @@ def _copy(value: Any) -> Any:
     return copy.deepcopy(value)
 
 
-def _is_table(v: Any) -> bool:
+def _is_table(v: Any) -> TypeGuard[Mapping[str, Any]]:
     t = type(v)
     return t is dict or (t not in _ATOMS and t is not list and isinstance(v, Mapping))
 
