@@ -207,7 +207,7 @@ def test_render_json_has_items_and_a_row_per_pool(tmp_path: Path) -> None:
     result = cli("render", str(state), "-o", "json")
     assert result.returncode == 1
     document = json.loads(result.stdout)
-    assert {"items", "pools"} <= set(document)
+    assert list(document) == ["items", "pools"]  # API.md section 4: exactly these keys
     names = [item["metadata"]["name"] for item in document["items"]]
     assert any("example-md1" in name for name in names)
     assert not any("example-md2" in name for name in names)

@@ -49,11 +49,8 @@ class ManifestFormat(StrEnum):
 
 
 def _iter_render_json(items: Iterable[dict[str, Any]], pools: list[dict[str, Any]]) -> Iterator[str]:
-    """``{"apiVersion": "v1", "kind": "List", "items": [...], "pools": [...]}``, one item at a time.
-
-    A v1 List (so kubectl reads it) with API.md's ``pools`` rows beside the items.
-    """
-    yield '{\n  "apiVersion": "v1",\n  "kind": "List",\n  "items": ['
+    """``{"items": [...], "pools": [...]}`` (API.md section 4, exactly those keys), one item at a time."""
+    yield '{\n  "items": ['
     first = True
     for item in items:
         text = json.dumps(item, indent=2, sort_keys=True, ensure_ascii=False).replace("\n", "\n    ")
@@ -70,7 +67,7 @@ def render_command(
     output: Annotated[
         ManifestFormat,
         typer.Option(
-            "--output", "-o", help='yaml: documents separated by ---; json: a v1 List with "items" and "pools".'
+            "--output", "-o", help='yaml: documents separated by ---; json: {"items", "pools"}.'
         ),
     ] = ManifestFormat.yaml,
     talos_config_template: Annotated[
@@ -86,7 +83,7 @@ def render_command(
     """The Cluster API objects for the pools of STATE, sorted by kind, then name.
 
     Manifests go to stdout and nothing else does; warnings and denials go to stderr (a denial as
-    NS/NAME: CODE field: message). -o json prints {"apiVersion": "v1", "kind": "List", "items":
+    NS/NAME: CODE field: message). -o json prints {"items":
     [objects], "pools": [{"pool", "denials", "warnings"}]} with a row for every pool.
 
     Exit 0 when every selected pool renders, 1 when one is denied (the other pools are still
