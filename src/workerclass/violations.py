@@ -62,6 +62,17 @@ class Violation:
     def as_dict(self) -> dict[str, str]:
         return {"code": self.code, "field": self.field, "message": self.message}
 
+    # Mapping access, as API.md shows denials ({"code", "field", "message"}):
+    # ``v["code"]`` and ``dict(v)`` work as on the JSON rows.
+    def keys(self) -> tuple[str, str, str]:
+        return ("code", "field", "message")
+
+    def __getitem__(self, key: str) -> str:
+        if key not in ("code", "field", "message"):
+            raise KeyError(key)
+        value: str = getattr(self, key)
+        return value
+
 
 class Denied(Exception):
     """Raised by :func:`workerclass.resolve` when a pool cannot be resolved."""

@@ -27,7 +27,7 @@ from .decision import Decision
 from .names import name_violations
 from .supplied import api_filled_paths, json_pointer, strip_paths
 
-__all__ = ["OPERATIONS", "Decision", "admit", "mutate", "supplied_object", "validate"]
+__all__ = ["OPERATIONS", "Decision", "admit", "mutate", "stored_object", "supplied_object", "validate"]
 
 OPERATIONS = frozenset({"CREATE", "UPDATE", "DELETE", "CONNECT"})
 CLASS_FIELD = "workerClassName"
@@ -61,6 +61,31 @@ def _bad_operation(operation: str) -> Decision | None:
     )
 
 
+def stored_object(state: State, kind: str, namespace: str, name: str) -> dict[str, Any] | None:
+    """The old object of an UPDATE or DELETE: STATE's object of that identity, else a built-in
+    class or the embedded platform; ``None`` when nothing of that identity is stored."""
+    stored = state.find(kind, namespace, name)
+    if stored is not None:
+        return dict(stored.obj)
+    if kind == "WorkerClass":
+        record = state.worker_class(name)
+        if record is not None and record.builtin:
+            return dict(record.obj)
+    if kind == "WorkerPlatform" and name == "default":
+        return dict(state.platform_object)
+    return None
+
+
+def _old_object(
+    state: State, operation: str, obj: Mapping[str, Any] | None, old: Mapping[str, Any] | None
+) -> Mapping[str, Any] | None:
+    """``old``, or for an UPDATE/DELETE without one the stored object of ``obj``'s identity
+    (API.md section 6: as the CLI takes it from STATE)."""
+    if old is not None or operation not in ("UPDATE", "DELETE") or not isinstance(obj, Mapping):
+        return old
+    return stored_object(state, *identify(obj))
+
+
 # --------------------------------------------------------------------------- mutation
 
 
@@ -73,11 +98,13 @@ def mutate(
     filled in (:mod:`~workerclass.admission.supplied`) are removed after the class op, so the
     stored values never accumulate them. A classless pool's UPDATE gets no patch at all.
     Only the application API mutates: HelmRelease writers and other kinds are left alone.
-    Idempotent: a mutated object needs no further patch.
+    Idempotent: a mutated object needs no further patch. Without ``old``, an UPDATE's old object
+    is the stored one of the same identity in ``state``.
     """
     refused = _bad_operation(operation)
     if refused is not None:
         return refused
+    old = _old_object(state, operation, obj, old)
     if obj is None or obj.get("kind") != "KubernetesNodes" or operation not in ("CREATE", "UPDATE"):
         return Decision(True, operation, object=obj)
     spec = obj.get("spec")
@@ -136,10 +163,14 @@ def supplied_object(
 def validate(
     state: State, operation: str, obj: Mapping[str, Any] | None, old: Mapping[str, Any] | None = None
 ) -> Decision:
-    """Every rule for the object's kind; no mutation. For DELETE, ``obj`` may be ``None``."""
+    """Every rule for the object's kind; no mutation. For DELETE, ``obj`` may be ``None``.
+
+    Without ``old``, an UPDATE's or DELETE's old object is the stored one of ``obj``'s identity.
+    """
     refused = _bad_operation(operation)
     if refused is not None:
         return refused
+    old = _old_object(state, operation, obj, old)
     subject = obj if obj is not None else old
     if not isinstance(subject, Mapping):
         return Decision(False, operation, denials=[Violation("Invalid", "object", "no object to admit")])
@@ -154,7 +185,12 @@ def validate(
 def admit(
     state: State, operation: str, obj: Mapping[str, Any] | None, old: Mapping[str, Any] | None = None
 ) -> Decision:
-    """Mutation then validation of the mutated object, as the API server would run them."""
+    """Mutation then validation of the mutated object, as the API server would run them.
+
+    Without ``old``, an UPDATE's or DELETE's old object is the stored object of the same identity
+    in ``state`` (API.md section 6, as the CLI reads it from STATE).
+    """
+    old = _old_object(state, operation, obj, old)
     mutation = mutate(state, operation, obj, old)
     if not mutation.allowed:
         return mutation

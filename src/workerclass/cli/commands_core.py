@@ -13,7 +13,7 @@ from xml.etree import ElementTree
 import typer
 
 from ..adapters.folder import LoadError, parse_documents, read_documents
-from ..admission import Decision, admit, validate
+from ..admission import Decision, admit, stored_object, validate
 from ..chart import ChartFailure
 from ..render import RenderError, template_hash
 from ..resolve import Effective, resolve_all
@@ -280,17 +280,8 @@ def admit_command(
 
 
 def _stored_object(state: State, kind: str, namespace: str, name: str) -> dict[str, Any] | None:
-    """The old object of an UPDATE or DELETE: the folder's, else a built-in class or the embedded platform."""
-    stored = state.find(kind, namespace, name)
-    if stored is not None:
-        return dict(stored.obj)
-    if kind == "WorkerClass":
-        record = state.worker_class(name)
-        if record is not None and record.builtin:
-            return dict(record.obj)
-    if kind == "WorkerPlatform" and name == "default":
-        return dict(state.platform_object)
-    return None
+    """The old object of an UPDATE or DELETE (the library's own lookup, API.md section 6)."""
+    return stored_object(state, kind, namespace, name)
 
 
 def render_denials(record: PoolRecord, error: RenderError) -> list[Violation]:

@@ -765,7 +765,46 @@ def _minor_map(reader: Reader, value: object, field: str) -> dict[str, Mapping[s
     return out
 
 
-def parse_platform(spec: object, field: str = "spec") -> tuple[Platform, list[Violation]]:
+#: WorkerPlatform keys completed key by key from the embedded platform (``talos`` and ``kairos``
+#: one level deeper: each of their own keys falls back on its own).
+_PLATFORM_NESTED = frozenset({"talos", "kairos"})
+
+
+def complete_platform_spec(spec: object, base: Mapping[str, Any] | None) -> object:
+    """``spec`` with every key it leaves out taken from ``base`` (the embedded platform's spec).
+
+    API.md section 1: without a WorkerPlatform the embedded defaults apply; a WorkerPlatform that
+    sets only ``defaultWorkerClass`` changes only the default. A key that is present (even empty)
+    is the hoster's own; a spec that is not a mapping is returned as it is (the reader says why).
+    """
+    if base is None or not isinstance(spec, Mapping):
+        return spec if spec is not None or base is None else dict(base)
+    merged: dict[str, Any] = dict(base)
+    for key, value in spec.items():
+        inherited = base.get(key)
+        if value is None:
+            continue  # null: left out
+        if key in _PLATFORM_NESTED and isinstance(value, Mapping) and isinstance(inherited, Mapping):
+            merged[key] = {**inherited, **{k: v for k, v in value.items() if v is not None}}
+        else:
+            merged[key] = value
+    return merged
+
+
+def embedded_platform_spec() -> Mapping[str, Any]:
+    """The embedded platform's spec (``builtin/platform.yaml`` completed with the chart's data)."""
+    from ..state import _builtin_documents  # the package's one reading of the builtin documents
+
+    spec = _builtin_documents()[1].obj.get("spec")
+    return spec if isinstance(spec, Mapping) else {}
+
+
+def parse_platform(
+    spec: object, field: str = "spec", *, base: Mapping[str, Any] | None = None
+) -> tuple[Platform, list[Violation]]:
+    """A WorkerPlatform spec, completed key by key from ``base`` (by default the embedded
+    platform's spec: API.md section 1, the keys a WorkerPlatform leaves out keep Cozystack's defaults)."""
+    spec = complete_platform_spec(spec, embedded_platform_spec() if base is None else base)
     reader = Reader()
     data = reader.mapping(spec if spec is not None else {}, field) or {}
     reader.only(

@@ -1,0 +1,85 @@
+"""Findings of the audit against the spec, API.md and the chart, each pinned by a test."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from workerclass.admission import admit, validate
+from workerclass.state import State
+
+from .builders import TALOS_EXAMPLE, make_cluster, make_pool, pairs
+
+PARTIAL_PLATFORM = {
+    "apiVersion": "cozystack.io/v1alpha1",
+    "kind": "WorkerPlatform",
+    "metadata": {"name": "default"},
+    "spec": {"defaultWorkerClass": "kairos"},
+}
+
+
+def _state(*objects: Any) -> State:
+    return State.from_objects([make_cluster(), *objects])
+
+
+# ---------------------------------------------------------------- a partial WorkerPlatform (#1)
+
+
+def test_a_platform_that_sets_only_the_default_keeps_the_embedded_defaults() -> None:
+    embedded = _state().platform
+    state = _state(PARTIAL_PLATFORM)
+    assert state.platform.default_worker_class == "kairos"
+    assert state.platform.kubernetes_versions == embedded.kubernetes_versions != {}
+    assert state.platform.talos_version == embedded.talos_version != ""
+    assert state.platform.talos_schematic_id == embedded.talos_schematic_id != ""
+    assert state.platform.kairos_images == embedded.kairos_images != {}
+    assert state.platform.support_matrix == embedded.support_matrix != {}
+    assert state.platform.goldens == embedded.goldens
+
+
+def test_a_partial_platform_changes_only_the_default_for_new_pools() -> None:
+    stored = make_pool("tal", workerClassName="talos")
+    state = _state(PARTIAL_PLATFORM, stored)
+    assert admit(state, "UPDATE", stored, stored).denials == []
+    created = admit(state, "CREATE", make_pool("new", workerClassName=None))
+    assert created.allowed, created.denials
+    assert created.patch == [{"op": "add", "path": "/spec/workerClassName", "value": "kairos"}]
+    assert validate(state, "CREATE", PARTIAL_PLATFORM).denials == []
+
+
+def test_a_platform_key_it_sets_replaces_the_embedded_one_and_the_rest_stay() -> None:
+    platform = {
+        **PARTIAL_PLATFORM,
+        "spec": {"talos": {"version": "v1.13.5"}, "kubernetesVersions": {"v1.35": {"patch": "v1.35.7"}}},
+    }
+    state = _state(platform)
+    embedded = _state().platform
+    assert state.platform.talos_version == "v1.13.5"
+    assert state.platform.talos_schematic_id == embedded.talos_schematic_id
+    assert state.platform.kubernetes_versions == {"v1.35": "v1.35.7"}
+    assert state.platform.default_worker_class == "talos"
+
+
+# ---------------------------------------------------------------- admit without old (#5)
+
+
+def test_python_update_without_old_takes_the_stored_pool() -> None:
+    stored = make_pool("tal", workerClassName="talos-example-r1")
+    state = State.from_objects([make_cluster(), TALOS_EXAMPLE, stored])
+    omitted = make_pool("tal", workerClassName=None)
+    restored = admit(state, "UPDATE", omitted)
+    assert restored.allowed, restored.denials
+    assert {"op": "add", "path": "/spec/workerClassName", "value": "talos-example-r1"} in restored.patch
+    switched = admit(state, "UPDATE", make_pool("tal", workerClassName="kairos"))
+    assert ("BootstrapFamilyChange", "spec.workerClassName") in pairs(switched.denials)
+
+
+# ---------------------------------------------------------------- denials as mappings (#17)
+
+
+def test_denials_read_as_the_documented_mappings() -> None:
+    decision = admit(_state(), "CREATE", make_pool("x", workerClassName="nope"))
+    first = decision.denials[0]
+    assert first["code"] == "ClassNotFound" and first["field"] == "spec.workerClassName"
+    assert dict(first) == first.as_dict() == {"code": first.code, "field": first.field, "message": first.message}
+    assert json.loads(json.dumps([dict(v) for v in decision.denials]))[0]["code"] == "ClassNotFound"
