@@ -8,7 +8,7 @@ from typing import Any
 from workerclass.admission import admit, validate
 from workerclass.state import State
 
-from .builders import TALOS_EXAMPLE, make_cluster, make_pool, pairs
+from .builders import TALOS_EXAMPLE, make_cluster, make_pool, make_release, pairs, rename
 
 PARTIAL_PLATFORM = {
     "apiVersion": "cozystack.io/v1alpha1",
@@ -83,3 +83,31 @@ def test_denials_read_as_the_documented_mappings() -> None:
     assert first["code"] == "ClassNotFound" and first["field"] == "spec.workerClassName"
     assert dict(first) == first.as_dict() == {"code": first.code, "field": first.field, "message": first.message}
     assert json.loads(json.dumps([dict(v) for v in decision.denials]))[0]["code"] == "ClassNotFound"
+
+
+# ---------------------------------------------------------------- names (#16, #19)
+
+
+def test_a_pool_outside_a_tenant_namespace_is_refused_on_update_too() -> None:
+    cluster = make_cluster(namespace="apps")
+    pool = make_pool("tal", namespace="apps", workerClassName=None)
+    state = State.from_objects([cluster, pool])
+    for operation in ("CREATE", "UPDATE"):
+        decision = admit(state, operation, pool, pool)
+        found = [(v.code, v.field) for v in decision.denials]
+        assert found.count(("InvalidPoolName", "metadata.namespace")) == 1, (operation, found)
+
+
+def test_a_badly_named_pool_is_refused_on_create_only() -> None:
+    pool = rename(make_pool("tal", workerClassName=None), "tal")
+    state = _state(pool)
+    assert ("InvalidPoolName", "metadata.name") in pairs(admit(state, "CREATE", pool).denials)
+    assert admit(state, "UPDATE", pool, pool).denials == []
+
+
+def test_a_helm_release_with_a_bad_name_is_told_to_rename_the_helm_release() -> None:
+    release = make_release("kubernetes-nodes-other-h1")
+    decision = admit(_state(), "CREATE", release)
+    messages = [v.message for v in decision.denials if (v.code, v.field) == ("InvalidPoolName", "metadata.name")]
+    assert messages and all("name the HelmRelease kubernetes-nodes-<cluster>-<pool>" in m for m in messages)
+    assert not any("KubernetesNodes" in m for m in messages)

@@ -209,7 +209,11 @@ def test_names_are_refused_on_create(obj: dict[str, Any], field: str) -> None:
     assert has_denial(decision.denials, "InvalidPoolName", field), [str(v) for v in decision.denials]
 
 
-@pytest.mark.parametrize(("obj", "field"), [r[1:] for r in NAMES_REFUSED], ids=[r[0] for r in NAMES_REFUSED])
+# The tenant namespace rule is the chart's render failure, not a name check: refused on UPDATE too.
+NAMES_ONLY = [r for r in NAMES_REFUSED if r[2] == "metadata.name"]
+
+
+@pytest.mark.parametrize(("obj", "field"), [r[1:] for r in NAMES_ONLY], ids=[r[0] for r in NAMES_ONLY])
 def test_names_are_never_refused_on_update(obj: dict[str, Any], field: str) -> None:
     """The API skips name validation on UPDATE: a stored pool keeps working under its old name."""
     state = _state_with_namespaces()

@@ -33,12 +33,21 @@ def _shown(name: str) -> str:
     return repr(name) if DNS_1035.fullmatch(name) and len(name) <= 63 else "(not shown: not a DNS label)"
 
 
+def _for_release(message: str) -> str:
+    """A chart message about the release name, told to a HelmRelease writer: the HelmRelease
+    itself is what to rename (its name is the release name)."""
+    return message.replace(
+        "name the KubernetesNodes <cluster>-<pool>", "name the HelmRelease kubernetes-nodes-<cluster>-<pool>"
+    )
+
+
 def name_violations(state: State, record: PoolRecord, obj: Mapping[str, Any]) -> list[Violation]:
     """Every naming rule a pool CREATE breaks; ``[]`` for ComputePlane groups (not pools here).
 
     The API's own rule (DNS-1035, length) is checked here; the chart's release-name and tenant
     namespace rules come from the chart's checks (:func:`~workerclass.resolve.chart_checks`);
-    the ownership collision needs the parent app, which only State has.
+    the ownership collision needs the parent app, which only State has. The namespace rule is
+    left to resolution, which reports it on UPDATE too (the chart fails to render the pool).
     """
     if record.kind not in ("KubernetesNodes", "HelmRelease"):
         return []
@@ -53,7 +62,13 @@ def name_violations(state: State, record: PoolRecord, obj: Mapping[str, Any]) ->
                 f"a letter, not ending with '-') of at most {MAX_POOL_NAME} characters, named <cluster>-<pool>",
             )
         )
-    out.extend(failure for failure in chart_checks(state, record) if failure.code == "InvalidPoolName")
+    for failure in chart_checks(state, record):
+        # The tenant namespace rule is a render failure: resolution reports it on every operation.
+        if failure.code != "InvalidPoolName" or failure.field == "metadata.namespace":
+            continue
+        if record.kind == "HelmRelease":
+            failure = Violation(failure.code, failure.field, _for_release(failure.message))
+        out.append(failure)
     prefix = f"{RELEASE_PREFIX}{cluster}-"
     pool = record.release.removeprefix(prefix) if cluster and record.release.startswith(prefix) else ""
     parent = state.cluster(record.namespace, cluster) if cluster else None

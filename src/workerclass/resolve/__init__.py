@@ -530,7 +530,7 @@ def _check_pool_name(state: State, record: PoolRecord, result: Resolution) -> No
     """A node group's name names its MachineDeployment and is the value of its ``deployment-name`` label.
 
     Standalone pools' names are admission's, on CREATE only (``InvalidPoolName``): a stored pool
-    is never refused for its name.
+    is never refused for its name (its namespace, which the chart fails to render, is refused).
     """
     field = record.field
     if record.kind == "ComputePlane" and (len(record.name) > 63 or not DNS_LABEL.fullmatch(record.name)):
@@ -602,10 +602,13 @@ def resolve_pool(state: State, record: PoolRecord) -> tuple[Effective | None, li
     if class_name is not None:
         # Format rules the chart lacks refuse only what the class era brings (API.md section 3).
         result.denials.extend(spec.class_violations)
-    # What the chart refuses at render time (names aside: admission checks them on CREATE only).
+    # What the chart refuses at render time (names aside: admission checks them on CREATE only;
+    # the tenant namespace rule is a render failure of every read, so it stays).
     seen = {(v.code, v.field) for v in result.denials}
     for failure in chart_checks(state, record):
-        if failure.code == "InvalidPoolName" or (class_name is not None and failure.code in CLASS_RESOLVED_CODES):
+        if (failure.code == "InvalidPoolName" and failure.field != "metadata.namespace") or (
+            class_name is not None and failure.code in CLASS_RESOLVED_CODES
+        ):
             continue
         if (failure.code, failure.field) not in seen and not _parse_refused(failure.field, seen):
             result.denials.append(failure)
