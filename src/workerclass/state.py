@@ -8,9 +8,9 @@ unless the objects replace them. Its edge: it indexes and parses; it decides not
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
-from functools import cache
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from functools import cache, cached_property
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -31,7 +31,7 @@ from .model import (
 from .model.reader import key_path
 from .violations import Violation
 
-__all__ = ["ClassRecord", "LoadError", "ObjectRecord", "PoolRecord", "State", "identify"]
+__all__ = ["ClassRecord", "LoadError", "ObjectRecord", "PMap", "PoolRecord", "State", "identify"]
 
 COZYSTACK = "cozystack.io"
 APPS = "apps.cozystack.io"
@@ -84,6 +84,77 @@ def is_pool_release(obj: Mapping[str, Any]) -> bool:
     metadata = obj.get("metadata")
     labels = metadata.get("labels") if isinstance(metadata, dict) else None
     return isinstance(labels, dict) and labels.get(APPLICATION_KIND_LABEL) == "KubernetesNodes"
+
+
+_SHARDS = 256
+
+
+class PMap(Mapping[Any, Any]):
+    """A read-only mapping whose :meth:`set` and :meth:`delete` return a new map in O(1) at any size.
+
+    The keys are spread over :data:`_SHARDS` small dicts by hash; a change copies the one shard it
+    touches (about ``len / 256`` entries) and the shard tuple, and shares every other shard with the
+    map it came from, so a snapshot handed to a request never changes under it (copy-on-write,
+    no lock). Equal to any mapping with the same items.
+    """
+
+    __slots__ = ("_len", "_shards")
+
+    _EMPTY_SHARD: Mapping[Any, Any] = {}
+
+    def __init__(self, items: Mapping[Any, Any] | Iterable[tuple[Any, Any]] = ()) -> None:
+        shards: list[dict[Any, Any]] = [{} for _ in range(_SHARDS)]
+        pairs = items.items() if isinstance(items, Mapping) else items
+        for key, value in pairs:
+            shards[hash(key) % _SHARDS][key] = value
+        self._shards: tuple[Mapping[Any, Any], ...] = tuple(shards)
+        self._len = sum(len(shard) for shard in shards)
+
+    @classmethod
+    def _of(cls, shards: tuple[Mapping[Any, Any], ...], length: int) -> PMap:
+        new = cls.__new__(cls)
+        new._shards, new._len = shards, length
+        return new
+
+    def __getitem__(self, key: Any) -> Any:
+        return self._shards[hash(key) % _SHARDS][key]
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        return self._shards[hash(key) % _SHARDS].get(key, default)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._shards[hash(key) % _SHARDS]
+
+    def __iter__(self) -> Iterator[Any]:
+        for shard in self._shards:
+            yield from shard
+
+    def __len__(self) -> int:
+        return self._len
+
+    def __repr__(self) -> str:
+        return f"PMap({dict(self.items())!r})"
+
+    def set(self, key: Any, value: Any) -> PMap:
+        index = hash(key) % _SHARDS
+        shard = dict(self._shards[index])
+        grown = key not in shard
+        shard[key] = value
+        shards = (*self._shards[:index], shard, *self._shards[index + 1 :])
+        return PMap._of(shards, self._len + grown)
+
+    def delete(self, key: Any) -> PMap:
+        index = hash(key) % _SHARDS
+        if key not in self._shards[index]:
+            return self
+        shard = dict(self._shards[index])
+        del shard[key]
+        shards = (*self._shards[:index], shard, *self._shards[index + 1 :])
+        return PMap._of(shards, self._len - 1)
+
+    def put(self, key: Any, value: Any | None) -> PMap:
+        """:meth:`set`, or :meth:`delete` for ``None``."""
+        return self.delete(key) if value is None else self.set(key, value)
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,6 +238,12 @@ def _builtin_documents() -> tuple[tuple[Document, ...], Document]:
     platform = parse_documents(package.joinpath("platform.yaml").read_text("utf-8"), "builtin/platform.yaml")
     embedded = Document(_embedded_platform(platform[0].obj), platform[0].origin)
     return tuple(classes), embedded
+
+
+def embedded_platform_spec() -> Mapping[str, Any]:
+    """The embedded platform's spec: what a WorkerPlatform's left-out keys fall back to."""
+    spec = _builtin_documents()[1].obj.get("spec")
+    return spec if isinstance(spec, Mapping) else {}
 
 
 def helm_release_name(obj: Mapping[str, Any]) -> str:
@@ -253,23 +330,40 @@ class State:
 
     platform: Platform
     platform_object: Mapping[str, Any]
-    classes: dict[str, ClassRecord]
-    clusters: dict[tuple[str, str], Cluster]
-    pools: dict[tuple[str, str, str], PoolRecord]
-    objects: list[ObjectRecord] = field(default_factory=list)
+    classes: Mapping[str, ClassRecord]
+    clusters: Mapping[tuple[str, str], Cluster]
+    pools: Mapping[tuple[str, str, str], PoolRecord]
+    #: the objects read, by ``(kind, namespace, name)`` (:attr:`objects` lists them in check order)
+    records: Mapping[tuple[str, str, str], ObjectRecord] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
     #: objects of :data:`AUXILIARY_KINDS` (webhook installation), for ``preflight``
     auxiliary: list[ObjectRecord] = field(default_factory=list)
-    #: derived facts computed once per state (e.g. the class rules a class breaks)
+    #: derived facts computed once per state (e.g. the class rules a class breaks). Owned by this
+    #: snapshot alone: :meth:`apply` gives every new snapshot a memo of its own (seeded with the
+    #: ``pool-names`` index it keeps incrementally), never one shared with the state it came from.
     memo: dict[Any, Any] = field(default_factory=dict, repr=False, compare=False)
     #: VirtualMachineClusterInstancetype objects by name: Cozystack's shipped set, then the
     #: folder's or the cluster's (which add or replace by name)
     instancetypes: Mapping[str, Mapping[str, Any]] = field(default_factory=embedded_instancetypes)
     #: ``(namespace, name)`` of a KubernetesNodes -> the values of its backing HelmRelease
     #: ``kubernetes-nodes-<name>`` (what Cozystack's API really stored)
-    backing_values: dict[tuple[str, str], Mapping[str, Any]] = field(default_factory=dict)
+    backing_values: Mapping[tuple[str, str], Mapping[str, Any]] = field(default_factory=dict)
     #: ComputePlanes, as the clusters of their own node groups (not in :attr:`clusters`)
-    compute_planes: dict[tuple[str, str], Cluster] = field(default_factory=dict)
+    compute_planes: Mapping[tuple[str, str], Cluster] = field(default_factory=dict)
+    #: the instance types read from the objects (not the shipped ones), by name
+    cluster_instancetypes: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    #: class name -> the pools whose stored class it is, by pool key (kept incrementally)
+    pools_by_class: Mapping[str, Mapping[tuple[str, str, str], PoolRecord]] = field(default_factory=dict)
+    #: ``(namespace, name)`` -> the kinds of the pools with that name, in :data:`POOL_KINDS` order
+    pool_names: Mapping[tuple[str, str], tuple[str, ...]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.memo.setdefault("pool-names", self.pool_names)
+
+    @cached_property
+    def objects(self) -> list[ObjectRecord]:
+        """The objects read, in dependency order (``check`` admits them so)."""
+        return sorted(self.records.values(), key=lambda r: (r.rank, r.namespace, r.name))
 
     # ------------------------------------------------------------------ construction
 
@@ -339,6 +433,7 @@ class State:
         state.auxiliary = auxiliary
         if instancetypes:
             state.instancetypes = {**embedded_instancetypes(), **instancetypes}
+            state.cluster_instancetypes = PMap(instancetypes)
         return state
 
     @classmethod
@@ -398,18 +493,26 @@ class State:
                 if stored is not None:
                     pools[("KubernetesNodes", namespace, owner)] = stored
         # The platform's own violations are reported when ``check`` admits its object.
-        platform, _ = parse_platform(platform_object.get("spec"))
-        ordered = sorted(records, key=lambda r: (r.rank, r.namespace, r.name))
+        # A WorkerPlatform completes the embedded one key by key (keys it leaves out keep Cozystack's defaults).
+        platform, _ = parse_platform(platform_object.get("spec"), base=embedded_platform_spec())
+        by_class: dict[str, dict[tuple[str, str, str], PoolRecord]] = {}
+        names: dict[tuple[str, str], list[str]] = {}
+        for key, pool in pools.items():
+            if pool.class_name is not None:
+                by_class.setdefault(pool.class_name, {})[key] = pool
+            names.setdefault((key[1], key[2]), []).append(key[0])
         return cls(
             platform=platform,
             platform_object=platform_object,
-            classes=classes,
-            clusters=clusters,
-            pools=pools,
-            objects=ordered,
+            classes=PMap(classes),
+            clusters=PMap(clusters),
+            pools=PMap(pools),
+            records=PMap({(r.kind, r.namespace, r.name): r for r in records}),
             warnings=list(warnings or []),
-            backing_values=backing,
-            compute_planes=compute_planes,
+            backing_values=PMap(backing),
+            compute_planes=PMap(compute_planes),
+            pools_by_class=PMap({name: PMap(members) for name, members in by_class.items()}),
+            pool_names=PMap({key: tuple(sorted(kinds, key=POOL_KINDS.index)) for key, kinds in names.items()}),
         )
 
     # ------------------------------------------------------------------ lookups
@@ -443,11 +546,167 @@ class State:
         return sorted(self.pools.values(), key=lambda p: (p.namespace, p.name, POOL_KINDS.index(p.kind)))
 
     def pools_selecting(self, class_name: str) -> list[PoolRecord]:
-        """Live pools whose stored class is ``class_name``."""
-        return [pool for pool in self.sorted_pools() if pool.class_name == class_name]
+        """Live pools whose stored class is ``class_name`` (from the by-class index, in :meth:`sorted_pools` order)."""
+        members = self.pools_by_class.get(class_name) or {}
+        return sorted(members.values(), key=lambda p: (p.namespace, p.name, POOL_KINDS.index(p.kind)))
 
     def find(self, kind: str, namespace: str, name: str) -> ObjectRecord | None:
-        for record in self.objects:
-            if (record.kind, record.namespace, record.name) == (kind, namespace, name):
-                return record
-        return None
+        return self.records.get((kind, namespace, name))
+
+    # ------------------------------------------------------------------ incremental
+
+    def with_object(self, obj: Mapping[str, Any], *, origin: str = "cluster") -> State:
+        """A new State with ``obj`` added or replaced, as :meth:`from_objects` would read it.
+
+        Costs the same at any number of pools (only the entries it touches are replaced; the
+        rest is shared with this State, which stays as it was). An object ``from_objects`` would
+        skip (not a kind read, a HelmRelease without the pool label, a wrong apiVersion) removes
+        what was stored under its identity. ``warnings`` and ``auxiliary`` are not kept up.
+        """
+        kind, namespace, name = identify(obj)
+        if not name:
+            return self
+        api_version = obj.get("apiVersion")
+        if kind == INSTANCETYPE_KIND:
+            ok = isinstance(api_version, str) and api_version.startswith(INSTANCETYPE_GROUP + "/")
+            return self._with_instancetype(name, obj if ok else None)
+        if kind not in KINDS:
+            return self
+        accepted = isinstance(api_version, str) and api_version.startswith(KINDS[kind][0] + "/")
+        if kind == "HelmRelease" and not is_pool_release(obj):
+            accepted = False
+        record = ObjectRecord(kind, namespace, name, obj, f"{origin}:{kind}/{namespace}/{name}") if accepted else None
+        return self._apply(kind, namespace, name, record)
+
+    def without(self, kind: str, namespace: str, name: str) -> State:
+        """A new State with the object ``(kind, namespace, name)`` gone (``namespace`` "" if cluster-scoped)."""
+        if kind == INSTANCETYPE_KIND:
+            return self._with_instancetype(name, None)
+        if kind not in KINDS:
+            return self
+        namespace = (namespace or "default") if KINDS[kind][1] else ""
+        return self._apply(kind, namespace, name, None)
+
+    def _with_instancetype(self, name: str, obj: Mapping[str, Any] | None) -> State:
+        ours = (
+            PMap(self.cluster_instancetypes)
+            if not isinstance(self.cluster_instancetypes, PMap)
+            else self.cluster_instancetypes
+        )
+        ours = ours.put(name, obj)
+        merged = {**embedded_instancetypes(), **ours} if ours else embedded_instancetypes()
+        return self._next(cluster_instancetypes=ours, instancetypes=merged)
+
+    def _next(self, **changes: Any) -> State:
+        return replace(self, memo={}, warnings=[], **changes)
+
+    def _apply(self, kind: str, namespace: str, name: str, record: ObjectRecord | None) -> State:
+        key = (kind, namespace, name)
+        previous = self.records.get(key)
+        if previous is None and record is None:
+            return self
+        records = _pmap(self.records).put(key, record)
+        if kind == "WorkerPlatform":
+            if name != "default":
+                return self._next(records=records)
+            platform_only = State.from_records([record] if record is not None else [])
+            return self._next(
+                records=records, platform=platform_only.platform, platform_object=platform_only.platform_object
+            )
+        if kind == "WorkerClass":
+            if record is not None:
+                spec, violations = parse_class_spec(record.obj.get("spec"))
+                entry: ClassRecord | None = ClassRecord(name, spec, record.obj, False, tuple(violations))
+            else:
+                entry = next((c for c in _builtin_class_records() if c.name == name), None)
+            return self._next(records=records, classes=_pmap(self.classes).put(name, entry))
+        if kind == "Kubernetes":
+            cluster = parse_cluster(namespace, name, record.obj.get("spec"))[0] if record is not None else None
+            return self._next(records=records, clusters=_pmap(self.clusters).put((namespace, name), cluster))
+        pools = _PoolIndex(self)
+        changes: dict[str, Any] = {"records": records}
+        if kind == "ComputePlane":
+            for pool in node_group_pools(previous.obj) if previous is not None else []:
+                pools.put(("ComputePlane", namespace, pool.name), None)
+            for pool in node_group_pools(record.obj) if record is not None else []:
+                pools.put(("ComputePlane", namespace, pool.name), pool)
+            plane = parse_cluster(namespace, name, record.obj.get("spec"))[0] if record is not None else None
+            changes["compute_planes"] = _pmap(self.compute_planes).put((namespace, name), plane)
+        elif kind == "KubernetesNodes":
+            changes["backing_values"] = pools.group(records, namespace, name, _pmap(self.backing_values))
+        elif name.startswith(RELEASE_PREFIX):
+            owner = name.removeprefix(RELEASE_PREFIX)
+            changes["backing_values"] = pools.group(records, namespace, owner, _pmap(self.backing_values))
+        else:
+            pools.put(key, pool_from_object(record.obj) if record is not None else None)
+        return self._next(**changes, **pools.changes())
+
+
+def _pmap(mapping: Mapping[Any, Any]) -> PMap:
+    return mapping if isinstance(mapping, PMap) else PMap(mapping)
+
+
+@cache
+def _builtin_class_records() -> tuple[ClassRecord, ...]:
+    out = []
+    for document in _builtin_documents()[0]:
+        _, _, name = identify(document.obj)
+        spec, violations = parse_class_spec(document.obj.get("spec"))
+        out.append(ClassRecord(name, spec, document.obj, True, tuple(violations)))
+    return tuple(out)
+
+
+class _PoolIndex:
+    """The pool maps of one State being changed: ``pools`` and the by-class and by-name indexes."""
+
+    def __init__(self, state: State) -> None:
+        self.pools = _pmap(state.pools)
+        self.by_class = _pmap(state.pools_by_class)
+        self.names = _pmap(state.pool_names)
+
+    def put(self, key: tuple[str, str, str], pool: PoolRecord | None) -> None:
+        kind, namespace, name = key
+        old = self.pools.get(key)
+        if old is None and pool is None:
+            return
+        self.pools = self.pools.put(key, pool)
+        for record, present in ((old, False), (pool, True)):
+            if record is not None and record.class_name is not None:
+                members = _pmap(self.by_class.get(record.class_name) or {})
+                members = members.set(key, record) if present else members.delete(key)
+                self.by_class = self.by_class.put(record.class_name, members if members else None)
+        kinds = set(self.names.get((namespace, name), ()))
+        kinds.discard(kind)
+        if pool is not None:
+            kinds.add(kind)
+        ordered = tuple(sorted(kinds, key=POOL_KINDS.index))
+        self.names = self.names.put((namespace, name), ordered or None)
+
+    def group(
+        self, records: Mapping[tuple[str, str, str], ObjectRecord], namespace: str, owner: str, backing: PMap
+    ) -> PMap:
+        """KubernetesNodes ``owner`` and HelmRelease ``kubernetes-nodes-<owner>`` again, paired as
+        :meth:`State.from_records` pairs them."""
+        nodes_key = ("KubernetesNodes", namespace, owner)
+        release_key = ("HelmRelease", namespace, RELEASE_PREFIX + owner)
+        nodes_record, release_record = records.get(nodes_key), records.get(release_key)
+        nodes = pool_from_object(nodes_record.obj) if nodes_record is not None else None
+        release = pool_from_object(release_record.obj) if release_record is not None else None
+        values: Mapping[str, Any] | None = None
+        if nodes is not None and release is not None:
+            values = release.values
+            nodes = pool_from_object(
+                {
+                    "apiVersion": f"{APPS}/v1alpha1",
+                    "kind": "KubernetesNodes",
+                    "metadata": {"name": owner, "namespace": namespace},
+                    "spec": values,
+                }
+            )
+            release = None
+        self.put(nodes_key, nodes)
+        self.put(release_key, release)
+        return backing.put((namespace, owner), values)
+
+    def changes(self) -> dict[str, Any]:
+        return {"pools": self.pools, "pools_by_class": self.by_class, "pool_names": self.names}

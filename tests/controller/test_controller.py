@@ -119,7 +119,7 @@ async def running(
         }
     )
     client = AsyncClient(config=config, trust_env=False)
-    cache = ClusterCache(client, resources=CONTROLLER_WATCHED, retry_delay=0.05, max_retry_delay=0.2, debounce=0.01)
+    cache = ClusterCache(client, resources=CONTROLLER_WATCHED, retry_delay=0.05, max_retry_delay=0.2)
     await cache.start()
 
     def login(**_: Any) -> kopf.ConnectionInfo:

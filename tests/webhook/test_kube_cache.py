@@ -67,7 +67,7 @@ async def cache(kmock: kmock.KubernetesEmulator) -> AsyncIterator[ClusterCache]:
         }
     )
     client = AsyncClient(config=config, trust_env=False)
-    cache = ClusterCache(client, retry_delay=0.05, max_retry_delay=0.2, debounce=0.01)
+    cache = ClusterCache(client, retry_delay=0.05, max_retry_delay=0.2)
     yield cache
     await cache.stop()
     await client.close()
@@ -207,7 +207,7 @@ class FlakyClient:
 
 async def test_broken_watch_is_followed_by_a_fresh_list() -> None:
     client = FlakyClient(example_objects())
-    cache = ClusterCache(client, retry_delay=0.01, debounce=0.01)
+    cache = ClusterCache(client, retry_delay=0.01)
     await cache.start()
     try:
         await eventually(lambda: cache.state is not None and cache.state.worker_class("late") is not None)

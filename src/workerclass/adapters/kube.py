@@ -1,6 +1,6 @@
-"""The cluster-backed state: list and watch what admission reads, rebuild a State on every change.
+"""The cluster-backed state: list and watch what admission reads, keep a State current per event.
 
-Its edge: the Kubernetes API in (through lightkube's async client), whole
+Its edge: the Kubernetes API in (through lightkube's async client), immutable
 :class:`~workerclass.state.State` snapshots out. What it reads is :data:`WATCHED`, which is also
 where the install manifests take their RBAC rules from, so the ServiceAccount can read exactly
 this and nothing else.
@@ -14,6 +14,14 @@ it is listed again (a stale read rather than an outage, as with client-go inform
 resource not current for ``stale_after`` seconds (no list or event: a frozen connection, a failing
 API) makes ``reason`` non-empty, so the webhook reports not ready and says which and why.
 Errors reach logs and ``reason`` only as status code and reason (:func:`short_error`).
+
+Cost per event: an object is stored :func:`trimmed` to what State (admission, resolution, the
+controller) reads; an event whose trimmed object equals the stored one (a status write by Flux, a
+managedFields or resourceVersion bump, an annotation) is dropped there. Any other event makes the
+next snapshot with :meth:`State.with_object` / :meth:`State.without`, which replaces only the
+entries the object touches and shares the rest (no rebuild, no lock: a request holds the snapshot
+it started with). The first lists are paginated (``limit`` :data:`LIST_CHUNK`, ``continue``) and
+the first State is built once from the complete lists (``State.from_objects``).
 
 lightkube is imported lazily so that importing this module (for :data:`WATCHED`) needs no client.
 """
@@ -29,7 +37,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..state import APPLICATION_KIND_LABEL, State
+from ..state import APPLICATION_KIND_LABEL, INSTANCETYPE_KIND, State
 from ..webhook.sources import SyncReport, age_report, where
 
 logger = logging.getLogger("workerclass.kube")
@@ -87,6 +95,49 @@ CONTROLLER_WATCHED: tuple[Watched, ...] = tuple(
     for watched in WATCHED
     if watched.kind in ("WorkerPlatform", "WorkerClass", "KubernetesNodes", "HelmRelease")
 )
+
+
+#: objects per list page (``limit``; lightkube follows ``continue``)
+LIST_CHUNK = 500
+
+#: metadata keys State reads, by kind (every kind: name, namespace); labels only where read
+_METADATA: dict[str, tuple[str, ...]] = {
+    # the controller's status writes (uid, generation), retention and admission's deleting check
+    "WorkerClass": ("uid", "generation", "deletionTimestamp", "finalizers"),
+}
+#: ``spec`` keys State reads of a HelmRelease (:func:`~workerclass.state.pool_from_object`,
+#: :func:`~workerclass.state.helm_release_name`); chart, interval, install... are Flux's
+_HELMRELEASE_SPEC = ("values", "releaseName", "targetNamespace")
+
+
+def trimmed(kind: str, raw: Mapping[str, Any]) -> dict[str, Any]:
+    """``raw`` reduced to what State and its readers use: apiVersion, kind, name and namespace, the
+    spec (a HelmRelease's values, releaseName and targetNamespace), a HelmRelease's application
+    label, and for a WorkerClass its uid, generation, deletionTimestamp, finalizers and status
+    (the controller compares the status it would write). No managedFields, resourceVersion,
+    annotations or other status. ``tests/state`` checks that State decides the same on trimmed
+    objects as on whole ones."""
+    out: dict[str, Any] = {"apiVersion": raw.get("apiVersion"), "kind": raw.get("kind")}
+    metadata = raw.get("metadata")
+    metadata = metadata if isinstance(metadata, Mapping) else {}
+    meta: dict[str, Any] = {key: metadata[key] for key in ("name", "namespace") if key in metadata}
+    for key in _METADATA.get(kind, ()):
+        if metadata.get(key) is not None:
+            meta[key] = metadata[key]
+    labels = metadata.get("labels")
+    if kind == "HelmRelease" and isinstance(labels, Mapping) and APPLICATION_KIND_LABEL in labels:
+        meta["labels"] = {APPLICATION_KIND_LABEL: labels[APPLICATION_KIND_LABEL]}
+    out["metadata"] = meta
+    spec = raw.get("spec")
+    if kind == "HelmRelease" and isinstance(spec, Mapping):
+        out["spec"] = {key: spec[key] for key in _HELMRELEASE_SPEC if key in spec}
+    elif "spec" in raw:
+        out["spec"] = spec
+    if kind == INSTANCETYPE_KIND:
+        return out
+    if kind == "WorkerClass" and "status" in raw:
+        out["status"] = raw["status"]
+    return out
 
 
 #: metav1.StatusReason values: the only server-sent reasons quoted (any other text is the server's
@@ -165,7 +216,7 @@ class ClusterCache:
         resources: tuple[Watched, ...] = WATCHED,
         retry_delay: float = 1.0,
         max_retry_delay: float = 30.0,
-        debounce: float = 0.05,
+        debounce: float = 0.0,
         watch_timeout: int = 30,
         watch_margin: float = 10.0,
         list_timeout: float = 30.0,
@@ -182,15 +233,19 @@ class ClusterCache:
         self.resources = resources
         self.retry_delay = retry_delay
         self.max_retry_delay = max_retry_delay
-        self.debounce = debounce
         self._stores: dict[str, dict[tuple[str, str], dict[str, Any]]] = {}
         self._listed: set[str] = set()
         self._errors: dict[str, str] = {}
         self._progress: dict[str, _Progress] = {watched.kind: _Progress() for watched in resources}
         self._state: State | None = None
-        self._dirty = asyncio.Event()
+        #: accepted for callers written for the rebuilding cache; events are applied as they arrive
+        self.debounce = debounce
         self._tasks: list[asyncio.Task[None]] = []
+        #: how many snapshots were made (cold sync included)
         self.generation = 0
+        #: events applied to the State, and events dropped because nothing read changed
+        self.applied = 0
+        self.dropped = 0
 
     # ------------------------------------------------------------------ StateSource
 
@@ -251,7 +306,6 @@ class ClusterCache:
             asyncio.create_task(self._follow(watched), name=f"workerclass-watch-{watched.plural}")
             for watched in self.resources
         ]
-        self._tasks.append(asyncio.create_task(self._rebuild_loop(), name="workerclass-state-rebuild"))
 
     async def stop(self) -> None:
         for task in self._tasks:
@@ -287,7 +341,7 @@ class ClusterCache:
         if not isinstance(metadata, dict) or not isinstance(metadata.get("name"), str):
             return None
         namespace = metadata.get("namespace") or ""
-        return (namespace if isinstance(namespace, str) else "", metadata["name"]), raw
+        return (namespace if isinstance(namespace, str) else "", metadata["name"]), trimmed(watched.kind, raw)
 
     def _fresh(self, watched: Watched) -> None:
         progress = self._progress[watched.kind]
@@ -296,7 +350,7 @@ class ClusterCache:
 
     async def _list(self, watched: Watched, resource: Any, scope: dict[str, Any]) -> tuple[dict[Any, Any], str | None]:
         async with asyncio.timeout(self.list_timeout):
-            listing = self._client.list(resource, **scope)
+            listing = self._client.list(resource, chunk_size=LIST_CHUNK, **scope)
             items: dict[tuple[str, str], dict[str, Any]] = {}
             async for obj in listing:
                 entry = self._normalized(watched, obj)
@@ -327,8 +381,7 @@ class ClusterCache:
                 self._listed.add(watched.kind)
                 self._errors.pop(watched.kind, None)
                 self._fresh(watched)
-                if previous is None or _versions(previous) != _versions(items):
-                    self._changed()
+                self._relisted(watched, previous or {}, items)
                 if first:
                     logger.info("listed %d %s", len(items), watched.name)
                 delay = self.retry_delay
@@ -349,13 +402,8 @@ class ClusterCache:
                         if event not in ("ADDED", "MODIFIED", "DELETED"):
                             continue  # BOOKMARK: nothing changed
                         entry = self._normalized(watched, obj)
-                        if entry is None:
-                            continue
-                        if event == "DELETED":
-                            items.pop(entry[0], None)
-                        else:
-                            items[entry[0]] = entry[1]
-                        self._changed()
+                        if entry is not None:
+                            self._event(watched, items, entry[0], None if event == "DELETED" else entry[1])
                 finally:
                     close = getattr(events, "aclose", None)
                     if close is not None:
@@ -378,40 +426,67 @@ class ClusterCache:
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, self.max_retry_delay)
 
-    def _changed(self) -> None:
-        self._dirty.set()
+    def _event(
+        self,
+        watched: Watched,
+        items: dict[tuple[str, str], dict[str, Any]],
+        key: tuple[str, str],
+        obj: dict[str, Any] | None,
+    ) -> None:
+        """One watch event: stored and applied to the State, or dropped when nothing read changed."""
+        if items.get(key) == obj:
+            self.dropped += 1
+            return
+        if obj is None:
+            del items[key]
+        else:
+            items[key] = obj
+        self.applied += 1
+        self._apply(watched, key, obj)
 
-    async def _rebuild_loop(self) -> None:
-        while True:
-            await self._dirty.wait()
-            await asyncio.sleep(self.debounce)  # one rebuild for a burst of events
-            self._dirty.clear()
-            if any(watched.kind not in self._listed for watched in self.resources):
-                continue
-            objects = [obj for store in self._stores.values() for obj in store.values()]
-            try:
-                state = await asyncio.to_thread(State.from_objects, objects)
-            except Exception as error:  # a builder bug must not end the cache; keep the previous snapshot
-                # its type and where, never its message (it may quote an object's values)
-                logger.error(
-                    "rebuilding the state from %d objects failed: %s at %s",
-                    len(objects),
-                    type(error).__name__,
-                    where(error),
-                )
-                continue
-            if self._state is None:
-                logger.info("cluster cache synced: %d objects", len(objects))
+    def _apply(self, watched: Watched, key: tuple[str, str], obj: dict[str, Any] | None) -> None:
+        if self._state is None:
+            return  # the first State is built from the complete lists
+        try:
+            state = self._state.without(watched.kind, *key) if obj is None else self._state.with_object(obj)
+        except Exception as error:  # a State bug must not end the cache: rebuild from the stores instead
+            logger.error(
+                "applying a %s event failed: %s at %s; rebuilding", watched.kind, type(error).__name__, where(error)
+            )
+            self._rebuild()
+            return
+        if state is not self._state:
             self._state = state
             self.generation += 1
 
+    def _relisted(
+        self,
+        watched: Watched,
+        previous: Mapping[tuple[str, str], dict[str, Any]],
+        items: Mapping[tuple[str, str], dict[str, Any]],
+    ) -> None:
+        """A list: the first State once every resource is listed, else what changed since the last list."""
+        if self._state is None:
+            if all(other.kind in self._listed for other in self.resources):
+                self._rebuild()
+            return
+        for key in previous.keys() - items.keys():
+            self._apply(watched, key, None)
+        for key, obj in items.items():
+            if previous.get(key) != obj:
+                self._apply(watched, key, obj)
 
-def _versions(items: Mapping[tuple[str, str], Mapping[str, Any]]) -> dict[tuple[str, str], object]:
-    """Each object's resourceVersion (an unchanged re-list need not rebuild the state)."""
-    out: dict[tuple[str, str], object] = {}
-    for key, obj in items.items():
-        metadata = obj.get("metadata")
-        out[key] = metadata.get("resourceVersion") if isinstance(metadata, Mapping) else None
-        if out[key] is None:
-            out[key] = id(obj)  # no version to compare: count it as changed
-    return out
+    def _rebuild(self) -> None:
+        objects = [obj for store in self._stores.values() for obj in store.values()]
+        try:
+            state = State.from_objects(objects)
+        except Exception as error:  # a builder bug must not end the cache; keep the previous snapshot
+            # its type and where, never its message (it may quote an object's values)
+            logger.error(
+                "building the state from %d objects failed: %s at %s", len(objects), type(error).__name__, where(error)
+            )
+            return
+        if self._state is None:
+            logger.info("cluster cache synced: %d objects", len(objects))
+        self._state = state
+        self.generation += 1
