@@ -63,7 +63,7 @@ def test_render_one_pool_as_json_list() -> None:
     result = run("render", str(EXAMPLES), "--pool", "tenant-example/example-talos", "-o", "json")
     assert result.exit_code == 0, result.stderr
     document = json.loads(result.stdout)
-    assert (document["apiVersion"], document["kind"]) == ("v1", "List")
+    assert list(document) == ["items", "pools"]  # API.md section 4: exactly these keys
     kinds = [item["kind"] for item in document["items"]]
     for kind in ("KubevirtMachineTemplate", "MachineDeployment", "MachineHealthCheck", "WorkloadMonitor", "Job"):
         assert kinds.count(kind) == 1, kind

@@ -66,9 +66,7 @@ def render_command(
     pool: Annotated[str | None, typer.Option("--pool", metavar="NS/NAME", help="Only this pool.")] = None,
     output: Annotated[
         ManifestFormat,
-        typer.Option(
-            "--output", "-o", help='yaml: documents separated by ---; json: {"items", "pools"}.'
-        ),
+        typer.Option("--output", "-o", help='yaml: documents separated by ---; json: {"items", "pools"}.'),
     ] = ManifestFormat.yaml,
     talos_config_template: Annotated[
         bool,
