@@ -414,12 +414,21 @@ def test_a_config_template_changed_under_its_name_reaches_new_machines_only() ->
 
 @pytest.mark.usefixtures("chart_like")
 def test_a_rolling_machine_template_field_replaces() -> None:
-    result = plan(state(), state(WorkerPlatform=_patch("v1.35.7")))
+    """A new pool minor changes the MachineDeployment's machine template version: Cluster API rolls it.
+
+    (A platform-map patch bump no longer does for Talos pools: they render the chart's own
+    version map, and the pool gets a warning instead; see test_core_version_map.)
+    """
+
+    def minor(obj: dict[str, Any]) -> None:
+        obj["spec"]["version"] = "v1.34"
+
+    result = plan(state(), state(**{"example-talos": minor}))
     row = rows(result)["tenant-example/example-talos"]
     assert (row.action, row.replace, row.new_machines_only) == ("replace", True, ())
-    assert "Kubernetes version: v1.35.6 -> v1.35.7" in row.reasons
+    assert "Kubernetes version: v1.35.6 -> v1.34.9" in row.reasons
     assert (
-        "machines replaced: MachineDeployment kubernetes-example-talos spec.template.spec.version: v1.35.6 -> v1.35.7"
+        "machines replaced: MachineDeployment kubernetes-example-talos spec.template.spec.version: v1.35.6 -> v1.34.9"
     ) in row.reasons
     assert result.detailed_exit_code() == 2
 
