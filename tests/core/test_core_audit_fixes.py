@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
+
 from workerclass.admission import admit, validate
 from workerclass.state import State
 
@@ -111,3 +113,24 @@ def test_a_helm_release_with_a_bad_name_is_told_to_rename_the_helm_release() -> 
     messages = [v.message for v in decision.denials if (v.code, v.field) == ("InvalidPoolName", "metadata.name")]
     assert messages and all("name the HelmRelease kubernetes-nodes-<cluster>-<pool>" in m for m in messages)
     assert not any("KubernetesNodes" in m for m in messages)
+
+
+# ---------------------------------------------------------------- an unsupported minor (#4)
+
+
+@pytest.mark.parametrize("minor", ["v1.30", "v1.36", "v1.20"])
+def test_an_unsupported_minor_is_unsupported_version_alone_and_first(minor: str) -> None:
+    pool = make_pool("v", workerClassName=None, version=minor, minReplicas=-1)
+    state = _state(pool)
+    for operation in ("CREATE", "UPDATE"):
+        decision = admit(state, operation, pool, pool)
+        codes = [v.code for v in decision.denials]
+        assert codes[0] == "UnsupportedVersion", (operation, codes)
+        assert codes.count("UnsupportedVersion") == 1
+        assert not {"ControlPlaneTooOld", "TalosKubernetesIncompatible"} & set(codes), (operation, codes)
+        assert "InvalidReplicas" in codes  # the other rules still run
+
+
+def test_a_supported_minor_too_old_for_the_control_plane_is_still_refused() -> None:
+    pool = make_pool("v", workerClassName=None, version="v1.31")
+    assert [v.code for v in admit(_state(), "CREATE", pool).denials] == ["ControlPlaneTooOld"]

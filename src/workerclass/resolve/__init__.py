@@ -548,8 +548,28 @@ def _check_pool_name(state: State, record: PoolRecord, result: Resolution) -> No
         )
 
 
+#: Denials a pool minor yields only when it is usable: with ``UnsupportedVersion`` they are noise.
+_MINOR_DERIVED = frozenset({"ControlPlaneTooOld", "TalosKubernetesIncompatible"})
+
+
+def _root_version_cause(denials: list[Violation], field: str) -> list[Violation]:
+    """API.md section 3: a pool minor not in the map is ``UnsupportedVersion``, reported alone for the
+    version (the control-plane skew and the Talos support matrix of an unusable minor are dropped)
+    and first, so CREATE and UPDATE list it in the same place and ``status.reason`` names it."""
+    unsupported = [v for v in denials if v.code == "UnsupportedVersion" and v.field == f"{field}.version"]
+    if not unsupported:
+        return denials
+    rest = [v for v in denials if v.code != "UnsupportedVersion" or v.field != f"{field}.version"]
+    return unsupported[:1] + [v for v in rest if v.code not in _MINOR_DERIVED]
+
+
 def resolve_pool(state: State, record: PoolRecord) -> tuple[Effective | None, list[Violation], list[str]]:
     """Resolve one pool. Never raises: returns ``(effective or None, denials, warnings)``."""
+    effective, denials, warnings = _resolve_pool(state, record)
+    return effective, _root_version_cause(denials, record.field), warnings
+
+
+def _resolve_pool(state: State, record: PoolRecord) -> tuple[Effective | None, list[Violation], list[str]]:
     field = record.field
     spec = record.spec
     result = Resolution(list(record.violations), [], {})
