@@ -214,3 +214,41 @@ async def test_broken_watch_is_followed_by_a_fresh_list() -> None:
         assert client.lists["WorkerClass"] == 2 and client.watches["WorkerClass"] == 2
     finally:
         await cache.stop()
+
+
+async def test_events_that_change_nothing_read_are_dropped() -> None:
+    """A status write, a managedFields or resourceVersion bump is dropped before it touches the State;
+    a change to what is read makes a new snapshot, and the one a request held stays as it was."""
+    from workerclass.adapters.kube import trimmed
+
+    releases = next(watched for watched in WATCHED if watched.kind == "HelmRelease")
+    cache = ClusterCache(object())
+    objects = example_objects()
+    for watched in WATCHED:
+        cache._stores[watched.kind] = {}
+        cache._listed.add(watched.kind)
+    for obj in objects:
+        watched = BY_KIND[obj["kind"]]
+        key = (obj["metadata"].get("namespace", ""), obj["metadata"]["name"])
+        cache._stores[watched.kind][key] = trimmed(watched.kind, obj)
+    cache._rebuild()
+    first = cache.state
+    assert first is not None
+    release = next(obj for obj in objects if obj["kind"] == "HelmRelease")
+    key = (release["metadata"]["namespace"], release["metadata"]["name"])
+    noisy = json.loads(json.dumps(release))
+    noisy["metadata"].update(resourceVersion="99", managedFields=[{"manager": "helm-controller"}])
+    noisy["status"] = {"conditions": [{"type": "Ready", "status": "True"}]}
+    noisy["spec"]["interval"] = "10m"
+    items = cache._stores["HelmRelease"]
+    cache._event(releases, items, key, trimmed("HelmRelease", noisy))
+    assert (cache.state, cache.applied, cache.dropped) == (first, 0, 1)
+    noisy["spec"]["values"]["maxReplicas"] = 7
+    cache._event(releases, items, key, trimmed("HelmRelease", noisy))
+    state = cache.state
+    assert state is not None and state is not first and cache.applied == 1
+    owner = key[1].removeprefix("kubernetes-nodes-")
+    assert state.stored_values(key[0], owner)["maxReplicas"] == 7  # type: ignore[index]
+    assert first.stored_values(key[0], owner)["maxReplicas"] == 3  # type: ignore[index]
+    cache._event(releases, items, key, None)
+    assert cache.state is not None and cache.state.backing_values.get((key[0], owner)) is None
