@@ -10,7 +10,7 @@ import pytest
 from workerclass.admission import admit, validate
 from workerclass.state import State
 
-from .builders import TALOS_EXAMPLE, make_cluster, make_pool, make_release, pairs, rename
+from .builders import TALOS_EXAMPLE, make_class, make_cluster, make_pool, make_release, pairs, rename
 
 PARTIAL_PLATFORM = {
     "apiVersion": "cozystack.io/v1alpha1",
@@ -134,3 +134,25 @@ def test_an_unsupported_minor_is_unsupported_version_alone_and_first(minor: str)
 def test_a_supported_minor_too_old_for_the_control_plane_is_still_refused() -> None:
     pool = make_pool("v", workerClassName=None, version="v1.31")
     assert [v.code for v in admit(_state(), "CREATE", pool).denials] == ["ControlPlaneTooOld"]
+
+
+# ---------------------------------------------------------------- IncompleteImage (#10)
+
+
+def _class_codes(**image: Any) -> list[str]:
+    cls = make_class("img", "kairos", image=image)
+    return [v.code for v in validate(_state(), "CREATE", cls).denials]
+
+
+def test_both_image_fields_set_one_malformed_is_invalid_not_incomplete() -> None:
+    codes = _class_codes(kubernetesVersion="1.35", reference="x")
+    assert "Invalid" in codes and "ImageNotPinned" in codes
+    assert "IncompleteImage" not in codes
+
+
+@pytest.mark.parametrize("empty", [None, ""])
+def test_one_image_field_absent_or_empty_is_incomplete(empty: Any) -> None:
+    image = (
+        {"kubernetesVersion": "v1.35.6", "reference": empty} if empty is not None else {"kubernetesVersion": "v1.35.6"}
+    )
+    assert "IncompleteImage" in _class_codes(**image)

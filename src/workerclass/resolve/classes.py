@@ -109,8 +109,15 @@ def class_rule_violations(
             )
         )
     if image is not None:
-        if bool(image.kubernetes_version) != bool(image.reference):
-            missing = "reference" if image.kubernetes_version else "kubernetesVersion"
+        # IncompleteImage: exactly one of the two fields absent or empty; a malformed one that is
+        # set is the reader's Invalid (API.md section 3), not a missing one.
+        raw_image = raw.get("image") if isinstance(raw, dict) else None
+        supplied = {
+            key: isinstance(raw_image, dict) and raw_image.get(key) not in (None, "")
+            for key in ("kubernetesVersion", "reference")
+        }
+        if supplied["kubernetesVersion"] != supplied["reference"]:
+            missing = "reference" if supplied["kubernetesVersion"] else "kubernetesVersion"
             denials.append(
                 Violation(
                     "IncompleteImage",
