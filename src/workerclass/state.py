@@ -410,8 +410,10 @@ class State:
                     warnings.append(f"{document.origin}: skipped {kind} {name or '?'}: not {INSTANCETYPE_GROUP}")
                 continue
             if kind not in KINDS:
-                label = kind or "an object without kind"
-                warnings.append(f"{document.origin}: skipped {label}: not a kind workerclass reads")
+                # API.md section 4: only documents that are not Kubernetes objects are warned about
+                # (the folder reader does); objects of other kinds are skipped silently.
+                if not kind:
+                    warnings.append(f"{document.origin}: a mapping without kind, not a Kubernetes object: skipped")
                 continue
             if kind == "HelmRelease" and not is_pool_release(obj):
                 continue  # other releases are none of our business

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from workerclass.adapters.folder import LoadError, parse_documents, read_folder, read_paths
+from workerclass.state import State
 
 POOL = """apiVersion: apps.cozystack.io/v1alpha1
 kind: KubernetesNodes
@@ -83,8 +84,8 @@ def test_foreign_documents_are_skipped_with_one_warning_each() -> None:
     documents = parse_documents(text, "site.yml", warnings=warnings)
     assert names(documents) == ["example-a"]
     assert warnings == [
-        "site.yml: document 1 is a list, not a Kubernetes object: skipped",
-        "site.yml: document 2 is a string, not a Kubernetes object: skipped",
+        "site.yml#1: a list, not a Kubernetes object: skipped",
+        "site.yml#2: a string, not a Kubernetes object: skipped",
     ]
 
 
@@ -122,3 +123,20 @@ def test_quoted_names_and_other_keys_named_name_are_fine() -> None:
 def test_missing_path_is_an_error(tmp_path: Path) -> None:
     with pytest.raises(LoadError, match="no such folder"):
         read_paths([str(tmp_path / "nope")])
+
+
+def test_objects_of_kinds_not_read_are_skipped_silently_and_kindless_mappings_warned() -> None:
+    text = (
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\n---\n"
+        "apiVersion: v1\nkind: List\nitems:\n- {apiVersion: v1, kind: Namespace, metadata: {name: ns1}}\n- 3\n---\n"
+        "foo: bar\n---\n" + POOL.format(name="example-a")
+    )
+    warnings: list[str] = []
+    documents = parse_documents(text, "all.yaml", warnings=warnings)
+    state = State.from_documents(documents)
+    assert warnings == [
+        "all.yaml#2.2: a number, not a Kubernetes object: skipped",
+        "all.yaml#3: a mapping without kind, not a Kubernetes object: skipped",
+    ]
+    assert state.warnings == []
+    assert [record.name for record in state.pools.values()] == ["example-a"]

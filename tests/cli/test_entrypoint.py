@@ -266,8 +266,8 @@ def test_a_foreign_document_is_skipped_with_one_warning(tmp_path: Path) -> None:
     (state / "site.yml").write_text("- hosts: all\n  tasks: []\n---\njust text\n")
     result = cli("check", str(state))
     assert result.returncode == 0, result.stderr
-    assert f"{state / 'site.yml'}: document 1 is a list, not a Kubernetes object: skipped" in result.stderr
-    assert f"{state / 'site.yml'}: document 2 is a string, not a Kubernetes object: skipped" in result.stderr
+    assert f"{state / 'site.yml'}#1: a list, not a Kubernetes object: skipped" in result.stderr
+    assert f"{state / 'site.yml'}#2: a string, not a Kubernetes object: skipped" in result.stderr
     assert result.stderr.count("site.yml") == 2
     quiet = cli("check", str(state), "-q")
     assert quiet.returncode == 0 and quiet.stderr == ""

@@ -149,22 +149,23 @@ def _documents(items: Iterator[object], where: str, warnings: list[str] | None) 
     for index, item in enumerate(items):
         if item is None:
             continue
-        if not isinstance(item, dict):
-            if warnings is not None:
-                warnings.append(f"{where}: document {index + 1} is {_describe(item)}, not a Kubernetes object: skipped")
-            continue
-        if item.get("kind") == "List" and isinstance(item.get("items"), list):
+        if isinstance(item, dict) and item.get("kind") == "List" and isinstance(item.get("items"), list):
             for sub, member in enumerate(item["items"]):
-                if isinstance(member, dict):
-                    out.append(Document(member, f"{where}#{index + 1}.{sub + 1}"))
-                elif warnings is not None:
-                    warnings.append(
-                        f"{where}: document {index + 1} item {sub + 1} is {_describe(member)}, "
-                        "not a Kubernetes object: skipped"
-                    )
+                _append(out, member, f"{where}#{index + 1}.{sub + 1}", warnings)
             continue
-        out.append(Document(item, f"{where}#{index + 1}"))
+        _append(out, item, f"{where}#{index + 1}", warnings)
     return out
+
+
+def _append(out: list[Document], item: object, origin: str, warnings: list[str] | None) -> None:
+    """A document that is a Kubernetes object (a mapping with a kind) is kept; any other is skipped
+    with one warning ``FILE#N: ...`` (API.md section 4). Objects of kinds workerclass does not read
+    are the State's to skip, silently."""
+    if isinstance(item, dict) and isinstance(item.get("kind"), str) and item["kind"]:
+        out.append(Document(item, origin))
+    elif warnings is not None:
+        what = "a mapping without kind" if isinstance(item, dict) else _describe(item)
+        warnings.append(f"{origin}: {what}, not a Kubernetes object: skipped")
 
 
 def _yaml_items(text: str, where: str) -> Iterator[object]:
