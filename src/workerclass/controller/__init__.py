@@ -34,7 +34,7 @@ from typing import Any, Protocol
 
 import kopf
 
-from ..adapters.kube import CONTROLLER_WATCHED, short_error
+from ..adapters.kube import CONTROLLER_WATCHED, LIST_CHUNK, short_error
 from ..ops.status import class_status, deletion_blocker, in_use_message
 from ..resolve.classes import BUILTIN_FAMILIES
 from ..state import POOL_KINDS, State, pool_from_object
@@ -117,7 +117,7 @@ class LightkubePoolLister:
             scope: dict[str, Any] = {"namespace": "*"}
             if watched.labels:
                 scope["labels"] = dict(watched.labels)
-            async for obj in self._client.list(resource, **scope):
+            async for obj in self._client.list(resource, chunk_size=LIST_CHUNK, **scope):
                 raw = obj.to_dict() if hasattr(obj, "to_dict") else obj
                 if isinstance(raw, dict):  # list items may leave apiVersion and kind out
                     raw = {"apiVersion": watched.api_version, "kind": watched.kind, **raw}
