@@ -156,3 +156,23 @@ def test_one_image_field_absent_or_empty_is_incomplete(empty: Any) -> None:
         {"kubernetesVersion": "v1.35.6", "reference": empty} if empty is not None else {"kubernetesVersion": "v1.35.6"}
     )
     assert "IncompleteImage" in _class_codes(**image)
+
+
+# ---------------------------------------------------------------- PR 3571's schematic check (#7)
+
+
+@pytest.mark.parametrize("cls", ["talos", "kairos", None])
+def test_an_empty_schematic_beside_kernel_modules_means_the_platform_default(cls: str | None) -> None:
+    pool = make_pool("k", workerClassName=cls, talos={"schematicID": ""}, kernelModules=[])
+    decision = admit(_state(), "CREATE", pool)
+    assert decision.allowed, [str(v) for v in decision.denials]
+
+
+def test_the_schematic_character_check_still_runs_on_a_talos_pool_and_never_on_kairos() -> None:
+    talos = make_pool("k", workerClassName=None, talos={"schematicID": "a$b"}, kernelModules=[])
+    refused = admit(_state(), "UPDATE", talos, talos).denials
+    assert any(v.field == "spec.talos.schematicID" and "must not contain $" in v.message for v in refused)
+    kairos = make_pool("k", workerClassName="kairos", talos={"schematicID": "a$b"}, kernelModules=[])
+    denials = admit(_state(), "CREATE", kairos).denials
+    assert ("TalosSettingOnKairos", "spec.talos.schematicID") in pairs(denials)
+    assert not any("must not contain $" in v.message for v in denials)  # PR 3571's check is the Talos job's

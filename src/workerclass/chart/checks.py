@@ -593,6 +593,8 @@ def _check_pr3571(inp: ChartInput, out: _Collector) -> None:
     else:
         schematic = talos.get("schematicID") if isinstance(talos, Mapping) else None
         field = "spec.talos.schematicID"
+    if schematic == "":
+        return  # "" is the platform default (API.md section 2): the effective schematic is that one
     if not SHELL_SAFE.fullmatch(go_str(schematic)):
         out.add(
             "Invalid",
