@@ -94,3 +94,19 @@ def test_decode_fills_kind_and_namespace_and_name() -> None:
         "kind": "KubernetesNodes",
         "metadata": {"name": "pool", "namespace": "ns"},
     }
+
+
+def test_the_scrubber_hides_request_values_but_never_the_objects_keys() -> None:
+    from workerclass.webhook.review import HIDDEN, scrub
+
+    secret = "ahunter2secretz+Q/"
+    obj = {"spec": {"sshKeys": [secret], "workerClassName": "talos", "foo": {"x": 1}}}
+    denials = [
+        Violation("SSHKeysOnTalos", "spec.sshKeys", "Talos has no SSH server: leave sshKeys empty"),
+        Violation("Invalid", "spec.foo", f"unknown field; expected one of: sshKeys, workerClassName (got {secret})"),
+    ]
+    response = scrub(from_decision("u", Decision(False, "UPDATE", denials=denials), mutating=False), obj)
+    causes = response["status"]["details"]["causes"]
+    assert causes[0]["message"] == "Talos has no SSH server: leave sshKeys empty"
+    assert causes[1]["message"] == f"unknown field; expected one of: sshKeys, workerClassName (got {HIDDEN})"
+    assert secret not in response["status"]["message"] and "leave sshKeys empty" in response["status"]["message"]

@@ -277,8 +277,12 @@ MAX_VALUES = 5000
 
 
 def request_values(*objects: object) -> list[str]:
-    """Strings of the request (values and map keys, walked without recursion) that could be a
-    secret: every one that is not :data:`_SAFE_VALUE`-shaped, longest first."""
+    """String values of the request (walked without recursion) that could be a secret: every one
+    that is not :data:`_SAFE_VALUE`-shaped, longest first.
+
+    Map keys are not collected: they are the object's structure (``sshKeys``, ``workerClassName``),
+    and hiding them would turn messages that name a field into ones a tenant cannot act on. The
+    rules never quote a client's key that is not label-key shaped (field paths stop before one)."""
     found: set[str] = set()
     stack = [obj for obj in objects if obj is not None]
     while stack and len(found) < MAX_VALUES:
@@ -287,7 +291,6 @@ def request_values(*objects: object) -> list[str]:
             if len(item) >= 3 and not _SAFE_VALUE.fullmatch(item):
                 found.add(item)
         elif isinstance(item, dict):
-            stack.extend(item.keys())
             stack.extend(item.values())
         elif isinstance(item, list):
             stack.extend(item)
