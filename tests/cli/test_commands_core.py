@@ -390,3 +390,30 @@ def test_resolve_json_shows_the_mirror_map_as_written(state: Path) -> None:
     assert result.exit_code == 0, result.stderr
     (row,) = json.loads(result.stdout)["pools"]
     assert row["talos"]["registryMirrors"] == mirrors
+
+
+# ------------------------------------------------------------------ --pool of a direct HelmRelease (audit #13)
+
+
+def test_pool_option_finds_a_direct_helm_release_by_either_spelling(state: Path) -> None:
+    release = {
+        "apiVersion": "helm.toolkit.fluxcd.io/v2",
+        "kind": "HelmRelease",
+        "metadata": {
+            "name": "kubernetes-nodes-example-hr",
+            "namespace": "tenant-example",
+            "labels": {"apps.cozystack.io/application.kind": "KubernetesNodes"},
+        },
+        "spec": {
+            "chart": {"spec": {"chart": "kubernetes-nodes"}},
+            "values": {"cluster": "example", "version": "v1.35"},
+        },
+    }
+    write(state / "hr.yaml", release)
+    own = "tenant-example/kubernetes-nodes-example-hr"
+    for spelling in (own, "tenant-example/example-hr"):
+        for command in ("resolve", "render"):
+            result = run(command, str(state), "--pool", spelling, "-o", "json")
+            assert result.exit_code == 0, (command, spelling, result.stderr)
+            assert [row["pool"] for row in json.loads(result.stdout)["pools"]] == [own]
+    assert run("resolve", str(state), "--pool", "tenant-example/example-zz").exit_code == 2

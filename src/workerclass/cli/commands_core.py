@@ -17,7 +17,7 @@ from ..admission import Decision, admit, stored_object, validate
 from ..chart import ChartFailure
 from ..render import RenderError, template_hash
 from ..resolve import Effective, resolve_all
-from ..state import ObjectRecord, PoolRecord, State, identify
+from ..state import RELEASE_PREFIX, ObjectRecord, PoolRecord, State, identify
 from ..violations import Violation
 from .main import QuietOption, app, set_quiet
 from .output import (
@@ -372,6 +372,27 @@ def pool_option_check(state: State, pool: str | None, state_path: list[str]) -> 
         fail(no_pool(pool, state_label(state_path)))
 
 
+def find_pool(state: State, pool: str) -> PoolRecord | None:
+    """The pool ``--pool NS/NAME`` names: by its own identity, else (``NS/<cluster>-<pool>``) the
+    direct-writer HelmRelease ``kubernetes-nodes-<cluster>-<pool>`` that carries it."""
+    found = state.pool(pool)
+    namespace, _, name = pool.partition("/")
+    if found is None and name and not name.startswith(RELEASE_PREFIX):
+        found = state.pools.get(("HelmRelease", namespace, f"{RELEASE_PREFIX}{name}"))
+    return found
+
+
+def selected_pool(state: State, pool: str | None, state_path: list[str]) -> str | None:
+    """``--pool`` as the identity of the pool it names (both spellings of a direct HelmRelease
+    pool are accepted; its rows keep its own ``NS/kubernetes-nodes-...``); exit 2 when none."""
+    if pool is None:
+        return None
+    found = find_pool(state, pool)
+    if found is None:
+        fail(no_pool(pool, state_label(state_path)))
+    return found.identity
+
+
 @app.command("resolve")
 def resolve_command(
     state_path: StateArgument,
@@ -394,7 +415,7 @@ def resolve_command(
 
 def _resolve(state_path: list[str], pool: str | None, output: Format) -> None:
     state = load_state(state_path)
-    pool_option_check(state, pool, state_path)
+    pool = selected_pool(state, pool, state_path)
     resolved = [row for row in resolve_all(state) if pool is None or row[0].identity == pool]
     denied = False
     rows: list[dict[str, Any]] = []
@@ -441,5 +462,6 @@ __all__ = [
     "load_state",
     "pool_option_check",
     "render_denials",
+    "selected_pool",
     "state_label",
 ]

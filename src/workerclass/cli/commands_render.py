@@ -23,7 +23,7 @@ from ..render.text import iter_manifests_yaml
 from ..resolve import resolve_all
 from ..state import State
 from ..violations import Violation
-from .commands_core import StateArgument, load_state, pool_option_check, render_denials
+from .commands_core import StateArgument, load_state, render_denials, selected_pool
 from .main import QuietOption, app, set_quiet
 from .output import (
     EXIT_DENIED,
@@ -92,7 +92,7 @@ def render_command(
         fail("--talos-config-template: this renderer cannot print the TalosConfigTemplate yet")
     with collector_paused():
         state = load_state(state_path)
-        pool_option_check(state, pool, state_path)
+        pool = selected_pool(state, pool, state_path)
         manifests, rows, denied = _render_pools(state, pool, talos_config_template)
         ordered = sort_manifests(manifests)
         del manifests
