@@ -86,48 +86,52 @@ def is_pool_release(obj: Mapping[str, Any]) -> bool:
     return isinstance(labels, dict) and labels.get(APPLICATION_KIND_LABEL) == "KubernetesNodes"
 
 
-_SHARDS = 256
+_FAN = 64  # a PMap is 64 x 64 small dicts
 
 
 class PMap(Mapping[Any, Any]):
     """A read-only mapping whose :meth:`set` and :meth:`delete` return a new map in O(1) at any size.
 
-    The keys are spread over :data:`_SHARDS` small dicts by hash; a change copies the one shard it
-    touches (about ``len / 256`` entries) and the shard tuple, and shares every other shard with the
-    map it came from, so a snapshot handed to a request never changes under it (copy-on-write,
-    no lock). Equal to any mapping with the same items.
+    The keys are spread by hash over a two-level tree of 64 x 64 small dicts; a change copies the
+    one dict it touches (about ``len / 4096`` entries) and the two 64-slot tuples above it, and
+    shares everything else with the map it came from, so a snapshot handed to a request never
+    changes under it (copy-on-write, no lock). Equal to any mapping with the same items.
     """
 
-    __slots__ = ("_len", "_shards")
-
-    _EMPTY_SHARD: Mapping[Any, Any] = {}
+    __slots__ = ("_len", "_tree")
 
     def __init__(self, items: Mapping[Any, Any] | Iterable[tuple[Any, Any]] = ()) -> None:
-        shards: list[dict[Any, Any]] = [{} for _ in range(_SHARDS)]
+        tree: list[list[dict[Any, Any]]] = [[{} for _ in range(_FAN)] for _ in range(_FAN)]
         pairs = items.items() if isinstance(items, Mapping) else items
         for key, value in pairs:
-            shards[hash(key) % _SHARDS][key] = value
-        self._shards: tuple[Mapping[Any, Any], ...] = tuple(shards)
-        self._len = sum(len(shard) for shard in shards)
+            code = hash(key)
+            tree[code % _FAN][(code // _FAN) % _FAN][key] = value
+        self._tree: tuple[tuple[Mapping[Any, Any], ...], ...] = tuple(tuple(row) for row in tree)
+        self._len = sum(len(leaf) for row in tree for leaf in row)
 
     @classmethod
-    def _of(cls, shards: tuple[Mapping[Any, Any], ...], length: int) -> PMap:
+    def _of(cls, tree: tuple[tuple[Mapping[Any, Any], ...], ...], length: int) -> PMap:
         new = cls.__new__(cls)
-        new._shards, new._len = shards, length
+        new._tree, new._len = tree, length
         return new
 
+    def _leaf(self, key: Any) -> Mapping[Any, Any]:
+        code = hash(key)
+        return self._tree[code % _FAN][(code // _FAN) % _FAN]
+
     def __getitem__(self, key: Any) -> Any:
-        return self._shards[hash(key) % _SHARDS][key]
+        return self._leaf(key)[key]
 
     def get(self, key: Any, default: Any = None) -> Any:
-        return self._shards[hash(key) % _SHARDS].get(key, default)
+        return self._leaf(key).get(key, default)
 
     def __contains__(self, key: object) -> bool:
-        return key in self._shards[hash(key) % _SHARDS]
+        return key in self._leaf(key)
 
     def __iter__(self) -> Iterator[Any]:
-        for shard in self._shards:
-            yield from shard
+        for row in self._tree:
+            for leaf in row:
+                yield from leaf
 
     def __len__(self) -> int:
         return self._len
@@ -135,22 +139,27 @@ class PMap(Mapping[Any, Any]):
     def __repr__(self) -> str:
         return f"PMap({dict(self.items())!r})"
 
+    def _with_leaf(self, code: int, leaf: Mapping[Any, Any], length: int) -> PMap:
+        i, j = code % _FAN, (code // _FAN) % _FAN
+        row = self._tree[i]
+        row = (*row[:j], leaf, *row[j + 1 :])
+        return PMap._of((*self._tree[:i], row, *self._tree[i + 1 :]), length)
+
     def set(self, key: Any, value: Any) -> PMap:
-        index = hash(key) % _SHARDS
-        shard = dict(self._shards[index])
-        grown = key not in shard
-        shard[key] = value
-        shards = (*self._shards[:index], shard, *self._shards[index + 1 :])
-        return PMap._of(shards, self._len + grown)
+        code = hash(key)
+        leaf = dict(self._tree[code % _FAN][(code // _FAN) % _FAN])
+        grown = key not in leaf
+        leaf[key] = value
+        return self._with_leaf(code, leaf, self._len + grown)
 
     def delete(self, key: Any) -> PMap:
-        index = hash(key) % _SHARDS
-        if key not in self._shards[index]:
+        code = hash(key)
+        leaf = self._tree[code % _FAN][(code // _FAN) % _FAN]
+        if key not in leaf:
             return self
-        shard = dict(self._shards[index])
-        del shard[key]
-        shards = (*self._shards[:index], shard, *self._shards[index + 1 :])
-        return PMap._of(shards, self._len - 1)
+        smaller = dict(leaf)
+        del smaller[key]
+        return self._with_leaf(code, smaller, self._len - 1)
 
     def put(self, key: Any, value: Any | None) -> PMap:
         """:meth:`set`, or :meth:`delete` for ``None``."""
