@@ -117,11 +117,13 @@ def test_check_duplicate_identity_exits_two(state: Path) -> None:
     assert "pools.yaml" in result.stderr
 
 
-def test_check_unknown_kind_is_skipped_with_a_warning(state: Path) -> None:
+def test_check_unknown_kind_is_skipped_silently_and_a_non_object_with_a_warning(state: Path) -> None:
     write(state / "cm.yaml", {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}})
+    write(state / "notes.yaml", {"title": "not an object"})
     result = run("check", str(state))
     assert result.exit_code == 0
-    assert "skipped ConfigMap" in result.stderr
+    assert "cm.yaml" not in result.stderr and "ConfigMap" not in result.stderr  # API.md section 4
+    assert f"{state / 'notes.yaml'}#1: a mapping without kind, not a Kubernetes object: skipped" in result.stderr
 
 
 def test_check_missing_folder_exits_two(tmp_path: Path) -> None:

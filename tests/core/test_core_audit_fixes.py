@@ -7,10 +7,23 @@ from typing import Any
 
 import pytest
 
+from workerclass import resolve
 from workerclass.admission import admit, validate
 from workerclass.state import State
 
-from .builders import TALOS_EXAMPLE, make_class, make_cluster, make_pool, make_release, pairs, rename
+from .builders import (
+    CHART_FACTORY_URL,
+    CHART_INSTALLER_REPOSITORY,
+    CHART_SCHEMATIC,
+    NAMESPACE,
+    TALOS_EXAMPLE,
+    make_class,
+    make_cluster,
+    make_pool,
+    make_release,
+    pairs,
+    rename,
+)
 
 PARTIAL_PLATFORM = {
     "apiVersion": "cozystack.io/v1alpha1",
@@ -176,3 +189,31 @@ def test_the_schematic_character_check_still_runs_on_a_talos_pool_and_never_on_k
     denials = admit(_state(), "CREATE", kairos).denials
     assert ("TalosSettingOnKairos", "spec.talos.schematicID") in pairs(denials)
     assert not any("must not contain $" in v.message for v in denials)  # PR 3571's check is the Talos job's
+
+
+# ---------------------------------------------------------------- a Kairos pool as the API stores it (#9)
+
+API_TALOS = {
+    "version": "v1.13.6",
+    "schematicID": CHART_SCHEMATIC,
+    "imageFactoryURL": CHART_FACTORY_URL,
+    "installerRepository": CHART_INSTALLER_REPOSITORY,
+    "registryMirrors": {},
+}
+
+
+def test_a_stored_kairos_pool_with_the_apis_talos_defaults_is_not_talos_setting_on_kairos() -> None:
+    stored = make_pool("k", workerClassName="kairos", talos=dict(API_TALOS))
+    state = _state(stored)
+    assert resolve(state, state.pool(f"{NAMESPACE}/{stored['metadata']['name']}")).bootstrap == "kairos"
+    update = admit(state, "UPDATE", stored)
+    assert update.allowed, [str(v) for v in update.denials]
+    create = admit(_state(), "CREATE", stored)
+    assert ("TalosSettingOnKairos", "spec.talos.version") in pairs(create.denials)
+
+
+def test_a_stored_kairos_pool_with_its_own_talos_value_is_still_refused() -> None:
+    stored = make_pool("k", workerClassName="kairos", talos={**API_TALOS, "version": "v1.13.5"})
+    state = _state(stored)
+    found = pairs(admit(state, "UPDATE", stored).denials)
+    assert found == {("TalosSettingOnKairos", "spec.talos.version")}

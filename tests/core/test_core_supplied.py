@@ -250,14 +250,18 @@ def test_kairos_create_with_talos_values_written_is_refused() -> None:
     assert any(v.code == "TalosSettingOnKairos" and v.field == "spec.talos.version" for v in decision.denials)
 
 
-def test_kairos_update_without_a_stored_record_keeps_what_the_old_object_holds() -> None:
-    """No stored record in State: the old object is the best knowledge, nothing counts as filled."""
+def test_kairos_update_without_a_stored_record_takes_the_talos_defaults_for_api_filled() -> None:
+    """No backing HelmRelease in State: a Kairos pool's Talos-only values equal to the chart's
+    defaults are the API's read (a CREATE with them is refused, so the tenant never wrote them)."""
     new, old = update(KAIROS_POOL, {"maxReplicas": 4})
     state = make_state([make_cluster()])
     decision = admit(state, "UPDATE", new, old)
-    assert any(v.code == "TalosSettingOnKairos" for v in decision.denials)
+    assert decision.allowed, [str(v) for v in decision.denials]
     stored = make_state([stored_pool(KAIROS_POOL)])  # a STATE folder holding the KubernetesNodes
     assert admit(stored, "UPDATE", new, old).allowed
+    # a Talos value of the tenant's own (not the chart default) is still refused
+    own, _ = update(KAIROS_POOL, {"talos": {**new["spec"]["talos"], "version": "v1.13.5"}})
+    assert any(v.code == "TalosSettingOnKairos" for v in admit(state, "UPDATE", own, old).denials)
 
 
 def test_helm_release_updates_are_as_written() -> None:

@@ -25,7 +25,7 @@ from ..state import KINDS, State, identify, is_pool_release, pool_from_object
 from ..violations import Violation
 from .decision import Decision
 from .names import name_violations
-from .supplied import api_filled_paths, json_pointer, strip_paths
+from .supplied import api_filled_paths, json_pointer, kairos_filled_paths, strip_paths
 
 __all__ = ["OPERATIONS", "Decision", "admit", "mutate", "stored_object", "supplied_object", "validate"]
 
@@ -154,6 +154,11 @@ def supplied_object(
     if not isinstance(spec, dict):
         return obj
     filled = api_filled_paths(spec, stored_values(state, obj, old))
+    _, namespace, name = identify(obj)
+    if (namespace, name) not in state.backing_values and _family_of(state, obj) == "kairos":
+        # No record of what was written: a Kairos pool's Talos-only chart defaults are the API's
+        # read (a CREATE with them would have been refused), never TalosSettingOnKairos.
+        filled += [path for path in kairos_filled_paths(spec) if path not in filled]
     return {**obj, "spec": strip_paths(spec, filled)} if filled else obj
 
 

@@ -46,6 +46,7 @@ __all__ = [
     "api_filled_paths",
     "apply_schema_defaults",
     "json_pointer",
+    "kairos_filled_paths",
     "strip_paths",
     "values_schema",
 ]
@@ -171,6 +172,22 @@ def _walk(
         else:
             every = False
     return every
+
+
+def kairos_filled_paths(values: Mapping[str, Any]) -> list[Path]:
+    """The Talos-only values of a Kairos pool read as stored, with no record of what was written
+    (no backing HelmRelease), that equal the chart's defaults: the API's read fills them (it
+    applies the schema's ``talos`` defaults to every pool), and a CREATE with them would have been
+    refused, so they are API-filled, never ``TalosSettingOnKairos``."""
+    talos = values.get("talos")
+    defaults = _defaults().get("talos")
+    if not isinstance(talos, Mapping) or not isinstance(defaults, Mapping):
+        return []
+    return [
+        ("talos", key)
+        for key, value in talos.items()
+        if isinstance(key, str) and key in defaults and defaults[key] not in ("", None) and _same(value, defaults[key])
+    ]
 
 
 def _same(value: Any, default: Any) -> bool:

@@ -563,9 +563,37 @@ def _root_version_cause(denials: list[Violation], field: str) -> list[Violation]
     return unsupported[:1] + [v for v in rest if v.code not in _MINOR_DERIVED]
 
 
+def _stored_kairos(state: State, record: PoolRecord) -> PoolRecord:
+    """A stored Kairos KubernetesNodes with no backing HelmRelease, without the Talos-only values
+    the API's read filled in (chart defaults: :func:`~workerclass.admission.supplied.kairos_filled_paths`)."""
+    if record.kind != "KubernetesNodes" or (record.namespace, record.name) in state.backing_values:
+        return record
+    if state.pools.get((record.kind, record.namespace, record.name)) is not record:
+        return record  # a request's object, not the pool as stored
+    selected = state.worker_class(record.class_name) if record.class_name else None
+    if selected is None or selected.spec.bootstrap != "kairos":
+        return record
+    from ..admission.supplied import kairos_filled_paths, strip_paths  # admission imports this module
+
+    paths = kairos_filled_paths(record.values)
+    if not paths:
+        return record
+    obj = {
+        "apiVersion": "apps.cozystack.io/v1alpha1",
+        "kind": "KubernetesNodes",
+        "metadata": {"name": record.name, "namespace": record.namespace},
+        "spec": strip_paths(record.values, paths),
+    }
+    return pool_from_object(obj) or record
+
+
 def resolve_pool(state: State, record: PoolRecord) -> tuple[Effective | None, list[Violation], list[str]]:
-    """Resolve one pool. Never raises: returns ``(effective or None, denials, warnings)``."""
-    effective, denials, warnings = _resolve_pool(state, record)
+    """Resolve one pool. Never raises: returns ``(effective or None, denials, warnings)``.
+
+    A pool as stored (a record of ``state``) is read as the API stores it: a Kairos pool's
+    Talos-only chart defaults with no backing HelmRelease are API-filled (:func:`_stored_kairos`).
+    """
+    effective, denials, warnings = _resolve_pool(state, _stored_kairos(state, record))
     return effective, _root_version_cause(denials, record.field), warnings
 
 
