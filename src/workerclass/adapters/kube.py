@@ -202,9 +202,9 @@ class ClusterCache:
     Liveness: a list has ``list_timeout`` seconds to finish; a watch asks the server to end it
     after ``watch_timeout`` seconds, and one that delivers no event for ``watch_timeout +
     watch_margin`` seconds is given up and the resource listed again (lightkube renews a watch the
-    server ended without telling its caller, so a quiet resource is re-listed at that pace; an
-    unchanged list does not rebuild the state). A resource is *current* when it was listed or sent
-    an event within ``stale_after`` seconds; once synced, ``reason`` names every resource that is
+    server ended without telling its caller, so a quiet resource is re-listed at that pace; a
+    re-list applies only the objects whose trimmed form changed). A resource is *current* when it
+    was listed or sent an event within ``stale_after`` seconds; once synced, ``reason`` names every resource that is
     not (with its last error, reduced to status code and reason), so the webhook reports not ready
     within ``stale_after`` of a source that froze or fails.
     """
