@@ -217,3 +217,16 @@ def test_a_stored_kairos_pool_with_its_own_talos_value_is_still_refused() -> Non
     state = _state(stored)
     found = pairs(admit(state, "UPDATE", stored).denials)
     assert found == {("TalosSettingOnKairos", "spec.talos.version")}
+
+
+# ---------------------------------------------------------------- the parent-cluster move message
+
+
+def test_the_parent_cluster_move_quotes_a_cluster_only_when_it_is_a_dns_label() -> None:
+    secret = "Hunter2-Secret+x"
+    old = make_pool("m", workerClassName=None)
+    old["spec"]["cluster"] = secret
+    new = make_pool("m", workerClassName=None)
+    (moved,) = [v for v in admit(_state(), "UPDATE", new, old).denials if v.field == "spec.cluster"]
+    assert secret not in moved.message and "(not shown: not a DNS label)" in moved.message
+    assert "'example'" in moved.message

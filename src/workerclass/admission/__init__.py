@@ -24,7 +24,7 @@ from ..resolve.classes import BUILTIN_FAMILIES, class_rule_violations, reference
 from ..state import KINDS, State, identify, is_pool_release, pool_from_object
 from ..violations import Violation
 from .decision import Decision
-from .names import name_violations
+from .names import name_violations, shown_name
 from .supplied import api_filled_paths, json_pointer, kairos_filled_paths, strip_paths
 
 __all__ = ["OPERATIONS", "Decision", "admit", "mutate", "stored_object", "supplied_object", "validate"]
@@ -268,8 +268,9 @@ def _validate_pool(
                 Violation(
                     "Invalid",
                     f"{record.field}.cluster",
-                    f"a pool cannot move to another parent cluster ({previous.cluster} -> {record.cluster}): "
-                    f"its machines would be recreated there; create a pool in cluster {record.cluster} instead",
+                    f"a pool cannot move to another parent cluster ({shown_name(previous.cluster)} -> "
+                    f"{shown_name(record.cluster)}): its machines would be recreated there; create a pool in "
+                    f"cluster {shown_name(record.cluster)} instead",
                 )
             )
     name = record.class_name

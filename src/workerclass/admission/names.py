@@ -22,15 +22,19 @@ from ..resolve import chart_checks
 from ..state import RELEASE_PREFIX, PoolRecord, State
 from ..violations import Violation
 
-__all__ = ["MAX_POOL_NAME", "name_violations"]
+__all__ = ["MAX_POOL_NAME", "name_violations", "shown_name"]
 
 #: ``kubernetes-nodes-`` + name within Helm's 53-character release names
 MAX_POOL_NAME = 53 - len(RELEASE_PREFIX)
 DNS_1035 = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?")
 
 
-def _shown(name: str) -> str:
+def shown_name(name: str) -> str:
+    """A name quoted only when it is a DNS label (one that is not may hold anything)."""
     return repr(name) if DNS_1035.fullmatch(name) and len(name) <= 63 else "(not shown: not a DNS label)"
+
+
+_shown = shown_name
 
 
 def _for_release(message: str) -> str:
