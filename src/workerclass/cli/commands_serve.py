@@ -49,7 +49,17 @@ class LogLevel(StrEnum):
     error = "error"
 
 
-def _cluster_source(kubeconfig: Path | None) -> StateSource:
+def _config_error(error: BaseException) -> str:
+    """A kubeconfig error in one line without its message (which may quote a server URL with
+    credentials): :func:`~workerclass.adapters.kube.short_error`, plus a file error's reason."""
+    from ..adapters.kube import short_error
+
+    if isinstance(error, OSError) and error.strerror:
+        return f"{short_error(error)} ({error.strerror})"
+    return short_error(error)
+
+
+def _cluster_source(kubeconfig: Path | None, *, stale_after: float = 60.0) -> StateSource:
     try:
         from lightkube import AsyncClient, KubeConfig
     except ImportError:
@@ -59,8 +69,8 @@ def _cluster_source(kubeconfig: Path | None) -> StateSource:
     try:
         config = KubeConfig.from_file(kubeconfig) if kubeconfig is not None else KubeConfig.from_env()
     except Exception as error:  # lightkube's ConfigError and file errors: one line, no traceback
-        fail(f"no Kubernetes configuration: {str(error).splitlines()[0] if str(error) else type(error).__name__}")
-    return ClusterCache(AsyncClient(config=config, field_manager="workerclass-webhook"))
+        fail(f"no Kubernetes configuration: {_config_error(error)}")
+    return ClusterCache(AsyncClient(config=config, field_manager="workerclass-webhook"), stale_after=stale_after)
 
 
 @serve_app.command("webhook")
@@ -95,6 +105,18 @@ def serve_webhook(
     ] = 20.0,
     access_log: Annotated[bool, typer.Option(help="Log every request line.")] = False,
     log_level: Annotated[LogLevel, typer.Option(help="Log level.")] = LogLevel.info,
+    max_connections: Annotated[
+        int, typer.Option("--max-connections", min=1, help="Open connections at most (the idlest makes room).")
+    ] = 1024,
+    header_timeout: Annotated[
+        float, typer.Option("--header-timeout", min=0.1, help="Seconds a request's headers may take to arrive.")
+    ] = 10.0,
+    stale_after: Annotated[
+        float,
+        typer.Option(
+            "--stale-after", min=1.0, help="Not ready when a watched resource is not current this many seconds."
+        ),
+    ] = 60.0,
 ) -> None:
     """Serve the admission webhooks (API.md section 5) over HTTPS until SIGTERM, then drain.
 
@@ -113,7 +135,9 @@ def serve_webhook(
     except TLSFileError as error:
         fail(str(error))
     source: StateSource = (
-        FolderSource(state, interval=state_interval) if state is not None else _cluster_source(kubeconfig)
+        FolderSource(state, interval=state_interval)
+        if state is not None
+        else _cluster_source(kubeconfig, stale_after=stale_after)
     )
     settings = Settings(
         host=host,
@@ -122,6 +146,8 @@ def serve_webhook(
         shutdown_delay=shutdown_delay,
         shutdown_timeout=shutdown_timeout,
         access_log=access_log,
+        max_connections=max_connections,
+        header_timeout=header_timeout,
     )
     server = WebhookServer(source, tls=tls, settings=settings)
     try:
@@ -174,7 +200,7 @@ def serve_controller(
     try:
         config = KubeConfig.from_file(kubeconfig) if kubeconfig is not None else KubeConfig.from_env()
     except Exception as error:  # lightkube's ConfigError and file errors: one line, no traceback
-        fail(f"no Kubernetes configuration: {str(error).splitlines()[0] if str(error) else type(error).__name__}")
+        fail(f"no Kubernetes configuration: {_config_error(error)}")
     if kubeconfig is not None:
         os.environ["KUBECONFIG"] = str(kubeconfig)  # kopf logs in through the same file as the cache
     settings = ControllerSettings(poll_interval=poll_interval, retain_recheck=retain_recheck)
@@ -198,13 +224,20 @@ def serve_controller(
     except KeyboardInterrupt:
         pass
     except Exception as error:  # kopf gave up (the API stayed unreachable): one line, exit 1
-        detail = str(error).splitlines()[0] if str(error) else ""
-        fail(f"the controller stopped: {type(error).__name__}{': ' + detail if detail else ''}", code=1)
+        from ..adapters.kube import short_error  # never the message: it may quote a server URL
+
+        fail(f"the controller stopped: {short_error(error)}", code=1)
 
 
 class ManifestFormat(StrEnum):
     yaml = "yaml"
     json = "json"
+
+
+class NetworkPolicyKind(StrEnum):
+    kubernetes = "kubernetes"
+    cilium = "cilium"
+    none = "none"
 
 
 @app.command("manifests")
@@ -234,6 +267,14 @@ def manifests_command(
             help="Also install the WorkerClass controller (one replica, its own least-privilege RBAC).",
         ),
     ] = True,
+    network_policy: Annotated[
+        NetworkPolicyKind,
+        typer.Option(
+            "--network-policy",
+            help="kubernetes: a portable NetworkPolicy (the port only); cilium: a CiliumNetworkPolicy "
+            "(API server and node only); none: no policy.",
+        ),
+    ] = NetworkPolicyKind.kubernetes,
 ) -> None:
     """The install manifests: the CRDs the package owns (WorkerClass, WorkerPlatform), webhook configurations,
     Service, Deployment, PodDisruptionBudget, RBAC, and the controller.
@@ -251,7 +292,12 @@ def manifests_command(
         if b"PRIVATE KEY" in bundle:
             fail(f"{ca_bundle!s}: holds a private key; give the CA certificate only")
     options = InstallOptions(
-        namespace=namespace, image=image, replicas=replicas, ca_bundle=bundle, timeout_seconds=timeout
+        namespace=namespace,
+        image=image,
+        replicas=replicas,
+        ca_bundle=bundle,
+        timeout_seconds=timeout,
+        network_policy=network_policy.value,
     )
     objects = install_manifests(options, controller=controller)
     if output is ManifestFormat.json:

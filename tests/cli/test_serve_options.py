@@ -1,0 +1,77 @@
+"""``serve`` and ``manifests`` options: limits wired to the server and cache, errors without URLs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import lightkube
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+import workerclass.webhook.server as server_module
+from workerclass.cli.main import _register, app
+
+_register()
+SECRET_URL = "https://admin:hunter2secret@k8s.example:6443"
+
+
+class FakeServer:
+    seen: dict[str, Any] = {}
+
+    def __init__(self, source: Any, *, tls: Any, settings: Any) -> None:
+        FakeServer.seen = {"source": source, "settings": settings}
+
+    async def serve(self) -> None:
+        return None
+
+
+def _tls(monkeypatch: pytest.MonkeyPatch) -> None:
+    import workerclass.cli.commands_serve as serve
+
+    monkeypatch.setattr(serve, "ReloadingContext", lambda cert, key: object())
+    monkeypatch.setattr(server_module, "WebhookServer", FakeServer)
+
+
+def test_serve_webhook_limits_reach_the_server_and_the_cluster_cache(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    _tls(monkeypatch)
+    monkeypatch.setattr(lightkube.KubeConfig, "from_file", staticmethod(lambda path: object()))
+    monkeypatch.setattr(lightkube, "AsyncClient", lambda **kwargs: object())
+    args = ["serve", "webhook", "--tls-cert", "c", "--tls-key", "k", "--kubeconfig", str(tmp_path / "kc")]
+    result = CliRunner().invoke(app, [*args, "--max-connections", "7", "--header-timeout", "2.5", "--stale-after", "9"])
+    assert result.exit_code == 0, result.output
+    settings = FakeServer.seen["settings"]
+    assert (settings.max_connections, settings.header_timeout) == (7, 2.5)
+    assert FakeServer.seen["source"].stale_after == 9.0
+
+
+@pytest.mark.parametrize(
+    "command", [["serve", "webhook", "--tls-cert", "c", "--tls-key", "k"], ["serve", "controller"]]
+)
+def test_a_kubeconfig_error_never_prints_the_server_url(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, command: list[str]
+) -> None:
+    _tls(monkeypatch)
+
+    def broken(path: Any) -> Any:
+        raise lightkube.ConfigError(f"cannot reach {SECRET_URL}: bad cluster")
+
+    monkeypatch.setattr(lightkube.KubeConfig, "from_file", staticmethod(broken))
+    result = CliRunner().invoke(app, [*command, "--kubeconfig", str(tmp_path / "kc")])
+    assert result.exit_code == 2
+    assert "no Kubernetes configuration: ConfigError" in result.output
+    assert "hunter2secret" not in result.output and "k8s.example" not in result.output
+
+
+@pytest.mark.parametrize(
+    ("policy", "kinds"),
+    [("kubernetes", {"NetworkPolicy"}), ("cilium", {"CiliumNetworkPolicy"}), ("none", set())],
+)
+def test_manifests_network_policy(policy: str, kinds: set[str]) -> None:
+    result = CliRunner().invoke(app, ["manifests", "--network-policy", policy])
+    assert result.exit_code == 0, result.output
+    found = {doc["kind"] for doc in yaml.safe_load_all(result.stdout) if doc}
+    assert found & {"NetworkPolicy", "CiliumNetworkPolicy"} == kinds
