@@ -230,3 +230,48 @@ def test_the_parent_cluster_move_quotes_a_cluster_only_when_it_is_a_dns_label() 
     (moved,) = [v for v in admit(_state(), "UPDATE", new, old).denials if v.field == "spec.cluster"]
     assert secret not in moved.message and "(not shown: not a DNS label)" in moved.message
     assert "'example'" in moved.message
+
+
+# ---------------------------------------------------------------- Talos values the chart renders (#3, #14)
+
+
+@pytest.mark.parametrize("talos_version", ["v1.12.0", "v1.11.3", "v1.14.0"])
+def test_a_talos_minor_missing_from_the_support_matrix_is_not_checked(talos_version: str) -> None:
+    pool = make_pool("t", workerClassName=None, version="v1.35", talos={"version": talos_version})
+    state = _state()
+    for operation in ("CREATE", "UPDATE"):
+        decision = admit(state, operation, pool, pool)
+        assert decision.allowed, (operation, [str(v) for v in decision.denials])
+
+
+def test_a_listed_talos_minor_is_still_checked() -> None:
+    pool = make_pool("t", workerClassName="talos", version="v1.30", talos={"version": "v1.13.6"})
+    decision = admit(_state(), "CREATE", pool)
+    assert "UnsupportedVersion" in [v.code for v in decision.denials]
+    platform = {**PARTIAL_PLATFORM, "spec": {"talos": {"supportMatrix": {"v1.13": {"min": "v1.33", "max": "v1.36"}}}}}
+    pool = make_pool("t", workerClassName="talos", version="v1.32", talos={"version": "v1.13.6"})
+    assert ("TalosKubernetesIncompatible", "spec.talos.version") in pairs(
+        admit(_state(platform), "CREATE", pool).denials
+    )
+
+
+def test_a_classless_create_refused_by_the_default_class_says_it_is_a_class_rule() -> None:
+    pool = make_pool("t", workerClassName=None, talos={"version": "1.13"})
+    state = _state()
+    assert admit(state, "UPDATE", pool, pool).allowed  # the chart renders it: classless, no rule
+    decision = admit(state, "CREATE", pool)
+    (denial,) = decision.denials
+    assert (denial.code, denial.field) == ("Invalid", "spec.talos.version")
+    assert "a rule of pools with a class: this pool names none, so it gets the platform default class 'talos'" in (
+        denial.message
+    )
+    explicit = admit(state, "CREATE", make_pool("t", workerClassName="talos", talos={"version": "1.13"}))
+    assert "a rule of pools with a class" not in explicit.denials[0].message
+
+
+def test_registry_mirrors_are_carried_through_on_a_classless_pool() -> None:
+    classless = make_pool("m", workerClassName=None, talos={"registryMirrors": {"docker.io": "x"}})
+    state = _state()
+    assert admit(state, "UPDATE", classless, classless).allowed
+    classified = make_pool("m", workerClassName="talos", talos={"registryMirrors": {"docker.io": "x"}})
+    assert ("Invalid", "spec.talos.registryMirrors.docker.io") in pairs(admit(state, "CREATE", classified).denials)

@@ -200,14 +200,36 @@ def admit(
     if not mutation.allowed:
         return mutation
     validation = validate(state, operation, mutation.object, old)
+    denials = validation.denials
+    target = _stored_class(mutation.object)
+    if denials and operation == "CREATE" and obj is not None and target is not None and _stored_class(obj) is None:
+        denials = _named_class_rules(denials, validate(state, operation, obj, old).denials, target)
     return Decision(
         validation.allowed,
         operation,
         patch=mutation.patch,
         object=mutation.object,
         warnings=mutation.warnings + validation.warnings,
-        denials=validation.denials,
+        denials=denials,
     )
+
+
+def _named_class_rules(denials: list[Violation], classless: list[Violation], target: str) -> list[Violation]:
+    """A CREATE that names no class is judged with the platform default class: each denial the
+    same pool without a class would not get is a class rule, and its message says so (API.md
+    section 3: the chart renders the classless pool, so the refusal is the class's, by name)."""
+    plain = {(v.code, v.field) for v in classless}
+    return [
+        v
+        if (v.code, v.field) in plain
+        else Violation(
+            v.code,
+            v.field,
+            f"{v.message} (a rule of pools with a class: this pool names none, so it gets the platform default "
+            f"class {shown_name(target)})",
+        )
+        for v in denials
+    ]
 
 
 Outcome = tuple[list[Violation], list[str]]

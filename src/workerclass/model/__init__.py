@@ -415,7 +415,8 @@ def _mirrors(reader: Reader, data: Mapping[str, Any], field: str, strict: Reader
     """Talos ``machine.registries.mirrors``: ``{host: {endpoints: [url], skipFallback, ...}}``.
 
     The chart passes the map through (``x-kubernetes-preserve-unknown-fields``); only its shape
-    is read here: a mapping per host. ``endpoints`` must be a list of strings when given.
+    is read here: a mapping per host, ``endpoints`` a list of strings when given. Those shapes are
+    ``strict`` rules (classified pools): a classless pool's map is carried through untouched.
     """
     if "registryMirrors" not in data:
         return None
@@ -428,10 +429,12 @@ def _mirrors(reader: Reader, data: Mapping[str, Any], field: str, strict: Reader
     out: dict[str, tuple[str, ...]] = {}
     for registry, entry in mirrors.items():
         path = key_path(field, registry)
-        body = reader.mapping(entry, path)
+        # The chart's schema preserves the map's unknown fields: the shape of an entry is a rule of
+        # classified pools only (``strict``), where resolution reads the endpoints.
+        body = strict.mapping(entry, path)
         if body is None:
             continue
-        endpoints = reader.string_list(body, "endpoints", path) or ()
+        endpoints = strict.string_list(body, "endpoints", path) or ()
         for index, endpoint in enumerate(endpoints):
             if not URL.fullmatch(endpoint) and not looks_private(endpoint):
                 message = CREDENTIALS_MESSAGE if URL_CREDENTIALS.match(endpoint) else "is not an http(s) URL"

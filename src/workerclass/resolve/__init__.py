@@ -869,9 +869,10 @@ def _resolve_talos_pool(
     if not classless and TALOS_VERSION.fullmatch(talos.version) and platform.support_matrix:
         talos_minor = minor_of(talos.version)
         bounds = platform.support_matrix.get(talos_minor)
-        runs = bounds is not None and _minor_key(bounds[0]) <= _minor_key(minor) <= _minor_key(bounds[1])
-        if not runs:
-            supported = f"{bounds[0]}..{bounds[1]}" if bounds else "no Kubernetes minor in the support matrix"
+        # As the chart: only the Talos minors the matrix lists are checked.
+        runs = bounds is None or _minor_key(bounds[0]) <= _minor_key(minor) <= _minor_key(bounds[1])
+        if not runs and bounds is not None:
+            supported = f"{bounds[0]}..{bounds[1]}"
             version_field = (
                 f"{field}.talos.version" if result.origins.get("talos.version") == "pool" else f"{field}.version"
             )
