@@ -137,6 +137,27 @@ def test_update_selecting_another_family_is_denied(client: Client) -> None:
     assert validation["status"]["code"] == 403
 
 
+def test_talos_kubernetes_incompatible(client: Client, source: StaticSource) -> None:
+    """A Talos minor the platform's support matrix says does not run the pool's Kubernetes minor."""
+    previous = source.state
+    platform = stored("WorkerPlatform:/default")
+    platform["spec"]["talos"]["supportMatrix"] = {
+        "v1.11": {"min": "v1.29", "max": "v1.34"},
+        "v1.13": {"min": "v1.31", "max": "v1.36"},
+    }
+    source.replace(table_state(extra=[platform]))
+    try:
+        obj = pool(workerClassName="talos", version="v1.35", talos={"version": "v1.11.5"}, kubevirt={"osImage": {}})
+        reply = client.post_review(VALIDATE, review(obj)).response
+    finally:
+        source.replace(previous)
+    assert reply["allowed"] is False
+    status = reply["status"]
+    assert [cause["reason"] for cause in status["details"]["causes"]] == ["TalosKubernetesIncompatible"]
+    assert status["reason"] == "TalosKubernetesIncompatible" and status["code"] == 403
+    assert status["details"]["causes"][0]["field"] == "spec.talos.version"
+
+
 # --------------------------------------------------------------------------- the platform default and stored pools
 
 
