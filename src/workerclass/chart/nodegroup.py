@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from .context import ChartInput
-from .quantity import divf, go_str, to_float, to_float64, to_int, truthy
+from .quantity import divf, go_quote_text, go_str, to_float, to_float64, to_int, truthy
 from .sizing import Sizing
 from .values import block_load, chart_version, from_yaml, k8s_load, plain_scalar, to_yaml, version_map
 
@@ -64,33 +64,9 @@ def tpl(value: Any) -> str:
     return "" if value is None else go_str(value)
 
 
-_PLAIN_QUOTABLE = re.compile(r"[ !#-\[\]-~]*")  # printable ASCII but " and \\: %q leaves it as it is
-
-
 def go_quote(value: Any) -> str:
     """sprig ``quote``: Go's ``%q`` of the value's string."""
-    s = go_str(value)
-    if _PLAIN_QUOTABLE.fullmatch(s):
-        return f'"{s}"'
-    out = ['"']
-    for ch in s:
-        o = ord(ch)
-        if ch == '"':
-            out.append('\\"')
-        elif ch == "\\":
-            out.append("\\\\")
-        elif ch in "\a\b\f\n\r\t\v":
-            out.append({"\a": "\\a", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t", "\v": "\\v"}[ch])
-        elif ch.isprintable():
-            out.append(ch)
-        elif o < 0x80:
-            out.append(f"\\x{o:02x}")
-        elif o < 0x10000:
-            out.append(f"\\u{o:04x}")
-        else:
-            out.append(f"\\U{o:08x}")
-    out.append('"')
-    return "".join(out)
+    return go_quote_text(go_str(value))
 
 
 def _get(obj: Any, key: str) -> Any:

@@ -31,6 +31,33 @@ _GO_INT_BODY = re.compile(
 )
 
 
+_GO_ESCAPES = {"\a": "\\a", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t", "\v": "\\v"}
+_PLAIN_QUOTABLE = re.compile(r"[ !#-\[\]-~]*")  # printable ASCII but " and \\: %q leaves it as it is
+
+
+def go_quote_text(text: str) -> str:
+    """Go's ``%q`` (``strconv.Quote``) of a string: sprig ``quote`` and the chart's ``%q``."""
+    if _PLAIN_QUOTABLE.fullmatch(text):
+        return f'"{text}"'
+    out = ['"']
+    for ch in text:
+        code = ord(ch)
+        if ch in ('"', "\\"):
+            out.append("\\" + ch)
+        elif ch in _GO_ESCAPES:
+            out.append(_GO_ESCAPES[ch])
+        elif ch.isprintable():
+            out.append(ch)
+        elif code < 0x80:
+            out.append(f"\\x{code:02x}")
+        elif code < 0x10000:
+            out.append(f"\\u{code:04x}")
+        else:
+            out.append(f"\\U{code:08x}")
+    out.append('"')
+    return "".join(out)
+
+
 def go_str(value: Any) -> str:
     """sprig ``toString`` / ``printf "%v"`` / ``{{ x }}`` of a values scalar."""
     if type(value) is str:

@@ -50,7 +50,7 @@ import yaml
 
 from .context import ChartInput
 from .labels import common_labels
-from .quantity import go_float_str, go_str, parse_float, parse_int, truthy
+from .quantity import go_float_str, go_quote_text, go_str, parse_float, parse_int, truthy
 from .sizing import Sizing
 from .values import kubectl_image, version_map
 
@@ -323,33 +323,9 @@ def shell_escape(text: str) -> str:
     return text.replace("\\", "\\\\").replace("$", "\\$").replace("`", "\\`")
 
 
-_GO_ESCAPES = {"\a": "\\a", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t", "\v": "\\v"}
-
-
-_PLAIN_QUOTABLE = re.compile(r"[ !#-\[\]-~]*")  # printable ASCII but " and \\
-
-
 def go_quote(text: str) -> str:
     """sprig ``quote``: Go's ``%q`` (``strconv.Quote``) of the string."""
-    if _PLAIN_QUOTABLE.fullmatch(text):
-        return f'"{text}"'
-    out = ['"']
-    for ch in text:
-        code = ord(ch)
-        if ch in ('"', "\\"):
-            out.append("\\" + ch)
-        elif ch in _GO_ESCAPES:
-            out.append(_GO_ESCAPES[ch])
-        elif ch.isprintable() and ch != "\u00ad":
-            out.append(ch)
-        elif code < 0x80:
-            out.append(f"\\x{code:02x}")
-        elif code < 0x10000:
-            out.append(f"\\u{code:04x}")
-        else:
-            out.append(f"\\U{code:08x}")
-    out.append('"')
-    return "".join(out)
+    return go_quote_text(text)
 
 
 def nindent(text: str, width: int) -> str:
