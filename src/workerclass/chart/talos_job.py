@@ -671,14 +671,8 @@ def _node_lines(value: Any, indent: int) -> list[str]:
                 if _is_collection(item) and item and not isinstance(item, Mapping):
                     lines.append(f"{pad}:")
                     lines.extend(_node_lines(item, indent))
-                elif _is_collection(item) and item:
-                    nested = _node_lines(item, indent + 2)
-                    lines.append(f"{pad}: {nested[0][indent + 2 :]}")
-                    lines.extend(nested[1:])
                 else:
-                    first, *rest = _scalar_lines(item, indent + 2, indent + 2)
-                    lines.append(f"{pad}: {first}")
-                    lines.extend(rest)
+                    lines.extend(_marked_lines(":", item, indent))
                 continue
             key = key_lines[0]
             if _is_collection(item) and item:
@@ -691,15 +685,19 @@ def _node_lines(value: Any, indent: int) -> list[str]:
                 lines.extend(rest)
         return lines
     for item in value:
-        if _is_collection(item) and item:
-            nested = _node_lines(item, indent + 2)
-            lines.append(f"{pad}- {nested[0][indent + 2 :]}")
-            lines.extend(nested[1:])
-        else:
-            first, *rest = _scalar_lines(item, indent + 2, indent + 2)
-            lines.append(f"{pad}- {first}")
-            lines.extend(rest)
+        lines.extend(_marked_lines("-", item, indent))
     return lines
+
+
+def _marked_lines(marker: str, item: Any, indent: int) -> list[str]:
+    """``<marker> item`` at ``indent``: a sequence entry (``-``) or a complex key's value (``:``),
+    the item's first line beside the marker and the rest indented under it."""
+    pad = " " * indent
+    if _is_collection(item) and item:
+        nested = _node_lines(item, indent + 2)
+        return [f"{pad}{marker} {nested[0][indent + 2 :]}", *nested[1:]]
+    first, *rest = _scalar_lines(item, indent + 2, indent + 2)
+    return [f"{pad}{marker} {first}", *rest]
 
 
 def _json_leaves_unreadable(value: Any) -> bool:
