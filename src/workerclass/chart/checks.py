@@ -328,7 +328,8 @@ def _check_instancetype(inp: ChartInput, size: Sizing, out: _Collector) -> bool:
     return False
 
 
-_KUBELET_KEYS = (
+#: The chart's ``kubelet`` keys, in the order its reservation checks read them.
+KUBELET_KEYS = (
     "systemReservedMemory",
     "kubeReservedMemory",
     "systemReservedCpu",
@@ -342,7 +343,7 @@ def _check_kubelet(inp: ChartInput, size: Sizing, out: _Collector, missing_type:
     raw = inp.values.get("kubelet")
     kubelet: Mapping[str, Any] = raw if isinstance(raw, Mapping) else {}
     # The checks read each value only as its truth and its %v text: cached on those and the sizes.
-    view = tuple((truthy(value), go_str(value)) for value in (kubelet.get(key) for key in _KUBELET_KEYS))
+    view = tuple((truthy(value), go_str(value)) for value in (kubelet.get(key) for key in KUBELET_KEYS))
     for code, field, message in _kubelet_failures(
         view,
         size.effective_memory,
@@ -372,7 +373,7 @@ class _KubeletView:
     """The kubelet values as the checks read them: ``get`` gives the %v text of a truthy value, else None."""
 
     def __init__(self, view: tuple[tuple[bool, str], ...]) -> None:
-        self._text = {key: text for key, (true, text) in zip(_KUBELET_KEYS, view, strict=True) if true}
+        self._text = {key: text for key, (true, text) in zip(KUBELET_KEYS, view, strict=True) if true}
 
     def get(self, key: str) -> str | None:
         return self._text.get(key)
