@@ -13,6 +13,7 @@ import pytest
 
 CORE = [
     "workerclass",
+    "workerclass.chart",
     "workerclass.model",
     "workerclass.state",
     "workerclass.resolve",
