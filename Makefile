@@ -19,10 +19,12 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(BIN)/ruff check src tests
 	$(BIN)/mypy
+	$(BIN)/lint-imports pyproject.toml --no-cache
 	$(BIN)/pytest
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests
+	$(BIN)/lint-imports pyproject.toml --no-cache
 	$(BIN)/ruff format --check src
 
 typecheck: $(STAMP)

@@ -41,6 +41,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from workerclass.adapters.folder import load_state
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
@@ -65,9 +67,8 @@ def _managed(serial: int) -> list[dict[str, Any]]:
 
 def cluster_objects(pools: int) -> dict[str, list[dict[str, Any]]]:
     """kind -> objects of a cluster with ``pools`` KubernetesNodes pools."""
-    from workerclass.state import State
 
-    examples = State.load(ROOT / "examples")
+    examples = load_state(ROOT / "examples")
     platform = next(dict(r.obj) for r in examples.objects if r.kind == "WorkerPlatform")
     out: dict[str, list[dict[str, Any]]] = {
         "WorkerPlatform": [platform],

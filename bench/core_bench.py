@@ -27,7 +27,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
 
-from workerclass import State, admit  # noqa: E402
+from workerclass import admit  # noqa: E402
+from workerclass.adapters.folder import load_state  # noqa: E402
 from workerclass.chart import chart_defaults  # noqa: E402
 from workerclass.chart.values import deep_merge  # noqa: E402
 from workerclass.resolve import resolve_pool  # noqa: E402
@@ -101,7 +102,7 @@ def main() -> None:
     if hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})  # one core
 
-    state = State.load(ROOT / "examples")
+    state = load_state(ROOT / "examples")
     rng = random.Random(42)
     pools = [make_pool(index, rng, layout=args.layout) for index in range(args.pools)]
     texts = [json.dumps(pool) for pool in pools]

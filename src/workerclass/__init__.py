@@ -2,9 +2,9 @@
 
 The core is a library first; the webhook, the controller and the CLI are its users::
 
-    from workerclass import State, admit, resolve, render
+    from workerclass import State, admit, load_state, resolve, render
 
-    state = State.load("STATE")
+    state = load_state("STATE")
     decision = admit(state, "CREATE", obj, old=None)
     effective = resolve(state, pool)     # or raises Denied(denials)
     manifests = render(effective)
@@ -12,6 +12,7 @@ The core is a library first; the webhook, the controller and the CLI are its use
 
 from __future__ import annotations
 
+from .adapters.folder import load_state
 from .admission import Decision, admit, mutate, validate
 from .render import render
 from .resolve import Effective, resolve
@@ -26,6 +27,7 @@ __all__ = [
     "State",
     "Violation",
     "admit",
+    "load_state",
     "mutate",
     "render",
     "resolve",

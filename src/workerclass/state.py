@@ -8,15 +8,14 @@ unless the objects replace them. Its edge: it indexes and parses; it decides not
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from functools import cache, cached_property
-from importlib import resources
-from pathlib import Path
 from typing import Any
 
-from .adapters.folder import Document, LoadError, parse_documents, read_paths
-from .chart.values import chart_defaults, load_instancetypes, version_map
+from .builtin import CLASSES_ORIGIN, PLATFORM_ORIGIN, builtin_classes, embedded_platform
+from .builtin import embedded_platform_spec as embedded_platform_spec
+from .chart.values import load_instancetypes
 from .model import (
     Cluster,
     Platform,
@@ -31,7 +30,7 @@ from .model import (
 from .model.reader import key_path
 from .violations import Violation
 
-__all__ = ["ClassRecord", "LoadError", "ObjectRecord", "PMap", "PoolRecord", "State", "identify"]
+__all__ = ["ClassRecord", "Document", "LoadError", "ObjectRecord", "PMap", "PoolRecord", "State", "identify"]
 
 COZYSTACK = "cozystack.io"
 APPS = "apps.cozystack.io"
@@ -63,6 +62,18 @@ AUXILIARY_KINDS = frozenset(
         "PodDisruptionBudget",
     }
 )
+
+
+class LoadError(Exception):
+    """A STATE folder or manifest file that cannot be read as Kubernetes objects."""
+
+
+@dataclass(frozen=True, slots=True)
+class Document:
+    """One YAML document: the object and where it was read from (``file#index``)."""
+
+    obj: dict[str, Any]
+    origin: str
 
 
 def identify(obj: Mapping[str, Any]) -> tuple[str, str, str]:
@@ -220,39 +231,11 @@ def embedded_instancetypes() -> Mapping[str, Mapping[str, Any]]:
     return load_instancetypes()
 
 
-def _embedded_platform(obj: Mapping[str, Any]) -> dict[str, Any]:
-    """The embedded platform: ``builtin/platform.yaml`` completed with Cozystack's own defaults.
-
-    The version map is the chart's ``files/versions.yaml`` and the Talos defaults its
-    ``values.yaml`` (read from the package's verbatim copies, never hand-copied): the file holds
-    only what the chart has no data file for (goldens, support matrix, Kairos images, ``_cluster``).
-    """
-    spec = dict(obj.get("spec") or {})
-    if "kubernetesVersions" not in spec:
-        spec["kubernetesVersions"] = {minor: {"patch": patch} for minor, patch in version_map().items()}
-    chart_talos = chart_defaults().get("talos")
-    talos = dict(spec.get("talos") or {})
-    if isinstance(chart_talos, dict):
-        for key in ("version", "schematicID", "imageFactoryURL", "installerRepository"):
-            if key not in talos and isinstance(chart_talos.get(key), str):
-                talos[key] = chart_talos[key]
-    spec["talos"] = talos
-    return {**obj, "spec": spec}
-
-
 @cache
 def _builtin_documents() -> tuple[tuple[Document, ...], Document]:
-    package = resources.files("workerclass.builtin")
-    classes = parse_documents(package.joinpath("classes.yaml").read_text("utf-8"), "builtin/classes.yaml")
-    platform = parse_documents(package.joinpath("platform.yaml").read_text("utf-8"), "builtin/platform.yaml")
-    embedded = Document(_embedded_platform(platform[0].obj), platform[0].origin)
-    return tuple(classes), embedded
-
-
-def embedded_platform_spec() -> Mapping[str, Any]:
-    """The embedded platform's spec: what a WorkerPlatform's left-out keys fall back to."""
-    spec = _builtin_documents()[1].obj.get("spec")
-    return spec if isinstance(spec, Mapping) else {}
+    """The built-in classes and the embedded platform as documents (origins ``builtin/FILE#N``)."""
+    classes = tuple(Document(obj, f"{CLASSES_ORIGIN}#{index + 1}") for index, obj in enumerate(builtin_classes()))
+    return classes, Document(embedded_platform(), f"{PLATFORM_ORIGIN}#1")
 
 
 def helm_release_name(obj: Mapping[str, Any]) -> str:
@@ -375,21 +358,6 @@ class State:
         return sorted(self.records.values(), key=lambda r: (r.rank, r.namespace, r.name))
 
     # ------------------------------------------------------------------ construction
-
-    @classmethod
-    def load(cls, path_or_paths: str | Path | Sequence[str | Path]) -> State:
-        """Build a state from STATE: a folder or file, or several of them (``-`` reads stdin).
-
-        The paths are read as :func:`workerclass.adapters.folder.read_paths` reads them (in the
-        order given, a file reached twice read once); what the loader skipped (documents that are
-        not Kubernetes objects, symlink loops) comes first in :attr:`warnings`, then what indexing
-        skipped. Raises :class:`LoadError`.
-        """
-        paths = [path_or_paths] if isinstance(path_or_paths, str | Path) else list(path_or_paths)
-        read_warnings: list[str] = []
-        state = cls.from_documents(read_paths(paths, warnings=read_warnings))
-        state.warnings[:0] = read_warnings
-        return state
 
     @classmethod
     def from_objects(cls, objects: Iterable[Mapping[str, Any]], *, origin: str = "cluster") -> State:

@@ -26,7 +26,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from render.schemas import validation_errors  # tests/ is on sys.path (rootdir-relative packages)
+from tests.render.schemas import validation_errors
 from workerclass.chart.context import ChartInput
 from workerclass.chart.sizing import sizing
 from workerclass.chart.talos_job import (

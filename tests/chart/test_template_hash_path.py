@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 import yaml
 
+from workerclass.adapters.folder import load_state
 from workerclass.render import RenderError, render, template_hash, template_suffix
 from workerclass.resolve import resolve_pool
-from workerclass.state import State
 
 ROOT = Path(__file__).resolve().parents[2]
 SCHEMATIC = "ce4c980550dd2ab1b17bbf2b08801c7eb59418eafe8f279833297925d67c7515"  # the examples' golden
@@ -49,7 +49,7 @@ def test_template_hash_is_the_rendered_templates(spec: dict[str, Any], tmp_path:
         "spec": {"cluster": "example", "version": "v1.35", "minReplicas": 0, "maxReplicas": 3, **spec},
     }
     (tmp_path / "pool.yaml").write_text(yaml.safe_dump(pool))
-    state = State.load([ROOT / "examples", tmp_path])
+    state = load_state([ROOT / "examples", tmp_path])
     record = next(r for r in state.sorted_pools() if r.name == "example-hashed")
     effective, denials, _ = resolve_pool(state, record)
     if spec is REFUSED_BY_THE_CHART:

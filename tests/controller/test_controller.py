@@ -21,6 +21,7 @@ import pytest
 import pytest_asyncio
 from lightkube import AsyncClient, KubeConfig
 
+from workerclass.adapters.folder import load_state
 from workerclass.adapters.kube import CONTROLLER_WATCHED, WATCHED, ClusterCache, Watched
 from workerclass.controller import (
     FINALIZER,
@@ -78,7 +79,7 @@ def seed(
 
 
 def example_objects() -> list[dict[str, Any]]:
-    objects = [json.loads(json.dumps(dict(record.obj))) for record in State.load(EXAMPLES).objects]
+    objects = [json.loads(json.dumps(dict(record.obj))) for record in load_state(EXAMPLES).objects]
     for obj in objects:
         obj["metadata"].setdefault("generation", 1)
         obj["metadata"].setdefault("resourceVersion", "1")

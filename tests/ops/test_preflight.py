@@ -16,11 +16,11 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
+from workerclass.adapters.folder import load_state
 from workerclass.adapters.kube import WATCHED
 from workerclass.cli.main import _register, app
 from workerclass.deploy import OPERATIONS, PORT, InstallOptions, webhook_manifests
 from workerclass.ops.preflight import EXPECTED, READY_PATH, WEBHOOK_DOMAIN, Preflight, preflight, preflight_objects
-from workerclass.state import State
 from workerclass.webhook.routes import ROUTES
 
 _register()
@@ -114,7 +114,7 @@ def test_generated_install_with_ready_replicas_is_safe() -> None:
 def test_the_committed_install_read_as_a_state_folder(tmp_path: Path) -> None:
     objects = install()
     (tmp_path / "webhook.yaml").write_text(yaml.safe_dump_all(objects))
-    result = preflight(State.load(tmp_path))
+    result = preflight(load_state(tmp_path))
     assert result.safe
     assert result == preflight_objects(objects)
 

@@ -24,6 +24,7 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
+from workerclass.adapters.folder import load_state
 from workerclass.cli.main import _register, app
 from workerclass.ops.restore import (
     CLASSLESS,
@@ -215,7 +216,7 @@ def write(folder: Path, objects: Iterable[Mapping[str, Any]]) -> Path:
 
 
 def test_examples_talos_with_kernel_modules_needs_a_rollout_kairos_not_legacy_needs_nothing() -> None:
-    state = State.load(EXAMPLES)
+    state = load_state(EXAMPLES)
     result = rows(restore(state))
     talos = result["tenant-example/example-talos"]
     # The example loads nvme_tcp: the main chart has no kernelModules, so a restore would change

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from workerclass.adapters.folder import load_state
 from workerclass.ops.status import SHOWN_POOLS, class_status, deletion_blocker
 from workerclass.state import State
 
@@ -47,7 +48,7 @@ def make_release(name: str, **values: Any) -> dict[str, Any]:
 
 def make_state(objects: list[dict[str, Any]] = (), *, classes: list[dict[str, Any]] = ()) -> State:  # type: ignore[assignment]
     """The examples (without their pools), plus ``classes`` and ``objects``."""
-    base = [dict(record.obj) for record in State.load(ROOT / "examples").objects]
+    base = [dict(record.obj) for record in load_state(ROOT / "examples").objects]
     base = [obj for obj in base if obj["kind"] not in ("KubernetesNodes", "HelmRelease")]
     return State.from_objects([*base, *classes, *objects])
 

@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
+from workerclass.adapters.folder import load_state
 from workerclass.render import RenderError, render
 from workerclass.resolve import resolve_pool
-from workerclass.state import State
 
 from .schemas import (
     CORE_KINDS,
@@ -84,7 +84,7 @@ def test_every_rendered_kind_has_a_crd_or_is_a_core_type() -> None:
 
 
 def test_examples_render_valid_objects() -> None:
-    state = State.load(REPO / "examples")
+    state = load_state(REPO / "examples")
     seen = 0
     for record in state.sorted_pools():
         effective, _, _ = resolve_pool(state, record)

@@ -20,7 +20,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from chart.oracle import available, get_oracle
+from tests.chart.oracle import available, get_oracle
 from workerclass import render, resolve
 from workerclass.render import RenderError
 from workerclass.state import State, pool_from_object

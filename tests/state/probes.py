@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from workerclass.adapters.folder import load_state
 from workerclass.admission import admit
 from workerclass.resolve import resolve
 from workerclass.state import State, identify
@@ -20,7 +21,7 @@ HR_LABEL = "apps.cozystack.io/application.kind"
 
 
 def example_objects() -> list[dict[str, Any]]:
-    return [copy.deepcopy(dict(record.obj)) for record in State.load(EXAMPLES).objects]
+    return [copy.deepcopy(dict(record.obj)) for record in load_state(EXAMPLES).objects]
 
 
 def noisy(obj: Mapping[str, Any], serial: int) -> dict[str, Any]:

@@ -13,6 +13,7 @@ import struct
 from dataclasses import dataclass, field
 from typing import Any
 
+from workerclass.adapters.folder import load_state
 from workerclass.state import State
 
 from .helpers import EXAMPLES
@@ -75,7 +76,7 @@ EXTRA_OBJECTS = [
 
 
 def table_state(*, extra: list[dict[str, Any]] | None = None) -> State:
-    base = State.load(EXAMPLES)
+    base = load_state(EXAMPLES)
     return State.from_objects([record.obj for record in base.objects] + EXTRA_OBJECTS + list(extra or []))
 
 

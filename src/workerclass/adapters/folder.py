@@ -20,12 +20,13 @@ import os
 import re
 import sys
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
 import yaml
 from yaml.nodes import MappingNode, ScalarNode
+
+from ..state import Document, LoadError, State
 
 try:  # the C parser is several times faster on large folders
     from yaml import CSafeLoader as _BaseLoader
@@ -39,6 +40,7 @@ __all__ = [
     "LoadError",
     "iter_manifest_files",
     "iter_yaml_files",
+    "load_state",
     "parse_documents",
     "read_documents",
     "read_folder",
@@ -65,18 +67,6 @@ _WHAT = {
     "tag:yaml.org,2002:null": "null",
     "tag:yaml.org,2002:timestamp": "a date",
 }
-
-
-class LoadError(Exception):
-    """A STATE folder or manifest file that cannot be read as Kubernetes objects."""
-
-
-@dataclass(frozen=True, slots=True)
-class Document:
-    """One YAML document: the object and where it was read from (``file#index``)."""
-
-    obj: dict[str, Any]
-    origin: str
 
 
 class _Loader(_BaseLoader):
@@ -318,3 +308,17 @@ def read_paths(
             read.add(real)
             documents.extend(read_documents(path, warnings=warnings))
     return documents
+
+
+def load_state(path_or_paths: str | Path | Sequence[str | Path], *, stdin: IO[str] | None = None) -> State:
+    """Build a state from STATE: a folder or file, or several of them (``-`` reads stdin).
+
+    The paths are read as :func:`read_paths` reads them (in the order given, a file reached twice
+    read once); what the loader skipped (documents that are not Kubernetes objects, symlink loops)
+    comes first in the state's warnings, then what indexing skipped. Raises :class:`LoadError`.
+    """
+    paths = [path_or_paths] if isinstance(path_or_paths, str | Path) else list(path_or_paths)
+    read_warnings: list[str] = []
+    state = State.from_documents(read_paths(paths, warnings=read_warnings, stdin=stdin))
+    state.warnings[:0] = read_warnings
+    return state

@@ -18,9 +18,9 @@ from ..model import (
     parse_platform,
 )
 from ..model.reader import key_path
-from ..ops.status import deletion_blocker
 from ..resolve import Resolution, check_replicas, check_talos_vgpu, resolve_pool
 from ..resolve.classes import BUILTIN_FAMILIES, class_rule_violations, reference_problem
+from ..rules.usage import deletion_blocker
 from ..state import KINDS, State, identify, is_pool_release, pool_from_object
 from ..violations import Violation
 from .decision import Decision

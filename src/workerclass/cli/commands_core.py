@@ -13,6 +13,7 @@ from xml.etree import ElementTree
 import typer
 
 from ..adapters.folder import LoadError, parse_documents, read_documents
+from ..adapters.folder import load_state as read_state
 from ..admission import Decision, admit, stored_object, validate
 from ..chart import ChartFailure
 from ..render import RenderError, template_hash
@@ -56,7 +57,7 @@ def state_label(paths: list[str]) -> str:
 def load_state(paths: list[str]) -> State:
     """The State of STATE paths; its warnings (read ones, such as skipped documents, first), unless -q."""
     try:
-        state = State.load(paths)
+        state = read_state(paths)
     except LoadError as error:
         fail(str(error))
     for warning in state.warnings:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
+from ..builtin import embedded_platform_spec
 from ..chart.checks import KUBELET_KEYS as CHART_KUBELET_KEYS
 from ..violations import Violation
 from .reader import (
@@ -786,12 +787,6 @@ def complete_platform_spec(spec: object, base: Mapping[str, Any] | None) -> obje
     return merged
 
 
-def embedded_platform_spec() -> Mapping[str, Any]:
-    """The embedded platform's spec (``builtin/platform.yaml`` completed with the chart's data)."""
-    from ..state import _builtin_documents  # the package's one reading of the builtin documents
-
-    spec = _builtin_documents()[1].obj.get("spec")
-    return spec if isinstance(spec, Mapping) else {}
 
 
 def parse_platform(

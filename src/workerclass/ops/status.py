@@ -14,8 +14,8 @@ API.md section 1 fixes the status shape::
   the class; ``pools`` counts them.
 
 The design page: "Retain custom classes and the worker controller while live classified pools
-depend on them." :func:`deletion_blocker` says why a class must be kept, or ``None`` once no pool
-selects it.
+depend on them." :func:`~workerclass.rules.usage.deletion_blocker` (re-exported here) says why a class must be
+kept, or ``None`` once no pool selects it.
 
 Its edge: a State and a class name in, plain values out; no I/O, no clock (conditions carry no
 ``lastTransitionTime``, which API.md leaves out of the shape).
@@ -27,23 +27,10 @@ from typing import Any
 
 from ..resolve import class_problems
 from ..resolve.classes import class_rule_violations
+from ..rules.usage import SHOWN_POOLS, deletion_blocker, in_use_message, pool_list, selecting
 from ..state import State
 
 __all__ = ["SHOWN_POOLS", "class_status", "deletion_blocker", "in_use_message"]
-
-#: how many pool identities a message lists before "..."
-SHOWN_POOLS = 5
-
-
-def _pool_list(identities: list[str]) -> str:
-    shown = ", ".join(identities[:SHOWN_POOLS])
-    return shown + (f", ... ({len(identities) - SHOWN_POOLS} more)" if len(identities) > SHOWN_POOLS else "")
-
-
-def _selecting(state: State, name: str) -> list[str]:
-    """``NS/NAME`` of the live pools that select ``name``, each once (a KubernetesNodes and a
-    HelmRelease of the same name are one pool seen twice when a STATE holds both)."""
-    return sorted({pool.identity for pool in state.pools_selecting(name)})
 
 
 def class_status(state: State, name: str, generation: int | None = None) -> dict[str, Any] | None:
@@ -75,13 +62,13 @@ def class_status(state: State, name: str, generation: int | None = None) -> dict
             "reason": "Valid",
             "message": f"the {record.spec.bootstrap} baseline passes the class rules",
         }
-    pools = _selecting(state, name)
+    pools = selecting(state, name)
     if pools:
         in_use = {
             "type": "InUse",
             "status": "True",
             "reason": "PoolsSelectClass",
-            "message": f"{len(pools)} live pool(s) select this class: {_pool_list(pools)}",
+            "message": f"{len(pools)} live pool(s) select this class: {pool_list(pools)}",
         }
     else:
         in_use = {"type": "InUse", "status": "False", "reason": "NoPools", "message": "no live pool selects this class"}
@@ -90,18 +77,3 @@ def class_status(state: State, name: str, generation: int | None = None) -> dict
         for condition in conditions:
             condition["observedGeneration"] = generation
     return {"conditions": conditions, "pools": len(pools)}
-
-
-def in_use_message(name: str, pools: list[str]) -> str:
-    """Why WorkerClass ``name`` cannot go while ``pools`` (``NS/NAME``) select it: the webhook's
-    ``ClassInUse`` message and the controller's reason for holding a deletion."""
-    return (
-        f"{len(pools)} live pool(s) select WorkerClass {name}: {_pool_list(pools)}; "
-        "move or remove them before deleting the class"
-    )
-
-
-def deletion_blocker(state: State, name: str) -> str | None:
-    """Why WorkerClass ``name`` must be retained, or ``None`` when no live pool selects it."""
-    pools = _selecting(state, name)
-    return in_use_message(name, pools) if pools else None

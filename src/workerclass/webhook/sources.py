@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from ..adapters.folder import iter_yaml_files
+from ..adapters.folder import iter_yaml_files, load_state
 from ..state import LoadError, State
 from .logtext import escaped
 
@@ -144,7 +144,7 @@ class FolderSource:
         *,
         interval: float = 1.0,
         stale_after: float = 60.0,
-        loader: Callable[[Path], State] = State.load,
+        loader: Callable[[Path], State] = load_state,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.path = Path(path)

@@ -11,9 +11,8 @@ from typing import Any
 
 import pytest
 
+from tests.builders import CERTIFICATE, CERTIFICATE_2, make_class, make_pool, make_release, make_state
 from workerclass import admit
-
-from .builders import CERTIFICATE, CERTIFICATE_2, make_class, make_pool, make_release, make_state
 
 BODY = "b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtzc2gtZW"
 ARMOURS = {

@@ -9,13 +9,12 @@ from typing import Any
 
 import pytest
 
+from tests.render.schemas import REPO
 from workerclass.adapters.folder import Document, read_folder
 from workerclass.ops import REBUILD_ONLY, Plan, PlanRow, plan
 from workerclass.ops.plan import REFUSED, render_all
 from workerclass.resolve import resolve
 from workerclass.state import State
-
-from .schemas import REPO
 
 EXAMPLES = REPO / "examples"
 Edit = Callable[[dict[str, Any]], None]
@@ -417,7 +416,7 @@ def test_a_rolling_machine_template_field_replaces() -> None:
     """A new pool minor changes the MachineDeployment's machine template version: Cluster API rolls it.
 
     (A platform-map patch bump no longer does for Talos pools: they render the chart's own
-    version map, and the pool gets a warning instead; see test_core_version_map.)
+    version map, and the pool gets a warning instead; see tests/resolve/test_version_map.py.)
     """
 
     def minor(obj: dict[str, Any]) -> None:

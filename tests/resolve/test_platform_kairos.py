@@ -4,9 +4,16 @@ Talos class, and the warning when the platform default changes."""
 
 from __future__ import annotations
 
+from tests.builders import (
+    FIXED_REFERENCE,
+    PLATFORM_KAIROS_135,
+    has_denial,
+    make_class,
+    make_platform,
+    make_pool,
+    make_state,
+)
 from workerclass import admit, resolve
-
-from .builders import FIXED_REFERENCE, PLATFORM_KAIROS_135, has_denial, make_class, make_platform, make_pool, make_state
 
 
 def _platform_with_images(images: dict[str, dict[str, str]]) -> dict[str, object]:

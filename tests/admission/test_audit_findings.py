@@ -7,11 +7,7 @@ from typing import Any
 
 import pytest
 
-from workerclass import resolve
-from workerclass.admission import admit, validate
-from workerclass.state import State
-
-from .builders import (
+from tests.builders import (
     CHART_FACTORY_URL,
     CHART_INSTALLER_REPOSITORY,
     CHART_SCHEMATIC,
@@ -24,6 +20,9 @@ from .builders import (
     pairs,
     rename,
 )
+from workerclass import resolve
+from workerclass.admission import admit, validate
+from workerclass.state import State
 
 PARTIAL_PLATFORM = {
     "apiVersion": "cozystack.io/v1alpha1",

@@ -8,10 +8,9 @@ from typing import Any
 
 import yaml
 
+from tests.builders import make_class, make_pool, make_state
 from workerclass.render import render
 from workerclass.resolve import resolve
-
-from .builders import make_class, make_pool, make_state
 
 CLASS_MIRRORS = {
     "docker.io": {"endpoints": ["https://mirror.example.com"], "skipFallback": True, "overridePath": True},

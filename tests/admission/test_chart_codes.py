@@ -10,9 +10,7 @@ from typing import Any
 
 import pytest
 
-from workerclass import State, admit, resolve, validate
-
-from .builders import (
+from tests.builders import (
     ABSENT,
     CLUSTER,
     NAMESPACE,
@@ -24,6 +22,7 @@ from .builders import (
     make_state,
     rename,
 )
+from workerclass import State, admit, resolve, validate
 
 #: (id, spec overrides, code, accepted fields)
 CHART_REFUSALS: list[tuple[str, dict[str, Any], str, tuple[str, ...]]] = [

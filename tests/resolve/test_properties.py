@@ -12,11 +12,7 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from workerclass import Denied, admit, resolve
-from workerclass.resolve import resolve_pool
-from workerclass.state import State
-
-from .builders import (
+from tests.builders import (
     API_CODES,
     CERTIFICATE,
     FACTORY_URL,
@@ -38,8 +34,11 @@ from .builders import (
     make_state,
     view,
 )
+from workerclass import Denied, admit, resolve
+from workerclass.resolve import resolve_pool
+from workerclass.state import State
 
-#: ``CORE_EXAMPLES=3000 pytest tests/core`` for a thorough local run; the default keeps the suite fast.
+#: ``CORE_EXAMPLES=3000 pytest tests/resolve`` for a thorough local run; the default keeps the suite fast.
 EXAMPLES = int(os.environ.get("CORE_EXAMPLES", "100"))
 FAST = settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

@@ -14,10 +14,7 @@ from __future__ import annotations
 
 import pytest
 
-from workerclass import Denied, resolve
-from workerclass.admission import admit, validate
-
-from .builders import (
+from tests.builders import (
     KAIROS_FIXED,
     TALOS_EXAMPLE,
     has_denial,
@@ -31,6 +28,8 @@ from .builders import (
     refused,
     resolved,
 )
+from workerclass import Denied, resolve
+from workerclass.admission import admit, validate
 
 
 def test_class_not_found_is_reported_with_the_other_denials() -> None:
@@ -239,7 +238,7 @@ def test_a_pool_cannot_move_to_another_parent_cluster() -> None:
     assert validate(state, "UPDATE", make_pool(maxReplicas=5), old).allowed
 
 
-# Pool names: InvalidPoolName on CREATE only (tests/core/test_core_chart.py).
+# Pool names: InvalidPoolName on CREATE only (tests/admission/test_chart_codes.py).
 
 
 def test_gpus_and_storage_class_on_proxmox_are_warned_about() -> None:
@@ -254,7 +253,7 @@ def test_gpus_and_storage_class_on_proxmox_are_warned_about() -> None:
 
 def test_a_pool_and_its_backing_release_are_one_pool() -> None:
     """Cozystack stores KubernetesNodes N as HelmRelease kubernetes-nodes-N: one pool, not two."""
-    from .builders import make_release
+    from tests.builders import make_release
 
     pool, release = make_pool("twin"), make_release("twin", maxReplicas=7)
     state = make_state([pool, release])

@@ -12,9 +12,7 @@ from typing import Any
 
 import pytest
 
-from workerclass import admit, resolve
-
-from .builders import (
+from tests.builders import (
     ABSENT,
     KAIROS_FIXED,
     TALOS_EXAMPLE,
@@ -24,6 +22,7 @@ from .builders import (
     make_state,
     pairs,
 )
+from workerclass import admit, resolve
 
 PATH = "/spec/workerClassName"
 

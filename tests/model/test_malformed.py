@@ -8,9 +8,8 @@ from typing import Any
 
 import pytest
 
+from tests.builders import ABSENT, has_denial, make_class, make_compute_plane, make_pool, make_state
 from workerclass import Denied, admit, resolve
-
-from .builders import ABSENT, has_denial, make_class, make_compute_plane, make_pool, make_state
 
 #: (id, pool spec overrides, code, accepted field paths)
 POOL_ROWS: list[tuple[str, dict[str, Any], str, tuple[str, ...]]] = [

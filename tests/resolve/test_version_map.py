@@ -7,11 +7,7 @@ from typing import Any
 
 import pytest
 
-from workerclass.render import render
-from workerclass.resolve import resolve, resolve_pool
-from workerclass.violations import Denied
-
-from .builders import (
+from tests.builders import (
     ABSENT,
     CHART_PATCHES,
     KUBERNETES_VERSIONS,
@@ -21,6 +17,9 @@ from .builders import (
     make_pool,
     make_state,
 )
+from workerclass.render import render
+from workerclass.resolve import resolve, resolve_pool
+from workerclass.violations import Denied
 
 #: The test platform maps v1.34 to v1.34.5; the chart renders v1.34.9.
 assert KUBERNETES_VERSIONS["v1.34"] != CHART_PATCHES["v1.34"]

@@ -21,14 +21,13 @@ pytest.importorskip("lightkube")
 
 from lightkube import AsyncClient, KubeConfig
 
+from tests.webhook.cases import pool
+from tests.webhook.conftest import fast_settings
+from tests.webhook.helpers import EXAMPLES, CertFiles, Client, review
+from workerclass.adapters.folder import load_state
 from workerclass.adapters.kube import WATCHED, ClusterCache
 from workerclass.adapters.tls import ReloadingContext
-from workerclass.state import State
 from workerclass.webhook.server import WebhookServer
-
-from .cases import pool
-from .conftest import fast_settings
-from .helpers import EXAMPLES, CertFiles, Client, review
 
 pytestmark = pytest.mark.asyncio
 
@@ -86,7 +85,7 @@ class FakeAPI:
 
 
 def example_objects() -> list[dict[str, Any]]:
-    objects = [json.loads(json.dumps(dict(record.obj))) for record in State.load(EXAMPLES).objects]
+    objects = [json.loads(json.dumps(dict(record.obj))) for record in load_state(EXAMPLES).objects]
     for index, obj in enumerate(objects):
         obj["metadata"]["resourceVersion"] = str(index + 1)
     return objects

@@ -1,4 +1,4 @@
-"""``State.load``: one path or several, and the loader's skipped-document warnings kept on the State."""
+"""``load_state``: one path or several, and the loader's skipped-document warnings kept on the State."""
 
 from __future__ import annotations
 
@@ -8,15 +8,14 @@ from pathlib import Path
 import pytest
 import yaml
 
-from workerclass.adapters.folder import LoadError
-from workerclass.state import State
+from workerclass.adapters.folder import LoadError, load_state
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
 
 
 def test_one_folder_as_a_string_or_a_path() -> None:
-    by_text, by_path = State.load(str(EXAMPLES)), State.load(EXAMPLES)
+    by_text, by_path = load_state(str(EXAMPLES)), load_state(EXAMPLES)
     assert [r.origin for r in by_text.objects] == [r.origin for r in by_path.objects]
     assert len(by_path.pools) == 4  # the legacy pool's HelmRelease is its stored record, not a pool
     assert ("tenant-example", "example-legacy") in by_path.backing_values
@@ -26,7 +25,7 @@ def test_one_folder_as_a_string_or_a_path() -> None:
 def test_several_paths_make_one_state(tmp_path: Path) -> None:
     classes = tmp_path / "classes"
     shutil.copytree(EXAMPLES / "classes", classes)
-    state = State.load([EXAMPLES / "platform", classes, EXAMPLES / "tenant-example" / "pools.yaml"])
+    state = load_state([EXAMPLES / "platform", classes, EXAMPLES / "tenant-example" / "pools.yaml"])
     assert sorted(name for name in state.classes if not state.classes[name].builtin) == [
         "kairos-example-v1-35-6-r1",
         "talos-example-r1",
@@ -42,8 +41,8 @@ def test_several_paths_make_one_state(tmp_path: Path) -> None:
 
 def test_a_file_named_twice_is_read_once() -> None:
     pools = EXAMPLES / "tenant-example" / "pools.yaml"
-    state = State.load([EXAMPLES, pools])  # strict loading: a second read would be a duplicate identity
-    assert [r.origin for r in state.objects] == [r.origin for r in State.load(EXAMPLES).objects]
+    state = load_state([EXAMPLES, pools])  # strict loading: a second read would be a duplicate identity
+    assert [r.origin for r in state.objects] == [r.origin for r in load_state(EXAMPLES).objects]
 
 
 def test_skipped_documents_are_recorded_before_indexing_warnings(tmp_path: Path) -> None:
@@ -55,7 +54,7 @@ def test_skipped_documents_are_recorded_before_indexing_warnings(tmp_path: Path)
             {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "settings", "namespace": "tenant-example"}}
         )
     )
-    state = State.load(state_dir)
+    state = load_state(state_dir)
     assert state.warnings == [
         f"{state_dir / 'site.yml'}#1: a list, not a Kubernetes object: skipped",
     ]  # the ConfigMap is a Kubernetes object of a kind not read: skipped silently (API.md section 4)
@@ -64,4 +63,4 @@ def test_skipped_documents_are_recorded_before_indexing_warnings(tmp_path: Path)
 
 def test_a_missing_path_raises_load_error(tmp_path: Path) -> None:
     with pytest.raises(LoadError, match="no such folder"):
-        State.load([EXAMPLES, tmp_path / "missing"])
+        load_state([EXAMPLES, tmp_path / "missing"])

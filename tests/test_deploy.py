@@ -10,6 +10,7 @@ import typer.main
 import yaml
 from typer.testing import CliRunner
 
+from tests.webhook.helpers import ROOT
 from workerclass.adapters.kube import CONTROLLER_WATCHED, WATCHED
 from workerclass.cli.main import _register, app
 from workerclass.crds import crd_manifests
@@ -25,8 +26,6 @@ from workerclass.deploy import (
     webhook_manifests,
 )
 from workerclass.webhook import ROUTES
-
-from .helpers import ROOT
 
 _register()
 COMMITTED = ROOT / "deploy" / "workerclass.yaml"

@@ -13,11 +13,10 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
+from tests.render.schemas import REPO, crd_directory, validation_errors
 from workerclass.chart.context import ChartFailure
 from workerclass.cli.main import _register, app
 from workerclass.render import RenderError
-
-from .schemas import REPO, crd_directory, validation_errors
 
 EXAMPLES = REPO / "examples"
 _register()

@@ -13,10 +13,7 @@ from typing import Any
 
 import pytest
 
-from workerclass import State, admit
-from workerclass.violations import CODES
-
-from .builders import (
+from tests.builders import (
     ABSENT,
     API_CODES,
     FIXED_REFERENCE,
@@ -41,6 +38,8 @@ from .builders import (
     make_state,
     rename,
 )
+from workerclass import State, admit
+from workerclass.violations import CODES
 
 
 @dataclass(frozen=True)
@@ -312,7 +311,7 @@ DENIALS = [
         "spec.version",
     ),
     # A Talos minor the support matrix does not list is not checked (as the chart):
-    # test_core_audit_fixes.test_a_talos_minor_missing_from_the_support_matrix_is_not_checked
+    # test_audit_findings.test_a_talos_minor_missing_from_the_support_matrix_is_not_checked
     _case(
         "TalosKubernetesIncompatible-from-class",
         make_pool(workerClassName="old-talos", version="v1.35"),
@@ -409,7 +408,7 @@ DENIALS = [
         "spec.nodeGroups.workers.version",
     ),
     _case("Invalid", make_pool(minReplicas="two"), "Invalid", "spec.minReplicas"),
-    # the kubernetes-nodes chart's render-time refusals (upstream README's mapping; more in test_core_chart)
+    # the kubernetes-nodes chart's render-time refusals (upstream README's mapping; more in test_chart_codes)
     _case("InvalidPoolName", rename(make_pool(), "other-pool"), "InvalidPoolName", "metadata.name"),
     _case("InstanceTypeNotFound", make_pool(instanceType="zz.huge"), "InstanceTypeNotFound", "spec.instanceType"),
     _case("IncompleteResources", make_pool(resources={"cpu": "4"}), "IncompleteResources", "spec.resources.memory"),
@@ -635,7 +634,7 @@ def test_kairos_on_proxmox_is_refused_even_through_the_platform_default() -> Non
         ("v1.32", "v1.35", True),
         ("v1.31", "v1.35", False),
         # v1.36 on a v1.35 parent: not a minor the chart renders, UnsupportedVersion alone
-        # (test_core_audit_fixes), so no skew denial is derived from it
+        # (test_audit_findings), so no skew denial is derived from it
         ("v1.35", "v1.34", False),
         ("v1.33", "v1.36", True),
         ("v1.32", "v1.36", False),

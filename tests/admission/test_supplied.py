@@ -14,11 +14,7 @@ from typing import Any
 
 import pytest
 
-from workerclass import State, admit, mutate, resolve
-from workerclass.admission.supplied import api_defaults, api_filled_paths, apply_schema_defaults, values_schema
-from workerclass.chart.values import chart_input
-
-from .builders import (
+from tests.builders import (
     CHART_SCHEMATIC,
     CLUSTER,
     NAMESPACE,
@@ -29,6 +25,9 @@ from .builders import (
     make_state,
     pool_name,
 )
+from workerclass import State, admit, mutate, resolve
+from workerclass.admission.supplied import api_defaults, api_filled_paths, apply_schema_defaults, values_schema
+from workerclass.chart.values import chart_input
 
 NAME = pool_name("md1")
 PINNED = make_class("talos-pinned", talos={"version": "v1.13.5"})
@@ -145,7 +144,7 @@ def test_classless_update_resolves_to_the_same_talos_settings_either_way() -> No
 
 def test_classless_update_renders_the_same_with_or_without_the_filled_values() -> None:
     """The oracle renders the chart for both: byte-identical objects."""
-    from chart.oracle import available, get_oracle
+    from tests.chart.oracle import available, get_oracle
 
     if not available():
         pytest.skip("the oracle is absent")

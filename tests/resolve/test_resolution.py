@@ -11,9 +11,7 @@ from typing import Any
 
 import pytest
 
-from workerclass.resolve import resolve
-
-from .builders import (
+from tests.builders import (
     ABSENT,
     CERTIFICATE,
     CERTIFICATE_2,
@@ -48,6 +46,7 @@ from .builders import (
     refused,
     resolved,
 )
+from workerclass.resolve import resolve
 
 BASE = "base"  # the class every table row selects
 

@@ -11,12 +11,12 @@ import celpy
 import jsonschema
 import pytest
 
+from workerclass.adapters.folder import load_state
 from workerclass.crds import worker_class_crd, worker_platform_crd
 from workerclass.model import _CLASS_KEYS, _TALOS_KEYS
 from workerclass.ops.status import class_status
-from workerclass.state import State
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
 PINNED = "registry.example.com/w@sha256:" + "a" * 64
 
@@ -76,11 +76,11 @@ def rule_at(crd: dict[str, Any], path: tuple[str, ...], contains: str) -> str:
 
 
 def example(kind: str) -> list[dict[str, Any]]:
-    return [copy.deepcopy(dict(record.obj)) for record in State.load(EXAMPLES).objects if record.kind == kind]
+    return [copy.deepcopy(dict(record.obj)) for record in load_state(EXAMPLES).objects if record.kind == kind]
 
 
 def test_the_examples_and_builtins_fit_the_schemas() -> None:
-    state = State.load(EXAMPLES)
+    state = load_state(EXAMPLES)
     for record in state.classes.values():
         assert valid(worker_class_crd(), dict(record.obj)) == [], record.name
     for obj in example("WorkerPlatform"):
@@ -96,7 +96,7 @@ def test_every_field_the_parser_reads_is_in_the_schema() -> None:
 
 
 def test_the_status_the_controller_writes_fits_the_schema() -> None:
-    state = State.load(EXAMPLES)
+    state = load_state(EXAMPLES)
     for name, record in state.classes.items():
         status = class_status(state, name, 3)
         assert status is not None

@@ -15,15 +15,14 @@ pytest.importorskip("lightkube")
 
 from lightkube import AsyncClient, KubeConfig
 
+from tests.webhook.cases import pool, worker_class
+from tests.webhook.conftest import fast_settings
+from tests.webhook.helpers import EXAMPLES, CertFiles, Client, review
+from workerclass.adapters.folder import load_state
 from workerclass.adapters.kube import WATCHED, ClusterCache, Watched
 from workerclass.adapters.tls import ReloadingContext
 from workerclass.admission import mutate, validate
-from workerclass.state import State
 from workerclass.webhook.server import WebhookServer
-
-from .cases import pool, worker_class
-from .conftest import fast_settings
-from .helpers import EXAMPLES, CertFiles, Client, review
 
 pytestmark = pytest.mark.asyncio
 
@@ -48,7 +47,7 @@ def seed(emulator: kmock.KubernetesEmulator, objects: list[dict[str, Any]], *, s
 
 
 def example_objects() -> list[dict[str, Any]]:
-    return [json.loads(json.dumps(dict(record.obj))) for record in State.load(EXAMPLES).objects]
+    return [json.loads(json.dumps(dict(record.obj))) for record in load_state(EXAMPLES).objects]
 
 
 def url_of(emulator: kmock.KubernetesEmulator, watched: Watched, namespace: str | None = None) -> str:

@@ -14,10 +14,7 @@ from typing import Any
 
 import pytest
 
-from workerclass import State, admit, resolve
-from workerclass.resolve import resolve_pool
-
-from .builders import (
+from tests.builders import (
     ABSENT,
     CERTIFICATE,
     CHART_FACTORY_URL,
@@ -41,6 +38,9 @@ from .builders import (
     pairs,
     view,
 )
+from workerclass import State, admit, resolve
+from workerclass.adapters.folder import load_state
+from workerclass.resolve import resolve_pool
 
 FULL_TALOS_CLASS = {
     "talos": {
@@ -387,7 +387,7 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
 def test_the_design_page_examples_are_all_admitted() -> None:
-    state = State.load(EXAMPLES)
+    state = load_state(EXAMPLES)
     admitted = 0
     for record in state.objects:
         decision = admit(state, "CREATE", record.obj)
@@ -410,7 +410,7 @@ def test_the_design_page_examples_are_all_admitted() -> None:
     ids=["kairos", "talos-override", "fixed-kairos", "legacy-helmrelease"],
 )
 def test_the_design_page_pools_resolve(name: str, expected: dict[str, Any]) -> None:
-    state = State.load(EXAMPLES)
+    state = load_state(EXAMPLES)
     record = next(r for r in state.objects if r.name == name)
     effective = view(resolve(state, record.obj))
     assert {key: effective[key] for key in expected} == expected

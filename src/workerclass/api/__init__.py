@@ -1,0 +1,50 @@
+"""The one declarative table of the API workerclass touches.
+
+- :mod:`.resources`: every resource we read, watch, admit or install (group, version, kind, plural,
+  scope, role, check order, watch labels), the webhook domain and the finalizer.
+- :mod:`.webhooks`: the served paths, the resource each admits and the operations it needs.
+- :mod:`.patterns`: the value patterns the parser matches and the CRD schemas carry.
+- :mod:`.names`: the closed name sets (families, infrastructures, image sources) as ``Literal`` types.
+- :mod:`.paths`: typed field paths.
+
+The bottom layer: it imports nothing else of the package, and every layer may import it.
+"""
+
+from .names import FAMILIES, IMAGE_SOURCES, INFRASTRUCTURES, Family, ImageSource, Infrastructure
+from .paths import FieldPath
+from .resources import (
+    AUXILIARY_KINDS,
+    CONTROLLER_READS,
+    FINALIZER,
+    POOL_KINDS,
+    RESOURCES,
+    WATCHED,
+    WEBHOOK_DOMAIN,
+    Resource,
+    by_kind,
+)
+from .webhooks import READY_PATH, WEBHOOKS, Operation, Webhook, by_path
+
+__all__ = [
+    "AUXILIARY_KINDS",
+    "CONTROLLER_READS",
+    "FAMILIES",
+    "FINALIZER",
+    "IMAGE_SOURCES",
+    "INFRASTRUCTURES",
+    "POOL_KINDS",
+    "READY_PATH",
+    "RESOURCES",
+    "WATCHED",
+    "WEBHOOKS",
+    "WEBHOOK_DOMAIN",
+    "Family",
+    "FieldPath",
+    "ImageSource",
+    "Infrastructure",
+    "Operation",
+    "Resource",
+    "Webhook",
+    "by_kind",
+    "by_path",
+]

@@ -1,0 +1,165 @@
+"""The resources workerclass reads, watches, admits and installs: one row each.
+
+Every place that names a resource (the State's kinds and check order, the cluster cache's watches,
+the webhook routes, the install manifests' rules and RBAC, ``preflight``'s expectations, the
+controller, the CRDs) reads it from :data:`RESOURCES`. Its edge: plain data, no imports of the rest
+of the package.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Literal
+
+__all__ = [
+    "APPLICATION_KIND_LABEL",
+    "APPS",
+    "AUXILIARY_KINDS",
+    "COMPUTE_PLANE",
+    "CONTROLLER_READS",
+    "COZYSTACK",
+    "FINALIZER",
+    "FLUX",
+    "HELM_RELEASE",
+    "INSTANCETYPE",
+    "INSTANCETYPES",
+    "KUBERNETES",
+    "KUBERNETES_NODES",
+    "POOL_KINDS",
+    "RELEASE_PREFIX",
+    "RESOURCES",
+    "WATCHED",
+    "WEBHOOK_DOMAIN",
+    "WORKER_CLASS",
+    "WORKER_PLATFORM",
+    "Resource",
+    "Role",
+    "by_kind",
+]
+
+COZYSTACK = "cozystack.io"
+APPS = "apps.cozystack.io"
+FLUX = "helm.toolkit.fluxcd.io"
+INSTANCETYPES = "instancetype.kubevirt.io"
+
+#: the label Cozystack puts on the HelmRelease behind every application (here: ``KubernetesNodes``)
+APPLICATION_KIND_LABEL = "apps.cozystack.io/application.kind"
+#: the ApplicationDefinition's ``release.prefix``: KubernetesNodes ``N`` is HelmRelease ``kubernetes-nodes-N``
+RELEASE_PREFIX = "kubernetes-nodes-"
+#: the suffix of the webhook names (``kubernetesnodes.mutate.workerclass.cozystack.io``), the
+#: finalizer's and kopf's annotation prefix
+WEBHOOK_DOMAIN = "workerclass.cozystack.io"
+#: the finalizer that holds a custom class while live pools select it
+FINALIZER = f"{WEBHOOK_DOMAIN}/retain-while-selected"
+
+#: what a kind is to workerclass
+Role = Literal["platform", "class", "parent", "pool", "instancetype"]
+
+
+@dataclass(frozen=True, slots=True)
+class Resource:
+    """One resource: its API coordinates, what it is to us, and where it is read."""
+
+    group: str
+    version: str
+    kind: str
+    plural: str
+    namespaced: bool
+    role: Role
+    #: dependency rank: ``check`` admits the objects of a STATE folder in this order
+    rank: int
+    #: the label selector the cluster cache lists and watches it with (empty: all of them)
+    labels: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    #: its CRD is ours to ship (``crds.py``); the others are Cozystack's, Flux's or KubeVirt's
+    owned: bool = False
+    #: the WorkerClass controller reads it (a class's status needs the platform and the pools)
+    controller: bool = False
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}"
+
+    @property
+    def name(self) -> str:
+        """``plural.group``, as RBAC, kubectl and the CRD name it."""
+        return f"{self.plural}.{self.group}"
+
+    @property
+    def scope(self) -> Literal["Namespaced", "Cluster"]:
+        return "Namespaced" if self.namespaced else "Cluster"
+
+
+WORKER_PLATFORM = Resource(
+    COZYSTACK, "v1alpha1", "WorkerPlatform", "workerplatforms", False, "platform", 0, owned=True, controller=True
+)
+WORKER_CLASS = Resource(
+    COZYSTACK, "v1alpha1", "WorkerClass", "workerclasses", False, "class", 1, owned=True, controller=True
+)
+KUBERNETES = Resource(APPS, "v1alpha1", "Kubernetes", "kuberneteses", True, "parent", 2)
+KUBERNETES_NODES = Resource(APPS, "v1alpha1", "KubernetesNodes", "kubernetesnodes", True, "pool", 3, controller=True)
+HELM_RELEASE = Resource(
+    FLUX,
+    "v2",
+    "HelmRelease",
+    "helmreleases",
+    True,
+    "pool",
+    4,
+    labels=MappingProxyType({APPLICATION_KIND_LABEL: "KubernetesNodes"}),
+    controller=True,
+)
+COMPUTE_PLANE = Resource(APPS, "v1alpha1", "ComputePlane", "computeplanes", True, "pool", 5)
+INSTANCETYPE = Resource(
+    INSTANCETYPES,
+    "v1beta1",
+    "VirtualMachineClusterInstancetype",
+    "virtualmachineclusterinstancetypes",
+    False,
+    "instancetype",
+    6,
+)
+
+#: every resource, in check order
+RESOURCES: tuple[Resource, ...] = (
+    WORKER_PLATFORM,
+    WORKER_CLASS,
+    KUBERNETES,
+    KUBERNETES_NODES,
+    HELM_RELEASE,
+    COMPUTE_PLANE,
+    INSTANCETYPE,
+)
+_BY_KIND: Mapping[str, Resource] = MappingProxyType({resource.kind: resource for resource in RESOURCES})
+
+#: the kinds that are pools, in the order a pool name's kinds are listed
+POOL_KINDS: tuple[str, ...] = tuple(resource.kind for resource in RESOURCES if resource.role == "pool")
+#: what the webhook's cluster cache lists and watches: everything above, in this order
+WATCHED: tuple[Resource, ...] = (
+    WORKER_PLATFORM,
+    WORKER_CLASS,
+    KUBERNETES,
+    KUBERNETES_NODES,
+    COMPUTE_PLANE,
+    INSTANCETYPE,
+    HELM_RELEASE,
+)
+#: what the WorkerClass controller's cache lists and watches
+CONTROLLER_READS: tuple[Resource, ...] = tuple(resource for resource in WATCHED if resource.controller)
+
+#: kinds not admitted or resolved but that ``preflight`` reads: how the webhook is installed
+AUXILIARY_KINDS = frozenset(
+    {
+        "MutatingWebhookConfiguration",
+        "ValidatingWebhookConfiguration",
+        "Deployment",
+        "Service",
+        "PodDisruptionBudget",
+    }
+)
+
+
+def by_kind(kind: object) -> Resource | None:
+    """The resource of a kind, or ``None`` for a kind we do not read."""
+    return _BY_KIND.get(kind) if isinstance(kind, str) else None
