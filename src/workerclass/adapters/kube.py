@@ -3,7 +3,7 @@
 Its edge: the Kubernetes API in (through lightkube's async client), immutable
 :class:`~workerclass.state.State` snapshots out. What it reads is :data:`WATCHED`, which is also
 where the install manifests take their RBAC rules from, so the ServiceAccount can read exactly
-this and nothing else.
+this and nothing else. Both are rows of the API table (:mod:`workerclass.api.resources`).
 
 Like an informer: each resource is listed, then watched from the list's resourceVersion; a watch
 that fails (410 Gone, a dropped connection, a 5xx) is followed by a fresh list after a backoff.
@@ -23,7 +23,7 @@ entries the object touches and shares the rest (no rebuild, no lock: a request h
 it started with). The first lists are paginated (``limit`` :data:`LIST_CHUNK`, ``continue``) and
 the first State is built once from the complete lists (``State.from_objects``).
 
-lightkube is imported lazily so that importing this module (for :data:`WATCHED`) needs no client.
+lightkube is imported lazily so that importing this module needs no client.
 """
 
 from __future__ import annotations
@@ -34,67 +34,35 @@ import http
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
+from ..api import CONTROLLER_READS, WATCHED, Resource
 from ..state import APPLICATION_KIND_LABEL, INSTANCETYPE_KIND, State
-from ..webhook.sources import SyncReport, age_report, where
+from .sync import SyncReport, age_report, where
+
+__all__ = [
+    "CONTROLLER_WATCHED",
+    "LIST_CHUNK",
+    "STATUS_REASONS",
+    "WATCHED",
+    "ClusterCache",
+    "Watched",
+    "short_error",
+    "trimmed",
+]
 
 logger = logging.getLogger("workerclass.kube")
 
 
-@dataclass(frozen=True, slots=True)
-class Watched:
-    """One resource the cache lists and watches."""
-
-    group: str
-    version: str
-    kind: str
-    plural: str
-    namespaced: bool
-    labels: Mapping[str, str] = field(default_factory=dict)
-
-    @property
-    def api_version(self) -> str:
-        return f"{self.group}/{self.version}"
-
-    @property
-    def name(self) -> str:
-        """``plural.group``, as RBAC and kubectl name it."""
-        return f"{self.plural}.{self.group}"
-
-
-WATCHED: tuple[Watched, ...] = (
-    Watched("cozystack.io", "v1alpha1", "WorkerPlatform", "workerplatforms", False),
-    Watched("cozystack.io", "v1alpha1", "WorkerClass", "workerclasses", False),
-    Watched("apps.cozystack.io", "v1alpha1", "Kubernetes", "kuberneteses", True),
-    Watched("apps.cozystack.io", "v1alpha1", "KubernetesNodes", "kubernetesnodes", True),
-    Watched("apps.cozystack.io", "v1alpha1", "ComputePlane", "computeplanes", True),
-    Watched(
-        "instancetype.kubevirt.io",
-        "v1beta1",
-        "VirtualMachineClusterInstancetype",
-        "virtualmachineclusterinstancetypes",
-        False,
-    ),
-    Watched(
-        "helm.toolkit.fluxcd.io",
-        "v2",
-        "HelmRelease",
-        "helmreleases",
-        True,
-        {APPLICATION_KIND_LABEL: "KubernetesNodes"},
-    ),
-)
-
-
-#: What the WorkerClass controller reads: a class's status needs the platform (for its rules) and the
-#: pools, not parent clusters or ComputePlanes (whose node groups are classless).
-CONTROLLER_WATCHED: tuple[Watched, ...] = tuple(
-    watched
-    for watched in WATCHED
-    if watched.kind in ("WorkerPlatform", "WorkerClass", "KubernetesNodes", "HelmRelease")
-)
+#: One resource the cache lists and watches: a row of the API table (group, version, kind, plural,
+#: namespaced, labels; ``api_version``, ``name``). The old name, kept for importers.
+Watched = Resource
+# WATCHED (imported above): what the webhook's cache lists and watches.
+#: What the WorkerClass controller reads (:data:`workerclass.api.CONTROLLER_READS`): a class's status
+#: needs the platform (for its rules) and the pools, not parent clusters or ComputePlanes (whose node
+#: groups are classless).
+CONTROLLER_WATCHED: tuple[Resource, ...] = CONTROLLER_READS
 
 
 #: objects per list page (``limit``; lightkube follows ``continue``)
@@ -213,7 +181,7 @@ class ClusterCache:
         self,
         client: Any = None,
         *,
-        resources: tuple[Watched, ...] = WATCHED,
+        resources: tuple[Resource, ...] = WATCHED,
         retry_delay: float = 1.0,
         max_retry_delay: float = 30.0,
         debounce: float = 0.0,
@@ -329,7 +297,7 @@ class ClusterCache:
 
     # ------------------------------------------------------------------ list + watch
 
-    def _normalized(self, watched: Watched, obj: Any) -> tuple[tuple[str, str], dict[str, Any]] | None:
+    def _normalized(self, watched: Resource, obj: Any) -> tuple[tuple[str, str], dict[str, Any]] | None:
         raw = obj.to_dict() if hasattr(obj, "to_dict") else obj
         if not isinstance(raw, dict):
             return None
@@ -343,12 +311,12 @@ class ClusterCache:
         namespace = metadata.get("namespace") or ""
         return (namespace if isinstance(namespace, str) else "", metadata["name"]), trimmed(watched.kind, raw)
 
-    def _fresh(self, watched: Watched) -> None:
+    def _fresh(self, watched: Resource) -> None:
         progress = self._progress[watched.kind]
         progress.fresh_at = self._clock()
         progress.failing_since = None
 
-    async def _list(self, watched: Watched, resource: Any, scope: dict[str, Any]) -> tuple[dict[Any, Any], str | None]:
+    async def _list(self, watched: Resource, resource: Any, scope: dict[str, Any]) -> tuple[dict[Any, Any], str | None]:
         async with asyncio.timeout(self.list_timeout):
             listing = self._client.list(resource, chunk_size=LIST_CHUNK, **scope)
             items: dict[tuple[str, str], dict[str, Any]] = {}
@@ -362,7 +330,7 @@ class ClusterCache:
             version = None
         return items, version
 
-    async def _follow(self, watched: Watched) -> None:
+    async def _follow(self, watched: Resource) -> None:
         from lightkube.generic_resource import create_global_resource, create_namespaced_resource
 
         factory = create_namespaced_resource if watched.namespaced else create_global_resource
@@ -428,7 +396,7 @@ class ClusterCache:
 
     def _event(
         self,
-        watched: Watched,
+        watched: Resource,
         items: dict[tuple[str, str], dict[str, Any]],
         key: tuple[str, str],
         obj: dict[str, Any] | None,
@@ -444,7 +412,7 @@ class ClusterCache:
         self.applied += 1
         self._apply(watched, key, obj)
 
-    def _apply(self, watched: Watched, key: tuple[str, str], obj: dict[str, Any] | None) -> None:
+    def _apply(self, watched: Resource, key: tuple[str, str], obj: dict[str, Any] | None) -> None:
         if self._state is None:
             return  # the first State is built from the complete lists
         try:
@@ -461,7 +429,7 @@ class ClusterCache:
 
     def _relisted(
         self,
-        watched: Watched,
+        watched: Resource,
         previous: Mapping[tuple[str, str], dict[str, Any]],
         items: Mapping[tuple[str, str], dict[str, Any]],
     ) -> None:

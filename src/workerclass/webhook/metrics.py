@@ -15,8 +15,8 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Histo
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 from prometheus_client.registry import Collector
 
+from ..adapters.sync import SyncReport
 from .connections import CLOSE_REASONS
-from .sources import SyncReport
 
 #: allowed; allowed with a patch; denied by a rule; refused before deciding (bad request,
 #: not ready, internal error); or not an AdmissionReview at all (HTTP 4xx)

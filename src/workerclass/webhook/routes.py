@@ -1,17 +1,21 @@
-"""The webhook paths of API.md section 5: which kind each admits and which core function decides.
+"""The webhook paths of API.md section 5, as the server routes them: built once from the API table
+(:data:`workerclass.api.webhooks.WEBHOOKS`), so the server, the install manifests and ``preflight``
+cannot disagree on a path, a kind or an operation.
 
-Kept apart from the server (no aiohttp here) so that the install manifests are generated from
-the same table the server routes by.
+Kept apart from the server (no aiohttp here). A :class:`Route` is the table row plus what a request
+needs at hand (the :class:`~.review.Target` the review is checked against, the metric/log name),
+made at import: a request reads attributes, it builds nothing.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..api import WEBHOOKS, Resource, Webhook
+from ..api.webhooks import Decider
 from .review import Target
 
-COZYSTACK = "cozystack.io"
-APPS = "apps.cozystack.io"
+__all__ = ["ROUTES", "Route"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -22,16 +26,20 @@ class Route:
     name: str
     target: Target
     mutating: bool
-    decider: str  # "mutate" or "validate"
+    decider: Decider  # "mutate" or "validate"
+    resource: Resource
+
+    @classmethod
+    def of(cls, webhook: Webhook) -> Route:
+        resource = webhook.resource
+        return cls(
+            webhook.path,
+            webhook.name,
+            Target(resource.kind, resource.group),
+            webhook.mutating,
+            webhook.decider,
+            resource,
+        )
 
 
-_NODES = Target("KubernetesNodes", APPS)
-_CLASSES = Target("WorkerClass", COZYSTACK)
-_PLANES = Target("ComputePlane", APPS)
-
-ROUTES: tuple[Route, ...] = (
-    Route("/mutate/kubernetesnodes", "mutate-kubernetesnodes", _NODES, True, "mutate"),
-    Route("/validate/kubernetesnodes", "validate-kubernetesnodes", _NODES, False, "validate"),
-    Route("/validate/workerclasses", "validate-workerclasses", _CLASSES, False, "validate"),
-    Route("/validate/computeplanes", "validate-computeplanes", _PLANES, False, "validate"),
-)
+ROUTES: tuple[Route, ...] = tuple(Route.of(webhook) for webhook in WEBHOOKS)

@@ -10,7 +10,9 @@ folder that failed to reload, a watch that broke or went silent for longer than 
 bound): the server then reports not ready and says why, while requests are still answered from
 the last good snapshot (a stale read, as client-go informers give, rather than an outage of every
 write; readiness moves traffic to a replica that is current). Sources that can say when each of
-their parts was last known current offer ``sync_reports()`` (exported as metrics).
+their parts was last known current offer ``sync_reports()`` (exported as metrics). The report
+type, :func:`age_report` and :func:`where` live in :mod:`workerclass.adapters.sync` (the cluster
+cache makes reports too, and adapters sit below the webhook); they are re-exported here.
 """
 
 from __future__ import annotations
@@ -19,15 +21,25 @@ import asyncio
 import contextlib
 import logging
 import time
-import traceback
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
 from ..adapters.folder import iter_yaml_files, load_state
+from ..adapters.sync import SyncReport, age_report, where
 from ..state import LoadError, State
 from .logtext import escaped
+
+__all__ = [
+    "FolderSource",
+    "StateSource",
+    "StaticSource",
+    "SyncReport",
+    "age_report",
+    "folder_fingerprint",
+    "sync_reports",
+    "where",
+]
 
 logger = logging.getLogger("workerclass.webhook")
 
@@ -52,18 +64,6 @@ class StateSource(Protocol):
     async def stop(self) -> None: ...
 
 
-@dataclass(frozen=True, slots=True)
-class SyncReport:
-    """How current one part of a source is: a watched resource, or the folder."""
-
-    name: str
-    #: Unix time the part was last known current, ``None`` before its first sync
-    last_sync: float | None
-    #: seconds since then, ``None`` before the first sync
-    staleness: float | None
-    failures: int
-
-
 def sync_reports(source: object) -> Sequence[SyncReport]:
     """The source's ``sync_reports()``, or nothing for a source without parts (a fixed state)."""
     reports = getattr(source, "sync_reports", None)
@@ -71,14 +71,6 @@ def sync_reports(source: object) -> Sequence[SyncReport]:
         return ()
     result: Sequence[SyncReport] = reports()
     return result
-
-
-def age_report(name: str, fresh_at: float | None, failures: int, now: float) -> SyncReport:
-    """A report from a monotonic ``fresh_at`` (wall time derived from the age)."""
-    if fresh_at is None:
-        return SyncReport(name, None, None, failures)
-    age = max(0.0, now - fresh_at)
-    return SyncReport(name, time.time() - age, age, failures)
 
 
 class StaticSource:
@@ -234,9 +226,3 @@ class FolderSource:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
             self._task = None
-
-
-def where(error: BaseException) -> str:
-    """The last frames of a traceback as ``file:line`` (locates a bug without quoting any value)."""
-    frames = traceback.extract_tb(error.__traceback__)[-3:]
-    return " <- ".join(f"{frame.filename.rsplit('/', 1)[-1]}:{frame.lineno}" for frame in reversed(frames))
