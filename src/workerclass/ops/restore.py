@@ -36,9 +36,11 @@ from typing import Any
 
 import yaml
 
+from ..api.names import Family, is_family
 from ..render import HASH_VERSION, INFRASTRUCTURE_KINDS, RenderError, class_era, legacy_values, render, template_suffix
 from ..resolve import resolve_pool
 from ..resolve.effective import Effective
+from ..rules.family import assumed_family
 from ..state import PoolRecord, State, pool_from_object
 from ..violations import Violation
 
@@ -299,12 +301,12 @@ def prove(state: State, record: PoolRecord, current: Effective, values: Mapping[
 # --------------------------------------------------------------------------- rows
 
 
-def _bootstrap(state: State, record: PoolRecord, effective: Effective | None) -> str:
-    if effective is not None:
+def _bootstrap(state: State, record: PoolRecord, effective: Effective | None) -> Family:
+    """The pool's family: the resolved one, else as resolution assumes it (no class, or a missing or
+    unreadable one, is Talos: :func:`workerclass.rules.family.assumed_family`)."""
+    if effective is not None and is_family(effective.bootstrap):
         return effective.bootstrap
-    class_record = state.worker_class(record.class_name) if record.class_name else None
-    # As resolution does: no class (or an unreadable one) is the Talos family.
-    return "kairos" if class_record is not None and class_record.spec.bootstrap == "kairos" else "talos"
+    return assumed_family(state, record.class_name)
 
 
 def _denied(denials: list[Violation]) -> tuple[str, ...]:
