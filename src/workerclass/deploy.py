@@ -1,8 +1,10 @@
 """The install manifests, generated (``workerclass manifests``).
 
 Its edge: plain dicts out, in a stable order; nothing is applied. The webhook rules come from the
-server's routes and the RBAC rules from the cluster cache's watch list, so what is installed is
-what is served and what is read, no more:
+API table's webhooks (:data:`workerclass.api.WEBHOOKS`, which the server routes by) and the RBAC
+rules from its watch lists (:data:`workerclass.api.WATCHED`, :data:`workerclass.api.CONTROLLER_READS`,
+which the cluster caches read), so what is installed is what is served and what is read, no more.
+It imports neither the webhook nor the adapters: it is their sibling, and reads only the table:
 
 * first the CustomResourceDefinitions the package owns (:mod:`workerclass.crds`: WorkerClass with
   its status subresource, WorkerPlatform);
@@ -46,23 +48,18 @@ from typing import Any
 
 import yaml
 
-from .adapters.kube import CONTROLLER_WATCHED, WATCHED, Watched
+from .api import CONTROLLER_READS, WATCHED, WEBHOOKS, Resource, Webhook
+from .api import WEBHOOK_DOMAIN as WEBHOOK_DOMAIN  # re-exported: the manifests' name suffix
+from .api.resources import WORKER_CLASS
 from .crds import crd_manifests
-from .webhook.routes import ROUTES, Route
 
 NAME = "workerclass-webhook"
 DEFAULT_NAMESPACE = "cozy-workerclass"
 TLS_SECRET = f"{NAME}-tls"
 PORT = 8443
-WEBHOOK_DOMAIN = "workerclass.cozystack.io"
 
-#: the operations each path is matched for (the smallest set its rules need)
-OPERATIONS: dict[str, list[str]] = {
-    "/mutate/kubernetesnodes": ["CREATE", "UPDATE"],
-    "/validate/kubernetesnodes": ["CREATE", "UPDATE"],
-    "/validate/workerclasses": ["CREATE", "UPDATE", "DELETE"],
-    "/validate/computeplanes": ["CREATE", "UPDATE"],
-}
+#: the operations each path is matched for (the smallest set its rules need), from the API table
+OPERATIONS: dict[str, list[str]] = {webhook.path: list(webhook.operations) for webhook in WEBHOOKS}
 
 
 def package_version() -> str:
@@ -114,33 +111,24 @@ def _metadata(name: str, namespace: str | None = None, **extra: Any) -> dict[str
     return meta
 
 
-def _resource_of(route: Route) -> tuple[str, str, str, str]:
-    """``(group, version, plural, scope)`` of the kind a route admits, from the watch list."""
-    for watched in WATCHED:
-        if watched.kind == route.target.kind and watched.group == route.target.group:
-            return watched.group, watched.version, watched.plural, "Namespaced" if watched.namespaced else "Cluster"
-    raise LookupError(f"{route.target.kind} is served but not watched")  # pragma: no cover - guarded by tests
-
-
-def _webhook(route: Route, options: InstallOptions) -> dict[str, Any]:
-    group, version, plural, scope = _resource_of(route)
-    action = "mutate" if route.mutating else "validate"
+def _webhook(webhook: Webhook, options: InstallOptions) -> dict[str, Any]:
+    resource = webhook.resource
     client: dict[str, Any] = {
-        "service": {"name": NAME, "namespace": options.namespace, "path": route.path, "port": 443},
+        "service": {"name": NAME, "namespace": options.namespace, "path": webhook.path, "port": 443},
     }
     if options.ca_bundle is not None:
         client["caBundle"] = base64.b64encode(options.ca_bundle).decode("ascii")
-    webhook: dict[str, Any] = {
-        "name": f"{plural}.{action}.{WEBHOOK_DOMAIN}",
+    entry: dict[str, Any] = {
+        "name": webhook.webhook_name,
         "admissionReviewVersions": ["v1"],
         "clientConfig": client,
         "rules": [
             {
-                "apiGroups": [group],
-                "apiVersions": [version],
-                "resources": [plural],
-                "operations": list(OPERATIONS[route.path]),
-                "scope": scope,
+                "apiGroups": [resource.group],
+                "apiVersions": [resource.version],
+                "resources": [resource.plural],
+                "operations": list(webhook.operations),
+                "scope": resource.scope,
             }
         ],
         "failurePolicy": "Fail",
@@ -148,13 +136,13 @@ def _webhook(route: Route, options: InstallOptions) -> dict[str, Any]:
         "sideEffects": "None",
         "timeoutSeconds": options.timeout_seconds,
     }
-    if route.mutating:
+    if webhook.mutating:
         # the mutation is idempotent, so running it again after later mutations is safe
-        webhook["reinvocationPolicy"] = "IfNeeded"
-    return webhook
+        entry["reinvocationPolicy"] = "IfNeeded"
+    return entry
 
 
-def _configuration(kind: str, routes: list[Route], options: InstallOptions) -> dict[str, Any]:
+def _configuration(kind: str, webhooks: list[Webhook], options: InstallOptions) -> dict[str, Any]:
     annotations = (
         {} if options.ca_bundle is not None else {"cert-manager.io/inject-ca-from": f"{options.namespace}/{NAME}"}
     )
@@ -165,7 +153,7 @@ def _configuration(kind: str, routes: list[Route], options: InstallOptions) -> d
         "apiVersion": "admissionregistration.k8s.io/v1",
         "kind": kind,
         "metadata": meta,
-        "webhooks": [_webhook(route, options) for route in routes],
+        "webhooks": [_webhook(webhook, options) for webhook in webhooks],
     }
 
 
@@ -186,7 +174,7 @@ def _identity(
     ]
 
 
-def rbac_rules(watched_resources: tuple[Watched, ...] = WATCHED) -> list[dict[str, Any]]:
+def rbac_rules(watched_resources: tuple[Resource, ...] = WATCHED) -> list[dict[str, Any]]:
     """get/list/watch on exactly what a cluster cache reads, one rule per API group."""
     by_group: dict[str, list[str]] = defaultdict(list)
     for watched in watched_resources:
@@ -204,9 +192,9 @@ CONTROLLER_LIVENESS_PORT = 8080
 def controller_rbac_rules() -> list[dict[str, Any]]:
     """The controller cache's reads, plus what it writes: the class finalizer and status, and kopf's Events."""
     return [
-        *rbac_rules(CONTROLLER_WATCHED),
-        {"apiGroups": ["cozystack.io"], "resources": ["workerclasses"], "verbs": ["patch"]},
-        {"apiGroups": ["cozystack.io"], "resources": ["workerclasses/status"], "verbs": ["patch"]},
+        *rbac_rules(CONTROLLER_READS),
+        {"apiGroups": [WORKER_CLASS.group], "resources": [WORKER_CLASS.plural], "verbs": ["patch"]},
+        {"apiGroups": [WORKER_CLASS.group], "resources": [f"{WORKER_CLASS.plural}/status"], "verbs": ["patch"]},
         {"apiGroups": [""], "resources": ["events"], "verbs": ["create"]},
         {"apiGroups": ["apiextensions.k8s.io"], "resources": ["customresourcedefinitions"], "verbs": ["list", "watch"]},
     ]
@@ -425,8 +413,8 @@ def webhook_manifests(options: InstallOptions | None = None) -> list[dict[str, A
     """Every object of the install, in apply order."""
     options = options or InstallOptions()
     namespace = options.namespace
-    mutating = [route for route in ROUTES if route.mutating]
-    validating = [route for route in ROUTES if not route.mutating]
+    mutating = [webhook for webhook in WEBHOOKS if webhook.mutating]
+    validating = [webhook for webhook in WEBHOOKS if not webhook.mutating]
     objects: list[dict[str, Any]] = [
         {"apiVersion": "v1", "kind": "Namespace", "metadata": _metadata(namespace)},
         *_identity(_metadata(NAME, namespace), _metadata(NAME), rbac_rules()),
