@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from workerclass.chart import chart_failures, golden_disk, kubevirtmachinetemplate, kubevirtmachinetemplate_text, sizing
 from workerclass.chart import quantity as q
 from workerclass.chart.nodegroup import Disk
-from workerclass.chart.talos_job import _SCRIPT_END, _SCRIPT_START, command_script
+from workerclass.chart.talos_job_spec import _SCRIPT_END, _SCRIPT_START, command_script
 from workerclass.chart.values import block_load, k8s_load
 
 from .cases import free_pools, make_input, pools

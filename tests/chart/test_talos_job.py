@@ -28,19 +28,16 @@ from hypothesis import strategies as st
 
 from tests.render.schemas import validation_errors
 from workerclass.chart.context import ChartInput
-from workerclass.chart.sizing import sizing
-from workerclass.chart.talos_job import (
+from workerclass.chart.goyaml import to_yaml
+from workerclass.chart.kernel_modules import (
     NVIDIA_KERNEL_MODULES,
     InvalidInstallerImage,
     InvalidKernelModule,
-    job_context,
-    job_name,
-    job_spec_text,
     pr3571_kernel_modules,
-    render_talos_job,
-    talos_config_template,
-    to_yaml,
 )
+from workerclass.chart.sizing import sizing
+from workerclass.chart.talos_job import job_context, render_talos_job, talos_config_template
+from workerclass.chart.talos_job_spec import job_name, job_spec_text
 from workerclass.chart.values import chart_input
 
 from .oracle import ORACLE, OracleResult, diff_paths, get_oracle, require_oracle

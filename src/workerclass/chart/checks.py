@@ -27,19 +27,24 @@ from typing import Any
 import yaml
 
 from .context import RELEASE_PREFIX, ChartFailure, ChartInput
-from .nodegroup import kmt_interpolations, kubevirtmachinetemplate_text, plain_safe, tpl
+from .kernel_modules import KERNEL_MODULE_NAME, SHELL_SAFE
+from .nodegroup import (
+    POSITIVE_DURATION,
+    constraints_text,
+    kmt_interpolations,
+    kubevirtmachinetemplate_text,
+    plain_safe,
+    tpl,
+)
 from .quantity import cpu_to_millicores, go_str, is_finite_quantity, to_float, to_float64, truthy
 from .sizing import Sizing, sizing
-from .values import from_yaml, k8s_load, to_yaml, version_map
+from .values import k8s_load, version_map
 
 TALOS_K8S_SUPPORT = {"v1.13": ("v1.31", "v1.32", "v1.33", "v1.34", "v1.35", "v1.36")}
 
-_DURATION = re.compile(r"[1-9][0-9]{0,4}[smh]([0-9]{1,5}[smh]){0,2}")
 _MEMORY = re.compile(r"[0-9]+(\.[0-9]+)?([eE][+-]?[0-9]+)?(Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E)?")
 _CPU = re.compile(r"([0-9]+m|[0-9]+(\.[0-9]+)?)")
 _PCT_NUMBER = re.compile(r"[0-9]+(\.[0-9]+)?")
-_MODULE = re.compile(r"[a-z0-9_-]+")
-SHELL_SAFE = re.compile(r"[^\x00-\x1f\x7f\t\n\f\r $`\\'\"]+")
 
 # Shapes safe to echo back in a message (no secret fits them).
 _SAFE_DNS = re.compile(r"[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?")
@@ -181,7 +186,7 @@ def _get(obj: Any, key: str) -> Any:
 @functools.lru_cache(maxsize=64)
 def _constraints_parse(raw: str) -> bool:
     """Whether ``raw | fromYaml | toYaml`` with the chart's ``labelSelector`` lines after it is YAML."""
-    text = to_yaml(from_yaml(raw))
+    text = constraints_text(raw)
     body = "\n".join("  " + line for line in text.split("\n"))
     probe = f"spec:\n{body}\n    labelSelector:\n      matchLabels:\n        k: v\n  domain: {{}}"
     try:
@@ -558,7 +563,7 @@ def _check_rendered_yaml(inp: ChartInput, size: Sizing, out: _Collector) -> None
 
 def _check_duration(values: Mapping[str, Any], key: str, out: _Collector) -> None:
     value = values.get(key)
-    if not _DURATION.fullmatch(go_str(value)):
+    if not POSITIVE_DURATION.fullmatch(go_str(value)):
         out.add(
             "InvalidDuration",
             f"spec.{key}",
@@ -617,7 +622,7 @@ def kernel_module_failures(
             continue
         raw_name = module.get("name")
         name = go_str(raw_name) if truthy(raw_name) else ""
-        if not _MODULE.fullmatch(name):
+        if not KERNEL_MODULE_NAME.fullmatch(name):
             failures.append(
                 ChartFailure(
                     "InvalidKernelModule",

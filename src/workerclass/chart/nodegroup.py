@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from .context import ChartInput
-from .quantity import divf, go_quote_text, go_str, to_float, to_float64, to_int, truthy
+from .quantity import divf, go_quote_text, go_str, nindent, to_float, to_float64, to_int, truthy
 from .sizing import Sizing
 from .values import block_load, chart_version, from_yaml, k8s_load, plain_scalar, to_yaml, version_map
 
@@ -31,7 +31,8 @@ CAPI_API = "cluster.x-k8s.io/v1beta1"
 TCT_API = "bootstrap.cluster.x-k8s.io/v1alpha3"
 WM_API = "cozystack.io/v1alpha1"
 
-_DURATION = re.compile(r"[1-9][0-9]{0,4}[smh]([0-9]{1,5}[smh]){0,2}")  # fullmatch: Go's $ is end of text
+#: ``kubernetes.positiveDuration``'s pattern (fullmatch: Go's ``$`` is the end of the text).
+POSITIVE_DURATION = re.compile(r"[1-9][0-9]{0,4}[smh]([0-9]{1,5}[smh]){0,2}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,14 +126,9 @@ def _ephemeral_request_str(ratio_raw: str) -> str:
 
 
 @functools.lru_cache(maxsize=64)
-def _constraints_text(raw: str) -> str:
+def constraints_text(raw: str) -> str:
     """``$rawConstraints | fromYaml | toYaml`` (cached: the platform's one string)."""
     return to_yaml(from_yaml(raw))
-
-
-def _nindent(text: str, n: int) -> str:
-    pad = " " * n
-    return "\n" + "\n".join(pad + line for line in text.split("\n"))
 
 
 def _disk_source_lines(inp: ChartInput, disk: Disk | None) -> list[str]:
@@ -213,7 +209,7 @@ def kubevirtmachinetemplate_text(inp: ChartInput, sizing: Sizing, disk: Disk | N
     if truthy(scheduling):
         raw = _get(scheduling, "globalAppTopologySpreadConstraints")
         if truthy(raw):
-            text += _nindent(_constraints_text(go_str(raw)), 10)
+            text += nindent(constraints_text(go_str(raw)), 10)
             text += (
                 "\n            labelSelector:\n              matchLabels:\n"
                 f"                cluster.x-k8s.io/cluster-name: {cluster_name}"
@@ -251,7 +247,7 @@ def kubevirtmachinetemplate_text(inp: ChartInput, sizing: Sizing, disk: Disk | N
     if truthy(resources) and truthy(_get(resources, "memory")):
         out += ["            memory:", f"              guest: {tpl(_get(resources, 'memory'))}"]
     out.append("            resources:")
-    out.append("              " + _nindent(sanitized_pod_resources(inp), 14))
+    out.append("              " + nindent(sanitized_pod_resources(inp), 14))
     out += [
         "          evictionStrategy: External",
         "          volumes:",
@@ -452,7 +448,7 @@ def kmt_interpolations(inp: ChartInput, disk: Disk | None = None) -> list[tuple[
 
 def _duration(value: Any) -> str:
     s = go_str(value)
-    return s if _DURATION.fullmatch(s) else ""
+    return s if POSITIVE_DURATION.fullmatch(s) else ""
 
 
 def _selector(inp: ChartInput) -> dict[str, str]:

@@ -2,7 +2,8 @@
 
 Owns: ``cozy-lib.resources.toFloat`` (:func:`to_float`), ``kubernetes.cpuToMillicores``
 (:func:`cpu_to_millicores`), and the Go primitives they and ``nodegroup.yaml`` lean on: Go's
-``%v`` of a float64 (:func:`go_str`, also sprig's ``toString``), ``strconv.ParseFloat`` /
+``%v`` of a float64 (:func:`go_str`, also sprig's ``toString``), Go's ``%q`` (:func:`go_quote_text`,
+also sprig's ``quote``), sprig's ``nindent`` (:func:`nindent`), ``strconv.ParseFloat`` /
 ``ParseInt(s, 0, 0)`` as ``spf13/cast`` uses them (:func:`to_float64`, :func:`to_int`), and
 sprig's decimal ``addf``/``subf``/``mulf``/``divf`` (shopspring/decimal: exact sums and products,
 quotients rounded half away from zero at 16 decimal places).
@@ -56,6 +57,12 @@ def go_quote_text(text: str) -> str:
             out.append(f"\\U{code:08x}")
     out.append('"')
     return "".join(out)
+
+
+def nindent(text: str, width: int) -> str:
+    """sprig ``nindent``: a newline, then every line (empty ones too) indented by ``width``."""
+    pad = " " * width
+    return "\n" + pad + text.replace("\n", "\n" + pad)
 
 
 def go_str(value: Any) -> str:

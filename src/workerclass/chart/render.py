@@ -19,8 +19,9 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from .checks import SHELL_SAFE, chart_failures, kernel_module_failures
+from .checks import chart_failures, kernel_module_failures
 from .context import ChartFailure, ChartInput, ChartRefused
+from .kernel_modules import SHELL_SAFE
 from .nodegroup import (
     Disk,
     chart_http_url,
