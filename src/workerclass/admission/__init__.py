@@ -19,13 +19,16 @@ from ..model import (
 )
 from ..model.reader import key_path
 from ..resolve import Resolution, check_replicas, check_talos_vgpu, resolve_pool
-from ..resolve.classes import BUILTIN_FAMILIES, class_rule_violations, reference_problem
+from ..resolve.classes import class_rule_violations
+from ..rules.classes import BUILTIN_FAMILIES, class_being_deleted, class_immutable, reference_problem
+from ..rules.family import family_of
+from ..rules.pools import cluster_move, family_switch
+from ..rules.supplied import api_filled_paths, json_pointer, kairos_filled_paths, strip_paths
 from ..rules.usage import deletion_blocker
 from ..state import KINDS, State, identify, is_pool_release, pool_from_object
 from ..violations import Violation
 from .decision import Decision
 from .names import name_violations, shown_name
-from .supplied import api_filled_paths, json_pointer, kairos_filled_paths, strip_paths
 
 __all__ = ["OPERATIONS", "Decision", "admit", "mutate", "stored_object", "supplied_object", "validate"]
 
@@ -95,7 +98,7 @@ def mutate(
     """Default (CREATE) or restore (UPDATE) a KubernetesNodes ``workerClassName``.
 
     On the UPDATE of a classified pool (the old pool has a class), the values Cozystack's API
-    filled in (:mod:`~workerclass.admission.supplied`) are removed after the class op, so the
+    filled in (:mod:`~workerclass.rules.supplied`) are removed after the class op, so the
     stored values never accumulate them. A classless pool's UPDATE gets no patch at all.
     Only the application API mutates: HelmRelease writers and other kinds are left alone.
     Idempotent: a mutated object needs no further patch. Without ``old``, an UPDATE's old object
@@ -147,7 +150,7 @@ def supplied_object(
     state: State, operation: str, obj: Mapping[str, Any], old: Mapping[str, Any] | None = None
 ) -> Mapping[str, Any]:
     """The pool object as the tenant supplied it: an UPDATE of a KubernetesNodes without the
-    values Cozystack's API filled in (:mod:`~workerclass.admission.supplied`); else ``obj``."""
+    values Cozystack's API filled in (:mod:`~workerclass.rules.supplied`); else ``obj``."""
     if operation != "UPDATE" or obj.get("kind") != "KubernetesNodes":
         return obj
     spec = obj.get("spec")
@@ -155,7 +158,7 @@ def supplied_object(
         return obj
     filled = api_filled_paths(spec, stored_values(state, obj, old))
     _, namespace, name = identify(obj)
-    if (namespace, name) not in state.backing_values and _family_of(state, obj) == "kairos":
+    if (namespace, name) not in state.backing_values and family_of(state, _stored_class(obj)) == "kairos":
         # No record of what was written: a Kairos pool's Talos-only chart defaults are the API's
         # read (a CREATE with them would have been refused), never TalosSettingOnKairos.
         filled += [path for path in kairos_filled_paths(spec) if path not in filled]
@@ -250,15 +253,6 @@ def _same_values(left: Mapping[str, Any], right: Mapping[str, Any]) -> bool:
         return False
 
 
-def _family_of(state: State, obj: Mapping[str, Any] | None) -> str | None:
-    """talos or kairos for a pool object (classless = talos); ``None`` when the class is unknown."""
-    name = _stored_class(obj)
-    if name is None:
-        return "talos"
-    record = state.worker_class(name)
-    return record.spec.bootstrap or None if record is not None else None
-
-
 def _validate_pool(
     state: State, operation: str, obj: Mapping[str, Any] | None, old: Mapping[str, Any] | None
 ) -> Outcome:
@@ -272,29 +266,22 @@ def _validate_pool(
         return [Violation("Invalid", "kind", "not a pool")], []
     denials: list[Violation] = []
     if operation == "UPDATE" and old is not None:
-        before, after = _family_of(state, old), _family_of(state, obj)
-        if before is not None and after is not None and before != after:
-            old_class = _stored_class(old) or "none (legacy Talos)"
-            denials.append(
-                Violation(
-                    "BootstrapFamilyChange",
-                    f"{record.field}.{CLASS_FIELD}",
-                    f"switching a running pool from {before} (class {old_class}) to {after} in place is refused: "
-                    "create a second pool, verify worker join and workloads, then plan workload migration",
-                )
-            )
+        old_class = _stored_class(old)
+        switch = family_switch(
+            family_of(state, old_class),
+            family_of(state, _stored_class(obj)),
+            old_class,
+            f"{record.field}.{CLASS_FIELD}",
+        )
+        if switch is not None:
+            denials.append(switch)
     if operation == "UPDATE" and isinstance(old, Mapping):
         previous = pool_from_object(old)
-        if previous is not None and previous.cluster and record.cluster and previous.cluster != record.cluster:
-            denials.append(
-                Violation(
-                    "Invalid",
-                    f"{record.field}.cluster",
-                    f"a pool cannot move to another parent cluster ({shown_name(previous.cluster)} -> "
-                    f"{shown_name(record.cluster)}): its machines would be recreated there; create a pool in "
-                    f"cluster {shown_name(record.cluster)} instead",
-                )
-            )
+        move = cluster_move(
+            previous.cluster if previous is not None else None, record.cluster, f"{record.field}.cluster"
+        )
+        if move is not None:
+            denials.append(move)
     name = record.class_name
     # The class the pool held before this request: the old object's, or (``check`` admitting what a
     # STATE already stores) the stored pool's. A pool that keeps its class keeps it while it is deleted.
@@ -306,13 +293,7 @@ def _validate_pool(
     if name is not None and name != before:
         selected = state.worker_class(name)
         if selected is not None and (selected.obj.get("metadata") or {}).get("deletionTimestamp"):
-            denials.append(
-                Violation(
-                    "ClassNotFound",
-                    f"{record.field}.{CLASS_FIELD}",
-                    f"WorkerClass {name} is being deleted: select another class",
-                )
-            )
+            denials.append(class_being_deleted(name, f"{record.field}.{CLASS_FIELD}"))
     if operation == "CREATE":
         # Names are checked when a pool is created only: Cozystack's API skips name validation
         # on UPDATE (names are immutable), so a stored pool is never refused for its name.
@@ -343,14 +324,7 @@ def _validate_class(
         # leave a class that can never finish deleting.
         return [], []
     if operation == "UPDATE" and old is not None:
-        return [
-            Violation(
-                "ClassImmutable",
-                "spec",
-                f"the spec of WorkerClass {name} is immutable: publish another class (for example {name}-r2) "
-                "for another baseline or fixed image, and select it from the pools",
-            )
-        ], []
+        return [class_immutable(name)], []
     spec, denials = parse_class_spec(obj.get("spec"))
     return denials + class_rule_violations(state.platform, spec, obj.get("spec"), name=name), []
 

@@ -14,11 +14,11 @@ Messages quote a name only when it is a DNS label (a name that is not may hold a
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from typing import Any
 
 from ..resolve import chart_checks
+from ..rules.pools import DNS_1035, shown_name
 from ..state import RELEASE_PREFIX, PoolRecord, State
 from ..violations import Violation
 
@@ -26,13 +26,6 @@ __all__ = ["MAX_POOL_NAME", "name_violations", "shown_name"]
 
 #: ``kubernetes-nodes-`` + name within Helm's 53-character release names
 MAX_POOL_NAME = 53 - len(RELEASE_PREFIX)
-DNS_1035 = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?")
-
-
-def shown_name(name: str) -> str:
-    """A name quoted only when it is a DNS label (one that is not may hold anything)."""
-    return repr(name) if DNS_1035.fullmatch(name) and len(name) <= 63 else "(not shown: not a DNS label)"
-
 
 _shown = shown_name
 

@@ -15,7 +15,8 @@ API.md section 1 fixes the status shape::
 
 The design page: "Retain custom classes and the worker controller while live classified pools
 depend on them." :func:`~workerclass.rules.usage.deletion_blocker` (re-exported here) says why a class must be
-kept, or ``None`` once no pool selects it.
+kept, or ``None`` once no pool selects it; :data:`~workerclass.rules.classes.BUILTIN_FAMILIES` (re-exported
+here) names the built-in classes, which the controller leaves alone.
 
 Its edge: a State and a class name in, plain values out; no I/O, no clock (conditions carry no
 ``lastTransitionTime``, which API.md leaves out of the shape).
@@ -25,12 +26,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..resolve import class_problems
-from ..resolve.classes import class_rule_violations
+from ..resolve.classes import class_problems, class_rule_violations
+from ..rules.classes import BUILTIN_FAMILIES
 from ..rules.usage import SHOWN_POOLS, deletion_blocker, in_use_message, pool_list, selecting
 from ..state import State
 
-__all__ = ["SHOWN_POOLS", "class_status", "deletion_blocker", "in_use_message"]
+__all__ = ["BUILTIN_FAMILIES", "SHOWN_POOLS", "class_status", "deletion_blocker", "in_use_message"]
 
 
 def class_status(state: State, name: str, generation: int | None = None) -> dict[str, Any] | None:

@@ -1,65 +1,32 @@
-"""The rules of one WorkerClass spec on its own, shared by class admission and pool resolution.
+"""A WorkerClass as resolution reads it: its own rules plus its baseline against the platform.
 
-A class that breaks them can still reach a State (a GitOps folder, or a cluster whose class
-webhook was unavailable); pools that select it then fail closed instead of resolving with the
-bad values dropped or passed through.
+The rules of a class on its own need no resolution and live in :mod:`workerclass.rules.classes`
+(re-exported here); what this module adds is the baseline: a Talos class's disk source, resolved
+with nothing from a pool, must agree with its installer. :func:`class_problems` is what pools
+that select the class fail closed on, once per State and class.
 """
 
 from __future__ import annotations
 
-import re
-from typing import Any
+from typing import Any, cast
 
 from ..model import Platform, WorkerClassSpec
+from ..rules.classes import BUILTIN_FAMILIES, CREDENTIALS, PINNED, REFERENCE, class_spec_violations, reference_problem
+from ..state import ClassRecord, State
 from ..violations import Violation
-from .keys import private_key_paths
+from .image import resolve_kubevirt_image
+from .resolution import Resolution
+from .talos import resolve_talos
 
-PINNED = re.compile(r"@sha256:[0-9a-f]{64}$")
-_COMPONENT = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
-_LABEL = r"[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?"
-_DOMAIN = rf"(?:{_LABEL}(?:\.{_LABEL})*|\[[0-9a-fA-F:]+\])"
-#: A pinned OCI image reference (the distribution/reference grammar): [registry[:port]/]path[:tag]@sha256:<hex>
-REFERENCE = re.compile(
-    rf"^(?:{_DOMAIN}(?::[0-9]+)?/)?{_COMPONENT}(?:/{_COMPONENT})*(?::[A-Za-z0-9_][A-Za-z0-9_.-]{{0,127}})?"
-    r"@sha256:[0-9a-f]{64}$"
-)
-
-
-#: ``user:password@host/...`` or ``user@host/...`` in front of a reference: credentials, never a registry
-CREDENTIALS = re.compile(r"^[^/@]+:[^/@]*@|^[^/@]+@[^/]+/")
-
-
-def reference_problem(reference: str, field: str, what: str) -> Violation | None:
-    """``ImageNotPinned`` for a reference without a digest, ``Invalid`` for one that is not a reference.
-
-    The reference is not quoted in the ``Invalid`` message: a malformed one may carry credentials.
-    """
-    if CREDENTIALS.match(reference):
-        return Violation(
-            "Invalid",
-            field,
-            "must not carry credentials (user:password@): references are public; configure registry "
-            "authentication on the platform side (the value is not shown)",
-        )
-    if not PINNED.search(reference):
-        return Violation(
-            "ImageNotPinned",
-            field,
-            f"the reference is not pinned (not shown): use <repository>@sha256:<64 hex digest> of {what}",
-        )
-    if not REFERENCE.match(reference):
-        return Violation(
-            "Invalid",
-            field,
-            "is not an image reference ([registry[:port]/]repository[:tag]@sha256:<digest>, lower-case "
-            "repository, no credentials)",
-        )
-    return None
-
-
-#: The built-in class names, each bound to its own bootstrap family (a folder may redefine the
-#: class, not turn ``talos`` into a Kairos offer or the reverse).
-BUILTIN_FAMILIES = {"talos": "talos", "kairos": "kairos"}
+__all__ = [
+    "BUILTIN_FAMILIES",
+    "CREDENTIALS",
+    "PINNED",
+    "REFERENCE",
+    "class_problems",
+    "class_rule_violations",
+    "reference_problem",
+]
 
 
 def class_rule_violations(
@@ -75,82 +42,28 @@ def class_rule_violations(
 
     The baseline check resolves the class with nothing from a pool; a pool that selects the class
     gets the same compatibility check after its own overrides, so pool resolution leaves it out.
+    It runs only for a Talos class that selects a disk source and breaks no rule of its own.
     """
-    denials: list[Violation] = []
-    family = BUILTIN_FAMILIES.get(name or "")
-    if family is not None and spec.bootstrap and spec.bootstrap != family:
-        denials.append(
-            Violation(
-                "Invalid",
-                f"{field}.bootstrap",
-                f"the built-in class name {name!r} is the {family} offer and must keep bootstrap {family}; "
-                f"publish a {spec.bootstrap} class under another name",
-            )
-        )
-    for path in private_key_paths(raw, field):
-        denials.append(Violation("PrivateKeyMaterial", path, "private key material must never be put in class values"))
-    image = spec.image
-    if spec.bootstrap == "kairos":
-        for path in spec.os.nonempty_paths(field):
-            denials.append(
-                Violation(
-                    "TalosSettingOnKairos",
-                    path,
-                    "a Kairos class cannot carry Talos-only settings; they are not interpreted as Kairos configuration",
-                )
-            )
-    elif spec.bootstrap == "talos" and image is not None and (image.kubernetes_version or image.reference):
-        denials.append(
-            Violation(
-                "Invalid",
-                f"{field}.image",
-                "a fixed image is for Kairos classes; a Talos class selects its disk through talos, kubevirt "
-                "and proxmox settings",
-            )
-        )
-    if image is not None:
-        # IncompleteImage: exactly one of the two fields absent or empty; a malformed one that is
-        # set is the reader's Invalid (API.md section 3), not a missing one.
-        raw_image = raw.get("image") if isinstance(raw, dict) else None
-        supplied = {
-            key: isinstance(raw_image, dict) and raw_image.get(key) not in (None, "")
-            for key in ("kubernetesVersion", "reference")
-        }
-        if supplied["kubernetesVersion"] != supplied["reference"]:
-            missing = "reference" if supplied["kubernetesVersion"] else "kubernetesVersion"
-            denials.append(
-                Violation(
-                    "IncompleteImage",
-                    f"{field}.image.{missing}",
-                    "image.kubernetesVersion and image.reference are required together: set both or neither",
-                )
-            )
-        problem = (
-            reference_problem(image.reference, f"{field}.image.reference", "a verified, publicly pullable disk")
-            if image.reference
-            else None
-        )
-        if problem is not None:
-            denials.append(problem)
+    denials = class_spec_violations(spec, raw, field, name=name)
     os_image = spec.os.os_image
-    if spec.bootstrap == "talos" and os_image is not None:
-        if os_image.builtin is not None and os_image.factory is not None:
-            denials.append(
-                Violation(
-                    "OsImageSourceConflict",
-                    f"{field}.kubevirt.osImage",
-                    "set builtin or factory, not both: osImage selects exactly one disk source",
-                )
-            )
-        elif baseline and not denials:
-            # The baseline on its own (a pool that supplies nothing) must resolve to a compatible disk.
-            from . import Resolution, resolve_kubevirt_image, resolve_talos
-
-            result = Resolution([], [], {})
-            talos = resolve_talos(
-                platform, None, spec.os.talos, baseline_origin="class", origins={}, baseline_values=raw
-            )
-            if talos.version and talos.schematic_id:
-                resolve_kubevirt_image(platform, talos, os_image, field=f"{field}.kubevirt.osImage", result=result)
-            denials.extend(result.denials)
+    if baseline and not denials and spec.bootstrap == "talos" and os_image is not None:
+        # The baseline on its own (a pool that supplies nothing) must resolve to a compatible disk.
+        result = Resolution([], [], {})
+        talos = resolve_talos(platform, None, spec.os.talos, baseline_origin="class", origins={}, baseline_values=raw)
+        if talos.version and talos.schematic_id:
+            resolve_kubevirt_image(platform, talos, os_image, values=field, result=result)
+        denials.extend(result.denials)
     return denials
+
+
+def class_problems(state: State, record: ClassRecord) -> tuple[Violation, ...]:
+    """Every class rule the record breaks, computed once per state and class."""
+    key = ("class-problems", record.name)
+    cached = state.memo.get(key)
+    if cached is None:
+        rules = class_rule_violations(
+            state.platform, record.spec, record.obj.get("spec"), name=record.name, baseline=False
+        )
+        cached = (*record.violations, *rules)
+        state.memo[key] = cached
+    return cast(tuple[Violation, ...], cached)

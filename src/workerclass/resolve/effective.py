@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..api.names import Family, ImageSource, Infrastructure
 from ..model import KernelModule, PoolSpec
 
 
@@ -55,7 +56,7 @@ class EffectiveImage:
     or ``platform`` (the platform's Kairos container disk for the pool's minor).
     """
 
-    source: str
+    source: ImageSource
     reference: str | None
     version: str | None
     schematic_id: str | None
@@ -80,8 +81,8 @@ class Effective:
     name: str
     cluster: str
     class_name: str | None  # None: classless, the legacy Talos path
-    bootstrap: str  # talos | kairos
-    infrastructure: str  # kubevirt | proxmox
+    bootstrap: Family
+    infrastructure: Infrastructure
     kubernetes_minor: str  # vX.Y
     kubernetes_version: str  # vX.Y.Z
     talos: EffectiveTalos | None  # Talos only

@@ -1,0 +1,161 @@
+"""What the kubernetes-nodes chart decides for a pool: its render-time refusals, its defaults and
+its own version map, and the context the renderer needs beside the effective settings.
+
+The chart's checks (:func:`chart_checks`) are computed once per State and once per identical
+values across States (a bounded, least recently used cache).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections import OrderedDict
+from collections.abc import Mapping
+from functools import lru_cache
+from typing import Any, cast
+
+from ..chart import ChartFailure
+from ..chart.checks import chart_failures
+from ..chart.values import chart_defaults, chart_input, version_map
+from ..state import PoolRecord, State, release_of
+from ..violations import Violation
+
+__all__ = [
+    "CLASS_RESOLVED_CODES",
+    "MAX_CHART_DEPTH",
+    "SHARED_CHECKS_SIZE",
+    "chart_checks",
+    "chart_context",
+    "chart_talos_defaults",
+    "chart_version_map",
+]
+
+
+@lru_cache(maxsize=1)
+def chart_talos_defaults() -> Mapping[str, str]:
+    """The chart's ``talos`` defaults (values.yaml): a classless pool's Talos fallbacks."""
+    defaults = chart_defaults()
+    talos = defaults.get("talos")
+    out = {k: v for k, v in talos.items() if isinstance(v, str)} if isinstance(talos, dict) else {}
+    version = defaults.get("version")
+    if isinstance(version, str):
+        out["_version"] = version  # the chart's Kubernetes minor, kept beside (never a Talos key)
+    return out
+
+
+#: Chart failures a classified pool meets through its own resolved rules instead: its Kubernetes
+#: minor is checked against the platform map and the chart's enum, its effective (not raw)
+#: Talos version against the platform's support matrix.
+CLASS_RESOLVED_CODES = frozenset({"UnsupportedVersion", "TalosKubernetesIncompatible"})
+
+
+def chart_checks(state: State, record: PoolRecord) -> tuple[Violation, ...]:
+    """Every render-time refusal of the kubernetes-nodes chart for a standalone pool's values.
+
+    ``workerclass.chart.checks.chart_failures`` over the values as the chart sees them (the
+    pool's values coalesced over values.yaml, ``_cluster`` from the platform, the cluster's
+    instance types), field paths moved under the pool's values (``spec.values...`` for a
+    HelmRelease). ``InvalidPoolName`` ones are included: admission takes them on CREATE only.
+    Computed once per state and values.
+    """
+    if record.kind == "ComputePlane":
+        return ()
+    key = ("chart-checks", record.kind, record.namespace, record.name)
+    cached = state.memo.get(key)
+    if cached is not None and cached[0] is record.values:
+        return cast(tuple[Violation, ...], cached[1])
+    release = record.release or release_of(record.kind, record.name)
+    bounded = _bounded(record.values)
+    content = _content_key(bounded, release, record.namespace, state.platform.cluster_values)
+    shared = _SHARED_CHECKS.get(content) if content is not None else None
+    if shared is not None and shared[0] is state.instancetypes:
+        failures = shared[1]
+        with contextlib.suppress(KeyError):  # another thread may have evicted it meanwhile
+            _SHARED_CHECKS.move_to_end(content)  # type: ignore[arg-type]
+    else:
+        inp = chart_input(
+            bounded,
+            namespace=record.namespace,
+            release=release,
+            cluster_values={"_cluster": dict(state.platform.cluster_values)},
+            instancetypes=state.instancetypes,
+        )
+        failures = tuple(chart_failures(inp))
+        if content is not None:
+            _SHARED_CHECKS[content] = (state.instancetypes, failures)
+            if len(_SHARED_CHECKS) > SHARED_CHECKS_SIZE:
+                with contextlib.suppress(KeyError):
+                    _SHARED_CHECKS.popitem(last=False)
+    out: list[Violation] = []
+    for failure in failures:
+        where = failure.field
+        if where == "spec" or where.startswith("spec."):
+            where = record.field + where[len("spec") :]
+        out.append(Violation(failure.code, where, failure.message))
+    violations = tuple(out)
+    state.memo[key] = (record.values, violations)
+    return violations
+
+
+#: The chart's checks are a pure function of the values, release, namespace, ``_cluster`` and
+#: the instance types: identical pools across States (a plan's two states, a resync, a retried
+#: review) share one computation. Bounded, least recently used first out.
+SHARED_CHECKS_SIZE = 4096
+_SHARED_CHECKS: OrderedDict[str, tuple[Mapping[str, Any], tuple[ChartFailure, ...]]] = OrderedDict()
+
+
+def _content_key(
+    values: Mapping[str, Any], release: str, namespace: str, cluster_values: Mapping[str, Any]
+) -> str | None:
+    """A canonical text of the checks' inputs (the instance types are compared by identity)."""
+    try:
+        return json.dumps([values, release, namespace, cluster_values], sort_keys=True, default=repr)
+    except (TypeError, ValueError, RecursionError):
+        return None
+
+
+#: Deeper than this, a value is cut for the chart's checks (they read a few known levels; the
+#: chart's value helpers copy recursively). Such values are refused for their key anyway.
+MAX_CHART_DEPTH = 64
+
+
+def _bounded(values: Mapping[str, Any]) -> Mapping[str, Any]:
+    """``values`` itself, or a copy whose containers below :data:`MAX_CHART_DEPTH` are emptied."""
+    stack: list[tuple[Any, int]] = [(values, 0)]
+    deep = False
+    while stack and not deep:
+        item, depth = stack.pop()
+        children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else ()
+        for child in children:
+            if isinstance(child, dict | list):
+                if depth + 1 >= MAX_CHART_DEPTH:
+                    deep = True
+                    break
+                stack.append((child, depth + 1))
+    if not deep:
+        return values
+
+    def cut(item: Any, depth: int) -> Any:
+        if isinstance(item, dict):
+            return {} if depth >= MAX_CHART_DEPTH else {k: cut(v, depth + 1) for k, v in item.items()}
+        if isinstance(item, list):
+            return [] if depth >= MAX_CHART_DEPTH else [cut(v, depth + 1) for v in item]
+        return item
+
+    return cast(Mapping[str, Any], cut(values, 0))
+
+
+def chart_context(state: State, record: PoolRecord) -> dict[str, Any]:
+    """What the chart needs beside the effective settings: the values verbatim, the release,
+    ``_cluster`` and the instance types the cluster has (all of them: the chart looks one up)."""
+    return {
+        "values": record.values,
+        "release": record.release or release_of(record.kind, record.name),
+        "cluster_values": {"_cluster": dict(state.platform.cluster_values)},
+        "instancetypes": state.instancetypes,
+    }
+
+
+@lru_cache(maxsize=1)
+def chart_version_map() -> Mapping[str, str]:
+    return version_map()

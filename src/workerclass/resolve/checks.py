@@ -1,0 +1,82 @@
+"""Checks of a pool's own settings that hold for every family: replicas, vGPU on Talos, the health
+threshold, and the pool's name among the State's pools.
+"""
+
+from __future__ import annotations
+
+from typing import cast
+
+from ..model import PoolSpec
+from ..model.reader import DNS_LABEL
+from ..state import PoolRecord, State
+from .resolution import Resolution
+
+__all__ = ["check_health", "check_pool_name", "check_replicas", "check_talos_vgpu", "pool_names"]
+
+
+def check_replicas(spec: PoolSpec, field: str, result: Resolution) -> None:
+    """``InvalidReplicas``: negative bounds, or min above max."""
+    low, high = spec.min_replicas, spec.max_replicas
+    if low is not None and low < 0:
+        result.deny("InvalidReplicas", f"{field}.minReplicas", f"must not be negative (got {low})")
+    if high is not None and high < 0:
+        result.deny("InvalidReplicas", f"{field}.maxReplicas", f"must not be negative (got {high})")
+    if low is not None and high is not None and low > high >= 0:
+        result.deny("InvalidReplicas", f"{field}.minReplicas", f"minReplicas {low} is above maxReplicas {high}")
+
+
+def check_talos_vgpu(spec: PoolSpec, field: str, result: Resolution) -> None:
+    """``TalosVGPU``: the known bootstrap-family exception for vGPU."""
+    for index, gpu in enumerate(spec.gpus):
+        if gpu.vgpu:
+            result.deny(
+                "TalosVGPU",
+                f"{field}.gpus[{index}].vgpu",
+                "vGPU is not available on Talos workers: use a passthrough GPU, or a class whose image supports vGPU",
+            )
+
+
+def check_health(spec: PoolSpec, result: Resolution) -> None:
+    value = spec.max_unhealthy
+    if not isinstance(value, str) or not value.endswith("%") or not value[:-1].isdigit():
+        return
+    percent = int(value[:-1])
+    size = max(spec.min_replicas or 0, 1)
+    if percent < 100 and percent * size // 100 == 0:
+        result.warnings.append(
+            f"maxUnhealthy {value} of a {size}-worker pool rounds down to 0: one unhealthy worker already "
+            "exceeds it, so MachineHealthCheck will not remediate; use an integer or a larger pool"
+        )
+
+
+def pool_names(state: State) -> dict[tuple[str, str], list[str]]:
+    """``(namespace, name)`` -> the kinds of the pools with that name, once per state."""
+    cached = state.memo.get("pool-names")
+    if cached is None:
+        names: dict[tuple[str, str], list[str]] = {}
+        for kind, namespace, name in state.pools:
+            names.setdefault((namespace, name), []).append(kind)
+        state.memo["pool-names"] = cached = names
+    return cast(dict[tuple[str, str], list[str]], cached)
+
+
+def check_pool_name(state: State, record: PoolRecord, result: Resolution) -> None:
+    """A node group's name names its MachineDeployment and is the value of its ``deployment-name`` label.
+
+    Standalone pools' names are admission's, on CREATE only (``InvalidPoolName``): a stored pool
+    is never refused for its name (its namespace, which the chart fails to render, is refused).
+    """
+    field = record.field
+    if record.kind == "ComputePlane" and (len(record.name) > 63 or not DNS_LABEL.fullmatch(record.name)):
+        result.deny(
+            "Invalid",
+            field,
+            "the node group's pool name <computeplane>-<group> must be a DNS label of at most 63 characters: "
+            "it becomes the MachineDeployment name and the value of its cluster.x-k8s.io/deployment-name label",
+        )
+    others = [kind for kind in pool_names(state).get((record.namespace, record.name), []) if kind != record.kind]
+    if others:
+        result.warnings.append(
+            f"{' and '.join(others)} {record.identity} has the same name as this {record.kind}: their Cluster API "
+            "objects collide; if one is the other's backing release, keep only one in STATE"
+        )
