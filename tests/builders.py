@@ -280,7 +280,8 @@ def make_state(
 
 
 def apply_patch(obj: Mapping[str, Any], patch: list[dict[str, Any]]) -> dict[str, Any]:
-    return jsonpatch.apply_patch(copy.deepcopy(dict(obj)), patch)
+    patched: dict[str, Any] = jsonpatch.apply_patch(copy.deepcopy(dict(obj)), patch)  # jsonpatch is untyped
+    return patched
 
 
 def pairs(violations: Iterable[Any]) -> set[tuple[str, str]]:
