@@ -10,49 +10,67 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from ..api.patterns import (
+    DNS_LABEL,
+    DURATION,
+    HTTP_URL,
+    KUBERNETES_MINOR,
+    KUBERNETES_PATCH,
+    LABEL_KEY,
+    LABEL_VALUE,
+    MODULE_NAME,
+    NAME,
+    PERCENT,
+    PINNED,
+    PRIVATE_KEY,
+    PRIVATE_KEY_MARKERS,
+    QUANTITY,
+    REPOSITORY,
+    SCHEMATIC_ID,
+    TALOS_VERSION,
+    URL_CREDENTIALS,
+    looks_private,
+)
 from ..violations import Violation
 
-TALOS_VERSION = re.compile(r"^v\d+\.\d+\.\d+(-[0-9A-Za-z.-]+)?$")
-KUBERNETES_MINOR = re.compile(r"^v\d+\.\d+$")
-KUBERNETES_PATCH = re.compile(r"^v\d+\.\d+\.\d+$")
-SCHEMATIC_ID = re.compile(r"^[0-9a-f]{64}$")
-URL = re.compile(r"^https?://(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._-]+)(:\d{1,5})?([/?#]\S*)?$")
-#: ``user[:password]@`` in the authority of an http(s) URL: credentials never belong in these values
-URL_CREDENTIALS = re.compile(r"^https?://[^\s/?#]*@")
+# The patterns are :mod:`workerclass.api.patterns`' (one definition, read by the CRDs too); they
+# stay importable from here for the parser's other modules and older importers.
+__all__ = [
+    "CREDENTIALS_MESSAGE",
+    "DNS_LABEL",
+    "DURATION",
+    "HTTP_URL",
+    "KUBERNETES_MINOR",
+    "KUBERNETES_PATCH",
+    "LABEL_KEY",
+    "LABEL_VALUE",
+    "MODULE_NAME",
+    "NAME",
+    "PERCENT",
+    "PINNED",
+    "PRIVATE_KEY",
+    "PRIVATE_KEY_MARKERS",
+    "QUANTITY",
+    "REPOSITORY",
+    "SCHEMATIC_ID",
+    "TALOS_VERSION",
+    "URL",
+    "URL_CREDENTIALS",
+    "Reader",
+    "key_path",
+    "label_key_problem",
+    "label_value_problem",
+    "looks_private",
+    "type_name",
+]
+
+#: ``user[:password]@`` refused: the message (the value is never quoted: it holds a secret)
 CREDENTIALS_MESSAGE = (
     "must not carry credentials (user:password@): classes and pools hold no credentials; "
     "configure registry or Image Factory authentication on the platform side"
 )
-REPOSITORY = re.compile(r"^[a-z0-9]([a-z0-9._-]*[a-z0-9])?(:\d+)?(/[a-z0-9._/-]+)?$")
-#: Kubernetes' quantity pattern, as the chart's values.schema.json spells it
-QUANTITY = re.compile(
-    r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$"
-)
-DURATION = re.compile(r"^(\d+(\.\d+)?(ns|us|µs|ms|s|m|h))+$")
-PERCENT = re.compile(r"^\d{1,3}%$")
-NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
-MODULE_NAME = re.compile(r"^[a-z0-9_-]+$")  # PR 3571's rule
-LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
-DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-LABEL_KEY = re.compile(r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
-
-
-#: Cheap markers of private key material; :data:`PRIVATE_KEY` decides. Every armour counts:
-#: PEM and OpenSSH (``-----BEGIN [RSA |EC |ENCRYPTED |OPENSSH ]PRIVATE KEY-----``), PGP
-#: (``-----BEGIN PGP PRIVATE KEY BLOCK-----``), SSH2 exports (``---- BEGIN SSH2 [ENCRYPTED ]PRIVATE
-#: KEY ----``) and PuTTY key files (``PuTTY-User-Key-File-<n>:``).
-PRIVATE_KEY_MARKERS = ("PRIVATE KEY", "PuTTY-User-Key-File-")
-PRIVATE_KEY = re.compile(
-    r"-{4,5} ?BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)? ?-{4,5}|PuTTY-User-Key-File-\d+:",
-    re.IGNORECASE,
-)
-
-
-def looks_private(text: str) -> bool:
-    """True for a private key in any armour, whatever surrounds it; a mere mention is not one."""
-    if "PRIVATE KEY" not in text and "PuTTY-User-Key-File-" not in text and "private key" not in text.lower():
-        return False
-    return PRIVATE_KEY.search(text) is not None
+#: the parser's name for :data:`workerclass.api.patterns.HTTP_URL`
+URL = HTTP_URL
 
 
 def key_path(field: str, key: object) -> str:
