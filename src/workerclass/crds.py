@@ -18,27 +18,69 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["GROUP", "crd_manifests", "worker_class_crd", "worker_platform_crd"]
+from .api.schema import CLASS_SPEC, PLATFORM_SINGLETON, PLATFORM_SPEC, Array, Boolean, Map, Node, String
+
+__all__ = ["GROUP", "crd_manifests", "openapi", "worker_class_crd", "worker_platform_crd"]
 
 GROUP = "cozystack.io"
 VERSION = "v1alpha1"
 
-TALOS_VERSION = r"^v\d+\.\d+\.\d+(-[0-9A-Za-z.-]+)?$"
-KUBERNETES_MINOR = r"^v\d+\.\d+$"
-KUBERNETES_PATCH = r"^v\d+\.\d+\.\d+$"
-SCHEMATIC_ID = r"^[0-9a-f]{64}$"
-HTTP_URL = r"^https?://[^\s/@?#]+([/?#]\S*)?$"
-PINNED = r"^\S*@sha256:[0-9a-f]{64}$"
+
+def _pattern(node: String) -> str | None:
+    if node.pattern is None:
+        return None
+    text = node.pattern.pattern
+    # an empty value is "supplied empty" (API.md section 2), not a format error
+    return f"^$|{text}" if node.empty and text.startswith("^") else text
 
 
-def _string(pattern: str | None = None, description: str | None = None) -> dict[str, Any]:
-    # YAML's ``key:`` with nothing after it is null; the parser reads it as supplied and empty
-    out: dict[str, Any] = {"type": "string", "nullable": True}
-    if pattern is not None:
-        # an empty value is "supplied empty" (API.md section 2), not a format error
-        out["pattern"] = f"^$|{pattern}" if pattern.startswith("^") else pattern
-    if description is not None:
-        out["description"] = description
+def openapi(node: Node) -> dict[str, Any]:
+    """The OpenAPI v3 (structural) schema of one declaration; keys in a fixed order (the committed
+    deploy/workerclass.yaml is compared as text)."""
+    out: dict[str, Any]
+    if isinstance(node, String):
+        out = {"type": "string"}
+        if node.enum:
+            out["enum"] = list(node.enum)
+        elif node.nullable:
+            # YAML's ``key:`` with nothing after it is null; the parser reads it as supplied and empty
+            out["nullable"] = True
+        if (pattern := _pattern(node)) is not None:
+            out["pattern"] = pattern
+        if node.description is not None:
+            out["description"] = node.description
+        return out
+    if isinstance(node, Boolean):
+        out = {"type": "boolean"}
+        if node.description is not None:
+            out["description"] = node.description
+        return out
+    if isinstance(node, Array):
+        out = {"type": "array"}
+        if node.description is not None:
+            out["description"] = node.description
+        out["items"] = openapi(node.items)
+        return out
+    if isinstance(node, Map):
+        out = {"type": "object"}
+        if node.description is not None:
+            out["description"] = node.description
+        if node.values is not None:
+            out["additionalProperties"] = openapi(node.values)
+        if node.preserve_unknown:
+            out["x-kubernetes-preserve-unknown-fields"] = True
+        return out
+    out = {"type": "object", "properties": {key: openapi(value) for key, value in node.properties.items()}}
+    if node.description is not None:
+        out["description"] = node.description
+    if node.nullable:
+        out["nullable"] = True
+    if node.required:
+        out["required"] = list(node.required)
+    if node.rules:
+        out["x-kubernetes-validations"] = [{"rule": rule.rule, "message": rule.message} for rule in node.rules]
+    if node.preserve_unknown:
+        out["x-kubernetes-preserve-unknown-fields"] = True
     return out
 
 
@@ -48,116 +90,6 @@ def _object(properties: dict[str, Any], description: str | None = None, **extra:
         out["description"] = description
     out.update(extra)
     return out
-
-
-def _talos(platform: bool) -> dict[str, Any]:
-    properties: dict[str, Any] = {
-        "version": _string(TALOS_VERSION, "Talos version (vX.Y.Z)"),
-        "schematicID": _string(SCHEMATIC_ID, "Image Factory schematic ID (64 hex)"),
-        "imageFactoryURL": _string(HTTP_URL, "Image Factory endpoint, without credentials"),
-        "installerRepository": _string(description="installer image repository, without tag"),
-    }
-    if platform:
-        properties["goldens"] = {
-            "type": "array",
-            "description": "builtin golden disks that exist",
-            "items": _object(
-                {"version": _string(TALOS_VERSION), "schematicID": _string(SCHEMATIC_ID)},
-                required=["version", "schematicID"],
-            ),
-        }
-        properties["supportMatrix"] = {
-            "type": "object",
-            "description": "Talos minor -> the Kubernetes minors it runs",
-            "additionalProperties": _object(
-                {"min": _string(KUBERNETES_MINOR), "max": _string(KUBERNETES_MINOR)}, required=["min", "max"]
-            ),
-        }
-    else:
-        properties["imageFactoryCA"] = _string(description="PEM CA certificate(s) of a private Image Factory")
-        properties["registryMirrors"] = {
-            "type": "object",
-            "description": "registry -> mirror endpoints; replaced whole, never merged",
-            "additionalProperties": {
-                **_object(
-                    {"endpoints": {"type": "array", "items": _string(HTTP_URL)}, "skipFallback": {"type": "boolean"}},
-                    required=["endpoints"],
-                ),
-                "x-kubernetes-preserve-unknown-fields": True,
-            },
-        }
-    return _object(properties)
-
-
-def _source(factory: bool) -> dict[str, Any]:
-    properties = {"version": _string(TALOS_VERSION), "schematicID": _string(SCHEMATIC_ID)}
-    if factory:
-        properties["endpoint"] = _string(HTTP_URL)
-    return _object(properties, nullable=True)
-
-
-def _class_spec() -> dict[str, Any]:
-    os_image = _object(
-        {"builtin": _source(False), "factory": _source(True)},
-        "disk source: at most one of builtin and factory; {} = the default factory path",
-        nullable=True,
-        **{
-            "x-kubernetes-validations": [
-                {"rule": "!(has(self.builtin) && has(self.factory))", "message": "set builtin or factory, not both"}
-            ]
-        },
-    )
-    spec = _object(
-        {
-            "bootstrap": {"type": "string", "enum": ["talos", "kairos"], "description": "the bootstrap family"},
-            "talos": _talos(platform=False),
-            "kernelModules": {
-                "type": "array",
-                "items": _object(
-                    {
-                        "name": _string(r"^[A-Za-z0-9_-]+$"),
-                        "parameters": {"type": "array", "items": {"type": "string"}},
-                    },
-                    required=["name"],
-                ),
-            },
-            "kubevirt": _object({"osImage": os_image}),
-            "proxmox": _object({"templateTags": {"type": "array", "items": {"type": "string"}}}),
-            "image": _object(
-                {
-                    "kubernetesVersion": _string(KUBERNETES_PATCH, "the exact Kubernetes version the disk carries"),
-                    "reference": _string(PINNED, "<repository>@sha256:<64 hex digest> of a verified, public disk"),
-                },
-                "a fixed Kairos disk: both fields or neither",
-                **{
-                    "x-kubernetes-validations": [
-                        {
-                            "rule": "(has(self.kubernetesVersion) && self.kubernetesVersion != '') == "
-                            "(has(self.reference) && self.reference != '')",
-                            "message": "image.kubernetesVersion and image.reference are required together",
-                        }
-                    ]
-                },
-            ),
-        },
-        "the offer: an OS and bootstrap baseline, and for Kairos an optional fixed image; immutable",
-        required=["bootstrap"],
-        **{
-            "x-kubernetes-validations": [
-                {
-                    "rule": "self == oldSelf",
-                    "message": "the spec of a WorkerClass is immutable: publish another class and select it",
-                },
-                {
-                    "rule": "self.bootstrap == 'kairos' || !has(self.image) || "
-                    "((!has(self.image.reference) || self.image.reference == '') && "
-                    "(!has(self.image.kubernetesVersion) || self.image.kubernetesVersion == ''))",
-                    "message": "a fixed image is for Kairos classes",
-                },
-            ]
-        },
-    )
-    return spec
 
 
 def _status() -> dict[str, Any]:
@@ -219,7 +151,7 @@ def worker_class_crd() -> dict[str, Any]:
             "apiVersion": {"type": "string"},
             "kind": {"type": "string"},
             "metadata": {"type": "object"},
-            "spec": _class_spec(),
+            "spec": openapi(CLASS_SPEC),
             "status": _status(),
         },
         "A hoster's immutable worker offer; tenants' KubernetesNodes pools select it by name.",
@@ -235,48 +167,16 @@ def worker_class_crd() -> dict[str, Any]:
 
 
 def worker_platform_crd() -> dict[str, Any]:
-    spec = _object(
-        {
-            "defaultWorkerClass": {"type": "string", "description": "the class new pools get on CREATE"},
-            "kubernetesVersions": {
-                "type": "object",
-                "description": "supported minors -> the exact patch used for platform images",
-                "additionalProperties": _object({"patch": _string(KUBERNETES_PATCH)}, required=["patch"]),
-            },
-            "talos": _talos(platform=True),
-            "clusterValues": {
-                "type": "object",
-                "description": "what Cozystack injects as _cluster into every app's values "
-                "(default {cluster-domain: cozy.local})",
-                "x-kubernetes-preserve-unknown-fields": True,
-            },
-            "kairos": _object(
-                {
-                    "images": {
-                        "type": "object",
-                        "description": "platform Kairos disks per minor (experimental)",
-                        "additionalProperties": _object(
-                            {"reference": _string(PINNED), "kubernetesVersion": _string(KUBERNETES_PATCH)},
-                            required=["reference"],
-                        ),
-                    }
-                }
-            ),
-        },
-        required=["defaultWorkerClass"],
-    )
     schema = _object(
-        {"apiVersion": {"type": "string"}, "kind": {"type": "string"}, "metadata": {"type": "object"}, "spec": spec},
+        {
+            "apiVersion": {"type": "string"},
+            "kind": {"type": "string"},
+            "metadata": {"type": "object"},
+            "spec": openapi(PLATFORM_SPEC),
+        },
         "The hoster's platform defaults; only the one named default is read.",
         required=["spec"],
-        **{
-            "x-kubernetes-validations": [
-                {
-                    "rule": "self.metadata.name == 'default'",
-                    "message": "the WorkerPlatform is a singleton named default",
-                }
-            ]
-        },
+        **{"x-kubernetes-validations": [{"rule": PLATFORM_SINGLETON.rule, "message": PLATFORM_SINGLETON.message}]},
     )
     columns = [
         {"name": "Default class", "type": "string", "jsonPath": ".spec.defaultWorkerClass"},

@@ -1,0 +1,367 @@
+"""A pool's values (KubernetesNodes ``spec``, HelmRelease ``spec.values``, ComputePlane node
+groups): the chart's keys with the chart's types plus the class-era keys of API.md section 1.
+
+:func:`parse_pool_spec` is on the admission hot path: paths are f-strings, nothing is built per
+call beyond the values. Its edge: one pool's values; the chart's render-time checks are the
+chart port's (:mod:`workerclass.chart`), class rules the resolver's.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..chart.checks import KUBELET_KEYS as CHART_KUBELET_KEYS
+from ..violations import Violation
+from .reader import (
+    KUBERNETES_MINOR,
+    KUBERNETES_PATCH,
+    NAME,
+    QUANTITY,
+    Reader,
+    key_path,
+    label_key_problem,
+    label_value_problem,
+    looks_private,
+    type_name,
+)
+from .settings import OsSettings, parse_os
+
+__all__ = [
+    "CHART_KEYS",
+    "CHART_VERSIONS",
+    "CLASS_ERA_KEYS",
+    "COMPUTE_PLANE_ALLOWLIST",
+    "DEFAULT_MAX_REPLICAS",
+    "DEFAULT_MIN_REPLICAS",
+    "KUBELET_KEYS",
+    "RESERVED_LABEL_PREFIXES",
+    "ROLE",
+    "TAINT_EFFECTS",
+    "Gpu",
+    "PoolSpec",
+    "Resources",
+    "Taint",
+    "parse_node_group",
+    "parse_pool_spec",
+]
+
+TAINT_EFFECTS = frozenset({"NoSchedule", "PreferNoSchedule", "NoExecute"})
+#: replica bounds of a pool that leaves them out (the Cozystack node-group defaults)
+DEFAULT_MIN_REPLICAS = 0
+DEFAULT_MAX_REPLICAS = 10
+
+
+@dataclass(frozen=True, slots=True)
+class Resources:
+    cpu: str
+    memory: str
+
+
+@dataclass(frozen=True, slots=True)
+class Taint:
+    key: str
+    value: str
+    effect: str
+
+    def as_dict(self) -> dict[str, str]:
+        out = {"key": self.key, "effect": self.effect}
+        if self.value:
+            out["value"] = self.value
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class Gpu:
+    name: str
+    vgpu: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class PoolSpec:
+    """A standalone pool's values (KubernetesNodes ``spec``, HelmRelease ``spec.values``)."""
+
+    cluster: str | None = None
+    worker_class_name: str | None = None
+    version: str | None = None
+    min_replicas: int | None = None
+    max_replicas: int | None = None
+    instance_type: str | None = None
+    resources: Resources | None = None
+    disk_size: str | None = None
+    storage_class: str | None = None
+    roles: tuple[str, ...] = ()
+    labels: Mapping[str, str] = field(default_factory=dict)
+    taints: tuple[Taint, ...] = ()
+    max_unhealthy: str | None = None
+    node_startup_timeout: str | None = None
+    ready_unknown_timeout: str | None = None
+    ready_false_timeout: str | None = None
+    gpus: tuple[Gpu, ...] = ()
+    ssh_keys: tuple[str, ...] | None = None
+    os: OsSettings = field(default_factory=OsSettings)
+    max_node_provision_time: str | None = None
+    log_serial_console: bool | None = None
+    pod_cpu_limit: str | None = None
+    pod_cpu_request: str | None = None
+    kubelet: Mapping[str, str] | None = None
+    images: Mapping[str, str] | None = None
+    #: the values as written, verbatim (a classless pool's values are never rewritten)
+    values: Mapping[str, Any] = field(default_factory=dict)
+    #: format rules the chart does not have (Talos value patterns, credentials in URLs): they
+    #: refuse a *classified* pool only; a classless pool renders whatever the chart renders
+    class_violations: tuple[Violation, ...] = ()
+
+
+#: Every key of the chart's ``values.schema.json`` (main 3c780acd4), with the chart's types.
+CHART_KEYS = frozenset(
+    {
+        "cluster",
+        "storageClass",
+        "minReplicas",
+        "maxReplicas",
+        "instanceType",
+        "diskSize",
+        "roles",
+        "resources",
+        "podCpuLimit",
+        "podCpuRequest",
+        "gpus",
+        "kubelet",
+        "logSerialConsole",
+        "maxUnhealthy",
+        "nodeStartupTimeout",
+        "readyUnknownTimeout",
+        "readyFalseTimeout",
+        "maxNodeProvisionTime",
+        "version",
+        "talos",
+        "images",
+    }
+)
+#: The class-era keys of API.md section 1 (the design page's and the upstream PRs' shapes).
+CLASS_ERA_KEYS = frozenset({"workerClassName", "labels", "taints", "sshKeys", "kernelModules", "kubevirt", "proxmox"})
+_POOL_KEYS = CHART_KEYS | CLASS_ERA_KEYS
+KUBELET_KEYS = frozenset(CHART_KUBELET_KEYS)
+#: The chart's ``version`` enum (values.schema.json).
+CHART_VERSIONS = ("v1.35", "v1.34", "v1.33", "v1.32", "v1.31")
+#: Label prefixes that are Cluster API's own: its selectors and topology use them. (Its
+#: node.cluster.x-k8s.io/ prefix is the one it copies to Nodes, and stays open to pools.)
+RESERVED_LABEL_PREFIXES = frozenset({"cluster.x-k8s.io", "topology.cluster.x-k8s.io"})
+#: A role becomes the label ``node-role.kubernetes.io/<role>``: a DNS name of at most 63 characters.
+ROLE = re.compile(r"^(?=.{1,63}$)[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
+
+
+def _quantity(reader: Reader, data: Mapping[str, Any], key: str, field: str) -> str | None:
+    """A chart quantity (``anyOf: [integer, string]`` with Kubernetes' quantity pattern)."""
+    if key not in data or data[key] is None:
+        return None
+    value = data[key]
+    if isinstance(value, bool) or not isinstance(value, int | str):
+        reader.invalid(f"{field}.{key}", f"must be a quantity (an integer or a string), not {type_name(value)}")
+        return None
+    text = str(value)
+    if not QUANTITY.fullmatch(text):
+        reader.invalid(f"{field}.{key}", "is not a Kubernetes quantity (like 4, 500m, 8Gi); the value is not shown")
+        return None
+    return text
+
+
+def _gpus(reader: Reader, data: Mapping[str, Any], field: str) -> tuple[Gpu, ...]:
+    gpus: list[Gpu] = []
+    for path, item in reader.object_list(data, "gpus", field) or []:
+        reader.only(item, frozenset({"name", "vgpu"}), path)
+        name = reader.string(item, "name", path, required=True)
+        vgpu = reader.boolean(item, "vgpu", path)
+        if name:
+            gpus.append(Gpu(name, bool(vgpu)))
+    return tuple(gpus)
+
+
+def _resources(reader: Reader, data: Mapping[str, Any], field: str) -> Resources | None:
+    """``resources``: each of cpu/memory is a quantity; only both together size the VM.
+
+    One of them alone is no parse error: the chart renders it with ``instanceType: ""`` and
+    refuses it beside an instance type (``IncompleteResources``, a chart check).
+    """
+    if "resources" not in data or data["resources"] is None:
+        return None
+    raw = reader.mapping(data["resources"], f"{field}.resources")
+    if raw is None:
+        return None
+    reader.only(raw, frozenset({"cpu", "memory"}), f"{field}.resources")
+    cpu = _quantity(reader, raw, "cpu", f"{field}.resources")
+    memory = _quantity(reader, raw, "memory", f"{field}.resources")
+    return Resources(cpu, memory) if cpu is not None and memory is not None else None
+
+
+def _string_map(
+    reader: Reader, data: Mapping[str, Any], key: str, allowed: frozenset[str], field: str
+) -> dict[str, str] | None:
+    """An object of string fields (``kubelet``, ``images``): absent -> ``None``; formats are the chart's."""
+    if key not in data:
+        return None
+    if data[key] is None:
+        return {}
+    raw = reader.mapping(data[key], f"{field}.{key}")
+    if raw is None:
+        return None
+    reader.only(raw, allowed, f"{field}.{key}")
+    out: dict[str, str] = {}
+    for name in sorted(allowed):
+        value = reader.string(raw, name, f"{field}.{key}")
+        if value is not None and name in raw and raw[name] is not None:
+            out[name] = value
+    return out
+
+
+def parse_pool_spec(spec: object, field: str = "spec") -> tuple[PoolSpec, list[Violation]]:
+    """Parse a pool's values: the chart's values plus the class-era keys (API.md section 1).
+
+    Every key of the chart's ``values.schema.json`` is read with the chart's type (``Invalid``
+    otherwise); what the chart checks at render time (durations, ``maxUnhealthy``, kubelet
+    reservations, podCpu, half resources, instance types) is left to the chart's checks. A key
+    neither the chart nor the class era knows is ``Invalid``. The raw values are kept verbatim.
+    """
+    reader = Reader()
+    strict = Reader()
+    data = reader.mapping(spec if spec is not None else {}, field) or {}
+    reader.only(data, _POOL_KEYS, field)
+    version = reader.string(data, "version", field)
+    if version and not KUBERNETES_MINOR.fullmatch(version):
+        message = f"is not a Kubernetes minor (vX.Y; the chart's: {', '.join(CHART_VERSIONS)})"
+        if KUBERNETES_PATCH.fullmatch(version):
+            message = (
+                f"{version} is not a Kubernetes minor: pools select a minor only ({', '.join(CHART_VERSIONS)}); "
+                "the exact patch comes from the platform version map or from the class's fixed image"
+            )
+        reader.invalid(f"{field}.version", message)
+        version = None
+    labels: dict[str, str] = {}
+    if "labels" in data and data["labels"] is not None:
+        raw_labels = reader.mapping(data["labels"], f"{field}.labels")
+        for key, value in (raw_labels or {}).items():
+            path = key_path(f"{field}.labels", key)
+            key_problem = label_key_problem(key) if isinstance(key, str) else "is not a valid label key"
+            if key_problem is not None and path == f"{field}.labels":
+                key_problem = "has a key that is not a valid label key ([prefix/]name); the key is not shown"
+            if key_problem is not None:
+                reader.invalid(path, key_problem)
+            elif key.rpartition("/")[0] in RESERVED_LABEL_PREFIXES:
+                reader.invalid(
+                    path,
+                    f"labels under {key.rpartition('/')[0]}/ belong to Cluster API (it selects the pool's machines "
+                    "by them): use another prefix (node.cluster.x-k8s.io/ reaches the Nodes)",
+                )
+            elif not isinstance(value, str):
+                reader.invalid(path, f"must be a string, not {type_name(value)}")
+            elif looks_private(value):
+                pass  # refused as PrivateKeyMaterial, with the rest of the values
+            elif (value_problem := label_value_problem(value)) is not None:
+                reader.invalid(path, value_problem)
+            else:
+                labels[key] = value
+    taints: list[Taint] = []
+    for path, item in reader.object_list(data, "taints", field) or []:
+        reader.only(item, frozenset({"key", "value", "effect"}), path)
+        taint_key = reader.string(item, "key", path, required=True)
+        taint_value = reader.string(item, "value", path) or ""
+        effect = reader.string(item, "effect", path, required=True)
+        if effect and effect not in TAINT_EFFECTS:
+            reader.invalid(f"{path}.effect", "is not one of NoSchedule, PreferNoSchedule, NoExecute")
+        elif taint_key and not looks_private(taint_key) and (key_problem := label_key_problem(taint_key)) is not None:
+            reader.invalid(f"{path}.key", key_problem.replace("label key", "taint key"))
+        elif (
+            taint_value
+            and not looks_private(taint_value)
+            and (value_problem := label_value_problem(taint_value)) is not None
+        ):
+            reader.invalid(f"{path}.value", value_problem.replace("label value", "taint value"))
+        elif taint_key and effect:
+            taints.append(Taint(taint_key, taint_value, effect))
+    roles = reader.string_list(data, "roles", field) or ()
+    # What Kubernetes or Cluster API would refuse after admission; the chart renders any string
+    # here, so these refuse a classified pool only (a classless pool renders as the chart does).
+    for index, role in enumerate(roles):
+        if not ROLE.fullmatch(role) and not looks_private(role):
+            strict.invalid(f"{field}.roles[{index}]", "is not a role name (a DNS name of at most 63 characters)")
+    for key, what in (("instanceType", "an instance type name"), ("storageClass", "a StorageClass name")):
+        text = data.get(key)
+        if isinstance(text, str) and text and not NAME.fullmatch(text) and not looks_private(text):
+            strict.invalid(f"{field}.{key}", f"is not {what} (the value is not shown)")
+    pool = PoolSpec(
+        cluster=reader.string(data, "cluster", field, required=True),
+        worker_class_name=reader.string(data, "workerClassName", field, pattern=NAME, what="a WorkerClass name"),
+        version=version,
+        min_replicas=reader.integer(data, "minReplicas", field),
+        max_replicas=reader.integer(data, "maxReplicas", field),
+        instance_type=reader.string(data, "instanceType", field),
+        resources=_resources(reader, data, field),
+        disk_size=_quantity(reader, data, "diskSize", field),
+        storage_class=reader.string(data, "storageClass", field),
+        roles=roles,
+        labels=labels,
+        taints=tuple(taints),
+        max_unhealthy=reader.string(data, "maxUnhealthy", field),
+        node_startup_timeout=reader.string(data, "nodeStartupTimeout", field),
+        ready_unknown_timeout=reader.string(data, "readyUnknownTimeout", field),
+        ready_false_timeout=reader.string(data, "readyFalseTimeout", field),
+        gpus=_gpus(reader, data, field),
+        ssh_keys=reader.string_list(data, "sshKeys", field),
+        os=parse_os(reader, data, field, strict),
+        max_node_provision_time=reader.string(data, "maxNodeProvisionTime", field),
+        log_serial_console=reader.boolean(data, "logSerialConsole", field),
+        pod_cpu_limit=_quantity(reader, data, "podCpuLimit", field),
+        pod_cpu_request=_quantity(reader, data, "podCpuRequest", field),
+        kubelet=_string_map(reader, data, "kubelet", KUBELET_KEYS, field),
+        images=_string_map(reader, data, "images", frozenset({"kubectl"}), field),
+        values=data,
+        class_violations=tuple(strict.violations),
+    )
+    return pool, reader.violations
+
+
+#: ComputePlane node groups: Cozystack's allowlist (``upstream-cozystack/computeplane``).
+COMPUTE_PLANE_ALLOWLIST = frozenset(
+    {
+        "minReplicas",
+        "maxReplicas",
+        "instanceType",
+        "diskSize",
+        "storageClass",
+        "roles",
+        "resources",
+        "gpus",
+        "kubelet",
+    }
+)
+
+
+def parse_node_group(group: object, field: str) -> tuple[PoolSpec, list[Violation]]:
+    """Parse a ComputePlane node group: only allowlisted keys, rendered on the classless path."""
+    reader = Reader()
+    data = reader.mapping(group if group is not None else {}, field) or {}
+    for key in data:
+        if key not in COMPUTE_PLANE_ALLOWLIST:
+            allowed = ", ".join(sorted(COMPUTE_PLANE_ALLOWLIST))
+            reader.add(
+                "NotAllowedInComputePlane",
+                key_path(field, key),
+                f"ComputePlane node groups keep the classless Talos path; allowed keys: {allowed}."
+                " Use a standalone KubernetesNodes pool to select a worker class, version or Talos settings",
+            )
+    pool = PoolSpec(
+        min_replicas=reader.integer(data, "minReplicas", field),
+        max_replicas=reader.integer(data, "maxReplicas", field),
+        instance_type=reader.string(data, "instanceType", field),
+        resources=_resources(reader, data, field),
+        disk_size=_quantity(reader, data, "diskSize", field),
+        storage_class=reader.string(data, "storageClass", field),
+        roles=reader.string_list(data, "roles", field) or (),
+        gpus=_gpus(reader, data, field),
+        kubelet=_string_map(reader, data, "kubelet", KUBELET_KEYS, field),
+        values=data,
+    )
+    return pool, reader.violations
