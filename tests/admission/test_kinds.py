@@ -250,15 +250,18 @@ class _NoClasses(dict[str, Any]):
 
 
 @pytest.mark.parametrize("default", ["talos", "kairos", "does-not-exist"])
-def test_classless_helm_release_resolves_without_any_class_lookup(default: str) -> None:
+def test_classless_helm_release_resolves_without_any_class_lookup(
+    default: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     release = make_release("legacy")
     state = make_state([release], platform=make_platform(defaultWorkerClass=default), classes=[])
-    state.classes = _NoClasses()
+    # A probe, not a use: the State is frozen, so its class table is swapped past the dataclass.
+    object.__setattr__(state, "classes", _NoClasses())
 
-    def no_lookup(name: str) -> Any:
+    def no_lookup(self: Any, name: str) -> Any:
         raise AssertionError(f"a classless render looked up WorkerClass {name!r}")
 
-    state.worker_class = no_lookup  # type: ignore[method-assign]
+    monkeypatch.setattr(type(state), "worker_class", no_lookup)
     effective = resolve(state, release)
     assert (effective.class_name, effective.bootstrap) == (None, "talos")
     # a classless pool's Talos fallbacks are the chart's values.yaml, not the platform's
