@@ -20,7 +20,12 @@ Until the cache has synced nothing is written and no finalizer is released: the 
 rather than guesses. kopf runs standalone (no peering): run one replica.
 
 Its edge: kopf handlers, the status writes and the loop; no rule lives here. kopf is imported
-here only, so the core and the webhook do not need it.
+here only, so the core and the webhook do not need it. The resource it handles, the finalizer and
+kopf's annotation prefix come from the API table (:mod:`workerclass.api`), what it reads from the
+cluster cache's list (:data:`workerclass.api.CONTROLLER_READS`).
+
+The package is this one module: the status loop, the retention handler and the
+two lightkube-backed helpers (:class:`LightkubeStatusWriter`, :class:`LightkubePoolLister`).
 """
 
 from __future__ import annotations
@@ -34,7 +39,9 @@ from typing import Any, Protocol
 
 import kopf
 
-from ..adapters.kube import CONTROLLER_WATCHED, LIST_CHUNK, short_error
+from ..adapters.kube import LIST_CHUNK, short_error
+from ..api import CONTROLLER_READS, FINALIZER, WEBHOOK_DOMAIN
+from ..api.resources import WORKER_CLASS
 from ..ops.status import class_status, deletion_blocker, in_use_message
 from ..resolve.classes import BUILTIN_FAMILIES
 from ..state import POOL_KINDS, State, pool_from_object
@@ -55,10 +62,10 @@ logger = logging.getLogger("workerclass.controller")
 #: The words that start the reason kopf logs while a deletion waits (an expected wait, logged at INFO).
 RETAINED = "retained:"
 
-#: The finalizer that holds a custom class while live pools select it.
-FINALIZER = "workerclass.cozystack.io/retain-while-selected"
+# FINALIZER (imported from the API table, exported): holds a custom class while live pools select it.
 
-GROUP, VERSION, PLURAL = "cozystack.io", "v1alpha1", "workerclasses"
+#: the resource kopf handles (the WorkerClass row of the API table)
+GROUP, VERSION, PLURAL = WORKER_CLASS.group, WORKER_CLASS.version, WORKER_CLASS.plural
 
 
 class StateSource(Protocol):
@@ -84,7 +91,7 @@ class LightkubeStatusWriter:
         from lightkube.generic_resource import create_global_resource
 
         self._client = client
-        self._resource = create_global_resource(GROUP, VERSION, "WorkerClass", PLURAL)
+        self._resource = create_global_resource(GROUP, VERSION, WORKER_CLASS.kind, PLURAL)
 
     async def write(self, name: str, status: dict[str, Any]) -> None:
         from lightkube.types import PatchType
@@ -107,7 +114,7 @@ class LightkubePoolLister:
         self._client = client
         self._resources = [
             (create_namespaced_resource(w.group, w.version, w.kind, w.plural), w)
-            for w in CONTROLLER_WATCHED
+            for w in CONTROLLER_READS
             if w.kind in POOL_KINDS
         ]
 
@@ -267,9 +274,9 @@ class ClassController:
         if not any(isinstance(existing, _ExpectedWait) for existing in kopf_objects.filters):
             kopf_objects.addFilter(_ExpectedWait())
         # kopf's bookkeeping in our own annotations; status belongs to API.md's shape.
-        settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix="workerclass.cozystack.io")
+        settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix=WEBHOOK_DOMAIN)
         settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(
-            prefix="workerclass.cozystack.io", key="last-handled-configuration"
+            prefix=WEBHOOK_DOMAIN, key="last-handled-configuration"
         )
 
     def _authenticate(self, **kwargs: Any) -> kopf.ConnectionInfo | None:
