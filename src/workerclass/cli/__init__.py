@@ -1,1 +1,12 @@
-"""The command line: one module per command, output formatting kept apart."""
+"""The command line: one module per command, output formatting kept apart.
+
+- :mod:`.app`: the Typer app, the root options (``--version``, ``--quiet``) and the exit-code
+  mapping of a broken pipe and Ctrl-C; every command module registers on it.
+- :mod:`.main`: the entry point (``workerclass.cli.main:main``): imports the command modules, runs.
+- :mod:`.commands_core`: ``check``, ``admit``, ``resolve`` (and the STATE helpers others reuse).
+- :mod:`.commands_render`: ``render``, ``plan``.
+- :mod:`.commands_restore`: ``restore``.
+- :mod:`.commands_preflight`: ``preflight``.
+- :mod:`.commands_serve`: ``serve webhook``, ``serve controller``, ``manifests``.
+- :mod:`.output`: JSON, tables, colour and the exit codes.
+"""

@@ -20,7 +20,7 @@ from ..render import RenderError, template_hash
 from ..resolve import Effective, resolve_all
 from ..state import RELEASE_PREFIX, ObjectRecord, PoolRecord, State, identify
 from ..violations import Violation
-from .main import QuietOption, app, set_quiet
+from .app import QuietOption, app, set_quiet
 from .output import (
     EXIT_DENIED,
     EXIT_OK,

@@ -10,8 +10,8 @@ from __future__ import annotations
 import typer
 
 from ..ops.preflight import Preflight, preflight
+from .app import QuietOption, app, set_quiet
 from .commands_core import OutputOption, StateArgument, load_state
-from .main import QuietOption, app, set_quiet
 from .output import EXIT_DENIED, EXIT_OK, Format, Styled, print_json, stdout, summary, table
 
 _STYLE = {"ok": "green", "warn": "yellow", "fail": "red"}

@@ -23,8 +23,8 @@ from ..render.text import iter_manifests_yaml
 from ..resolve import resolve_all
 from ..state import State
 from ..violations import Violation
+from .app import QuietOption, app, set_quiet
 from .commands_core import StateArgument, load_state, render_denials, selected_pool
-from .main import QuietOption, app, set_quiet
 from .output import (
     EXIT_DENIED,
     EXIT_OK,

@@ -14,8 +14,8 @@ import typer
 
 from ..ops.restore import GUIDANCE, Restore, RestoreRow, restore
 from ..render.text import yaml_document
+from .app import QuietOption, app, set_quiet
 from .commands_core import OutputOption, StateArgument, load_state, pool_option_check
-from .main import QuietOption, app, set_quiet
 from .output import EXIT_DENIED, EXIT_OK, SETTINGS, Format, Styled, print_json, stdout, summary, table
 
 _RESULTS = {

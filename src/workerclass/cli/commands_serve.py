@@ -26,7 +26,7 @@ from ..deploy import (
     to_yaml,
 )
 from ..webhook.sources import FolderSource, StateSource
-from .main import app
+from .app import app
 from .output import fail
 
 serve_app = typer.Typer(

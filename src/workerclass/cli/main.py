@@ -1,102 +1,22 @@
-"""The ``workerclass`` command: registers each command module on one Typer app.
+"""The ``workerclass`` command: registers each command module on the one Typer app and runs it.
 
 Exit codes every command shares: 0 ok, 1 denied (or not safe, not restorable), 2 unreadable
 input or a usage error, 130 interrupted (Ctrl-C), 141 stdout closed early (``| head``), as
 shells report SIGINT and SIGPIPE; ``plan --detailed-exitcode`` adds 2 for replaced machines.
+
+The app and the shared options live in :mod:`.app`; the command modules add themselves to it when
+imported (:func:`_register`), and this module is the entry point (``workerclass.cli.main:main``).
 """
 
 from __future__ import annotations
 
-import os
 import sys
-from typing import Annotated, Any
+from typing import Any
 
-import typer
-from typer import _click
-from typer.core import TyperGroup
+from .app import app, silence_stdout
+from .output import EXIT_BROKEN_PIPE, EXIT_INTERRUPTED
 
-from .output import EXIT_BROKEN_PIPE, EXIT_INTERRUPTED, SETTINGS
-
-CONTEXT = {"help_option_names": ["-h", "--help"]}
-
-
-def _silence_stdout() -> None:
-    """After a broken pipe: point stdout at /dev/null so the interpreter's last flush is quiet."""
-    try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        os.close(devnull)
-    except (OSError, ValueError):  # pragma: no cover - stdout without a file descriptor
-        pass
-
-
-class Group(TyperGroup):
-    """Maps a broken pipe and Ctrl-C to their own exit codes instead of click's 1 ("Aborted!")."""
-
-    def invoke(self, ctx: _click.Context) -> Any:
-        try:
-            return super().invoke(ctx)
-        except BrokenPipeError:
-            _silence_stdout()
-            raise typer.Exit(EXIT_BROKEN_PIPE) from None
-        except KeyboardInterrupt:
-            sys.stderr.write("\n")
-            raise typer.Exit(EXIT_INTERRUPTED) from None
-
-
-app = typer.Typer(
-    name="workerclass",
-    cls=Group,
-    help="Worker classes and Kairos pools for managed Kubernetes: admit, resolve, render and plan "
-    "a folder of manifests (STATE) offline, or serve the admission webhook and the controller against "
-    "a cluster.\n\nExit codes: 0 ok, 1 denied, 2 unreadable input or usage error, 130 interrupted, "
-    "141 output pipe closed (plan --detailed-exitcode: 2 machines replaced or deleted).",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-    rich_markup_mode=None,
-    context_settings=CONTEXT,
-)
-
-
-def version() -> str:
-    from importlib import metadata
-
-    try:
-        return metadata.version("workerclass")
-    except metadata.PackageNotFoundError:  # pragma: no cover - running from a source tree
-        from .. import __version__
-
-        return __version__
-
-
-def _print_version(value: bool) -> None:
-    if value:
-        sys.stdout.write(f"workerclass {version()}\n")
-        raise typer.Exit(0)
-
-
-@app.callback()
-def _root(
-    show_version: Annotated[
-        bool,
-        typer.Option("--version", callback=_print_version, is_eager=True, help="Print the version and exit."),
-    ] = False,
-    quiet: Annotated[
-        bool, typer.Option("--quiet", "-q", help="No warnings or summaries (results and errors still print).")
-    ] = False,
-) -> None:
-    SETTINGS.quiet = quiet  # reset on every invocation (tests run many in one process)
-
-
-QuietOption = Annotated[
-    bool, typer.Option("--quiet", "-q", help="No warnings or summaries (results and errors still print).")
-]
-
-
-def set_quiet(quiet: bool) -> None:
-    if quiet:
-        SETTINGS.quiet = True
+__all__ = ["app", "main"]
 
 
 def _register() -> None:
@@ -120,7 +40,7 @@ def main() -> None:
     try:
         sys.stdout.flush()
     except BrokenPipeError:
-        _silence_stdout()
+        silence_stdout()
         code = EXIT_BROKEN_PIPE
     except KeyboardInterrupt:  # pragma: no cover - a Ctrl-C during the last flush
         code = EXIT_INTERRUPTED
@@ -128,8 +48,6 @@ def main() -> None:
 
 
 if __name__ == "__main__":  # pragma: no cover
-    # Run as ``python -m workerclass.cli.main``: this file is then a second module object, and
-    # the commands register on the canonical one, so hand over to it.
-    from workerclass.cli.main import main as canonical_main
-
-    canonical_main()
+    # ``python -m workerclass.cli.main``: this file is then a module of its own, but the app and the
+    # commands are the canonical modules' (imported relatively above), so running it here is the same.
+    main()
