@@ -1,1 +1,14 @@
-"""Adapters: the only places that touch files, TLS material or a Kubernetes API."""
+"""Adapters: the only places that touch files, TLS material or a Kubernetes API.
+
+- :mod:`.folder`: STATE from disk (folders, files, stdin of YAML/JSON manifests) and
+  :func:`~.folder.load_state`; errors name the file and the line.
+- :mod:`.kube`: the cluster cache (:class:`~.kube.ClusterCache`): list and watch the resources of
+  the API table (:data:`workerclass.api.WATCHED`, the controller's
+  :data:`workerclass.api.CONTROLLER_READS`), keep a State current per event, say when it is stale;
+  :func:`~.kube.short_error` reduces client errors to code and reason.
+- :mod:`.sync`: how current a source is (:class:`~.sync.SyncReport`, :func:`~.sync.age_report`)
+  and :func:`~.sync.where` (a bug's location without its values), shared with the webhook.
+- :mod:`.tls`: a server SSLContext that follows certificate rotation.
+
+Below the doors (webhook, controller, cli), above the pure core: an adapter imports no door.
+"""

@@ -1,9 +1,17 @@
-"""The admission webhook: AdmissionReview over HTTPS, answered by the core.
+"""The admission webhook: AdmissionReview over HTTPS, answered by the core. Nothing here decides
+admission.
 
-``review`` is the wire format, ``routes`` the served paths, ``sources`` where the State comes
-from, ``server`` the aiohttp application and its lifecycle (import it from
-``workerclass.webhook.server``: this package itself imports no HTTP server), ``metrics`` the
-Prometheus side. Nothing here decides admission.
+- :mod:`.review`: the wire format (decode a review against its path's target, encode an answer,
+  scrub request values from messages).
+- :mod:`.routes`: the served paths, built from the API table (:data:`workerclass.api.WEBHOOKS`).
+- :mod:`.sources`: where the State comes from (a fixed state, a STATE folder; the cluster cache is
+  :mod:`workerclass.adapters.kube`).
+- :mod:`.handler`: one review over HTTP (limits, decoding, the core's decision, the answer).
+- :mod:`.server`: the aiohttp application and its lifecycle (import it from
+  ``workerclass.webhook.server``: this package itself imports no HTTP server); its limits are
+  :mod:`.settings`.
+- :mod:`.connections`: the connection cap, deadlines for slow clients, TLS handshakes.
+- :mod:`.metrics`: the Prometheus side; :mod:`.logtext`: request text made safe for a log line.
 """
 
 from .review import EnvelopeError, RequestError, Review, Target, decode, encode, from_decision, refusal

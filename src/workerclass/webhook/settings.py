@@ -1,0 +1,57 @@
+"""The webhook server's settings: the listening address and the limits that keep bad or slow
+clients from hurting it (body size and time, connections, header bytes, shutdown timing).
+
+Its edge: plain data, shared by the request handler (:mod:`.handler`) and the lifecycle
+(:mod:`.server`, which re-exports :class:`Settings`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["MIB", "Settings"]
+
+MIB = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Listening address and the limits that keep bad or slow clients from hurting the server."""
+
+    host: str = "0.0.0.0"
+    port: int = 8443
+    #: bodies over this get 413 (an object is at most ~1.5 MiB in etcd; a review carries two)
+    max_body: int = 3 * MIB
+    #: a client that has not sent its whole body after this many seconds gets 408
+    body_timeout: float = 10.0
+    #: idle keep-alive connections close after this; longer than the API server's idle timeout for
+    #: webhook connections (Go's 90 s), so the server never closes a connection the API server is
+    #: about to reuse for a POST it cannot retry
+    keepalive_timeout: float = 120.0
+    #: a request's headers must be complete this long after the connection opened (handshake
+    #: included) or after its first byte following an idle pause; slow or silent clients are closed
+    header_timeout: float = 10.0
+    #: open connections at most (each costs ~25 KB with TLS, see bench/README.md); at the cap the
+    #: oldest connection without a request, else the longest idle one, makes room, and a new
+    #: connection is refused only when every one is answering a request
+    max_connections: int = 1024
+    #: bytes a connection may send before its request's headers are complete
+    max_header_bytes: int = 64 * 1024
+    #: bytes of request bodies being read at once across connections (a body that came whole with
+    #: its headers is already read); a body waits for room within ``body_timeout``
+    body_budget: int = 32 * MIB
+    #: aiohttp's per-connection read buffer: what an unread body holds before reading pauses
+    read_bufsize: int = 16 * 1024
+    #: after refusing a body, keep reading (and dropping) it this long so the client sees the answer
+    lingering_time: float = 2.0
+    #: TLS handshakes that take longer (from the client's first byte) are dropped
+    handshake_timeout: float = 10.0
+    #: on shutdown, in-flight requests get this long to finish
+    shutdown_timeout: float = 20.0
+    #: on shutdown, keep serving (reported not ready) this long so endpoints drop the pod first
+    shutdown_delay: float = 0.0
+    #: how often the certificate files are checked for rotation
+    tls_reload_interval: float = 5.0
+    #: log every request line (off by default: denials are logged anyway)
+    access_log: bool = False
+    max_field_size: int = 8190
