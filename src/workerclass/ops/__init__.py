@@ -1,7 +1,18 @@
-"""Pure analyses over States: ``plan`` (which machines a change replaces, and why),
-``restore`` (legacy-layout values of classified Talos pools, with the template-hash proof, in
-:mod:`workerclass.ops.restore`) and ``preflight`` (whether the installed webhooks are safe to
-rely on, in :mod:`workerclass.ops.preflight`)."""
+"""Pure analyses over States, above admission (they ask it what it would refuse) and below the doors.
+
+Modules:
+
+- :mod:`.plan` (a package): what a change from one State to another does to each pool's
+  machines (replace, new machines only, in place), and what admission would refuse.
+- :mod:`.restore`: the legacy-layout values of classified Talos pools, with the template-hash
+  proof that the classless render gives the same machines.
+- :mod:`.preflight` (a package): whether the installed webhooks are safe to rely on (matching,
+  failure policy, readiness), checked against :data:`workerclass.api.webhooks.WEBHOOKS`.
+- :mod:`.status`: a WorkerClass's status conditions and whether its deletion must wait (the
+  controller's core).
+
+Each takes States (or plain objects) and returns values; none does I/O.
+"""
 
 from __future__ import annotations
 

@@ -1,0 +1,91 @@
+"""What admission says of a change: each pool's own request (the mutation that restores an omitted
+class, and every rule), and the class and platform changes that touch the pools.
+
+Plan refuses only through :func:`workerclass.admission.admit`: it holds no rule of its own (a
+cluster move, a family switch, a class's immutability are admission's denials, quoted as they
+are). Its edge: it builds the requests a change would send and reads the decisions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ...admission import Decision, admit
+from ...state import PoolRecord, State, pool_from_object
+from ...violations import Violation
+from .rows import Refusal
+
+__all__ = ["Requests", "objects_by_key"]
+
+
+def objects_by_key(state: State) -> dict[tuple[str, str, str], Mapping[str, Any]]:
+    return {(record.kind, record.namespace, record.name): record.obj for record in state.objects}
+
+
+class Requests:
+    """Admission of the change per pool: the pool's own request, and class or platform changes."""
+
+    def __init__(self, before: State, after: State) -> None:
+        self.admit = admit
+        self.before, self.after = before, after
+        self.old_objects, self.new_objects = objects_by_key(before), objects_by_key(after)
+        self._compute_planes: dict[tuple[str, str], Decision] = {}
+        self.refusals = self._class_and_platform_refusals()
+
+    def _class_and_platform_refusals(self) -> tuple[Refusal, ...]:
+        out: list[Refusal] = []
+        for name, new in sorted(self.after.classes.items()):
+            old = self.before.classes.get(name)
+            if old is not None and old.obj.get("spec") == new.obj.get("spec"):
+                continue
+            decision = self.admit(
+                self.after, "UPDATE" if old is not None else "CREATE", new.obj, old.obj if old else None
+            )
+            if not decision.allowed:
+                out.append(Refusal("WorkerClass", name, tuple(decision.denials)))
+        old_platform, new_platform = self.before.platform_object, self.after.platform_object
+        if old_platform.get("spec") != new_platform.get("spec"):
+            decision = self.admit(self.after, "UPDATE", new_platform, old_platform)
+            if not decision.allowed:
+                out.append(Refusal("WorkerPlatform", "default", tuple(decision.denials)))
+        return tuple(out)
+
+    def pool(self, old: PoolRecord | None, new: PoolRecord) -> tuple[PoolRecord, list[Violation], list[str]]:
+        """The new pool as admission would store it, the denials of its request, and notes."""
+        if new.kind == "HelmRelease":
+            return new, [], []  # direct HelmRelease writers pass no pool webhook (API.md section 5)
+        if new.kind == "ComputePlane":
+            denials = [
+                denial
+                for denial in self._compute_plane(new).denials
+                if denial.field == new.field or denial.field.startswith(new.field + ".")
+            ]
+            return new, denials, []
+        new_obj = self.new_objects.get((new.kind, new.namespace, new.name))
+        if new_obj is None:  # pragma: no cover - every pool record comes from an object
+            return new, [], []
+        old_obj = self.old_objects.get((old.kind, old.namespace, old.name)) if old is not None else None
+        decision = self.admit(self.after, "UPDATE" if old_obj is not None else "CREATE", new_obj, old_obj)
+        notes: list[str] = []
+        admitted = new
+        if decision.object is not None and decision.patch:
+            mutated = pool_from_object(decision.object)
+            if mutated is not None:
+                admitted = mutated
+                if old is not None and mutated.class_name is not None:
+                    notes.append(
+                        f"class omitted: admission restores the stored class {mutated.class_name} "
+                        "(not a switch to legacy)"
+                    )
+                elif mutated.class_name is not None:
+                    notes.append(f"class omitted: admission sets the platform default class {mutated.class_name}")
+        return admitted, list(decision.denials), notes
+
+    def _compute_plane(self, record: PoolRecord) -> Decision:
+        key = (record.namespace, record.cluster)
+        if key not in self._compute_planes:
+            new = self.new_objects.get(("ComputePlane", *key))
+            old = self.old_objects.get(("ComputePlane", *key))
+            self._compute_planes[key] = self.admit(self.after, "UPDATE" if old is not None else "CREATE", new, old)
+        return self._compute_planes[key]

@@ -1,0 +1,127 @@
+"""The plan as values: one :class:`PlanRow` per pool, the class and platform refusals (:class:`Refusal`),
+the whole :class:`Plan`, the words reasons start or end with, and one side of a pool's change
+(:class:`Side`: its record, effective settings, denials and rendered objects).
+
+Its edge: plain data; nothing here decides.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ...resolve.effective import Effective
+from ...state import PoolRecord
+from ...violations import Violation
+
+__all__ = [
+    "ACTIONS",
+    "IN_PLACE",
+    "IN_PLACE_SETTINGS",
+    "NEW_MACHINES_ONLY",
+    "NOT_RENDERED",
+    "REBUILD_ONLY",
+    "REFUSED",
+    "Plan",
+    "PlanRow",
+    "Refusal",
+    "Side",
+]
+
+#: The first words of the reason that flags a replacement caused only by a platform rebuild.
+REBUILD_ONLY = "platform image rebuild only"
+#: The first words of a reason saying the admission webhooks would refuse the change.
+REFUSED = "refused by admission"
+#: The first words of a change Cluster API applies without replacing machines.
+IN_PLACE = "in place:"
+#: The words ending a change that reaches only machines created afterwards.
+NEW_MACHINES_ONLY = "(new machines only)"
+#: The words ending a changed setting that changes none of the rendered objects.
+NOT_RENDERED = "(no rendered object changes)"
+ACTIONS = ("create", "delete", "replace", "update", "unchanged")
+#: Pool settings that only change the MachineDeployment's replicas/annotations or the health check.
+IN_PLACE_SETTINGS = frozenset(
+    {
+        "class",
+        "minReplicas",
+        "maxReplicas",
+        "maxUnhealthy",
+        "nodeStartupTimeout",
+        "readyUnknownTimeout",
+        "readyFalseTimeout",
+        "maxNodeProvisionTime",
+    }
+)
+
+
+@dataclass(frozen=True, slots=True)
+class PlanRow:
+    """One pool's verdict (API.md section 4 ``plan -o json`` row)."""
+
+    pool: str
+    kind: str
+    action: str
+    replace: bool
+    reasons: tuple[str, ...]
+    refused: tuple[str, ...] = ()
+    rebuild_only: bool = False
+    new_machines_only: tuple[str, ...] = ()
+    hash_before: str | None = None
+    hash_after: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "pool": self.pool,
+            "action": self.action,
+            "replace": self.replace,
+            "refused": list(self.refused),
+            "rebuildOnly": self.rebuild_only,
+            "newMachinesOnly": list(self.new_machines_only),
+            "reasons": list(self.reasons),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Refusal:
+    """A change to a class or the platform that admission refuses (also named on the pools it touches)."""
+
+    kind: str
+    name: str
+    denials: tuple[Violation, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    rows: tuple[PlanRow, ...] = field(default_factory=tuple)
+    refusals: tuple[Refusal, ...] = ()
+
+    @property
+    def replacing(self) -> tuple[PlanRow, ...]:
+        return tuple(row for row in self.rows if row.replace)
+
+    @property
+    def deleting(self) -> tuple[PlanRow, ...]:
+        return tuple(row for row in self.rows if row.action == "delete")
+
+    @property
+    def refused(self) -> tuple[PlanRow, ...]:
+        return tuple(row for row in self.rows if row.refused)
+
+    def detailed_exit_code(self) -> int:
+        """1 a change refused or a pool denied; 2 machines replaced or deleted; else 0."""
+        if self.refused or self.refusals:
+            return 1
+        if self.replacing or self.deleting:
+            return 2
+        return 0
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"pools": [row.as_dict() for row in self.rows]}
+
+
+@dataclass(frozen=True, slots=True)
+class Side:
+    record: PoolRecord
+    effective: Effective | None
+    denials: tuple[Violation, ...]
+    objects: dict[tuple[str, str], dict[str, Any]]
