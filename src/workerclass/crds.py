@@ -6,6 +6,10 @@ pinned-reference and version patterns, ``builtin``/``factory`` exclusivity, a fi
 Kairos classes, and the class spec's immutability as ``self == oldSelf``. Rules that span
 objects (a class's baseline against the platform, pools against classes) stay in Python.
 
+The ``spec`` schemas are generated (:func:`openapi`) from the declarations the parser reads too
+(:mod:`workerclass.api.schema`): fields, patterns, enums and CEL rules cannot drift apart
+(tests/test_crds_agreement.py holds them to the same answers over generated values).
+
 ``status`` is a subresource laid out as API.md section 1 (``conditions`` with ``type``,
 ``status``, ``reason``, ``message``, ``observedGeneration``; ``pools``), so what the controller
 writes is kept whole, never pruned.

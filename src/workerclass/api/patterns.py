@@ -1,9 +1,10 @@
 """The value patterns of the API: one definition each, read by the parser and by the CRD schemas.
 
 Each pattern is kept as its source text (what a CRD's ``pattern`` carries) and compiled once
-(what the parser matches). Patterns the CRD carries must mean the same in Python's ``re`` (``fullmatch``) and in the API
-server's RE2 (a search, anchored by ``^...$``): no look-arounds, no back-references, and ``[0-9]``
-rather than ``\\d`` (Python's ``\\d`` also matches other scripts' digits, RE2's does not).
+(what the parser matches). Patterns the CRD carries must mean the same in Python's ``re``
+(``fullmatch``) and in the API server's RE2 (a search, anchored by ``^...$``): no look-arounds, no
+back-references, and ``[0-9]`` rather than ``\\d`` (Python's ``\\d`` also matches other scripts'
+digits, RE2's does not). The CRDs' declarations of fields are :mod:`.schema`'s.
 ``\\S`` stays: RE2 counts a vertical tab and Unicode spaces as non-space where Python does not
 (the agreement test, tests/test_crds_agreement.py, names that case). Its edge: plain data.
 """

@@ -10,7 +10,7 @@ or ``{}``. Resolution depends on that difference.
 Modules:
 
 - :mod:`.reader`: the typed reader over dicts (violations with field paths), label rules, and the
-  value patterns (:mod:`workerclass.api.patterns`' , re-exported).
+  value patterns (:mod:`workerclass.api.patterns`', re-exported).
 - :mod:`.versions`: ``version_tuple``, ``minor_of``.
 - :mod:`.settings`: the Talos-only settings a class and a pool share (``talos``, ``kernelModules``,
   ``kubevirt.osImage``, ``proxmox.templateTags``) and their parser.
