@@ -4,6 +4,9 @@
   scope, role, check order, watch labels), the webhook domain and the finalizer.
 - :mod:`.webhooks`: the served paths, the resource each admits and the operations it needs.
 - :mod:`.patterns`: the value patterns the parser matches and the CRD schemas carry.
+- :mod:`.schema`: the declarations of the WorkerClass and WorkerPlatform specs (and the Talos and OS
+  blocks a class and a pool share): the parser's key sets and patterns, and the CRD schemas
+  ``crds.py`` generates from them.
 - :mod:`.names`: the closed name sets (families, infrastructures, image sources) as ``Literal`` types.
 - :mod:`.paths`: typed field paths.
 
