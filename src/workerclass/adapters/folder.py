@@ -319,6 +319,5 @@ def load_state(path_or_paths: str | Path | Sequence[str | Path], *, stdin: IO[st
     """
     paths = [path_or_paths] if isinstance(path_or_paths, str | Path) else list(path_or_paths)
     read_warnings: list[str] = []
-    state = State.from_documents(read_paths(paths, warnings=read_warnings, stdin=stdin))
-    state.warnings[:0] = read_warnings
-    return state
+    documents = read_paths(paths, warnings=read_warnings, stdin=stdin)
+    return State.from_documents(documents, warnings=read_warnings)

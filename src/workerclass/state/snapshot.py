@@ -1,228 +1,56 @@
-"""State: a read-only view of classes, pools, the platform and parent clusters.
+"""State: one immutable snapshot of classes, pools, the platform and parent clusters.
 
-Built from a STATE folder (the cluster as GitOps holds it) or from plain objects (the
-webhook's and controller's cache). Built-in classes and the embedded platform are included
-unless the objects replace them. Its edge: it indexes and parses; it decides nothing.
+Built from documents (a STATE folder, read by :mod:`workerclass.adapters.folder`) or from plain
+objects (the webhook's and controller's cache), and changed only into a new snapshot
+(:meth:`State.with_object`, :meth:`State.without`), which shares what it did not touch. Built-in
+classes and the embedded platform are included unless the objects replace them. Its edge: it
+indexes and parses; it decides nothing.
 """
 
 from __future__ import annotations
 
-import hashlib
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from functools import cache, cached_property
 from typing import Any
 
-from .builtin import CLASSES_ORIGIN, PLATFORM_ORIGIN, builtin_classes, embedded_platform
-from .builtin import embedded_platform_spec as embedded_platform_spec
-from .chart.values import load_instancetypes
-from .model import (
-    Cluster,
-    Platform,
-    PoolSpec,
-    WorkerClassSpec,
-    parse_class_spec,
-    parse_cluster,
-    parse_node_group,
-    parse_platform,
-    parse_pool_spec,
-)
-from .model.reader import key_path
-from .violations import Violation
-
-__all__ = ["ClassRecord", "Document", "LoadError", "ObjectRecord", "PMap", "PoolRecord", "State", "identify"]
-
-COZYSTACK = "cozystack.io"
-APPS = "apps.cozystack.io"
-FLUX = "helm.toolkit.fluxcd.io"
-APPLICATION_KIND_LABEL = "apps.cozystack.io/application.kind"
-#: The ApplicationDefinition's ``release.prefix``: KubernetesNodes ``N`` is HelmRelease ``kubernetes-nodes-N``.
-RELEASE_PREFIX = "kubernetes-nodes-"
-INSTANCETYPE_GROUP = "instancetype.kubevirt.io"
-INSTANCETYPE_KIND = "VirtualMachineClusterInstancetype"
-
-#: kind -> (API group, namespaced, dependency rank for ``check`` ordering)
-KINDS: dict[str, tuple[str, bool, int]] = {
-    "WorkerPlatform": (COZYSTACK, False, 0),
-    "WorkerClass": (COZYSTACK, False, 1),
-    "Kubernetes": (APPS, True, 2),
-    "KubernetesNodes": (APPS, True, 3),
-    "HelmRelease": (FLUX, True, 4),
-    "ComputePlane": (APPS, True, 5),
-}
-POOL_KINDS = ("KubernetesNodes", "HelmRelease", "ComputePlane")
-#: Kinds that are not admitted or resolved but that ``preflight`` reads: how the webhook is
-#: installed (its configurations, Deployment, Service, PodDisruptionBudget). Kept, not warned about.
-AUXILIARY_KINDS = frozenset(
-    {
-        "MutatingWebhookConfiguration",
-        "ValidatingWebhookConfiguration",
-        "Deployment",
-        "Service",
-        "PodDisruptionBudget",
-    }
+from ..builtin import CLASSES_ORIGIN, PLATFORM_ORIGIN, builtin_classes, embedded_platform, embedded_platform_spec
+from ..chart.values import load_instancetypes
+from ..model import Cluster, Platform, parse_class_spec, parse_cluster, parse_platform
+from .kinds import AUXILIARY_KINDS, INSTANCETYPE_GROUP, INSTANCETYPE_KIND, KINDS, POOL_KINDS, RELEASE_PREFIX
+from .memo import Memo
+from .pmap import PMap, as_pmap
+from .records import (
+    ClassRecord,
+    Document,
+    LoadError,
+    ObjectRecord,
+    PoolRecord,
+    identify,
+    is_pool_release,
+    node_group_pools,
+    pool_from_object,
+    stored_nodes,
 )
 
-
-class LoadError(Exception):
-    """A STATE folder or manifest file that cannot be read as Kubernetes objects."""
+__all__ = ["Lines", "State", "embedded_instancetypes"]
 
 
-@dataclass(frozen=True, slots=True)
-class Document:
-    """One YAML document: the object and where it was read from (``file#index``)."""
+class Lines(tuple[str, ...]):
+    """Lines of text that cannot change: a tuple, equal to a list of the same lines as well.
 
-    obj: dict[str, Any]
-    origin: str
-
-
-def identify(obj: Mapping[str, Any]) -> tuple[str, str, str]:
-    """``(kind, namespace, name)``; cluster-scoped kinds have namespace ``""``."""
-    kind = obj.get("kind")
-    metadata = obj.get("metadata")
-    name = metadata.get("name") if isinstance(metadata, dict) else None
-    namespace = metadata.get("namespace") if isinstance(metadata, dict) else None
-    namespaced = KINDS.get(kind, ("", True, 0))[1] if isinstance(kind, str) else True
-    return (
-        kind if isinstance(kind, str) else "",
-        (namespace if isinstance(namespace, str) and namespace else "default") if namespaced else "",
-        name if isinstance(name, str) else "",
-    )
-
-
-def is_pool_release(obj: Mapping[str, Any]) -> bool:
-    """A HelmRelease that carries KubernetesNodes pool values."""
-    metadata = obj.get("metadata")
-    labels = metadata.get("labels") if isinstance(metadata, dict) else None
-    return isinstance(labels, dict) and labels.get(APPLICATION_KIND_LABEL) == "KubernetesNodes"
-
-
-_FAN = 64  # a PMap is 64 x 64 small dicts
-
-
-class PMap(Mapping[Any, Any]):
-    """A read-only mapping whose :meth:`set` and :meth:`delete` return a new map in O(1) at any size.
-
-    The keys are spread by hash over a two-level tree of 64 x 64 small dicts; a change copies the
-    one dict it touches (about ``len / 4096`` entries) and the two 64-slot tuples above it, and
-    shares everything else with the map it came from, so a snapshot handed to a request never
-    changes under it (copy-on-write, no lock). Equal to any mapping with the same items.
+    :attr:`State.warnings` was a list, and its readers compare it with one (``state.warnings == []``).
     """
 
-    __slots__ = ("_len", "_tree")
+    __slots__ = ()
 
-    def __init__(self, items: Mapping[Any, Any] | Iterable[tuple[Any, Any]] = ()) -> None:
-        tree: list[list[dict[Any, Any]]] = [[{} for _ in range(_FAN)] for _ in range(_FAN)]
-        pairs = items.items() if isinstance(items, Mapping) else items
-        for key, value in pairs:
-            code = hash(key)
-            tree[code % _FAN][(code // _FAN) % _FAN][key] = value
-        self._tree: tuple[tuple[Mapping[Any, Any], ...], ...] = tuple(tuple(row) for row in tree)
-        self._len = sum(len(leaf) for row in tree for leaf in row)
+    def __eq__(self, other: object) -> bool:
+        return tuple.__eq__(self, tuple(other) if isinstance(other, list) else other)
 
-    @classmethod
-    def _of(cls, tree: tuple[tuple[Mapping[Any, Any], ...], ...], length: int) -> PMap:
-        new = cls.__new__(cls)
-        new._tree, new._len = tree, length
-        return new
+    def __ne__(self, other: object) -> bool:
+        return not self == other
 
-    def _leaf(self, key: Any) -> Mapping[Any, Any]:
-        code = hash(key)
-        return self._tree[code % _FAN][(code // _FAN) % _FAN]
-
-    def __getitem__(self, key: Any) -> Any:
-        return self._leaf(key)[key]
-
-    def get(self, key: Any, default: Any = None) -> Any:
-        return self._leaf(key).get(key, default)
-
-    def __contains__(self, key: object) -> bool:
-        return key in self._leaf(key)
-
-    def __iter__(self) -> Iterator[Any]:
-        for row in self._tree:
-            for leaf in row:
-                yield from leaf
-
-    def __len__(self) -> int:
-        return self._len
-
-    def __repr__(self) -> str:
-        return f"PMap({dict(self.items())!r})"
-
-    def _with_leaf(self, code: int, leaf: Mapping[Any, Any], length: int) -> PMap:
-        i, j = code % _FAN, (code // _FAN) % _FAN
-        row = self._tree[i]
-        row = (*row[:j], leaf, *row[j + 1 :])
-        return PMap._of((*self._tree[:i], row, *self._tree[i + 1 :]), length)
-
-    def set(self, key: Any, value: Any) -> PMap:
-        code = hash(key)
-        leaf = dict(self._tree[code % _FAN][(code // _FAN) % _FAN])
-        grown = key not in leaf
-        leaf[key] = value
-        return self._with_leaf(code, leaf, self._len + grown)
-
-    def delete(self, key: Any) -> PMap:
-        code = hash(key)
-        leaf = self._tree[code % _FAN][(code // _FAN) % _FAN]
-        if key not in leaf:
-            return self
-        smaller = dict(leaf)
-        del smaller[key]
-        return self._with_leaf(code, smaller, self._len - 1)
-
-    def put(self, key: Any, value: Any | None) -> PMap:
-        """:meth:`set`, or :meth:`delete` for ``None``."""
-        return self.delete(key) if value is None else self.set(key, value)
-
-
-@dataclass(frozen=True, slots=True)
-class ObjectRecord:
-    """One object read into the state, with where it came from."""
-
-    kind: str
-    namespace: str
-    name: str
-    obj: Mapping[str, Any]
-    origin: str
-
-    @property
-    def rank(self) -> int:
-        return KINDS[self.kind][2]
-
-
-@dataclass(frozen=True, slots=True)
-class ClassRecord:
-    name: str
-    spec: WorkerClassSpec
-    obj: Mapping[str, Any]
-    builtin: bool
-    violations: tuple[Violation, ...] = ()
-
-
-@dataclass(frozen=True, slots=True)
-class PoolRecord:
-    """A pool as stored: a KubernetesNodes, a labelled HelmRelease or a ComputePlane node group."""
-
-    kind: str
-    namespace: str
-    name: str
-    values: Mapping[str, Any]
-    spec: PoolSpec
-    violations: tuple[Violation, ...]
-    field: str  # where the values live in the object, for field paths
-    cluster: str  # the parent cluster name (ComputePlane groups: the ComputePlane itself)
-    release: str = ""  # the Helm release that renders it (API.md section 1)
-
-    @property
-    def identity(self) -> str:
-        return f"{self.namespace}/{self.name}"
-
-    @property
-    def class_name(self) -> str | None:
-        """The selected class, or ``None`` for a classless (legacy Talos) pool."""
-        return self.spec.worker_class_name or None
+    __hash__ = tuple.__hash__
 
 
 @cache
@@ -238,87 +66,24 @@ def _builtin_documents() -> tuple[tuple[Document, ...], Document]:
     return classes, Document(embedded_platform(), f"{PLATFORM_ORIGIN}#1")
 
 
-def helm_release_name(obj: Mapping[str, Any]) -> str:
-    """The Helm release of a HelmRelease, as helm-controller names it.
-
-    ``spec.releaseName``, else ``[<spec.targetNamespace>-]<metadata.name>``; a name longer than
-    53 characters is shortened as helm-controller's ``release.ShortenName`` does.
-    """
-    _, _, name = identify(obj)
-    spec = obj.get("spec")
-    spec = spec if isinstance(spec, dict) else {}
-    release = spec.get("releaseName")
-    if not isinstance(release, str) or not release:
-        target = spec.get("targetNamespace")
-        release = f"{target}-{name}" if isinstance(target, str) and target else name
-    if len(release) > 53:
-        digest = hashlib.sha256(release.encode()).hexdigest()[:12]
-        release = f"{release[: 53 - len(digest) - 1]}-{digest}"
-    return release
+@cache
+def _builtin_class_records() -> tuple[ClassRecord, ...]:
+    out = []
+    for document in _builtin_documents()[0]:
+        _, _, name = identify(document.obj)
+        spec, violations = parse_class_spec(document.obj.get("spec"))
+        out.append(ClassRecord(name, spec, document.obj, True, tuple(violations)))
+    return tuple(out)
 
 
-def release_of(kind: str, name: str, obj: Mapping[str, Any] | None = None) -> str:
-    """The Helm release of a pool: ``kubernetes-nodes-<name>`` for a KubernetesNodes."""
-    if kind == "KubernetesNodes":
-        return f"{RELEASE_PREFIX}{name}"
-    if kind == "HelmRelease" and obj is not None:
-        return helm_release_name(obj)
-    return name
-
-
-def pool_from_object(obj: Mapping[str, Any]) -> PoolRecord | None:
-    """A pool record for a KubernetesNodes or a pool HelmRelease; ``None`` for other objects."""
-    kind, namespace, name = identify(obj)
-    if kind == "KubernetesNodes":
-        values, path = obj.get("spec"), "spec"
-    elif kind == "HelmRelease" and is_pool_release(obj):
-        spec = obj.get("spec")
-        values, path = (spec.get("values") if isinstance(spec, dict) else None), "spec.values"
-    else:
-        return None
-    parsed, violations = parse_pool_spec(values, path)
-    return PoolRecord(
-        kind,
-        namespace,
-        name,
-        values if isinstance(values, dict) else {},
-        parsed,
-        tuple(violations),
-        path,
-        parsed.cluster or "",
-        release_of(kind, name, obj),
-    )
-
-
-def node_group_pools(obj: Mapping[str, Any]) -> list[PoolRecord]:
-    """ComputePlane node groups as classless pools named ``<computeplane>-<group>``."""
-    _, namespace, name = identify(obj)
-    spec = obj.get("spec")
-    groups = spec.get("nodeGroups") if isinstance(spec, dict) else None
-    if not isinstance(groups, dict):
-        return []
-    out: list[PoolRecord] = []
-    for group, values in sorted(groups.items(), key=lambda item: str(item[0])):
-        path = key_path("spec.nodeGroups", group)
-        parsed, violations = parse_node_group(values, path)
-        out.append(
-            PoolRecord(
-                "ComputePlane",
-                namespace,
-                f"{name}-{group}",
-                values if isinstance(values, dict) else {},
-                parsed,
-                tuple(violations),
-                path,
-                name,
-            )
-        )
-    return out
-
-
-@dataclass
+@dataclass(frozen=True)
 class State:
-    """Classes, pools, the platform and parent clusters; read-only once built."""
+    """Classes, pools, the platform and parent clusters, as one snapshot that never changes.
+
+    Frozen: a change is a new State (:meth:`with_object`, :meth:`without`). Its one mutable
+    part is :attr:`memo`, the facts derived from this snapshot (see :mod:`workerclass.state.memo`
+    for why that is safe). No ``slots``: :attr:`objects` and the memo live in the instance dict.
+    """
 
     platform: Platform
     platform_object: Mapping[str, Any]
@@ -326,31 +91,32 @@ class State:
     clusters: Mapping[tuple[str, str], Cluster]
     pools: Mapping[tuple[str, str, str], PoolRecord]
     #: the objects read, by ``(kind, namespace, name)`` (:attr:`objects` lists them in check order)
-    records: Mapping[tuple[str, str, str], ObjectRecord] = field(default_factory=dict)
-    warnings: list[str] = field(default_factory=list)
+    records: Mapping[tuple[str, str, str], ObjectRecord] = field(default_factory=PMap)
+    #: what indexing skipped, one line each (the folder reader's lines first, see ``load_state``)
+    warnings: Lines = field(default_factory=Lines)
     #: objects of :data:`AUXILIARY_KINDS` (webhook installation), for ``preflight``
-    auxiliary: list[ObjectRecord] = field(default_factory=list)
-    #: derived facts computed once per state (e.g. the class rules a class breaks). Owned by this
-    #: snapshot alone: :meth:`apply` gives every new snapshot a memo of its own (seeded with the
-    #: ``pool-names`` index it keeps incrementally), never one shared with the state it came from.
-    memo: dict[Any, Any] = field(default_factory=dict, repr=False, compare=False)
+    auxiliary: tuple[ObjectRecord, ...] = ()
     #: VirtualMachineClusterInstancetype objects by name: Cozystack's shipped set, then the
     #: folder's or the cluster's (which add or replace by name)
     instancetypes: Mapping[str, Mapping[str, Any]] = field(default_factory=embedded_instancetypes)
     #: ``(namespace, name)`` of a KubernetesNodes -> the values of its backing HelmRelease
     #: ``kubernetes-nodes-<name>`` (what Cozystack's API really stored)
-    backing_values: Mapping[tuple[str, str], Mapping[str, Any]] = field(default_factory=dict)
+    backing_values: Mapping[tuple[str, str], Mapping[str, Any]] = field(default_factory=PMap)
     #: ComputePlanes, as the clusters of their own node groups (not in :attr:`clusters`)
-    compute_planes: Mapping[tuple[str, str], Cluster] = field(default_factory=dict)
+    compute_planes: Mapping[tuple[str, str], Cluster] = field(default_factory=PMap)
     #: the instance types read from the objects (not the shipped ones), by name
-    cluster_instancetypes: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    cluster_instancetypes: Mapping[str, Mapping[str, Any]] = field(default_factory=PMap)
     #: class name -> the pools whose stored class it is, by pool key (kept incrementally)
-    pools_by_class: Mapping[str, Mapping[tuple[str, str, str], PoolRecord]] = field(default_factory=dict)
+    pools_by_class: Mapping[str, Mapping[tuple[str, str, str], PoolRecord]] = field(default_factory=PMap)
     #: ``(namespace, name)`` -> the kinds of the pools with that name, in :data:`POOL_KINDS` order
-    pool_names: Mapping[tuple[str, str], tuple[str, ...]] = field(default_factory=dict)
+    pool_names: Mapping[tuple[str, str], tuple[str, ...]] = field(default_factory=PMap)
+    #: the facts derived from this snapshot (:class:`~workerclass.state.memo.Memo`). Not a
+    #: constructor argument: every State, :func:`dataclasses.replace`'s included, makes its own,
+    #: seeded with :attr:`pool_names`, so no two snapshots ever share one.
+    memo: Memo = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        self.memo.setdefault("pool-names", self.pool_names)
+        object.__setattr__(self, "memo", Memo.seeded(self.pool_names))
 
     @cached_property
     def objects(self) -> list[ObjectRecord]:
@@ -367,9 +133,15 @@ class State:
         )
 
     @classmethod
-    def from_documents(cls, documents: Iterable[Document], *, strict: bool = True) -> State:
-        """Index documents. ``strict``: duplicate identities are an error, not a replacement."""
-        warnings: list[str] = []
+    def from_documents(
+        cls, documents: Iterable[Document], *, strict: bool = True, warnings: Iterable[str] = ()
+    ) -> State:
+        """Index documents. ``strict``: duplicate identities are an error, not a replacement.
+
+        ``warnings``: lines said before indexing (what the folder reader skipped); the State's
+        :attr:`warnings` list them first, then what indexing skipped.
+        """
+        said: list[str] = list(warnings)
         seen: dict[tuple[str, str, str], ObjectRecord] = {}
         auxiliary: list[ObjectRecord] = []
         instancetypes: dict[str, Mapping[str, Any]] = {}
@@ -384,20 +156,20 @@ class State:
                 if isinstance(api_version, str) and api_version.startswith(INSTANCETYPE_GROUP + "/") and name:
                     instancetypes[name] = obj
                 else:
-                    warnings.append(f"{document.origin}: skipped {kind} {name or '?'}: not {INSTANCETYPE_GROUP}")
+                    said.append(f"{document.origin}: skipped {kind} {name or '?'}: not {INSTANCETYPE_GROUP}")
                 continue
             if kind not in KINDS:
                 # API.md section 4: only documents that are not Kubernetes objects are warned about
                 # (the folder reader does); objects of other kinds are skipped silently.
                 if not kind:
-                    warnings.append(f"{document.origin}: a mapping without kind, not a Kubernetes object: skipped")
+                    said.append(f"{document.origin}: a mapping without kind, not a Kubernetes object: skipped")
                 continue
             if kind == "HelmRelease" and not is_pool_release(obj):
                 continue  # other releases are none of our business
             group = KINDS[kind][0]
             api_version = obj.get("apiVersion")
             if not isinstance(api_version, str) or not api_version.startswith(group + "/"):
-                warnings.append(
+                said.append(
                     f"{document.origin}: skipped {kind} {name or '?'}: apiVersion {api_version!r} is not in {group}"
                 )
                 continue
@@ -408,15 +180,18 @@ class State:
                 where = f"{namespace}/{name}" if namespace else name
                 raise LoadError(f"{document.origin}: duplicate {kind} {where}, also defined at {seen[key].origin}")
             seen[key] = ObjectRecord(kind, namespace, name, obj, document.origin)
-        state = cls.from_records(list(seen.values()), warnings=warnings)
-        state.auxiliary = auxiliary
-        if instancetypes:
-            state.instancetypes = {**embedded_instancetypes(), **instancetypes}
-            state.cluster_instancetypes = PMap(instancetypes)
-        return state
+        return cls.from_records(list(seen.values()), warnings=said, auxiliary=auxiliary, instancetypes=instancetypes)
 
     @classmethod
-    def from_records(cls, records: list[ObjectRecord], *, warnings: list[str] | None = None) -> State:
+    def from_records(
+        cls,
+        records: list[ObjectRecord],
+        *,
+        warnings: Iterable[str] | None = None,
+        auxiliary: Iterable[ObjectRecord] = (),
+        instancetypes: Mapping[str, Mapping[str, Any]] | None = None,
+    ) -> State:
+        """Index records (``instancetypes``: the ones read, by name, beside Cozystack's shipped set)."""
         builtin_classes, builtin_platform = _builtin_documents()
         platform_object: Mapping[str, Any] = builtin_platform.obj
         classes: dict[str, ClassRecord] = {}
@@ -459,16 +234,7 @@ class State:
             if nodes is not None:
                 values = pools.pop((kind, namespace, name)).values
                 backing[(namespace, owner)] = values
-                # The KubernetesNodes the API lists is a view with the chart's defaults applied;
-                # the release holds what was written: the pool is resolved from that.
-                stored = pool_from_object(
-                    {
-                        "apiVersion": f"{APPS}/v1alpha1",
-                        "kind": "KubernetesNodes",
-                        "metadata": {"name": owner, "namespace": namespace},
-                        "spec": values,
-                    }
-                )
+                stored = stored_nodes(namespace, owner, values)
                 if stored is not None:
                     pools[("KubernetesNodes", namespace, owner)] = stored
         # The platform's own violations are reported when ``check`` admits its object.
@@ -480,6 +246,9 @@ class State:
             if pool.class_name is not None:
                 by_class.setdefault(pool.class_name, {})[key] = pool
             names.setdefault((key[1], key[2]), []).append(key[0])
+        read_types: dict[str, Mapping[str, Any]] = {}
+        if instancetypes:
+            read_types = {**embedded_instancetypes(), **instancetypes}
         return cls(
             platform=platform,
             platform_object=platform_object,
@@ -487,9 +256,12 @@ class State:
             clusters=PMap(clusters),
             pools=PMap(pools),
             records=PMap({(r.kind, r.namespace, r.name): r for r in records}),
-            warnings=list(warnings or []),
+            warnings=Lines(warnings or ()),
+            auxiliary=tuple(auxiliary),
+            instancetypes=read_types or embedded_instancetypes(),
             backing_values=PMap(backing),
             compute_planes=PMap(compute_planes),
+            cluster_instancetypes=PMap(instancetypes or {}),
             pools_by_class=PMap({name: PMap(members) for name, members in by_class.items()}),
             pool_names=PMap({key: tuple(sorted(kinds, key=POOL_KINDS.index)) for key, kinds in names.items()}),
         )
@@ -567,24 +339,20 @@ class State:
         return self._apply(kind, namespace, name, None)
 
     def _with_instancetype(self, name: str, obj: Mapping[str, Any] | None) -> State:
-        ours = (
-            PMap(self.cluster_instancetypes)
-            if not isinstance(self.cluster_instancetypes, PMap)
-            else self.cluster_instancetypes
-        )
-        ours = ours.put(name, obj)
+        ours = as_pmap(self.cluster_instancetypes).put(name, obj)
         merged = {**embedded_instancetypes(), **ours} if ours else embedded_instancetypes()
         return self._next(cluster_instancetypes=ours, instancetypes=merged)
 
     def _next(self, **changes: Any) -> State:
-        return replace(self, memo={}, warnings=[], **changes)
+        """This snapshot with ``changes``: a new State (with a fresh memo; warnings are not carried)."""
+        return replace(self, warnings=Lines(), **changes)
 
     def _apply(self, kind: str, namespace: str, name: str, record: ObjectRecord | None) -> State:
         key = (kind, namespace, name)
         previous = self.records.get(key)
         if previous is None and record is None:
             return self
-        records = _pmap(self.records).put(key, record)
+        records = as_pmap(self.records).put(key, record)
         if kind == "WorkerPlatform":
             if name != "default":
                 return self._next(records=records)
@@ -598,10 +366,10 @@ class State:
                 entry: ClassRecord | None = ClassRecord(name, spec, record.obj, False, tuple(violations))
             else:
                 entry = next((c for c in _builtin_class_records() if c.name == name), None)
-            return self._next(records=records, classes=_pmap(self.classes).put(name, entry))
+            return self._next(records=records, classes=as_pmap(self.classes).put(name, entry))
         if kind == "Kubernetes":
             cluster = parse_cluster(namespace, name, record.obj.get("spec"))[0] if record is not None else None
-            return self._next(records=records, clusters=_pmap(self.clusters).put((namespace, name), cluster))
+            return self._next(records=records, clusters=as_pmap(self.clusters).put((namespace, name), cluster))
         pools = _PoolIndex(self)
         changes: dict[str, Any] = {"records": records}
         if kind == "ComputePlane":
@@ -610,38 +378,24 @@ class State:
             for pool in node_group_pools(record.obj) if record is not None else []:
                 pools.put(("ComputePlane", namespace, pool.name), pool)
             plane = parse_cluster(namespace, name, record.obj.get("spec"))[0] if record is not None else None
-            changes["compute_planes"] = _pmap(self.compute_planes).put((namespace, name), plane)
+            changes["compute_planes"] = as_pmap(self.compute_planes).put((namespace, name), plane)
         elif kind == "KubernetesNodes":
-            changes["backing_values"] = pools.group(records, namespace, name, _pmap(self.backing_values))
+            changes["backing_values"] = pools.group(records, namespace, name, as_pmap(self.backing_values))
         elif name.startswith(RELEASE_PREFIX):
             owner = name.removeprefix(RELEASE_PREFIX)
-            changes["backing_values"] = pools.group(records, namespace, owner, _pmap(self.backing_values))
+            changes["backing_values"] = pools.group(records, namespace, owner, as_pmap(self.backing_values))
         else:
             pools.put(key, pool_from_object(record.obj) if record is not None else None)
         return self._next(**changes, **pools.changes())
-
-
-def _pmap(mapping: Mapping[Any, Any]) -> PMap:
-    return mapping if isinstance(mapping, PMap) else PMap(mapping)
-
-
-@cache
-def _builtin_class_records() -> tuple[ClassRecord, ...]:
-    out = []
-    for document in _builtin_documents()[0]:
-        _, _, name = identify(document.obj)
-        spec, violations = parse_class_spec(document.obj.get("spec"))
-        out.append(ClassRecord(name, spec, document.obj, True, tuple(violations)))
-    return tuple(out)
 
 
 class _PoolIndex:
     """The pool maps of one State being changed: ``pools`` and the by-class and by-name indexes."""
 
     def __init__(self, state: State) -> None:
-        self.pools = _pmap(state.pools)
-        self.by_class = _pmap(state.pools_by_class)
-        self.names = _pmap(state.pool_names)
+        self.pools = as_pmap(state.pools)
+        self.by_class = as_pmap(state.pools_by_class)
+        self.names = as_pmap(state.pool_names)
 
     def put(self, key: tuple[str, str, str], pool: PoolRecord | None) -> None:
         kind, namespace, name = key
@@ -651,7 +405,7 @@ class _PoolIndex:
         self.pools = self.pools.put(key, pool)
         for record, present in ((old, False), (pool, True)):
             if record is not None and record.class_name is not None:
-                members = _pmap(self.by_class.get(record.class_name) or {})
+                members = as_pmap(self.by_class.get(record.class_name) or {})
                 members = members.set(key, record) if present else members.delete(key)
                 self.by_class = self.by_class.put(record.class_name, members if members else None)
         kinds = set(self.names.get((namespace, name), ()))
@@ -674,14 +428,7 @@ class _PoolIndex:
         values: Mapping[str, Any] | None = None
         if nodes is not None and release is not None:
             values = release.values
-            nodes = pool_from_object(
-                {
-                    "apiVersion": f"{APPS}/v1alpha1",
-                    "kind": "KubernetesNodes",
-                    "metadata": {"name": owner, "namespace": namespace},
-                    "spec": values,
-                }
-            )
+            nodes = stored_nodes(namespace, owner, values)
             release = None
         self.put(nodes_key, nodes)
         self.put(release_key, release)

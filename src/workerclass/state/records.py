@@ -1,0 +1,208 @@
+"""The records a State holds, and how one object becomes one: identities, pools, Helm releases.
+
+Its edge: one object in, one record (or ``None``) out; no index, no state. Which kinds are read,
+and how they are namespaced, is :mod:`workerclass.state.kinds` (the API table's).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ..api.resources import KUBERNETES_NODES
+from ..model import PoolSpec, WorkerClassSpec, parse_node_group, parse_pool_spec
+from ..model.reader import key_path
+from ..violations import Violation
+from .kinds import APPLICATION_KIND_LABEL, KINDS, RELEASE_PREFIX
+
+__all__ = [
+    "ClassRecord",
+    "Document",
+    "LoadError",
+    "ObjectRecord",
+    "PoolRecord",
+    "helm_release_name",
+    "identify",
+    "is_pool_release",
+    "node_group_pools",
+    "pool_from_object",
+    "release_of",
+    "stored_nodes",
+]
+
+
+class LoadError(Exception):
+    """A STATE folder or manifest file that cannot be read as Kubernetes objects."""
+
+
+@dataclass(frozen=True, slots=True)
+class Document:
+    """One YAML document: the object and where it was read from (``file#index``)."""
+
+    obj: dict[str, Any]
+    origin: str
+
+
+def identify(obj: Mapping[str, Any]) -> tuple[str, str, str]:
+    """``(kind, namespace, name)``; cluster-scoped kinds have namespace ``""``."""
+    kind = obj.get("kind")
+    metadata = obj.get("metadata")
+    name = metadata.get("name") if isinstance(metadata, dict) else None
+    namespace = metadata.get("namespace") if isinstance(metadata, dict) else None
+    namespaced = KINDS.get(kind, ("", True, 0))[1] if isinstance(kind, str) else True
+    return (
+        kind if isinstance(kind, str) else "",
+        (namespace if isinstance(namespace, str) and namespace else "default") if namespaced else "",
+        name if isinstance(name, str) else "",
+    )
+
+
+def is_pool_release(obj: Mapping[str, Any]) -> bool:
+    """A HelmRelease that carries KubernetesNodes pool values."""
+    metadata = obj.get("metadata")
+    labels = metadata.get("labels") if isinstance(metadata, dict) else None
+    return isinstance(labels, dict) and labels.get(APPLICATION_KIND_LABEL) == "KubernetesNodes"
+
+
+@dataclass(frozen=True, slots=True)
+class ObjectRecord:
+    """One object read into the state, with where it came from."""
+
+    kind: str
+    namespace: str
+    name: str
+    obj: Mapping[str, Any]
+    origin: str
+
+    @property
+    def rank(self) -> int:
+        return KINDS[self.kind][2]
+
+
+@dataclass(frozen=True, slots=True)
+class ClassRecord:
+    name: str
+    spec: WorkerClassSpec
+    obj: Mapping[str, Any]
+    builtin: bool
+    violations: tuple[Violation, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class PoolRecord:
+    """A pool as stored: a KubernetesNodes, a labelled HelmRelease or a ComputePlane node group."""
+
+    kind: str
+    namespace: str
+    name: str
+    values: Mapping[str, Any]
+    spec: PoolSpec
+    violations: tuple[Violation, ...]
+    field: str  # where the values live in the object, for field paths
+    cluster: str  # the parent cluster name (ComputePlane groups: the ComputePlane itself)
+    release: str = ""  # the Helm release that renders it (API.md section 1)
+
+    @property
+    def identity(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    @property
+    def class_name(self) -> str | None:
+        """The selected class, or ``None`` for a classless (legacy Talos) pool."""
+        return self.spec.worker_class_name or None
+
+
+def helm_release_name(obj: Mapping[str, Any]) -> str:
+    """The Helm release of a HelmRelease, as helm-controller names it.
+
+    ``spec.releaseName``, else ``[<spec.targetNamespace>-]<metadata.name>``; a name longer than
+    53 characters is shortened as helm-controller's ``release.ShortenName`` does.
+    """
+    _, _, name = identify(obj)
+    spec = obj.get("spec")
+    spec = spec if isinstance(spec, dict) else {}
+    release = spec.get("releaseName")
+    if not isinstance(release, str) or not release:
+        target = spec.get("targetNamespace")
+        release = f"{target}-{name}" if isinstance(target, str) and target else name
+    if len(release) > 53:
+        digest = hashlib.sha256(release.encode()).hexdigest()[:12]
+        release = f"{release[: 53 - len(digest) - 1]}-{digest}"
+    return release
+
+
+def release_of(kind: str, name: str, obj: Mapping[str, Any] | None = None) -> str:
+    """The Helm release of a pool: ``kubernetes-nodes-<name>`` for a KubernetesNodes."""
+    if kind == "KubernetesNodes":
+        return f"{RELEASE_PREFIX}{name}"
+    if kind == "HelmRelease" and obj is not None:
+        return helm_release_name(obj)
+    return name
+
+
+def pool_from_object(obj: Mapping[str, Any]) -> PoolRecord | None:
+    """A pool record for a KubernetesNodes or a pool HelmRelease; ``None`` for other objects."""
+    kind, namespace, name = identify(obj)
+    if kind == "KubernetesNodes":
+        values, path = obj.get("spec"), "spec"
+    elif kind == "HelmRelease" and is_pool_release(obj):
+        spec = obj.get("spec")
+        values, path = (spec.get("values") if isinstance(spec, dict) else None), "spec.values"
+    else:
+        return None
+    parsed, violations = parse_pool_spec(values, path)
+    return PoolRecord(
+        kind,
+        namespace,
+        name,
+        values if isinstance(values, dict) else {},
+        parsed,
+        tuple(violations),
+        path,
+        parsed.cluster or "",
+        release_of(kind, name, obj),
+    )
+
+
+def stored_nodes(namespace: str, owner: str, values: Mapping[str, Any]) -> PoolRecord | None:
+    """KubernetesNodes ``owner`` as its backing release ``kubernetes-nodes-<owner>`` stored it.
+
+    The KubernetesNodes the API lists is a view with the chart's defaults applied; the release
+    holds what was written: the pool is resolved from that.
+    """
+    return pool_from_object(
+        {
+            "apiVersion": KUBERNETES_NODES.api_version,
+            "kind": KUBERNETES_NODES.kind,
+            "metadata": {"name": owner, "namespace": namespace},
+            "spec": values,
+        }
+    )
+
+
+def node_group_pools(obj: Mapping[str, Any]) -> list[PoolRecord]:
+    """ComputePlane node groups as classless pools named ``<computeplane>-<group>``."""
+    _, namespace, name = identify(obj)
+    spec = obj.get("spec")
+    groups = spec.get("nodeGroups") if isinstance(spec, dict) else None
+    if not isinstance(groups, dict):
+        return []
+    out: list[PoolRecord] = []
+    for group, values in sorted(groups.items(), key=lambda item: str(item[0])):
+        path = key_path("spec.nodeGroups", group)
+        parsed, violations = parse_node_group(values, path)
+        out.append(
+            PoolRecord(
+                "ComputePlane",
+                namespace,
+                f"{name}-{group}",
+                values if isinstance(values, dict) else {},
+                parsed,
+                tuple(violations),
+                path,
+                name,
+            )
+        )
+    return out
