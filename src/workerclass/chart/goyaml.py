@@ -16,12 +16,11 @@ Why there is a second writer, :func:`workerclass.chart.values.to_yaml`: the Kube
 pod resources and the platform's topology spread constraints go through that simpler one, and the
 two are not byte-identical (it neither folds long strings nor orders keys as go-yaml does, and
 quotes some strings go-yaml writes plain). The KubevirtMachineTemplate's name is the hash of that
-text, so switching it to this emitter would rename templates for such inputs: a behaviour change,
-not a refactor (see ``values.to_yaml``).
+text, so moving it to this emitter renames templates for such inputs: a behaviour change (towards
+the oracle), kept out of the refactor that split this module off; ``values.to_yaml`` says where.
 
-Over the house ~500 lines? No: this module is the emitter alone (about 400 lines), kept in the
-emitter's own order (resolve, analyze, fold, write scalars, write nodes) so it reads beside
-go-yaml's ``emitterc.go``.
+The emitter alone, in its own order (resolve, analyze, fold, write scalars, write nodes), so it
+reads beside go-yaml's ``resolve.go`` and ``emitterc.go``.
 """
 
 from __future__ import annotations

@@ -6,8 +6,9 @@ Owns PR 3571's three-state ``kernelModules`` (:func:`pr3571_kernel_modules`, wit
 (:func:`kernel_modules_list`, rebuilt from validated names and parameters), the installer image
 override (:func:`heredoc_installer_image`), and the patterns they are checked with:
 :data:`KERNEL_MODULE_NAME` and :data:`SHELL_SAFE` (PR 3571's schematicID denylist: what a shell
-heredoc carries literally). :mod:`.checks` reports the same rules as admission failures; this
-module raises when a caller renders past them. Its edge: values in, values out; the Job's text is
+heredoc carries literally). The same rules two ways: :func:`kernel_module_failures` reports them
+as admission failures (:mod:`.checks` and :mod:`.render` call it before rendering), the
+renderers raise when a caller renders past them. Its edge: values in, values out; the Job's text is
 :mod:`.talos_job_spec`'s.
 """
 
@@ -17,6 +18,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from .context import ChartFailure
 from .quantity import go_quote_text, go_str, truthy
 
 __all__ = [
@@ -26,6 +28,7 @@ __all__ = [
     "InvalidInstallerImage",
     "InvalidKernelModule",
     "heredoc_installer_image",
+    "kernel_module_failures",
     "kernel_modules_list",
     "pr3571_kernel_modules",
     "shell_escape",
@@ -111,3 +114,37 @@ def kernel_modules_list(modules: Sequence[Mapping[str, Any]], group_name: str) -
             entry["parameters"] = params
         out.append(entry)
     return out
+
+
+def kernel_module_failures(
+    modules: Sequence[Any], *, pool: str = "(pool)", field: str = "spec.kernelModules"
+) -> list[ChartFailure]:
+    """PR 3571's ``kubernetes.kernelModules`` guards on a module list (names ``^[a-z0-9_-]+$``;
+    parameters free of shell and YAML metacharacters: they reach the Job's heredoc)."""
+    failures: list[ChartFailure] = []
+    for i, module in enumerate(modules):
+        if not isinstance(module, Mapping):
+            continue
+        raw_name = module.get("name")
+        name = go_str(raw_name) if truthy(raw_name) else ""
+        if not KERNEL_MODULE_NAME.fullmatch(name):
+            failures.append(
+                ChartFailure(
+                    "InvalidKernelModule",
+                    f"{field}[{i}].name",
+                    f"pool {pool}: invalid kernelModules name: must be a kernel module name matching "
+                    "^[a-z0-9_-]+$ (e.g. nvidia_uvm)",
+                )
+            )
+        params = module.get("parameters")
+        for j, param in enumerate(params if isinstance(params, list) else []):
+            if not SHELL_SAFE.fullmatch(go_str(param)):
+                failures.append(
+                    ChartFailure(
+                        "InvalidKernelModule",
+                        f"{field}[{i}].parameters[{j}]",
+                        f"pool {pool}: invalid kernelModules parameter: must not contain $, a backtick, a backslash, "
+                        "quotes, whitespace or control characters (e.g. NVreg_EnableGpuFirmware=1)",
+                    )
+                )
+    return failures

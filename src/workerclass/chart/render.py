@@ -19,9 +19,9 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from .checks import chart_failures, kernel_module_failures
+from .checks import chart_failures
 from .context import ChartFailure, ChartInput, ChartRefused
-from .kernel_modules import SHELL_SAFE
+from .kernel_modules import SHELL_SAFE, kernel_module_failures
 from .nodegroup import (
     Disk,
     chart_http_url,

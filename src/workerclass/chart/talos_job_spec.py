@@ -8,8 +8,8 @@ the Job's name (:func:`job_name`) and the container's command script cut from th
 reads it (:func:`command_script`). Its edge: a :class:`JobContext` in, text out; the context is
 built and the Job's documents are made in :mod:`.talos_job`.
 
-Why one module and not less: about 230 of its lines are the literal define; splitting the script
-would make a chart upgrade harder to diff, not easier.
+About 230 of its lines are the literal define, kept whole: splitting the script would make a
+chart upgrade harder to diff, not easier.
 """
 
 from __future__ import annotations

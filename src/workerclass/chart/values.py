@@ -371,7 +371,22 @@ def _yaml_inline(v: Any) -> str:
 
 
 def to_yaml(obj: Any) -> str:
-    """Helm's ``toYaml`` (sigs.k8s.io/yaml: sorted keys, go-yaml v2 style), trailing newline removed."""
+    """Helm's ``toYaml`` (sigs.k8s.io/yaml: sorted keys, go-yaml v2 style), trailing newline removed,
+    for the KubevirtMachineTemplate define: its pod resources (:func:`.nodegroup.sanitized_pod_resources`)
+    and the platform's ``globalAppTopologySpreadConstraints`` (:func:`.nodegroup.constraints_text`,
+    which :mod:`.checks` also parses back).
+
+    Why a second writer beside :func:`workerclass.chart.goyaml.to_yaml` (the full go-yaml v2 port
+    the Job's ``registryMirrors`` and kernel modules go through): the two are not byte-identical,
+    and the KubevirtMachineTemplate's name is the hash of this text. This one sorts keys by code
+    point (go-yaml orders digit runs by value and non-letters before letters), never folds a long
+    string at column 80, writes a multi-line string double-quoted (go-yaml: a literal block),
+    never writes a complex key, and quotes by a narrower plain-safe set (``é`` and ``…`` single-
+    quoted, ``%x`` plain). For pod resources (quantities the values schema admits) and for the
+    topology constraints the chart's tests and the platform ship, both give the same text; for
+    other constraint strings the oracle agrees with the go-yaml port (the Helm chart renames the
+    template where this writer would not), so moving these two callers to :mod:`.goyaml` is a
+    behaviour change waiting for its own commit, not part of a refactor."""
     return "\n".join(_yaml_lines(obj, 0))
 
 
