@@ -8,6 +8,21 @@ TalosConfigTemplate the talos-reconcile Job applies, run-time inputs as ``${NAME
 (:mod:`workerclass.render.hash` says why our code never renames a running pool's template).
 Kairos pools and Talos pools on Proxmox take the templates of :mod:`workerclass.render.templates`.
 A classless pool renders its stored values verbatim and never looks up a WorkerClass.
+
+Modules:
+
+- ``manifests``: :func:`render` and :func:`template_hash`: which values and class-era inputs go to
+  the chart port for a pool, by family and infrastructure; the apply order for people.
+- ``legacy``: the chart values a classified pool renders with (its restore values) and its
+  class-era inputs (kernel modules, disk source, installer image, Image Factory CA).
+- ``templates``: the Kairos KubeVirt templates and the Proxmox machine template that replace the
+  chart's Talos KubeVirt ones.
+- ``hash``: the content hash in an infrastructure template's name, and why a running pool's
+  template is never renamed by our code.
+- ``text``: manifests as YAML and JSON text (the CLI's ``-o yaml`` / ``-o json``); its YAML writer is
+  for people and PyYAML, not Helm's ``toYaml`` (that is :mod:`workerclass.chart.goyaml`).
+- ``units``: Kubernetes quantities and durations as numbers (the Proxmox template's sizes).
+- ``errors``: :class:`RenderError`.
 """
 
 from __future__ import annotations

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..api.names import FAMILIES, INFRASTRUCTURES
 from ..chart import RELEASE_PREFIX, ChartInput
 from ..chart.context import ChartRefused
 from ..chart.nodegroup import Disk
@@ -123,9 +124,9 @@ def _disk(effective: Effective) -> tuple[Disk | None, dict[str, Any]]:
 
 def render(effective: Effective, *, talos_config_template: bool = False) -> list[dict[str, Any]]:
     """The pool's objects in the chart's order. Raises :class:`RenderError` (the chart's refusals)."""
-    if effective.bootstrap not in ("talos", "kairos"):
+    if effective.bootstrap not in FAMILIES:
         raise RenderError(f"{effective.identity}: unknown bootstrap family {effective.bootstrap!r}")
-    if effective.infrastructure not in ("kubevirt", "proxmox"):
+    if effective.infrastructure not in INFRASTRUCTURES:
         raise RenderError(f"{effective.identity}: unknown infrastructure {effective.infrastructure!r}")
     if effective.bootstrap == "kairos" and effective.infrastructure != "kubevirt":
         raise RenderError(f"{effective.identity}: Kairos pools run on KubeVirt only, not Proxmox")

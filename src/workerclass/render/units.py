@@ -2,7 +2,7 @@
 
 Pure. The model has already checked the formats (``QUANTITY``, ``DURATION`` in
 :mod:`workerclass.model.reader`); these functions only convert, and raise
-:class:`~workerclass.render.defaults.RenderError` on text the model would have refused.
+:class:`~workerclass.render.errors.RenderError` on text the model would have refused.
 """
 
 from __future__ import annotations
