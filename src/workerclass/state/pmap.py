@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
-__all__ = ["PMap", "as_pmap"]
+__all__ = ["EMPTY", "PMap", "as_pmap"]
 
 _FAN = 64  # a PMap is 64 x 64 small dicts
 
@@ -94,3 +94,7 @@ class PMap(Mapping[Any, Any]):
 def as_pmap(mapping: Mapping[Any, Any]) -> PMap:
     """``mapping`` itself when it is a PMap, else a PMap of its items (to change it by copy-on-write)."""
     return mapping if isinstance(mapping, PMap) else PMap(mapping)
+
+
+#: the empty PMap, shared (it cannot change, and building one costs 4,096 small dicts)
+EMPTY = PMap()
