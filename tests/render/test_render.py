@@ -336,7 +336,7 @@ class _NoLookups(dict[str, Any]):
 
 def test_classless_pools_render_without_any_worker_class_lookup() -> None:
     state = State.from_objects([parent(), pool()])
-    state.classes = _NoLookups()
+    object.__setattr__(state, "classes", _NoLookups())  # State is frozen: the probe goes past it
     record = state.pool("tenant-example/example-workers")
     assert record is not None and record.class_name is None
     effective, denials, _ = resolve_pool(state, record)
