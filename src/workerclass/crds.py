@@ -22,12 +22,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from .api.resources import WORKER_CLASS, WORKER_PLATFORM, Resource
 from .api.schema import CLASS_SPEC, PLATFORM_SINGLETON, PLATFORM_SPEC, Array, Boolean, Map, Node, String
 
 __all__ = ["GROUP", "crd_manifests", "openapi", "worker_class_crd", "worker_platform_crd"]
 
-GROUP = "cozystack.io"
-VERSION = "v1alpha1"
+#: the group of the CRDs we own (both rows of the API table share it)
+GROUP = WORKER_CLASS.group
 
 
 def _pattern(node: String) -> str | None:
@@ -121,11 +122,10 @@ def _status() -> dict[str, Any]:
     )
 
 
-def _crd(
-    kind: str, plural: str, schema: dict[str, Any], columns: list[dict[str, Any]], *, status: bool
-) -> dict[str, Any]:
+def _crd(resource: Resource, schema: dict[str, Any], columns: list[dict[str, Any]], *, status: bool) -> dict[str, Any]:
+    kind = resource.kind
     version: dict[str, Any] = {
-        "name": VERSION,
+        "name": resource.version,
         "served": True,
         "storage": True,
         "schema": {"openAPIV3Schema": schema},
@@ -137,13 +137,13 @@ def _crd(
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",
         "metadata": {
-            "name": f"{plural}.{GROUP}",
+            "name": resource.name,
             "labels": {"app.kubernetes.io/part-of": "workerclass"},
         },
         "spec": {
-            "group": GROUP,
-            "names": {"kind": kind, "listKind": f"{kind}List", "plural": plural, "singular": kind.lower()},
-            "scope": "Cluster",
+            "group": resource.group,
+            "names": {"kind": kind, "listKind": f"{kind}List", "plural": resource.plural, "singular": kind.lower()},
+            "scope": resource.scope,
             "versions": [version],
         },
     }
@@ -167,7 +167,7 @@ def worker_class_crd() -> dict[str, Any]:
         {"name": "Pools", "type": "integer", "jsonPath": ".status.pools"},
         {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
     ]
-    return _crd("WorkerClass", "workerclasses", schema, columns, status=True)
+    return _crd(WORKER_CLASS, schema, columns, status=True)
 
 
 def worker_platform_crd() -> dict[str, Any]:
@@ -186,7 +186,7 @@ def worker_platform_crd() -> dict[str, Any]:
         {"name": "Default class", "type": "string", "jsonPath": ".spec.defaultWorkerClass"},
         {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
     ]
-    return _crd("WorkerPlatform", "workerplatforms", schema, columns, status=False)
+    return _crd(WORKER_PLATFORM, schema, columns, status=False)
 
 
 def crd_manifests() -> list[dict[str, Any]]:

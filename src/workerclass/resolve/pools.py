@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ..api.resources import KUBERNETES_NODES
 from ..rules.family import assumed_family
 from ..rules.keys import private_key_paths
 from ..rules.supplied import kairos_filled_paths, strip_paths
@@ -51,8 +52,8 @@ def _stored_kairos(state: State, record: PoolRecord) -> PoolRecord:
     if not paths:
         return record
     obj = {
-        "apiVersion": "apps.cozystack.io/v1alpha1",
-        "kind": "KubernetesNodes",
+        "apiVersion": KUBERNETES_NODES.api_version,
+        "kind": KUBERNETES_NODES.kind,
         "metadata": {"name": record.name, "namespace": record.namespace},
         "spec": strip_paths(record.values, paths),
     }
