@@ -4,6 +4,13 @@ Pure, like the DefaultStorageClass plugin: a ladder of early returns over a read
 :class:`~workerclass.state.State`. ``mutate`` only defaults or restores ``workerClassName``;
 ``validate`` applies every rule; ``admit`` is both, in the order the API server runs them.
 Its edge: dicts in, a :class:`Decision` out; no I/O.
+
+- this module: the ladder (``mutate``, ``validate``, ``admit``) and one validator per kind; the
+  rules it applies live once below it (:mod:`workerclass.rules`: family, usage, class and
+  pool-change rules, what the API filled in) or in :mod:`workerclass.resolve` when they need
+  the resolved settings.
+- :mod:`.decision`: :class:`Decision`, the answer every door shows.
+- :mod:`.names`: the pool-name rules Cozystack's API and chart apply on CREATE (``InvalidPoolName``).
 """
 
 from __future__ import annotations

@@ -71,7 +71,7 @@ class Resource:
     #: dependency rank: ``check`` admits the objects of a STATE folder in this order
     rank: int
     #: the label selector the cluster cache lists and watches it with (empty: all of them)
-    labels: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    labels: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}), hash=False)
     #: its CRD is ours to ship (``crds.py``); the others are Cozystack's, Flux's or KubeVirt's
     owned: bool = False
     #: the WorkerClass controller reads it (a class's status needs the platform and the pools)
