@@ -38,7 +38,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..api import CONTROLLER_READS, WATCHED, Resource
-from ..state import APPLICATION_KIND_LABEL, INSTANCETYPE_KIND, State
+from ..api.resources import APPLICATION_KIND_LABEL, INSTANCETYPE
+from ..state import State
 from .sync import SyncReport, age_report, where
 
 __all__ = [
@@ -101,7 +102,7 @@ def trimmed(kind: str, raw: Mapping[str, Any]) -> dict[str, Any]:
         out["spec"] = {key: spec[key] for key in _HELMRELEASE_SPEC if key in spec}
     elif "spec" in raw:
         out["spec"] = spec
-    if kind == INSTANCETYPE_KIND:
+    if kind == INSTANCETYPE.kind:
         return out
     if kind == "WorkerClass" and "status" in raw:
         out["status"] = raw["status"]

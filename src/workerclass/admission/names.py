@@ -17,9 +17,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ..api.resources import RELEASE_PREFIX
 from ..resolve import chart_checks
 from ..rules.pools import DNS_1035, shown_name
-from ..state import RELEASE_PREFIX, PoolRecord, State
+from ..state import PoolRecord, State
 from ..violations import Violation
 
 __all__ = ["MAX_POOL_NAME", "name_violations", "shown_name"]

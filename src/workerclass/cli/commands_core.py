@@ -15,10 +15,11 @@ import typer
 from ..adapters.folder import LoadError, parse_documents, read_documents
 from ..adapters.folder import load_state as read_state
 from ..admission import Decision, admit, stored_object, validate
+from ..api.resources import RELEASE_PREFIX
 from ..chart import ChartFailure
 from ..render import RenderError, template_hash
 from ..resolve import Effective, resolve_all
-from ..state import RELEASE_PREFIX, ObjectRecord, PoolRecord, State, identify
+from ..state import ObjectRecord, PoolRecord, State, identify
 from ..violations import Violation
 from .app import QuietOption, app, set_quiet
 from .output import (

@@ -41,9 +41,9 @@ import kopf
 
 from ..adapters.kube import LIST_CHUNK, short_error
 from ..api import CONTROLLER_READS, FINALIZER, WEBHOOK_DOMAIN
-from ..api.resources import WORKER_CLASS
+from ..api.resources import POOL_KINDS, WORKER_CLASS
 from ..ops.status import BUILTIN_FAMILIES, class_status, deletion_blocker, in_use_message
-from ..state import POOL_KINDS, State, pool_from_object
+from ..state import State, pool_from_object
 
 __all__ = [
     "FINALIZER",

@@ -46,10 +46,11 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
+from ...api.resources import POOL_KINDS
 from ...render import RenderError, render, template_hash
 from ...resolve import resolve_pool
 from ...resolve.effective import Effective
-from ...state import POOL_KINDS, PoolRecord, State, identify
+from ...state import PoolRecord, State, identify
 from ...violations import Violation
 from .compare import compare
 from .requests import Requests
