@@ -1,4 +1,4 @@
-"""Helm's ``toYaml`` as the chart's Job uses it: a port of go-yaml v2's emitter for JSON data.
+"""Helm's ``toYaml`` as the chart uses it: a port of go-yaml v2's emitter for JSON data.
 
 ``toYaml`` is sigs.k8s.io/yaml: the value is written as JSON, re-read and written by go-yaml v2.
 :func:`to_yaml` ports that emitter for JSON data: its key order, its plain / single / double-quoted
@@ -8,16 +8,13 @@ key comparison is not transitive for keys mixing digit runs and letters (``a1b <
 so Go's own order for such a key set depends on its random map iteration; for every other key set
 the order is Go's.
 
-Where it is used: the talos-reconcile Job's ``registryMirrors`` and ``kernelModules`` blocks
-(:mod:`.talos_job`), whose text the Job's name hashes; their values are free-form user strings,
-so every style and fold matters.
-
-Why there is a second writer, :func:`workerclass.chart.values.to_yaml`: the KubevirtMachineTemplate's
-pod resources and the platform's topology spread constraints go through that simpler one, and the
-two are not byte-identical (it neither folds long strings nor orders keys as go-yaml does, and
-quotes some strings go-yaml writes plain). The KubevirtMachineTemplate's name is the hash of that
-text, so moving it to this emitter renames templates for such inputs: a behaviour change (towards
-the oracle), kept out of the refactor that split this module off; ``values.to_yaml`` says where.
+Where it is used: every ``toYaml`` of the chart, the package's one writer. The talos-reconcile
+Job's ``registryMirrors`` and ``kernelModules`` blocks (:mod:`.talos_job`) and the
+KubevirtMachineTemplate's pod resources and platform topology spread constraints
+(:mod:`.nodegroup`); both templates' names hash that text and the values are free-form strings,
+so every style and fold matters (``tests/chart/test_yaml_writers.py`` checks the constraint
+shapes a simpler writer got wrong against the oracle: digit-run and ``_``-before-letters key
+order, folds, literal blocks, non-ASCII, tabs, complex keys, a quoted ``%x``).
 
 The emitter alone, in its own order (resolve, analyze, fold, write scalars, write nodes), so it
 reads beside go-yaml's ``resolve.go`` and ``emitterc.go``.

@@ -11,7 +11,7 @@ source, byte for byte.
 Callers pass a :class:`~workerclass.chart.context.ChartInput` the chart renders (see
 ``checks.chart_failures``); values the chart would refuse are not re-checked here.
 
-Why one module over the house ~500 lines (about 570): it is ``nodegroup.yaml`` whole, one
+Why one module over the house ~500 lines (about 600): it is ``nodegroup.yaml`` whole, one
 function per define or document in the template's order (the KubevirtMachineTemplate's text, the
 same object as data for the fast path, its name, then the MachineDeployment, MachineHealthCheck
 and WorkloadMonitor), so a chart upgrade is one diff against one file; about 330 lines are the
@@ -28,9 +28,10 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from .context import ChartInput
+from .goyaml import to_yaml
 from .quantity import divf, go_quote_text, go_str, nindent, to_float, to_float64, to_int, truthy
 from .sizing import Sizing
-from .values import block_load, chart_version, from_yaml, k8s_load, plain_scalar, to_yaml, version_map
+from .values import block_load, chart_version, from_yaml, k8s_load, plain_scalar, version_map
 
 KMT_API = "infrastructure.cluster.x-k8s.io/v1alpha1"
 CAPI_API = "cluster.x-k8s.io/v1beta1"
@@ -102,8 +103,10 @@ def sanitized_pod_resources(inp: ChartInput) -> str:
     return _pod_resources_text(tuple(limits.items()), tuple(requests.items()))
 
 
-@functools.lru_cache(maxsize=256)
+@functools.lru_cache(maxsize=1024)
 def _pod_resources_text(limits: tuple[tuple[str, Any], ...], requests: tuple[tuple[str, Any], ...]) -> str:
+    # Cached by the map: go-yaml's emitter costs ~45 us a call, the lookup ~1 us, and a fleet's
+    # pools share a handful of pod CPU settings.
     return to_yaml({"limits": dict(limits), "requests": dict(requests)})
 
 
@@ -133,8 +136,25 @@ def _ephemeral_request_str(ratio_raw: str) -> str:
 
 @functools.lru_cache(maxsize=64)
 def constraints_text(raw: str) -> str:
-    """``$rawConstraints | fromYaml | toYaml`` (cached: the platform's one string)."""
+    """``$rawConstraints | fromYaml | toYaml`` (cached: the platform's one string).
+
+    Helm's ``toYaml`` is go-yaml v2 (:mod:`.goyaml`): the template's name hashes this text, so its
+    key order, folds, literal blocks, quoting and complex keys must be go-yaml's."""
     return to_yaml(from_yaml(raw))
+
+
+@functools.lru_cache(maxsize=64)
+def constraints_block_readable(raw: str) -> bool:
+    """Whether :func:`block_load` reads :func:`constraints_text` as PyYAML does (type-strict).
+
+    go-yaml writes a long string folded over several lines, a multi-line string as a literal
+    block and a key past 128 bytes as a complex ``?`` key: shapes the small reader does not
+    know, so the define's text is then parsed by :func:`k8s_load`."""
+    text = constraints_text(raw)
+    try:
+        return repr(block_load(text)) == repr(k8s_load(text))
+    except (ValueError, IndexError):  # the small reader met a line it cannot split
+        return False
 
 
 def _disk_source_lines(inp: ChartInput, disk: Disk | None) -> list[str]:
@@ -395,7 +415,7 @@ def kubevirtmachinetemplate(inp: ChartInput, sizing: Sizing, disk: Disk | None =
     if all(plain_safe(x) for _, x in kmt_interpolations(inp, disk)):
         template = _kmt_template_dict(inp, sizing, disk)
         if template is None:
-            template = block_load(text)
+            template = block_load(text) if _constraints_readable(inp) else k8s_load(text)
     else:
         template = k8s_load(text)
     return {
@@ -404,6 +424,13 @@ def kubevirtmachinetemplate(inp: ChartInput, sizing: Sizing, disk: Disk | None =
         "metadata": {"name": f"{inp.cluster_name}-{inp.group_name}-{template_hash(text)}", "namespace": inp.namespace},
         "spec": {"template": template},
     }
+
+
+def _constraints_readable(inp: ChartInput) -> bool:
+    """The define's constraint lines (if any) are ones :func:`block_load` reads."""
+    scheduling = _get(inp.values.get("_cluster"), "scheduling")
+    raw = _get(scheduling, "globalAppTopologySpreadConstraints") if truthy(scheduling) else None
+    return not truthy(raw) or constraints_block_readable(go_str(raw))
 
 
 def _scalar(value: Any) -> Any:
