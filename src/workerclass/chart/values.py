@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import copy
 import functools
-import json
 import math
 import re
 from collections.abc import Mapping
@@ -196,7 +195,8 @@ def chart_input(
     )
 
 
-# ------------------------------------------------------------------ YAML as the chart's tools read and write it
+# ------------------------------------------------------------------ YAML as the chart's tools read it
+# (Helm's toYaml, the writer, is go-yaml v2: workerclass.chart.goyaml.to_yaml, the package's one writer)
 
 _NULLS = frozenset({"~", "null", "Null", "NULL", ""})
 _TRUE = frozenset({"y", "Y", "yes", "Yes", "YES", "true", "True", "TRUE", "on", "On", "ON"})
@@ -291,103 +291,6 @@ def _k8s_loader() -> type[yaml.SafeLoader]:
 def k8s_load(text: str) -> Any:
     """One YAML document parsed as kubectl/Helm send it to the API server (go-yaml v2, JSON numbers)."""
     return yaml.load(text, Loader=_k8s_loader())
-
-
-_TIMESTAMP = re.compile(r"^[0-9]{4}-[0-9]{1,2}-[0-9]{1,2}(?:(?:[Tt]|[ \t]+)[0-9]{1,2}:[0-9]{2}:[0-9]{2}.*)?$")
-_BASE60 = re.compile(r"^[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+(?:\.[0-9_]*)?$")
-_PLAIN_SAFE = re.compile(r"^[A-Za-z0-9_./~^$()=+<>;%-][A-Za-z0-9_./~^$()=+<>;%@:!?*&,\[\]{}' -]*$")
-
-
-@functools.lru_cache(maxsize=4096)
-def _yaml_v2_str(s: str) -> str:
-    """How go-yaml v2 writes a string scalar (plain, double-quoted when it would read back as
-    another type, single-quoted when plain is not allowed)."""
-    resolved = plain_scalar(s) if s else None
-    if (s and not isinstance(resolved, str)) or not s or _TIMESTAMP.match(s) or _BASE60.match(s):
-        return json.dumps(s)
-    if "\n" in s:
-        return json.dumps(s)  # multi-line strings do not occur in the chart's toYaml inputs
-    plain_ok = (
-        _PLAIN_SAFE.match(s) is not None
-        and s == s.strip()
-        and ": " not in s
-        and " #" not in s
-        and not s.endswith(":")
-        and not (s[0] in "-?:" and (len(s) == 1 or s[1] == " "))
-    )
-    if plain_ok:
-        return s
-    return "'" + s.replace("'", "''") + "'"
-
-
-def _yaml_v2_scalar(v: Any) -> str:
-    if v is None:
-        return "null"
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, int):
-        return str(v)
-    if isinstance(v, float):
-        if v.is_integer() and abs(v) < 1e21:
-            return str(int(v))
-        return json.dumps(v)
-    return _yaml_v2_str(str(v))
-
-
-def _yaml_lines(obj: Any, indent: int) -> list[str]:
-    pad = " " * indent
-    lines: list[str] = []
-    if isinstance(obj, Mapping):
-        for k in sorted(obj, key=str):
-            v = obj[k]
-            key = _yaml_v2_str(str(k))
-            if isinstance(v, Mapping) and v:
-                lines.append(f"{pad}{key}:")
-                lines += _yaml_lines(v, indent + 2)
-            elif isinstance(v, list) and v:
-                lines.append(f"{pad}{key}:")
-                lines += _yaml_lines(v, indent)
-            else:
-                lines.append(f"{pad}{key}: {_yaml_inline(v)}")
-    elif isinstance(obj, list):
-        for item in obj:
-            if isinstance(item, (Mapping, list)) and item:
-                sub = _yaml_lines(item, indent + 2)
-                lines.append(f"{pad}- {sub[0][indent + 2 :]}")
-                lines += sub[1:]
-            else:
-                lines.append(f"{pad}- {_yaml_inline(item)}")
-    else:
-        lines.append(pad + _yaml_inline(obj))
-    return lines
-
-
-def _yaml_inline(v: Any) -> str:
-    if isinstance(v, Mapping):
-        return "{}"
-    if isinstance(v, list):
-        return "[]"
-    return _yaml_v2_scalar(v)
-
-
-def to_yaml(obj: Any) -> str:
-    """Helm's ``toYaml`` (sigs.k8s.io/yaml: sorted keys, go-yaml v2 style), trailing newline removed,
-    for the KubevirtMachineTemplate define: its pod resources (:func:`.nodegroup.sanitized_pod_resources`)
-    and the platform's ``globalAppTopologySpreadConstraints`` (:func:`.nodegroup.constraints_text`,
-    which :mod:`.checks` also parses back).
-
-    Why a second writer beside :func:`workerclass.chart.goyaml.to_yaml` (the full go-yaml v2 port
-    the Job's ``registryMirrors`` and kernel modules go through): the two are not byte-identical,
-    and the KubevirtMachineTemplate's name is the hash of this text. This one sorts keys by code
-    point (go-yaml orders digit runs by value and non-letters before letters), never folds a long
-    string at column 80, writes a multi-line string double-quoted (go-yaml: a literal block),
-    never writes a complex key, and quotes by a narrower plain-safe set (``é`` and ``…`` single-
-    quoted, ``%x`` plain). For pod resources (quantities the values schema admits) and for the
-    topology constraints the chart's tests and the platform ship, both give the same text; for
-    other constraint strings the oracle agrees with the go-yaml port (the Helm chart renames the
-    template where this writer would not), so moving these two callers to :mod:`.goyaml` is a
-    behaviour change waiting for its own commit, not part of a refactor."""
-    return "\n".join(_yaml_lines(obj, 0))
 
 
 def from_yaml(text: str) -> dict[str, Any]:
