@@ -13,8 +13,7 @@ Modules (what lives where, and what of the chart each mirrors):
   variants (main, PR 3571) and :class:`ChartFailure` / :class:`ChartRefused`.
 - ``values``: ``values.yaml``, ``files/versions.yaml``, ``images/kubectl.tag``, ``Chart.yaml`` and
   the shipped instance types; Helm's coalesce, Flux's values merge, YAML as Kubernetes reads it
-  (``k8s_load``, ``plain_scalar``, ``block_load``) and the simple ``toYaml`` the
-  KubevirtMachineTemplate uses.
+  (``k8s_load``, ``plain_scalar``, ``block_load``).
 - ``quantity``: the Go/sprig primitives (``%v``, ``%q``, ``nindent``, ParseFloat/ParseInt, cast,
   shopspring decimal) and cozy-lib's ``toFloat`` / ``cpuToMillicores``.
 - ``sizing``: ``nodegroup.yaml``'s sizing and kubelet reservation arithmetic.
@@ -28,8 +27,9 @@ Modules (what lives where, and what of the chart each mirrors):
   TalosConfigTemplate its heredoc applies.
 - ``talos_job_spec``: the ``talos-reconcile-job-spec`` define as literal text, the Job's name and
   its command script.
-- ``goyaml``: Helm's ``toYaml`` as go-yaml v2 writes it (the Job's ``registryMirrors`` and kernel
-  modules).
+- ``goyaml``: Helm's ``toYaml`` as go-yaml v2 writes it, the package's one YAML writer (the Job's
+  ``registryMirrors`` and kernel modules, the KubevirtMachineTemplate's pod resources and topology
+  constraints).
 - ``kernel_modules``: PR 3571's ``kernelModules`` and PR 3294's installer image, with the
   heredoc character rule they pass.
 - ``render``: the whole chart for one pool in the oracle's order, plus the class-era inputs (disk
