@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TypeVar
 
+from .names import FAMILIES
 from .patterns import (
     HTTP_URL,
     KUBERNETES_MINOR,
@@ -34,6 +35,7 @@ from .patterns import (
 
 __all__ = [
     "BUILTIN_SOURCE",
+    "CLASS_ERA_KEYS",
     "CLASS_IMAGE",
     "CLASS_OS_IMAGE",
     "CLASS_SPEC",
@@ -209,6 +211,18 @@ PROXMOX = Object({"templateTags": Array(String(nullable=False))})
 
 #: the Talos-only settings, at the same paths in a class and in a pool
 OS_KEYS = frozenset({"talos", "kernelModules", "kubevirt", "proxmox"})
+#: The keys the class era adds to a pool's chart values (API.md section 1, marked ``*``), in the
+#: order a restore drops them: the class, the node settings, and the Talos-only blocks but ``talos``
+#: (which the chart itself has). The parser accepts them on a pool; the main chart renders none.
+CLASS_ERA_KEYS: tuple[str, ...] = (
+    "workerClassName",
+    "labels",
+    "taints",
+    "sshKeys",
+    "kernelModules",
+    "kubevirt",
+    "proxmox",
+)
 
 # --------------------------------------------------------------------------- WorkerClass
 
@@ -234,7 +248,7 @@ CLASS_IMAGE = Object(
 
 CLASS_SPEC = Object(
     {
-        "bootstrap": String(description="the bootstrap family", enum=("talos", "kairos"), nullable=False, empty=False),
+        "bootstrap": String(description="the bootstrap family", enum=FAMILIES, nullable=False, empty=False),
         "talos": TALOS,
         "kernelModules": Array(KERNEL_MODULE),
         "kubevirt": KUBEVIRT,

@@ -77,9 +77,9 @@ def _minor_map(reader: Reader, value: object, field: str, node: Map) -> dict[str
     return out
 
 
-#: WorkerPlatform keys completed key by key from the embedded platform (``talos`` and ``kairos``
-#: one level deeper: each of their own keys falls back on its own).
-_PLATFORM_NESTED = frozenset({"talos", "kairos"})
+#: WorkerPlatform keys completed key by key from the embedded platform, and its object-typed keys
+#: (``talos`` and ``kairos``) one level deeper: each of their own keys falls back on its own.
+_PLATFORM_NESTED = frozenset(key for key, node in PLATFORM_SPEC.properties.items() if isinstance(node, Object))
 
 
 def complete_platform_spec(spec: object, base: Mapping[str, Any] | None) -> object:

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..api.schema import CLASS_ERA_KEYS
 from ..chart.checks import KUBELET_KEYS as CHART_KUBELET_KEYS
 from ..violations import Violation
 from .reader import (
@@ -141,9 +142,7 @@ CHART_KEYS = frozenset(
         "images",
     }
 )
-#: The class-era keys of API.md section 1 (the design page's and the upstream PRs' shapes).
-CLASS_ERA_KEYS = frozenset({"workerClassName", "labels", "taints", "sshKeys", "kernelModules", "kubevirt", "proxmox"})
-_POOL_KEYS = CHART_KEYS | CLASS_ERA_KEYS
+_POOL_KEYS = CHART_KEYS | frozenset(CLASS_ERA_KEYS)
 KUBELET_KEYS = frozenset(CHART_KUBELET_KEYS)
 #: The chart's ``version`` enum (values.schema.json).
 CHART_VERSIONS = ("v1.35", "v1.34", "v1.33", "v1.32", "v1.31")

@@ -24,6 +24,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ..api.schema import CLASS_ERA_KEYS
 from ..resolve.effective import Effective, EffectiveTalos
 
 __all__ = [
@@ -36,9 +37,8 @@ __all__ = [
     "talos_values",
 ]
 
-#: The keys the class era adds to the chart's values (API.md section 1, marked ``*``); the main
-#: chart renders none of them, so a restore leaves them out (``talos.imageFactoryCA`` too).
-CLASS_ERA_KEYS = ("workerClassName", "labels", "taints", "sshKeys", "kernelModules", "kubevirt", "proxmox")
+# The keys the class era adds to the chart's values (api.schema.CLASS_ERA_KEYS, declared once
+# there); the main chart renders none of them, so a restore leaves them out (``talos.imageFactoryCA`` too).
 
 
 def default_factory_url(talos: EffectiveTalos) -> str:

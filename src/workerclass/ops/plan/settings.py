@@ -15,6 +15,7 @@ from typing import Any
 
 import yaml
 
+from ...api.schema import OS_KEYS
 from ...resolve.effective import Effective
 from .rows import IN_PLACE_SETTINGS, Side
 
@@ -47,8 +48,9 @@ _EFFECTIVE: tuple[tuple[str, str], ...] = (
     ("kernelModules", "kernel modules"),
     ("talos.imageFactoryCA", "Image Factory CA"),
 )
-#: Pool values the effective settings already cover (or that only the admission rules read).
-_COVERED = frozenset({"workerClassName", "talos", "kernelModules", "kubevirt", "proxmox", "version", "cluster"})
+#: Pool values the effective settings already cover (the class, its Talos-only blocks, the minor and
+#: the parent cluster) or that only the admission rules read.
+_COVERED = frozenset({"workerClassName", "version", "cluster"}) | OS_KEYS
 _WORDS = {"instanceType": "instance type", "sshKeys": "SSH key"}
 _SECRET_LIKE = frozenset({"sshKeys", "talos.imageFactoryCA"})
 
