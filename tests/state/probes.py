@@ -91,7 +91,7 @@ def indexes(state: State) -> dict[str, Any]:
     """What State holds, as plain values (the records' origins left out: they name list positions)."""
     return {
         "platform": repr(state.platform),
-        "platform_object": _plain(state.platform_object),
+        "platform_object": _plain(dict(state.platform_object)),  # a read-only proxy: its items
         "classes": {name: repr(record) for name, record in sorted(state.classes.items())},
         "clusters": {repr(key): repr(value) for key, value in sorted(state.clusters.items())},
         "compute_planes": {repr(key): repr(value) for key, value in sorted(state.compute_planes.items())},

@@ -2,6 +2,12 @@
 
 Its edge: one object in, one record (or ``None``) out; no index, no state. Which kinds are read,
 and how they are namespaced, is :mod:`workerclass.state.kinds` (the API table's).
+
+A record is frozen, but the raw object it carries (``obj``, a pool's ``values``) is the dict read,
+not a copy: shared with the caller (the webhook's and controller's cache) and with every State
+that keeps the record, so it is read-only by contract. Copying each object would cost on every
+State built and every watch event, and freezing it would break its readers, which test
+``isinstance(..., dict)`` level by level. Copy before changing one (``copy.deepcopy(dict(obj))``).
 """
 
 from __future__ import annotations
@@ -68,7 +74,7 @@ def is_pool_release(obj: Mapping[str, Any]) -> bool:
 
 @dataclass(frozen=True, slots=True)
 class ObjectRecord:
-    """One object read into the state, with where it came from."""
+    """One object read into the state, with where it came from (``obj``: shared, read-only by contract)."""
 
     kind: str
     namespace: str
@@ -83,6 +89,8 @@ class ObjectRecord:
 
 @dataclass(frozen=True, slots=True)
 class ClassRecord:
+    """A WorkerClass as parsed (``obj``: the object read, shared, read-only by contract)."""
+
     name: str
     spec: WorkerClassSpec
     obj: Mapping[str, Any]
@@ -92,7 +100,10 @@ class ClassRecord:
 
 @dataclass(frozen=True, slots=True)
 class PoolRecord:
-    """A pool as stored: a KubernetesNodes, a labelled HelmRelease or a ComputePlane node group."""
+    """A pool as stored: a KubernetesNodes, a labelled HelmRelease or a ComputePlane node group.
+
+    ``values`` are the stored object's, not a copy: shared, read-only by contract.
+    """
 
     kind: str
     namespace: str

@@ -5,6 +5,14 @@ objects (the webhook's and controller's cache), and changed only into a new snap
 (:meth:`State.with_object`, :meth:`State.without`), which shares what it did not touch. Built-in
 classes and the embedded platform are included unless the objects replace them. Its edge: it
 indexes and parses; it decides nothing.
+
+How far "immutable" goes: every field refuses a write (frozen, and its mappings are PMaps or
+read-only proxies, its sequences tuples), but the raw objects under them (each record's ``obj``,
+a pool's ``values``, the instance type objects, the platform object's ``spec``) are the dicts
+read, shared with the caller's cache and with every later snapshot, and read-only by contract
+only: their readers test ``isinstance(..., dict)`` throughout (identify, admission, the chart's
+port), and copying or freezing each object would cost per object on every State built and every
+watch event.
 """
 
 from __future__ import annotations
@@ -12,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cache, cached_property
+from types import MappingProxyType
 from typing import Any
 
 from ..builtin import CLASSES_ORIGIN, PLATFORM_ORIGIN, builtin_classes, embedded_platform, embedded_platform_spec
@@ -59,8 +68,13 @@ def _empty() -> PMap:
 
 @cache
 def embedded_instancetypes() -> Mapping[str, Mapping[str, Any]]:
-    """The VirtualMachineClusterInstancetype objects Cozystack ships, by name (the chart's data)."""
-    return load_instancetypes()
+    """The VirtualMachineClusterInstancetype objects Cozystack ships, by name (the chart's data).
+
+    One mapping for the whole process (every State without instance types of its own holds this
+    one, and the chart's shared checks compare it by identity), so it is read-only: a proxy over
+    a copy no one else holds. ``dict(...)`` of it is a plain dict (to serialise or deep-copy).
+    """
+    return MappingProxyType(load_instancetypes())
 
 
 @cache
@@ -68,6 +82,17 @@ def _builtin_documents() -> tuple[tuple[Document, ...], Document]:
     """The built-in classes and the embedded platform as documents (origins ``builtin/FILE#N``)."""
     classes = tuple(Document(obj, f"{CLASSES_ORIGIN}#{index + 1}") for index, obj in enumerate(builtin_classes()))
     return classes, Document(embedded_platform(), f"{PLATFORM_ORIGIN}#1")
+
+
+@cache
+def _builtin_platform_object() -> Mapping[str, Any]:
+    """The embedded platform's object, read-only (one for the process, as the document it proxies)."""
+    return MappingProxyType(_builtin_documents()[1].obj)
+
+
+def _read_only(mapping: Mapping[str, Any]) -> Mapping[str, Any]:
+    """``mapping`` behind a read-only proxy (once: a proxy is returned as it is)."""
+    return mapping if isinstance(mapping, MappingProxyType) else MappingProxyType(mapping)
 
 
 @cache
@@ -87,9 +112,17 @@ class State:
     Frozen: a change is a new State (:meth:`with_object`, :meth:`without`). Its one mutable
     part is :attr:`memo`, the facts derived from this snapshot (see :mod:`workerclass.state.memo`
     for why that is safe). No ``slots``: :attr:`objects` and the memo live in the instance dict.
+
+    Its mappings refuse writes (PMaps; :attr:`platform_object` and :attr:`instancetypes` are
+    read-only proxies, since the embedded ones are shared by every State in the process);
+    :attr:`objects` and :attr:`warnings` are tuples. The raw objects inside (``record.obj``,
+    ``pool.values``, each instance type) are the dicts read, shared with the caller and with
+    every snapshot derived from this one, and read-only by contract: never write to one (copy
+    it first, as admission's ``dict(...)`` and the tests' ``copy.deepcopy(dict(...))`` do).
     """
 
     platform: Platform
+    #: the WorkerPlatform ``default`` read (else the embedded one), behind a read-only proxy
     platform_object: Mapping[str, Any]
     classes: Mapping[str, ClassRecord]
     clusters: Mapping[tuple[str, str], Cluster]
@@ -101,7 +134,7 @@ class State:
     #: objects of :data:`AUXILIARY_KINDS` (webhook installation), for ``preflight``
     auxiliary: tuple[ObjectRecord, ...] = ()
     #: VirtualMachineClusterInstancetype objects by name: Cozystack's shipped set, then the
-    #: folder's or the cluster's (which add or replace by name)
+    #: folder's or the cluster's (which add or replace by name); a read-only proxy
     instancetypes: Mapping[str, Mapping[str, Any]] = field(default_factory=embedded_instancetypes)
     #: ``(namespace, name)`` of a KubernetesNodes -> the values of its backing HelmRelease
     #: ``kubernetes-nodes-<name>`` (what Cozystack's API really stored)
@@ -123,9 +156,10 @@ class State:
         object.__setattr__(self, "memo", Memo.seeded(self.pool_names))
 
     @cached_property
-    def objects(self) -> list[ObjectRecord]:
-        """The objects read, in dependency order (``check`` admits them so)."""
-        return sorted(self.records.values(), key=lambda r: (r.rank, r.namespace, r.name))
+    def objects(self) -> tuple[ObjectRecord, ...]:
+        """The objects read, in dependency order (``check`` admits them so); a tuple, since it is
+        cached on this snapshot and every reader of it shares it."""
+        return tuple(sorted(self.records.values(), key=lambda r: (r.rank, r.namespace, r.name)))
 
     # ------------------------------------------------------------------ construction
 
@@ -196,8 +230,8 @@ class State:
         instancetypes: Mapping[str, Mapping[str, Any]] | None = None,
     ) -> State:
         """Index records (``instancetypes``: the ones read, by name, beside Cozystack's shipped set)."""
-        builtin_classes, builtin_platform = _builtin_documents()
-        platform_object: Mapping[str, Any] = builtin_platform.obj
+        builtin_classes, _ = _builtin_documents()
+        platform_object: Mapping[str, Any] = _builtin_platform_object()
         classes: dict[str, ClassRecord] = {}
         for document in builtin_classes:
             _, _, name = identify(document.obj)
@@ -210,7 +244,7 @@ class State:
             obj = record.obj
             if record.kind == "WorkerPlatform":
                 if record.name == "default":
-                    platform_object = obj
+                    platform_object = _read_only(obj)
             elif record.kind == "WorkerClass":
                 spec, violations = parse_class_spec(obj.get("spec"))
                 classes[record.name] = ClassRecord(record.name, spec, obj, False, tuple(violations))
@@ -250,9 +284,9 @@ class State:
             if pool.class_name is not None:
                 by_class.setdefault(pool.class_name, {})[key] = pool
             names.setdefault((key[1], key[2]), []).append(key[0])
-        read_types: dict[str, Mapping[str, Any]] = {}
+        read_types: Mapping[str, Mapping[str, Any]] = {}
         if instancetypes:
-            read_types = {**embedded_instancetypes(), **instancetypes}
+            read_types = MappingProxyType({**embedded_instancetypes(), **instancetypes})
         return cls(
             platform=platform,
             platform_object=platform_object,
@@ -344,7 +378,7 @@ class State:
 
     def _with_instancetype(self, name: str, obj: Mapping[str, Any] | None) -> State:
         ours = as_pmap(self.cluster_instancetypes).put(name, obj)
-        merged = {**embedded_instancetypes(), **ours} if ours else embedded_instancetypes()
+        merged = MappingProxyType({**embedded_instancetypes(), **ours}) if ours else embedded_instancetypes()
         return self._next(cluster_instancetypes=ours, instancetypes=merged)
 
     def _next(self, **changes: Any) -> State:
