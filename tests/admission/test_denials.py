@@ -311,7 +311,7 @@ DENIALS = [
         "spec.version",
     ),
     # A Talos minor the support matrix does not list is not checked (as the chart):
-    # test_audit_findings.test_a_talos_minor_missing_from_the_support_matrix_is_not_checked
+    # tests/resolve/test_versions.py::test_a_talos_minor_missing_from_the_support_matrix_is_not_checked
     _case(
         "TalosKubernetesIncompatible-from-class",
         make_pool(workerClassName="old-talos", version="v1.35"),
@@ -634,7 +634,7 @@ def test_kairos_on_proxmox_is_refused_even_through_the_platform_default() -> Non
         ("v1.32", "v1.35", True),
         ("v1.31", "v1.35", False),
         # v1.36 on a v1.35 parent: not a minor the chart renders, UnsupportedVersion alone
-        # (test_audit_findings), so no skew denial is derived from it
+        # (tests/resolve/test_versions.py), so no skew denial is derived from it
         ("v1.35", "v1.34", False),
         ("v1.33", "v1.36", True),
         ("v1.32", "v1.36", False),
