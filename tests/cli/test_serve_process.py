@@ -1,4 +1,6 @@
-"""``workerclass serve webhook`` as a process: serves a STATE folder over HTTPS, stops cleanly on SIGTERM."""
+"""``workerclass serve`` as a process (cli.commands_serve): ``serve webhook`` serves a STATE folder
+over HTTPS and stops cleanly on SIGTERM; bad options and a missing cluster are one line, no traceback.
+"""
 
 from __future__ import annotations
 
@@ -9,8 +11,8 @@ import sys
 import time
 from pathlib import Path
 
-from .cases import pool
-from .helpers import EXAMPLES, CertFiles, Client, patched, review
+from tests.webhook.cases import pool
+from tests.webhook.helpers import EXAMPLES, CertFiles, Client, patched, review
 
 
 def serve(*args: str) -> subprocess.Popen[str]:
