@@ -1,10 +1,12 @@
 """The layout the README's table of contents promises: tests mirror src, every module says what it
-owns, a long module says why it is one, and every package's docstring lists its modules.
+owns, a long module says why it is one, every package's docstring lists its modules, and a test
+module is named and introduced for what it tests, never for how it came about.
 """
 
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -19,6 +21,9 @@ NOT_PACKAGES = {"upstream-crds", "golden", "chart_suites", "__pycache__"}
 
 MODULES = sorted(SRC.rglob("*.py"))
 PACKAGES = sorted(path.parent for path in SRC.rglob("__init__.py") if path.parent != SRC)
+TEST_MODULES = sorted(TESTS.rglob("test_*.py"))
+#: words that tell how a test came about (an audit, a fix, a review, an issue, a session), not what it tests
+HISTORY = re.compile(r"audits?|fix(es)?|reviews?|findings?|regressions?|issues?[0-9]*|sessions?", re.IGNORECASE)
 
 
 def _docstring(path: Path) -> str:
@@ -61,3 +66,25 @@ def test_every_package_lists_its_modules(package: Path) -> None:
     )
     missing = [member for member in members if member not in docstring]
     assert missing == [], f"{package.relative_to(ROOT)}/__init__.py does not name {missing}"
+
+
+def _subjects(test_module: Path) -> set[str]:
+    """The module names of the package a test folder mirrors: ``review`` is webhook.review's subject."""
+    folder = test_module.parent.relative_to(TESTS).parts
+    if not folder:  # the tests at the top mirror the top-level modules
+        return {path.stem.lower() for path in SRC.glob("*.py")}
+    package = SRC / folder[0]
+    return {path.stem.lower() for path in package.rglob("*.py")} if package.is_dir() else set()
+
+
+@pytest.mark.parametrize("module", TEST_MODULES, ids=[str(path.relative_to(TESTS)) for path in TEST_MODULES])
+def test_a_test_module_is_named_for_what_it_tests(module: Path) -> None:
+    first_line = (_docstring(module).strip().splitlines() or [""])[0]
+    subjects = _subjects(module)
+    for what, text in (("name", module.stem), ("docstring's first line", first_line)):
+        words = re.findall(r"[A-Za-z]+[0-9]*", text.replace("_", " "))
+        history = [w for w in words if HISTORY.fullmatch(w) and w.lower().removesuffix("s") not in subjects]
+        assert history == [], (
+            f"{module.relative_to(ROOT)}: its {what} says how its tests came about ({history}), "
+            f"not what they test: {text!r}"
+        )
