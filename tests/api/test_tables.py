@@ -13,6 +13,7 @@ from workerclass.crds import crd_manifests
 from workerclass.deploy import InstallOptions, install_manifests
 from workerclass.ops import preflight
 from workerclass.state import KINDS, POOL_KINDS
+from workerclass.webhook import review
 from workerclass.webhook.routes import ROUTES
 
 
@@ -77,6 +78,18 @@ def test_a_webhook_is_routed_installed_and_checked_from_its_row(webhook: webhook
         webhook.operations,
     )
     assert webhook.webhook_name.endswith("." + resources.WEBHOOK_DOMAIN)
+
+
+def test_the_admitted_operations_are_the_ordered_union_of_the_webhooks() -> None:
+    union = [operation for webhook in WEBHOOKS for operation in webhook.operations]
+    expected = tuple(operation for operation in webhooks.ALL_OPERATIONS if operation in union)
+    assert webhooks.ADMITTED_OPERATIONS == expected == ("CREATE", "UPDATE", "DELETE")
+    assert review.OPERATIONS is webhooks.ADMITTED_OPERATIONS
+
+
+def test_a_route_targets_its_rows_version() -> None:
+    for route in ROUTES:
+        assert route.target == review.Target(route.resource.kind, route.resource.group, route.resource.version)
 
 
 def test_the_closed_name_sets() -> None:

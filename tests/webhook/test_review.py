@@ -11,7 +11,7 @@ from workerclass.admission.decision import Decision
 from workerclass.violations import Violation
 from workerclass.webhook import EnvelopeError, RequestError, Target, decode, encode, from_decision, refusal
 
-NODES = Target("KubernetesNodes", "apps.cozystack.io")
+NODES = Target("KubernetesNodes", "apps.cozystack.io", "v1alpha1")
 PATCH = [{"op": "add", "path": "/spec/workerClassName", "value": "talos"}]
 
 

@@ -2,7 +2,8 @@
 
 - :mod:`.resources`: every resource we read, watch, admit or install (group, version, kind, plural,
   scope, role, check order, watch labels), the webhook domain and the finalizer.
-- :mod:`.webhooks`: the served paths, the resource each admits and the operations it needs.
+- :mod:`.webhooks`: the served paths, the resource each admits and the operations it needs, and the
+  server's health, readiness and metrics paths.
 - :mod:`.patterns`: the value patterns the parser matches and the CRD schemas carry.
 - :mod:`.schema`: the declarations of the WorkerClass and WorkerPlatform specs (and the Talos and OS
   blocks a class and a pool share): the parser's key sets and patterns, and the CRD schemas
@@ -26,15 +27,18 @@ from .resources import (
     Resource,
     by_kind,
 )
-from .webhooks import READY_PATH, WEBHOOKS, Operation, Webhook, by_path
+from .webhooks import ADMITTED_OPERATIONS, HEALTH_PATH, METRICS_PATH, READY_PATH, WEBHOOKS, Operation, Webhook, by_path
 
 __all__ = [
+    "ADMITTED_OPERATIONS",
     "AUXILIARY_KINDS",
     "CONTROLLER_READS",
     "FAMILIES",
     "FINALIZER",
+    "HEALTH_PATH",
     "IMAGE_SOURCES",
     "INFRASTRUCTURES",
+    "METRICS_PATH",
     "POOL_KINDS",
     "READY_PATH",
     "RESOURCES",

@@ -11,7 +11,18 @@ from typing import Literal
 
 from .resources import COMPUTE_PLANE, KUBERNETES_NODES, WEBHOOK_DOMAIN, WORKER_CLASS, Resource
 
-__all__ = ["ALL_OPERATIONS", "READY_PATH", "WEBHOOKS", "Decider", "Operation", "Webhook", "by_path"]
+__all__ = [
+    "ADMITTED_OPERATIONS",
+    "ALL_OPERATIONS",
+    "HEALTH_PATH",
+    "METRICS_PATH",
+    "READY_PATH",
+    "WEBHOOKS",
+    "Decider",
+    "Operation",
+    "Webhook",
+    "by_path",
+]
 
 Operation = Literal["CREATE", "UPDATE", "DELETE", "CONNECT"]
 #: every operation an admission webhook rule can name
@@ -20,6 +31,11 @@ ALL_OPERATIONS: tuple[Operation, ...] = ("CREATE", "UPDATE", "DELETE", "CONNECT"
 Decider = Literal["mutate", "validate"]
 #: the server's readiness path: ready only once its cache of classes, pools and platform synced
 READY_PATH = "/readyz"
+#: the liveness path: the webhook server's (up while the process serves, synced or not), and the
+#: one ``serve controller`` opens kopf's liveness endpoint at
+HEALTH_PATH = "/healthz"
+#: the server's Prometheus metrics path
+METRICS_PATH = "/metrics"
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +73,11 @@ WEBHOOKS: tuple[Webhook, ...] = (
     Webhook("/validate/computeplanes", COMPUTE_PLANE, False, ("CREATE", "UPDATE")),
 )
 _BY_PATH = {webhook.path: webhook for webhook in WEBHOOKS}
+#: the operations some webhook receives, in ALL_OPERATIONS' order: (CREATE, UPDATE, DELETE); the
+#: server answers any other operation as a bad request, and ``workerclass admit`` refuses it
+ADMITTED_OPERATIONS: tuple[Operation, ...] = tuple(
+    operation for operation in ALL_OPERATIONS if any(operation in webhook.operations for webhook in WEBHOOKS)
+)
 
 
 def by_path(path: str) -> Webhook | None:

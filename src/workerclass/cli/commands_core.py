@@ -16,6 +16,7 @@ from ..adapters.folder import LoadError, parse_documents, read_documents
 from ..adapters.folder import load_state as read_state
 from ..admission import Decision, admit, stored_object, validate
 from ..api.resources import RELEASE_PREFIX
+from ..api.webhooks import ADMITTED_OPERATIONS
 from ..chart import ChartFailure
 from ..render import RenderError, template_hash
 from ..resolve import Effective, resolve_all
@@ -223,6 +224,10 @@ def _read_request(path: str) -> dict[str, Any]:
     return obj
 
 
+#: "CREATE, UPDATE or DELETE": the operations the webhooks admit, as the refusal words them
+_ADMITTED_TEXT = f"{', '.join(ADMITTED_OPERATIONS[:-1])} or {ADMITTED_OPERATIONS[-1]}"
+
+
 @app.command("admit")
 def admit_command(
     state_path: StateArgument,
@@ -233,7 +238,7 @@ def admit_command(
         str,
         typer.Option(
             "--operation",
-            metavar="CREATE|UPDATE|DELETE",
+            metavar="|".join(ADMITTED_OPERATIONS),
             help="For UPDATE and DELETE the old object is the one in STATE with the same identity.",
             case_sensitive=False,
         ),
@@ -249,8 +254,8 @@ def admit_command(
     """
     set_quiet(quiet)
     operation = operation.upper()
-    if operation not in ("CREATE", "UPDATE", "DELETE"):
-        fail(f"--operation must be CREATE, UPDATE or DELETE, not {operation!r}")
+    if operation not in ADMITTED_OPERATIONS:
+        fail(f"--operation must be {_ADMITTED_TEXT}, not {operation!r}")
     if file == "-" and "-" in state_path:
         fail("stdin (-) can be STATE or FILE, not both")
     state = load_state(state_path)

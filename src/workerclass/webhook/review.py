@@ -29,10 +29,12 @@ from typing import Any, NamedTuple
 import orjson
 
 from ..admission.decision import Decision
+from ..api.webhooks import ADMITTED_OPERATIONS
 
 API_VERSION = "admission.k8s.io/v1"
 KIND = "AdmissionReview"
-OPERATIONS = ("CREATE", "UPDATE", "DELETE")
+#: the operations this server decides (some webhook receives each); any other is a bad request
+OPERATIONS = ADMITTED_OPERATIONS
 
 #: the HTTP status of a denial, by the first violation's code (API.md section 5)
 DENIED_CODE = 403
@@ -59,10 +61,14 @@ class RequestError(Exception):
 
 @dataclass(frozen=True, slots=True)
 class Target:
-    """What one webhook path serves: the kind (and its API group) it admits."""
+    """What one webhook path serves: the kind it admits, with its API group and version.
+
+    The version fills an object's missing apiVersion (the API server always sends one).
+    """
 
     kind: str
     group: str
+    version: str
 
 
 class Review(NamedTuple):
@@ -223,7 +229,9 @@ def _checked_object(
         filled = dict(obj)
         filled["kind"] = target.kind
         if api_version is None:
-            filled["apiVersion"] = f"{target.group}/{version if isinstance(version, str) and version else 'v1alpha1'}"
+            filled["apiVersion"] = (
+                f"{target.group}/{version if isinstance(version, str) and version else target.version}"
+            )
     if namespace and (metadata is None or not metadata.get("namespace")):
         filled = dict(obj) if filled is None else filled
         filled["metadata"] = {**(metadata or {}), "namespace": namespace}

@@ -35,7 +35,7 @@ class Route:
         return cls(
             webhook.path,
             webhook.name,
-            Target(resource.kind, resource.group),
+            Target(resource.kind, resource.group, resource.version),
             webhook.mutating,
             webhook.decider,
             resource,
