@@ -48,7 +48,7 @@ from typing import Any
 
 import yaml
 
-from .api import CONTROLLER_READS, WATCHED, WEBHOOKS, Resource, Webhook
+from .api import CONTROLLER_READS, HEALTH_PATH, READY_PATH, WATCHED, WEBHOOKS, Resource, Webhook
 from .api import WEBHOOK_DOMAIN as WEBHOOK_DOMAIN  # re-exported: the manifests' name suffix
 from .api.resources import WORKER_CLASS
 from .crds import crd_manifests
@@ -190,11 +190,18 @@ CONTROLLER_LIVENESS_PORT = 8080
 
 
 def controller_rbac_rules() -> list[dict[str, Any]]:
-    """The controller cache's reads, plus what it writes: the class finalizer and status, and kopf's Events."""
+    """The controller cache's reads, plus what it writes: the class finalizer and status, and kopf's Events.
+
+    The first rows come from the API table (:data:`workerclass.api.CONTROLLER_READS`,
+    :data:`~workerclass.api.resources.WORKER_CLASS`). The last two are the framework's, not the
+    API's: kopf posts Events about the objects it handles and lists and watches the
+    CustomResourceDefinitions to discover its resources. We read neither, so the table does not list them.
+    """
     return [
         *rbac_rules(CONTROLLER_READS),
         {"apiGroups": [WORKER_CLASS.group], "resources": [WORKER_CLASS.plural], "verbs": ["patch"]},
         {"apiGroups": [WORKER_CLASS.group], "resources": [f"{WORKER_CLASS.plural}/status"], "verbs": ["patch"]},
+        # kopf's own needs (framework rows, not API-table rows): Events, and CRD discovery
         {"apiGroups": [""], "resources": ["events"], "verbs": ["create"]},
         {"apiGroups": ["apiextensions.k8s.io"], "resources": ["customresourcedefinitions"], "verbs": ["list", "watch"]},
     ]
@@ -223,7 +230,7 @@ def controller_manifests(options: InstallOptions | None = None) -> list[dict[str
         "args": ["serve", "controller", "--liveness-port", str(CONTROLLER_LIVENESS_PORT)],
         "ports": [{"name": "liveness", "containerPort": CONTROLLER_LIVENESS_PORT, "protocol": "TCP"}],
         "livenessProbe": {
-            "httpGet": {"path": "/healthz", "port": "liveness"},
+            "httpGet": {"path": HEALTH_PATH, "port": "liveness"},
             "initialDelaySeconds": 10,
             "periodSeconds": 20,
             "failureThreshold": 3,
@@ -315,13 +322,13 @@ def _deployment(options: InstallOptions) -> dict[str, Any]:
                             "args": args,
                             "ports": [{"name": "https", "containerPort": PORT, "protocol": "TCP"}],
                             "readinessProbe": {
-                                "httpGet": {"path": "/readyz", **probe},
+                                "httpGet": {"path": READY_PATH, **probe},
                                 "periodSeconds": 5,
                                 "failureThreshold": 2,
                                 "timeoutSeconds": 2,
                             },
                             "livenessProbe": {
-                                "httpGet": {"path": "/healthz", **probe},
+                                "httpGet": {"path": HEALTH_PATH, **probe},
                                 "initialDelaySeconds": 5,
                                 "periodSeconds": 10,
                                 "failureThreshold": 3,

@@ -31,7 +31,7 @@ from aiohttp.abc import AbstractAccessLogger
 from aiohttp.web_protocol import RequestHandler
 
 from ..adapters.tls import ReloadingContext, stop_task
-from ..api import READY_PATH
+from ..api import HEALTH_PATH, METRICS_PATH, READY_PATH
 from ..state import State
 from .connections import ConnectionGuard
 from .handler import ByteBudget, Decider, ReviewHandler, core_deciders
@@ -66,7 +66,7 @@ http_logger.addFilter(_OneLineHTTPErrors())
 
 
 _REVIEW_PATHS = frozenset(route.path for route in ROUTES)
-_SERVED_PATHS = _REVIEW_PATHS | {"/healthz", READY_PATH, "/metrics"}
+_SERVED_PATHS = _REVIEW_PATHS | {HEALTH_PATH, READY_PATH, METRICS_PATH}
 
 
 class _QuietRequestHandler(RequestHandler):
@@ -137,9 +137,9 @@ class WebhookServer(ReviewHandler):
         app = web.Application(client_max_size=self.settings.max_body)
         for route in ROUTES:
             app.router.add_post(route.path, self._handler(route))
-        app.router.add_get("/healthz", self._tracked(self._healthz))
+        app.router.add_get(HEALTH_PATH, self._tracked(self._healthz))
         app.router.add_get(READY_PATH, self._tracked(self._readyz))
-        app.router.add_get("/metrics", self._tracked(self._metrics))
+        app.router.add_get(METRICS_PATH, self._tracked(self._metrics))
         # every other method and path, so that the connection guard hears of each answer (a
         # middleware would too, at a cost per request aiohttp makes noticeable: ~10 µs under load)
         app.router.add_route("*", "/{path:.*}", self._tracked(self._other))
