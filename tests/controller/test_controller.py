@@ -22,7 +22,8 @@ import pytest_asyncio
 from lightkube import AsyncClient, KubeConfig
 
 from workerclass.adapters.folder import load_state
-from workerclass.adapters.kube import CONTROLLER_WATCHED, WATCHED, ClusterCache, Watched
+from workerclass.adapters.kube import CONTROLLER_WATCHED, WATCHED, ClusterCache
+from workerclass.api import Resource
 from workerclass.controller import (
     FINALIZER,
     ClassController,
@@ -42,11 +43,11 @@ NODES = BY_KIND["KubernetesNodes"]
 NS = "tenant-example"
 
 
-def resource_of(watched: Watched) -> kmock.resource:
+def resource_of(watched: Resource) -> kmock.resource:
     return kmock.resource(watched.group, watched.version, watched.plural)
 
 
-def url_of(watched: Watched, namespace: str | None = None, name: str | None = None) -> str:
+def url_of(watched: Resource, namespace: str | None = None, name: str | None = None) -> str:
     prefix = f"/apis/{watched.group}/{watched.version}"
     url = f"{prefix}/namespaces/{namespace}/{watched.plural}" if namespace else f"{prefix}/{watched.plural}"
     return f"{url}/{name}" if name else url

@@ -42,7 +42,9 @@ import kopf
 from ..adapters.kube import LIST_CHUNK, short_error
 from ..api import CONTROLLER_READS, FINALIZER, WEBHOOK_DOMAIN
 from ..api.resources import POOL_KINDS, WORKER_CLASS
-from ..ops.status import BUILTIN_FAMILIES, class_status, deletion_blocker, in_use_message
+from ..ops.status import class_status
+from ..rules.classes import BUILTIN_FAMILIES
+from ..rules.usage import deletion_blocker, in_use_message
 from ..state import State, pool_from_object
 
 __all__ = [

@@ -28,6 +28,7 @@ from aiohttp import web
 from aiohttp.http_exceptions import HttpProcessingError
 
 from ..adapters.sync import where as where_raised
+from ..admission import mutate, validate
 from ..admission.decision import Decision
 from ..state import State
 from . import review as wire
@@ -47,9 +48,7 @@ Decider = Callable[[State, str, dict[str, Any] | None, dict[str, Any] | None], D
 
 
 def core_deciders() -> dict[str, Decider]:
-    """The core's ``mutate`` and ``validate`` (imported late: the core is a library of its own)."""
-    from ..admission import mutate, validate
-
+    """The core's ``mutate`` and ``validate``, by the route's decider name."""
     return {"mutate": mutate, "validate": validate}
 
 
