@@ -1,4 +1,4 @@
-"""The CRD schemas and the parser accept and refuse the same values (issue 13), over generated inputs.
+"""The CRD schemas and the parser accept and refuse the same values, over generated inputs.
 
 For every string field of the WorkerClass and WorkerPlatform declarations (:mod:`workerclass.api.schema`)
 that carries a pattern or an enum, values are drawn from the pattern itself (hypothesis

@@ -1,4 +1,4 @@
-"""Admission agrees with the real chart over its value space (issue 8's property).
+"""Admission agrees with the real chart over its value space.
 
 For every generated classless pool (every chart key; instance types, present and missing;
 resources whole and halved; GPUs; kubelet reservations and eviction thresholds; timeouts;

@@ -1,4 +1,4 @@
-"""What the API filled in is not what the tenant supplied (issue 8, item 6).
+"""What the API filled in is not what the tenant supplied.
 
 UPDATEs are built exactly as Cozystack's API builds them (``rest.go``): the old object is the
 stored values read through Get, which applies the schema's defaults (``rest_defaulting.go``);

@@ -1,4 +1,4 @@
-"""The command line through its real entry point (a subprocess), as a CI job runs it (issue 11).
+"""The command line through its real entry point (a subprocess), as a CI job runs it.
 
 STATE folders are written here with pools named by Cozystack's rule (namespace ``tenant-x``,
 KubernetesNodes ``<cluster>-<pool>`` with ``spec.cluster``, a parent ``Kubernetes`` ``example``):

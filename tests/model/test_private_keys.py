@@ -1,4 +1,4 @@
-"""Private keys in every armour are ``PrivateKeyMaterial`` wherever they appear (issue 8, item 8).
+"""Private keys in every armour are ``PrivateKeyMaterial`` wherever they appear.
 
 No message ever quotes the value that held the key; ``imageFactoryCA`` holds PEM certificates
 and nothing else; the walk is iterative, so values nested deeper than the recursion limit are
