@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ..api.webhooks import ALL_OPERATIONS
 from ..model import (
     parse_class_spec,
     parse_cluster,
@@ -27,10 +28,16 @@ from ..model import (
 from ..model.reader import key_path
 from ..resolve import Resolution, check_replicas, check_talos_vgpu, resolve_pool
 from ..resolve.classes import class_rule_violations
-from ..rules.classes import BUILTIN_FAMILIES, class_being_deleted, class_immutable, reference_problem
+from ..rules.classes import (
+    BUILTIN_FAMILIES,
+    class_being_deleted,
+    class_immutable,
+    reference_problem,
+    spec_changed,
+)
 from ..rules.family import family_of
 from ..rules.pools import cluster_move, family_switch
-from ..rules.supplied import api_filled_paths, json_pointer, kairos_filled_paths, strip_paths
+from ..rules.supplied import api_filled_paths, json_pointer, kairos_read_paths, strip_paths
 from ..rules.usage import deletion_blocker
 from ..state import KINDS, State, identify, is_pool_release, pool_from_object
 from ..violations import Violation
@@ -39,7 +46,9 @@ from .names import name_violations, shown_name
 
 __all__ = ["OPERATIONS", "Decision", "admit", "mutate", "stored_object", "supplied_object", "validate"]
 
-OPERATIONS = frozenset({"CREATE", "UPDATE", "DELETE", "CONNECT"})
+OPERATIONS = frozenset(ALL_OPERATIONS)
+#: "CREATE, UPDATE, DELETE or CONNECT", worded once
+_OPERATION_WORDS = f"{', '.join(ALL_OPERATIONS[:-1])} or {ALL_OPERATIONS[-1]}"
 CLASS_FIELD = "workerClassName"
 
 
@@ -67,7 +76,7 @@ def _bad_operation(operation: str) -> Decision | None:
     return Decision(
         False,
         operation,
-        denials=[Violation("Invalid", "operation", f"{operation!r} is not CREATE, UPDATE, DELETE or CONNECT")],
+        denials=[Violation("Invalid", "operation", f"{operation!r} is not {_OPERATION_WORDS}")],
     )
 
 
@@ -165,10 +174,12 @@ def supplied_object(
         return obj
     filled = api_filled_paths(spec, stored_values(state, obj, old))
     _, namespace, name = identify(obj)
-    if (namespace, name) not in state.backing_values and family_of(state, _stored_class(obj)) == "kairos":
-        # No record of what was written: a Kairos pool's Talos-only chart defaults are the API's
-        # read (a CREATE with them would have been refused), never TalosSettingOnKairos.
-        filled += [path for path in kairos_filled_paths(spec) if path not in filled]
+    # No record of what was written: a Kairos pool's Talos-only chart defaults are the API's
+    # read (a CREATE with them would have been refused), never TalosSettingOnKairos.
+    named = spec.get(CLASS_FIELD)  # _stored_class(obj), read off the spec in hand
+    read = kairos_read_paths(state, namespace, name, spec, named if isinstance(named, str) and named else None)
+    if read:
+        filled += [path for path in read if path not in filled]
     return {**obj, "spec": strip_paths(spec, filled)} if filled else obj
 
 
@@ -325,12 +336,12 @@ def _validate_class(
         return [Violation("ClassInUse", "metadata.name", blocker)], []
     if operation == "CONNECT" or obj is None:
         return [], []
-    if operation == "UPDATE" and old is not None and (obj.get("spec") or {}) == (old.get("spec") or {}):
-        # Metadata only (labels, finalizers, the controller's bookkeeping, a hand-removed finalizer):
-        # the spec was judged when it was created; re-judging it against today's platform could
-        # leave a class that can never finish deleting.
-        return [], []
     if operation == "UPDATE" and old is not None:
+        if not spec_changed(old, obj):
+            # Metadata only (labels, finalizers, the controller's bookkeeping, a hand-removed finalizer):
+            # the spec was judged when it was created; re-judging it against today's platform could
+            # leave a class that can never finish deleting.
+            return [], []
         return [class_immutable(name)], []
     spec, denials = parse_class_spec(obj.get("spec"))
     return denials + class_rule_violations(state.platform, spec, obj.get("spec"), name=name), []

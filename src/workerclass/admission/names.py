@@ -17,9 +17,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ..api.patterns import DNS_1035
 from ..api.resources import RELEASE_PREFIX
 from ..resolve import chart_checks
-from ..rules.pools import DNS_1035, shown_name
+from ..rules.pools import shown_name
 from ..state import PoolRecord, State
 from ..violations import Violation
 

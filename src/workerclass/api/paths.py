@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from .patterns import looks_private
 
-__all__ = ["FieldPath", "Segment"]
+__all__ = ["FieldPath", "Segment", "is_within"]
 
 #: a key (``talos``) or a list index (``0``)
 Segment = str | int
@@ -78,6 +78,18 @@ class FieldPath(str):
         if not self.under(prefix):
             raise ValueError(f"{self} is not under {prefix}")
         return self._segments[len(prefix.segments) :]
+
+
+def is_within(path: str, prefix: str) -> bool:
+    """Whether the field path ``path`` is ``prefix`` or a key below it (``prefix.``...): text only,
+    for the loops that test every denial against a prefix (no :class:`FieldPath` is built).
+
+    A key boundary, not a text prefix: ``spec.talosx`` is not within ``spec.talos``. An index right
+    below (``prefix[0]``) does not count, as the callers always read it: in text, a key that holds
+    brackets (a node group named ``a[0]``) cannot be told from an index, and counting it would give
+    one group's denials to another. :meth:`FieldPath.under` is the structural test.
+    """
+    return path == prefix or path.startswith(prefix + ".")
 
 
 def _join(text: str, segment: Segment) -> str:

@@ -7,6 +7,19 @@ back-references, and ``[0-9]`` rather than ``\\d`` (Python's ``\\d`` also matche
 digits, RE2's does not). The CRDs' declarations of fields are :mod:`.schema`'s.
 ``\\S`` stays: RE2 counts a vertical tab and Unicode spaces as non-space where Python does not
 (the agreement test, tests/test_crds_agreement.py, names that case). Its edge: plain data.
+
+Some patterns here are the rules' alone, no CRD carries them (so they need not be RE2-safe):
+:data:`DIGEST_SUFFIX`, :data:`REFERENCE` and :data:`CREDENTIALS` (an image reference's rule,
+:func:`workerclass.rules.classes.reference_problem`) and :data:`DNS_1035` (a pool's name and how a
+name is quoted, :mod:`workerclass.rules.pools`). Patterns that live elsewhere, and why:
+
+- ``model.pool.ROLE``: a role name's length is bounded by a look-ahead, which RE2 has not (the
+  parser's alone, refusing for a classified pool what Kubernetes would refuse later);
+- ``model.settings.PEM_CERTIFICATES``: a multi-line PEM block, whose whitespace classes differ
+  between Python's ``re`` and RE2; the parser alone checks it (the agreement test lists it);
+- ``chart.kernel_modules.KERNEL_MODULE_NAME``: the chart port's copy of :data:`MODULE_NAME`, kept
+  beside the template it ports;
+- the webhook's log and wire shapes (``webhook.logtext``, ``webhook.review``): text, not API values.
 """
 
 from __future__ import annotations
@@ -14,6 +27,9 @@ from __future__ import annotations
 import re
 
 __all__ = [
+    "CREDENTIALS",
+    "DIGEST_SUFFIX",
+    "DNS_1035",
     "DNS_LABEL",
     "DURATION",
     "HTTP_URL",
@@ -28,6 +44,7 @@ __all__ = [
     "PRIVATE_KEY",
     "PRIVATE_KEY_MARKERS",
     "QUANTITY",
+    "REFERENCE",
     "REPOSITORY",
     "SCHEMATIC_ID",
     "TALOS_VERSION",
@@ -57,6 +74,23 @@ MODULE_NAME = re.compile(r"^[a-z0-9_-]+$")  # PR 3571's rule
 LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
 DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 LABEL_KEY = re.compile(r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
+
+# --------------------------------------------------------------------------- the rules' own
+
+#: a DNS-1035 label (fullmatch; the length is the caller's): a pool's name, a name shown in a message
+DNS_1035 = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?")
+#: ``@sha256:<64 hex>`` at the end (a search): whether a reference is pinned at all
+DIGEST_SUFFIX = re.compile(r"@sha256:[0-9a-f]{64}$")
+_COMPONENT = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
+_LABEL = r"[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?"
+_DOMAIN = rf"(?:{_LABEL}(?:\.{_LABEL})*|\[[0-9a-fA-F:]+\])"
+#: A pinned OCI image reference (the distribution/reference grammar): [registry[:port]/]path[:tag]@sha256:<hex>
+REFERENCE = re.compile(
+    rf"^(?:{_DOMAIN}(?::[0-9]+)?/)?{_COMPONENT}(?:/{_COMPONENT})*(?::[A-Za-z0-9_][A-Za-z0-9_.-]{{0,127}})?"
+    r"@sha256:[0-9a-f]{64}$"
+)
+#: ``user:password@host/...`` or ``user@host/...`` in front of a reference: credentials, never a registry
+CREDENTIALS = re.compile(r"^[^/@]+:[^/@]*@|^[^/@]+@[^/]+/")
 
 #: Cheap markers of private key material; :data:`PRIVATE_KEY` decides. Every armour counts:
 #: PEM and OpenSSH (``-----BEGIN [RSA |EC |ENCRYPTED |OPENSSH ]PRIVATE KEY-----``), PGP

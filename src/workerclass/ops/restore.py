@@ -36,7 +36,7 @@ from typing import Any
 
 import yaml
 
-from ..api.names import Family, is_family
+from ..api.names import Family
 from ..render import HASH_VERSION, INFRASTRUCTURE_KINDS, RenderError, class_era, legacy_values, render, template_suffix
 from ..resolve import resolve_pool
 from ..resolve.effective import Effective
@@ -92,7 +92,7 @@ class RestoreRow:
     kind: str
     field: str  # where the values live in the pool's object: spec, spec.values
     class_name: str | None
-    bootstrap: str
+    bootstrap: Family
     status: str
     restorable: bool
     values: Mapping[str, Any] | None
@@ -301,14 +301,6 @@ def prove(state: State, record: PoolRecord, current: Effective, values: Mapping[
 # --------------------------------------------------------------------------- rows
 
 
-def _bootstrap(state: State, record: PoolRecord, effective: Effective | None) -> Family:
-    """The pool's family: the resolved one, else as resolution assumes it (no class, or a missing or
-    unreadable one, is Talos: :func:`workerclass.rules.family.assumed_family`)."""
-    if effective is not None and is_family(effective.bootstrap):
-        return effective.bootstrap
-    return assumed_family(state, record.class_name)
-
-
 def _denied(denials: list[Violation]) -> tuple[str, ...]:
     return tuple(f"denied: {violation}" for violation in denials) or ("denied: the pool does not resolve",)
 
@@ -316,7 +308,8 @@ def _denied(denials: list[Violation]) -> tuple[str, ...]:
 def restore_row(state: State, record: PoolRecord) -> RestoreRow:
     """One pool's row (see the module docstring for the cases)."""
     effective, denials, _ = resolve_pool(state, record)
-    bootstrap = _bootstrap(state, record, effective)
+    # the resolved family, else as resolution assumes it (no class, or a missing or unreadable one, is Talos)
+    bootstrap: Family = effective.bootstrap if effective is not None else assumed_family(state, record.class_name)
 
     def row(
         status: str,

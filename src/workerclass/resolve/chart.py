@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any, cast
 
+from ..api.paths import is_within
 from ..chart import ChartFailure
 from ..chart.checks import chart_failures
 from ..chart.values import chart_defaults, chart_input, version_map
@@ -89,7 +90,7 @@ def chart_checks(state: State, record: PoolRecord) -> tuple[Violation, ...]:
     out: list[Violation] = []
     for failure in failures:
         where = failure.field
-        if where == "spec" or where.startswith("spec."):
+        if is_within(where, "spec"):
             where = record.field + where[len("spec") :]
         out.append(Violation(failure.code, where, failure.message))
     violations = tuple(out)

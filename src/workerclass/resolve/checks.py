@@ -4,7 +4,7 @@ threshold, and the pool's name among the State's pools.
 
 from __future__ import annotations
 
-from typing import cast
+from collections.abc import Mapping
 
 from ..model import PoolSpec
 from ..model.reader import DNS_LABEL
@@ -49,15 +49,9 @@ def check_health(spec: PoolSpec, result: Resolution) -> None:
         )
 
 
-def pool_names(state: State) -> dict[tuple[str, str], list[str]]:
-    """``(namespace, name)`` -> the kinds of the pools with that name, once per state."""
-    cached = state.memo.get("pool-names")
-    if cached is None:
-        names: dict[tuple[str, str], list[str]] = {}
-        for kind, namespace, name in state.pools:
-            names.setdefault((namespace, name), []).append(kind)
-        state.memo["pool-names"] = cached = names
-    return cast(dict[tuple[str, str], list[str]], cached)
+def pool_names(state: State) -> Mapping[tuple[str, str], tuple[str, ...]]:
+    """``(namespace, name)`` -> the kinds of the pools with that name: the State's own index."""
+    return state.pool_names
 
 
 def check_pool_name(state: State, record: PoolRecord, result: Resolution) -> None:
@@ -74,7 +68,7 @@ def check_pool_name(state: State, record: PoolRecord, result: Resolution) -> Non
             "the node group's pool name <computeplane>-<group> must be a DNS label of at most 63 characters: "
             "it becomes the MachineDeployment name and the value of its cluster.x-k8s.io/deployment-name label",
         )
-    others = [kind for kind in pool_names(state).get((record.namespace, record.name), []) if kind != record.kind]
+    others = [kind for kind in state.pool_names.get((record.namespace, record.name), ()) if kind != record.kind]
     if others:
         result.warnings.append(
             f"{' and '.join(others)} {record.identity} has the same name as this {record.kind}: their Cluster API "

@@ -12,10 +12,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ..api.paths import is_within
 from ..api.resources import KUBERNETES_NODES
 from ..rules.family import assumed_family
 from ..rules.keys import private_key_paths
-from ..rules.supplied import kairos_filled_paths, strip_paths
+from ..rules.supplied import kairos_read_paths, strip_paths
 from ..state import ClassRecord, PoolRecord, State, pool_from_object
 from ..violations import Denied, Violation
 from .chart import CLASS_RESOLVED_CODES, chart_checks
@@ -32,23 +33,15 @@ __all__ = ["resolve", "resolve_all", "resolve_pool"]
 
 def _parse_refused(field: str, seen: set[tuple[str, str]]) -> bool:
     """The value at ``field`` (or above it) is already refused as malformed or a private key."""
-    return any(
-        code in ("Invalid", "PrivateKeyMaterial") and (field == where or field.startswith(where + "."))
-        for code, where in seen
-    )
+    return any(code in ("Invalid", "PrivateKeyMaterial") and is_within(field, where) for code, where in seen)
 
 
 def _stored_kairos(state: State, record: PoolRecord) -> PoolRecord:
     """A stored Kairos KubernetesNodes with no backing HelmRelease, without the Talos-only values
-    the API's read filled in (chart defaults: :func:`~workerclass.rules.supplied.kairos_filled_paths`)."""
-    if record.kind != "KubernetesNodes" or (record.namespace, record.name) in state.backing_values:
-        return record
-    if state.pools.get((record.kind, record.namespace, record.name)) is not record:
-        return record  # a request's object, not the pool as stored
-    selected = state.worker_class(record.class_name) if record.class_name else None
-    if selected is None or selected.spec.bootstrap != "kairos":
-        return record
-    paths = kairos_filled_paths(record.values)
+    the API's read filled in (chart defaults: :func:`~workerclass.rules.supplied.kairos_read_paths`)."""
+    if record.kind != "KubernetesNodes" or state.pools.get((record.kind, record.namespace, record.name)) is not record:
+        return record  # a request's object (admission's to strip), not the pool as stored
+    paths = kairos_read_paths(state, record.namespace, record.name, record.values, record.class_name)
     if not paths:
         return record
     obj = {

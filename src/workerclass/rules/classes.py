@@ -3,6 +3,7 @@
 - :func:`class_spec_violations`: a class's spec on its own (the built-in names keep their family,
   no private key material, a Kairos class carries no Talos-only settings, a fixed image is a
   Kairos one and complete and pinned, one osImage source).
+- :func:`spec_changed`: whether an UPDATE changes a class's spec (metadata is no change).
 - :func:`class_immutable`: a class's spec never changes (``ClassImmutable``).
 - :func:`class_being_deleted`: a class that is being deleted is selected by no new pool.
 - :data:`BUILTIN_FAMILIES`: the built-in class names, each bound to its family.
@@ -17,10 +18,11 @@ resolving with the bad values dropped or passed through.
 
 from __future__ import annotations
 
-import re
+from collections.abc import Mapping
 from typing import Any
 
 from ..api.names import Family
+from ..api.patterns import CREDENTIALS, DIGEST_SUFFIX, REFERENCE
 from ..model import WorkerClassSpec
 from ..violations import Violation
 from .keys import private_key_paths
@@ -34,21 +36,12 @@ __all__ = [
     "class_immutable",
     "class_spec_violations",
     "reference_problem",
+    "spec_changed",
 ]
 
-PINNED = re.compile(r"@sha256:[0-9a-f]{64}$")
-_COMPONENT = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
-_LABEL = r"[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?"
-_DOMAIN = rf"(?:{_LABEL}(?:\.{_LABEL})*|\[[0-9a-fA-F:]+\])"
-#: A pinned OCI image reference (the distribution/reference grammar): [registry[:port]/]path[:tag]@sha256:<hex>
-REFERENCE = re.compile(
-    rf"^(?:{_DOMAIN}(?::[0-9]+)?/)?{_COMPONENT}(?:/{_COMPONENT})*(?::[A-Za-z0-9_][A-Za-z0-9_.-]{{0,127}})?"
-    r"@sha256:[0-9a-f]{64}$"
-)
-
-
-#: ``user:password@host/...`` or ``user@host/...`` in front of a reference: credentials, never a registry
-CREDENTIALS = re.compile(r"^[^/@]+:[^/@]*@|^[^/@]+@[^/]+/")
+#: the old name of :data:`workerclass.api.patterns.DIGEST_SUFFIX`, kept for importers (``CREDENTIALS``
+#: and ``REFERENCE`` are api.patterns' too, imported here by their names)
+PINNED = DIGEST_SUFFIX
 
 
 def reference_problem(reference: str, field: str, what: str) -> Violation | None:
@@ -63,7 +56,7 @@ def reference_problem(reference: str, field: str, what: str) -> Violation | None
             "must not carry credentials (user:password@): references are public; configure registry "
             "authentication on the platform side (the value is not shown)",
         )
-    if not PINNED.search(reference):
+    if not DIGEST_SUFFIX.search(reference):
         return Violation(
             "ImageNotPinned",
             field,
@@ -159,6 +152,12 @@ def class_spec_violations(
             )
         )
     return denials
+
+
+def spec_changed(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
+    """Whether ``new`` (a WorkerClass object) changes ``old``'s spec. Metadata is no change (labels,
+    finalizers, the controller's bookkeeping); an absent or null spec is the empty one."""
+    return (new.get("spec") or {}) != (old.get("spec") or {})
 
 
 def class_immutable(name: str) -> Violation:

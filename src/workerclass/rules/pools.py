@@ -10,14 +10,11 @@ Admission applies them to an UPDATE; ``plan`` gets them through admission.
 
 from __future__ import annotations
 
-import re
-
 from ..api.names import Family
+from ..api.patterns import DNS_1035
 from ..violations import Violation
 
 __all__ = ["DNS_1035", "cluster_move", "family_switch", "shown_name"]
-
-DNS_1035 = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?")
 
 
 def shown_name(name: str) -> str:

@@ -29,6 +29,11 @@ The rule (API.md section 2's "supplied", made precise for UPDATE):
   classless; no patch"): the chart coalesces the same defaults, so its render is the same with or
   without them, and resolution leaves them out of ``Effective.values``.
 
+- A **stored Kairos KubernetesNodes** with no backing HelmRelease (so no record of what was
+  written) holds the Talos-only chart defaults the API's read filled in: a CREATE with them would
+  have been refused, so they are API-filled too (:func:`kairos_read_paths`, for admission's UPDATE
+  and for resolution of the stored pool alike).
+
 Pure; the defaulting is a port of ``applyDefaults`` over the chart's own ``values.schema.json``.
 """
 
@@ -41,12 +46,16 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
+from ..state import State
+from .family import family_of
+
 __all__ = [
     "api_defaults",
     "api_filled_paths",
     "apply_schema_defaults",
     "json_pointer",
     "kairos_filled_paths",
+    "kairos_read_paths",
     "strip_paths",
     "values_schema",
 ]
@@ -188,6 +197,21 @@ def kairos_filled_paths(values: Mapping[str, Any]) -> list[Path]:
         for key, value in talos.items()
         if isinstance(key, str) and key in defaults and defaults[key] not in ("", None) and _same(value, defaults[key])
     ]
+
+
+def kairos_read_paths(
+    state: State, namespace: str, name: str, values: Mapping[str, Any], class_name: str | None
+) -> list[Path]:
+    """The Talos-only values the API's read filled into KubernetesNodes ``namespace/name`` when
+    nothing records what was written (no backing HelmRelease) and its class is Kairos
+    (:func:`~workerclass.rules.family.family_of`): :func:`kairos_filled_paths`; else none.
+
+    Admission strips them from an UPDATE's object, resolution from a stored pool's values: both
+    read them as absent, never as ``TalosSettingOnKairos``.
+    """
+    if (namespace, name) in state.backing_values or family_of(state, class_name) != "kairos":
+        return []
+    return kairos_filled_paths(values)
 
 
 def _same(value: Any, default: Any) -> bool:

@@ -1,9 +1,11 @@
 """What admission says of a change: each pool's own request (the mutation that restores an omitted
 class, and every rule), and the class and platform changes that touch the pools.
 
-Plan refuses only through :func:`workerclass.admission.admit`: it holds no rule of its own (a
-cluster move, a family switch, a class's immutability are admission's denials, quoted as they
-are). Its edge: it builds the requests a change would send and reads the decisions.
+Plan holds no rule of its own: its refusals are admission's (:func:`workerclass.admission.admit`:
+a cluster move, a family switch, a class's immutability, quoted as they are), plus the resolver's
+and the renderer's own errors on the new side (:mod:`workerclass.ops.plan`). It reads
+:func:`workerclass.rules.classes.spec_changed`, admission's own test, only to choose which class
+changes to send. Its edge: it builds the requests a change would send and reads the decisions.
 """
 
 from __future__ import annotations
@@ -12,6 +14,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from ...admission import Decision, admit
+from ...api.paths import is_within
+from ...rules.classes import spec_changed
 from ...state import PoolRecord, State, pool_from_object
 from ...violations import Violation
 from .rows import Refusal
@@ -37,7 +41,8 @@ class Requests:
         out: list[Refusal] = []
         for name, new in sorted(self.after.classes.items()):
             old = self.before.classes.get(name)
-            if old is not None and old.obj.get("spec") == new.obj.get("spec"):
+            # Admission's own test: a spec it calls unchanged (null and {} alike) is admitted anyway.
+            if old is not None and not spec_changed(old.obj, new.obj):
                 continue
             decision = self.admit(
                 self.after, "UPDATE" if old is not None else "CREATE", new.obj, old.obj if old else None
@@ -56,11 +61,7 @@ class Requests:
         if new.kind == "HelmRelease":
             return new, [], []  # direct HelmRelease writers pass no pool webhook (API.md section 5)
         if new.kind == "ComputePlane":
-            denials = [
-                denial
-                for denial in self._compute_plane(new).denials
-                if denial.field == new.field or denial.field.startswith(new.field + ".")
-            ]
+            denials = [denial for denial in self._compute_plane(new).denials if is_within(denial.field, new.field)]
             return new, denials, []
         new_obj = self.new_objects.get((new.kind, new.namespace, new.name))
         if new_obj is None:  # pragma: no cover - every pool record comes from an object
