@@ -19,9 +19,10 @@ from tests.webhook.cases import pool, worker_class
 from tests.webhook.conftest import fast_settings
 from tests.webhook.helpers import EXAMPLES, CertFiles, Client, review
 from workerclass.adapters.folder import load_state
-from workerclass.adapters.kube import WATCHED, ClusterCache, Watched
+from workerclass.adapters.kube import WATCHED, ClusterCache
 from workerclass.adapters.tls import ReloadingContext
 from workerclass.admission import mutate, validate
+from workerclass.api import Resource
 from workerclass.webhook.server import WebhookServer
 
 pytestmark = pytest.mark.asyncio
@@ -29,7 +30,7 @@ pytestmark = pytest.mark.asyncio
 BY_KIND = {watched.kind: watched for watched in WATCHED}
 
 
-def resource_of(watched: Watched) -> kmock.resource:
+def resource_of(watched: Resource) -> kmock.resource:
     return kmock.resource(watched.group, watched.version, watched.plural)
 
 
@@ -50,7 +51,7 @@ def example_objects() -> list[dict[str, Any]]:
     return [json.loads(json.dumps(dict(record.obj))) for record in load_state(EXAMPLES).objects]
 
 
-def url_of(emulator: kmock.KubernetesEmulator, watched: Watched, namespace: str | None = None) -> str:
+def url_of(emulator: kmock.KubernetesEmulator, watched: Resource, namespace: str | None = None) -> str:
     prefix = f"/apis/{watched.group}/{watched.version}"
     return f"{prefix}/namespaces/{namespace}/{watched.plural}" if namespace else f"{prefix}/{watched.plural}"
 

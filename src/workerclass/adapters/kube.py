@@ -48,7 +48,6 @@ __all__ = [
     "STATUS_REASONS",
     "WATCHED",
     "ClusterCache",
-    "Watched",
     "short_error",
     "trimmed",
 ]
@@ -56,9 +55,6 @@ __all__ = [
 logger = logging.getLogger("workerclass.kube")
 
 
-#: One resource the cache lists and watches: a row of the API table (group, version, kind, plural,
-#: namespaced, labels; ``api_version``, ``name``). The old name, kept for importers.
-Watched = Resource
 # WATCHED (imported above): what the webhook's cache lists and watches.
 #: What the WorkerClass controller reads (:data:`workerclass.api.CONTROLLER_READS`): a class's status
 #: needs the platform (for its rules) and the pools, not parent clusters or ComputePlanes (whose node

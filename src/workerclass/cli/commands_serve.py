@@ -18,6 +18,7 @@ from typing import Annotated, Any
 import typer
 
 from ..adapters.tls import ReloadingContext, TLSFileError
+from ..api.webhooks import HEALTH_PATH
 from ..deploy import (
     DEFAULT_IMAGE,
     DEFAULT_NAMESPACE,
@@ -204,7 +205,7 @@ def serve_controller(
     if kubeconfig is not None:
         os.environ["KUBECONFIG"] = str(kubeconfig)  # kopf logs in through the same file as the cache
     settings = ControllerSettings(poll_interval=poll_interval, retain_recheck=retain_recheck)
-    liveness = f"http://0.0.0.0:{liveness_port}/healthz" if liveness_port else None
+    liveness = f"http://0.0.0.0:{liveness_port}{HEALTH_PATH}" if liveness_port else None
 
     async def run() -> None:
         client = AsyncClient(config=config, field_manager="workerclass-controller")
