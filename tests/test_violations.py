@@ -3,52 +3,31 @@
 from __future__ import annotations
 
 import json
+import re
+from pathlib import Path
 
 import pytest
 
+from tests.builders import API_CODES
 from workerclass.violations import CODES, Denied, Violation
 
-#: API.md section 3's table, in its order
-API_CODES = [
-    "ClassNotFound",
-    "ClusterNotFound",
-    "BootstrapFamilyChange",
-    "SSHKeysOnTalos",
-    "TooManySSHKeys",
-    "InvalidSSHKey",
-    "PrivateKeyMaterial",
-    "KairosOnProxmox",
-    "TalosSettingOnKairos",
-    "IncompleteImage",
-    "ImageNotPinned",
-    "VersionMismatch",
-    "UnsupportedVersion",
-    "ControlPlaneTooOld",
-    "TalosKubernetesIncompatible",
-    "OsImageSourceConflict",
-    "GoldenNotFound",
-    "ArtifactConflict",
-    "EmptyTemplateTags",
-    "OsImageOnProxmox",
-    "ClassImmutable",
-    "ClassInUse",
-    "TalosVGPU",
-    "InvalidReplicas",
-    "NotAllowedInComputePlane",
-    "InvalidPoolName",
-    "InstanceTypeNotFound",
-    "IncompleteResources",
-    "InvalidPodCPU",
-    "InvalidKubeletReservation",
-    "InvalidDuration",
-    "InvalidMaxUnhealthy",
-    "InvalidKernelModule",
-    "Invalid",
-]
+ROOT = Path(__file__).resolve().parents[1]
+#: the contract, beside the project as in CI (``shared/API.md``)
+API_MD = ROOT.parent / "shared" / "API.md"
+
+
+def _contract_codes() -> list[str]:
+    """The codes of API.md section 3's table, in its order, read from the contract itself."""
+    text = API_MD.read_text("utf-8")
+    section = text.split("\n## 3", 1)[1].split("\n## ", 1)[0]
+    return re.findall(r"^\| `([A-Za-z]+)` \|", section, flags=re.MULTILINE)
 
 
 def test_the_codes_are_the_contract_s() -> None:
-    assert set(API_CODES) == CODES
+    codes = _contract_codes()
+    assert len(codes) == len(set(codes)) == len(CODES)
+    assert set(codes) == CODES
+    assert tuple(codes) == tuple(API_CODES)  # the tests' copy, in the contract's order
 
 
 def test_a_violation_reads_as_code_field_message() -> None:
