@@ -424,12 +424,20 @@ def _blocked_reading(pid: int) -> bool:
         return False
 
 
+def _interruptible() -> None:
+    # A shell that starts a job in the background without job control (``make test &``) hands it
+    # SIGINT ignored, and Python keeps an ignored SIGINT ignored: Ctrl-C at a terminal is the default
+    # disposition, so the child starts with it whatever the test runner inherited.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_ctrl_c_exits_130(tmp_path: Path) -> None:
     process = subprocess.Popen(
         [sys.executable, "-m", "workerclass", "check", "-"],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
+        preexec_fn=_interruptible,
     )
     deadline = time.monotonic() + 60
     time.sleep(0.5)
