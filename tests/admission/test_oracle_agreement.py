@@ -29,11 +29,11 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from tests.chart import oracle
 from workerclass import State, admit
 
 from .chart_codes import code_for
 
-oracle = pytest.importorskip("chart.oracle")
 if not oracle.available():
     pytest.skip("the oracle is absent", allow_module_level=True)
 
