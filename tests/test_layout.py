@@ -88,3 +88,21 @@ def test_a_test_module_is_named_for_what_it_tests(module: Path) -> None:
             f"{module.relative_to(ROOT)}: its {what} says how its tests came about ({history}), "
             f"not what they test: {text!r}"
         )
+
+
+def test_no_test_module_skips_itself_on_a_test_helper_import() -> None:
+    """``importorskip`` is for optional third-party libraries: a helper of ``tests/`` that fails
+    to import is a broken test, never a skipped one (the oracle agreement once skipped silently)."""
+    local = {path.name for path in TESTS.iterdir() if path.is_dir()} | {path.stem for path in TESTS.glob("*.py")}
+    offenders = []
+    for module in sorted(TESTS.rglob("test_*.py")):
+        for node in ast.walk(ast.parse(module.read_text("utf-8"))):
+            if (
+                isinstance(node, ast.Call)
+                and getattr(node.func, "attr", None) == "importorskip"
+                and node.args
+                and isinstance(node.args[0], ast.Constant)
+                and str(node.args[0].value).split(".")[0] in local | {"tests"}
+            ):
+                offenders.append(f"{module.relative_to(ROOT)}: {node.args[0].value}")
+    assert offenders == []
