@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint typecheck bench clean
+.PHONY: demo test testbed lint typecheck bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -16,10 +16,16 @@ demo: $(STAMP)
 	$(BIN)/workerclass check examples
 	$(BIN)/workerclass resolve examples
 
+# The e2e tier's test bed (kube-apiserver, etcd, Cluster API) built from Go modules and cached
+# outside the repository (scripts/testbed.py; rebuilt only when a version changes).
+testbed:
+	$(PYTHON) scripts/testbed.py build
+
 test: $(STAMP)
 	$(BIN)/ruff check src tests
 	$(BIN)/mypy
 	$(BIN)/lint-imports pyproject.toml --no-cache
+	$(PYTHON) scripts/testbed.py build --for-tests
 	$(BIN)/pytest
 
 lint: $(STAMP)

@@ -1,0 +1,317 @@
+#!/usr/bin/env python3
+"""Build the e2e test bed from Go modules: kube-apiserver, etcd and the Cluster API manager.
+
+Nothing is downloaded prebuilt and nothing upstream lands in the repository: each component is
+built by the machine's Go from the module proxy, in a wrapper module this script writes into the
+cache, and the binaries are cached outside the repository under a folder keyed by the component's
+version and the Go version (rebuilt only when either changes).
+
+    python3 scripts/testbed.py build     # build what is missing (progress on stderr)
+    python3 scripts/testbed.py path      # print the cache folder (tests read it the same way)
+    python3 scripts/testbed.py status    # what is built, what is missing, and why
+
+The cache is ``$WORKERCLASS_TESTBED`` or ``~/.cache/workerclass/testbed``. After a build,
+``<cache>/build-stats.json`` records each component's wall time and peak memory (the machine's
+used memory sampled every 0.5 s, and the largest single process), the figures bench/README.md
+quotes.
+
+Versions (change one and only that component is rebuilt):
+
+- kube-apiserver from ``k8s.io/kubernetes`` v1.37.2, the newest 1.3x the module proxy serves that
+  builds with Go 1.26 (its go.mod says ``go 1.26.0``). ``go install`` of the module is refused,
+  because its staging modules are ``replace`` d to folders of the repository; the wrapper module
+  requires ``k8s.io/kubernetes`` and replaces each staging module by its published v0.Y.Z
+  (kubernetes/kubernetes#79384). The list of staging modules is read from the go.mod of the version
+  picked, not written here.
+- etcd v3.6.16 through a two-line ``main`` around ``go.etcd.io/etcd/server/v3/etcdmain``.
+- the Cluster API core manager v1.10.1 (the version Cozystack ships), ``go install``ed as is.
+- kube-controller-manager from the same ``k8s.io/kubernetes`` wrapper, run with its garbage
+  collector only, so that owner references delete what they own on the test bed as in a cluster.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+KUBERNETES = "v1.37.2"
+ETCD = "v3.6.16"
+CLUSTER_API = "v1.10.1"
+
+
+def cache_root() -> Path:
+    configured = os.environ.get("WORKERCLASS_TESTBED")
+    if configured:
+        return Path(configured).expanduser()
+    return Path.home() / ".cache" / "workerclass" / "testbed"
+
+
+def say(message: str) -> None:
+    print(f"testbed: {message}", file=sys.stderr, flush=True)
+
+
+def go_version() -> str | None:
+    go = shutil.which("go")
+    if go is None:
+        return None
+    out = subprocess.run([go, "env", "GOVERSION"], capture_output=True, text=True, check=False)
+    return out.stdout.strip() or None
+
+
+def component_dir(name: str, version: str, gover: str) -> Path:
+    return cache_root() / f"{name}-{version}-{gover}"
+
+
+class MemorySampler:
+    """Peak used memory of the machine (MemTotal - MemAvailable) while a build runs."""
+
+    def __init__(self) -> None:
+        self.baseline = self._used()
+        self.peak = self.baseline
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    @staticmethod
+    def _used() -> int:
+        fields: dict[str, int] = {}
+        with open("/proc/meminfo") as f:
+            for line in f:
+                key, _, rest = line.partition(":")
+                fields[key] = int(rest.split()[0]) * 1024
+        return fields["MemTotal"] - fields["MemAvailable"]
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.5):
+            self.peak = max(self.peak, self._used())
+
+    def __enter__(self) -> MemorySampler:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+def run(cmd: list[str], cwd: Path, env: dict[str, str]) -> None:
+    say("$ " + " ".join(cmd))
+    proc = subprocess.run(cmd, cwd=cwd, env=env, check=False)
+    if proc.returncode != 0:
+        raise SystemExit(f"testbed: {' '.join(cmd[:3])} failed with exit code {proc.returncode}")
+
+
+def go_env(workdir: Path) -> dict[str, str]:
+    env = dict(os.environ)
+    env.setdefault("GOFLAGS", "-buildvcs=false")
+    env["GOWORK"] = "off"
+    env["CGO_ENABLED"] = env.get("CGO_ENABLED", "0")
+    env.setdefault("GOCACHE", str(cache_root() / "go-build-cache"))
+    return env
+
+
+def staging_modules(version: str, workdir: Path, env: dict[str, str]) -> list[str]:
+    """The staging modules of k8s.io/kubernetes at VERSION: the go.mod's `=> ./staging/...` replaces."""
+    out = subprocess.run(
+        ["go", "mod", "download", "-json", f"k8s.io/kubernetes@{version}"],
+        cwd=workdir,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if out.returncode != 0:
+        raise SystemExit(f"testbed: cannot download k8s.io/kubernetes@{version}: {out.stderr.strip()}")
+    gomod = Path(json.loads(out.stdout)["GoMod"]).read_text()
+    return sorted(set(re.findall(r"^\s*(k8s\.io/[\w.-]+)\s+=>\s+\./staging/", gomod, flags=re.M)))
+
+
+def build_kube_apiserver(dest: Path, gover: str) -> None:
+    _build_kubernetes(dest, "kube-apiserver")
+
+
+def build_kube_controller_manager(dest: Path, gover: str) -> None:
+    """Only for its garbage collector: owner references are honoured on the test bed as in a cluster."""
+    _build_kubernetes(dest, "kube-controller-manager")
+
+
+def _build_kubernetes(dest: Path, command: str) -> None:
+    work = dest / "src"
+    work.mkdir(parents=True, exist_ok=True)
+    env = go_env(work)
+    (work / "go.mod").write_text(f"module workerclass.test/{command}\n\ngo 1.26.0\n")
+    staging = staging_modules(KUBERNETES, work, env)
+    say(f"k8s.io/kubernetes {KUBERNETES}: {len(staging)} staging modules replaced by their v0 releases")
+    minor = KUBERNETES.lstrip("v").split(".", 1)[1]  # "37.2"
+    lines = [
+        f"module workerclass.test/{command}",
+        "",
+        "go 1.26.0",
+        "",
+        f"require k8s.io/kubernetes {KUBERNETES}",
+        "",
+    ]
+    lines.append("replace (")
+    lines += [f"\t{m} => {m} v0.{minor}" for m in staging]
+    lines += [")", ""]
+    (work / "go.mod").write_text("\n".join(lines))
+    run(["go", "get", f"k8s.io/kubernetes/cmd/{command}@{KUBERNETES}"], work, env)
+    major, kminor = KUBERNETES.lstrip("v").split(".")[:2]
+    ldflags = " ".join(
+        [
+            f"-X k8s.io/component-base/version.gitVersion={KUBERNETES}",
+            f"-X k8s.io/component-base/version.gitMajor={major}",
+            f"-X k8s.io/component-base/version.gitMinor={kminor}",
+            "-X k8s.io/component-base/version.gitTreeState=clean",
+            "-s -w",
+        ]
+    )
+    run(
+        [
+            "go",
+            "build",
+            "-ldflags",
+            ldflags,
+            "-o",
+            str(dest / command),
+            f"k8s.io/kubernetes/cmd/{command}",
+        ],
+        work,
+        env,
+    )
+
+
+def build_etcd(dest: Path, gover: str) -> None:
+    work = dest / "src"
+    work.mkdir(parents=True, exist_ok=True)
+    env = go_env(work)
+    (work / "go.mod").write_text("module workerclass.test/etcd\n\ngo 1.26.0\n")
+    (work / "main.go").write_text(
+        "// A wrapper main: the etcd server module's own main has relative replaces.\n"
+        "package main\n\n"
+        'import (\n\t"os"\n\n\t"go.etcd.io/etcd/server/v3/etcdmain"\n)\n\n'
+        "func main() { etcdmain.Main(os.Args) }\n"
+    )
+    run(["go", "get", f"go.etcd.io/etcd/server/v3@{ETCD}"], work, env)
+    run(["go", "mod", "tidy"], work, env)
+    run(["go", "build", "-ldflags", "-s -w", "-o", str(dest / "etcd"), "."], work, env)
+
+
+def build_cluster_api(dest: Path, gover: str) -> None:
+    work = dest
+    env = go_env(work)
+    env["GOBIN"] = str(dest)
+    run(["go", "install", "-ldflags", "-s -w", f"sigs.k8s.io/cluster-api@{CLUSTER_API}"], work, env)
+    built = dest / "cluster-api"
+    if built.exists():
+        built.rename(dest / "capi-manager")
+
+
+COMPONENTS = [
+    ("kube-apiserver", KUBERNETES, "kube-apiserver", build_kube_apiserver),
+    ("etcd", ETCD, "etcd", build_etcd),
+    ("cluster-api", CLUSTER_API, "capi-manager", build_cluster_api),
+    ("kube-controller-manager", KUBERNETES, "kube-controller-manager", build_kube_controller_manager),
+]
+
+
+def binaries(gover: str) -> dict[str, Path]:
+    return {name: component_dir(name, version, gover) / binary for name, version, binary, _ in COMPONENTS}
+
+
+def cmd_build(for_tests: bool = False) -> int:
+    """Build what is missing. ``for_tests`` (``make test``): without Go, say once that the e2e tier
+    is skipped and why, and let the other tiers run (exit 0), except under ``CI=true``, where the
+    tier is required and a missing Go or a failed build fails."""
+    required = os.environ.get("CI") == "true"
+    gover = go_version()
+    if gover is None:
+        if for_tests:
+            say("e2e tier skipped: Go is not installed (no 'go' on PATH), so the test bed cannot be built.")
+            say("Install Go 1.26 or newer to run it; 'make testbed' builds it alone.")
+            return 1 if required else 0
+        say("Go is not installed (no 'go' on PATH): the test bed cannot be built, so the e2e tier will skip.")
+        say("Install Go 1.26 or newer and run 'make testbed' again.")
+        return 3
+    if for_tests and not required:
+        try:
+            return _build_all(gover)
+        except SystemExit as failure:
+            say(f"{failure}")
+            say("e2e tier skipped: the test bed did not build (see above); 'make testbed' retries it.")
+            return 0
+    return _build_all(gover)
+
+
+def _build_all(gover: str) -> int:
+    root = cache_root()
+    root.mkdir(parents=True, exist_ok=True)
+    stats_path = root / "build-stats.json"
+    stats = json.loads(stats_path.read_text()) if stats_path.exists() else {}
+    for name, version, binary, build in COMPONENTS:
+        dest = component_dir(name, version, gover)
+        if (dest / binary).exists():
+            say(f"{name} {version} ({gover}): cached at {dest}")
+            continue
+        say(f"{name} {version}: building with {gover} (cold builds take minutes; kube-apiserver ~10+)")
+        tmp = dest.with_name(dest.name + ".partial")
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir(parents=True)
+        start = time.monotonic()
+        before = os.times()
+        with MemorySampler() as mem:
+            build(tmp, gover)
+        after = os.times()
+        elapsed = time.monotonic() - start
+        shutil.rmtree(dest, ignore_errors=True)
+        tmp.rename(dest)
+        import resource
+
+        stats[f"{name}-{version}-{gover}"] = {
+            "wall_s": round(elapsed, 1),
+            "cpu_s": round(
+                (after.children_user + after.children_system) - (before.children_user + before.children_system), 1
+            ),
+            "peak_used_mib": round((mem.peak - mem.baseline) / 2**20),
+            "largest_process_mib": round(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024),
+            "cores": os.cpu_count(),
+        }
+        stats_path.write_text(json.dumps(stats, indent=2) + "\n")
+        say(f"{name} {version}: built in {elapsed:.0f} s -> {dest / binary}")
+    return 0
+
+
+def cmd_status() -> int:
+    gover = go_version()
+    if gover is None:
+        print("Go is not installed: the test bed cannot be built")
+        return 3
+    missing = 0
+    for name, path in binaries(gover).items():
+        state = "built" if path.exists() else "missing"
+        missing += not path.exists()
+        print(f"{name:15} {state:8} {path}")
+    return 1 if missing else 0
+
+
+def main(argv: list[str]) -> int:
+    command = argv[1] if len(argv) > 1 else "build"
+    if command == "build":
+        return cmd_build(for_tests="--for-tests" in argv[2:])
+    if command == "path":
+        print(cache_root())
+        return 0
+    if command == "status":
+        return cmd_status()
+    print(__doc__)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
