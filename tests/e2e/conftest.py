@@ -1,0 +1,438 @@
+"""Fixtures of the e2e tier: a real kube-apiserver on etcd, the install applied, the webhook and
+the controller as processes, and the Cluster API manager.
+
+Every test of this folder is marked ``e2e`` (``pytest -m e2e`` runs the tier alone, ``-m 'not e2e'``
+leaves it out). The test bed comes from ``make testbed``; where it is not built, the tier skips
+with the reason, and under ``CI=true`` it fails instead (``.ci/run`` must not pass without it).
+
+The CRDs come from where upstream publishes them, never from copies in the repository: Cluster
+API's from its module in the Go module cache, the providers' and Flux's from
+``shared/upstream-crds/`` (``$WORKERCLASS_SHARED`` or ``../shared`` beside the repository). The
+application kinds that Cozystack serves through its own API server (KubernetesNodes, Kubernetes)
+are served here as CRDs of the same group, version and kind that keep every field (the
+application API does not prune either).
+"""
+
+from __future__ import annotations
+
+import base64
+import copy
+import json
+import os
+import subprocess
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from .kube import Kube
+from .testbed import (
+    ROOT,
+    ApiServer,
+    Binaries,
+    CertAuthority,
+    Identity,
+    Process,
+    find_binaries,
+    free_port,
+    module_dir,
+    wait_until,
+    workerclass_command,
+)
+
+NAMESPACE = "cozy-workerclass"
+WEBHOOK_USER = f"system:serviceaccount:{NAMESPACE}:workerclass-webhook"
+CONTROLLER_USER = f"system:serviceaccount:{NAMESPACE}:workerclass-controller"
+ACCOUNT_GROUPS = ("system:serviceaccounts", f"system:serviceaccounts:{NAMESPACE}")
+TENANT = "tenant-example"
+
+
+def shared_dir() -> Path | None:
+    configured = os.environ.get("WORKERCLASS_SHARED")
+    path = Path(configured) if configured else ROOT.parent / "shared"
+    return path if (path / "upstream-crds").is_dir() else None
+
+
+def _unavailable(reason: str) -> None:
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"the e2e tier must run under CI=true: {reason}", pytrace=False)
+    pytest.skip(reason)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    here = Path(__file__).parent
+    for item in items:
+        if Path(str(item.fspath)).is_relative_to(here):
+            item.add_marker(pytest.mark.e2e)
+
+
+_RAN: list[str] = []
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    if report.when == "call" and report.outcome == "passed" and "/e2e/" in report.nodeid.replace("\\", "/"):
+        _RAN.append(report.nodeid)
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Under ``CI=true`` a run that collected the e2e tier must have passed some of it (a tier that
+    skipped or was deselected whole is a failure there, not a green run)."""
+    if os.environ.get("CI") == "true" and not _RAN and session.testscollected:
+        session.config.get_terminal_writer().line("e2e tier: no test of it passed under CI=true", red=True)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+@pytest.fixture(scope="session")
+def binaries() -> Binaries:
+    found, reason = find_binaries()
+    if found is None:
+        _unavailable(reason)
+    assert found is not None
+    return found
+
+
+@pytest.fixture(scope="session")
+def shared() -> Path:
+    path = shared_dir()
+    if path is None:
+        _unavailable("the upstream mirror is absent (set WORKERCLASS_SHARED to a folder with upstream-crds/)")
+    assert path is not None
+    return path
+
+
+# ------------------------------------------------------------------ CRDs
+
+
+def _crd(group: str, kind: str, plural: str, *, namespaced: bool = True) -> dict[str, Any]:
+    """A stand-in CRD for a kind Cozystack serves through its application API: every field kept."""
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"{plural}.{group}"},
+        "spec": {
+            "group": group,
+            "names": {"kind": kind, "plural": plural, "singular": kind.lower(), "listKind": f"{kind}List"},
+            "scope": "Namespaced" if namespaced else "Cluster",
+            "versions": [
+                {
+                    "name": "v1alpha1",
+                    "served": True,
+                    "storage": True,
+                    "schema": {
+                        "openAPIV3Schema": {
+                            "type": "object",
+                            "properties": {
+                                "spec": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+                                "status": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+                            },
+                        }
+                    },
+                    "subresources": {"status": {}},
+                }
+            ],
+        },
+    }
+
+
+APPLICATION_CRDS = [
+    _crd("apps.cozystack.io", "KubernetesNodes", "kubernetesnodes"),
+    _crd("apps.cozystack.io", "Kubernetes", "kuberneteses"),
+]
+
+
+def example_objects(*names: str) -> list[dict[str, Any]]:
+    """Objects of the bundled ``examples/tenant-example`` (the realistic tenant ``make demo`` reads)."""
+    out = []
+    for name in names:
+        out += [doc for doc in yaml.safe_load_all((ROOT / "examples" / "tenant-example" / name).read_text()) if doc]
+    return out
+
+
+def read_crds(folder: Path, pattern: str = "*.yaml") -> list[dict[str, Any]]:
+    crds = []
+    for path in sorted(folder.glob(pattern)):
+        for doc in yaml.safe_load_all(path.read_text()):
+            if isinstance(doc, dict) and doc.get("kind") == "CustomResourceDefinition":
+                crds.append(doc)
+    return crds
+
+
+def install_crds(kube: Kube, crds: list[dict[str, Any]]) -> None:
+    for crd in crds:
+        crd = copy.deepcopy(crd)
+        crd.get("metadata", {}).pop("annotations", None)  # cert-manager's CA injection has no meaning here
+        spec = crd["spec"]
+        spec.pop("conversion", None)  # conversion webhooks: none on the test bed (one version served)
+        kube.apply(crd, manager="workerclass-e2e-crds")
+    kube.wait_established(crd["metadata"]["name"] for crd in crds)
+
+
+# ------------------------------------------------------------------ the API server
+
+
+@pytest.fixture(scope="session")
+def cluster(binaries: Binaries, shared: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ApiServer]:
+    server = ApiServer(tmp_path_factory.mktemp("testbed"), binaries)
+    server.start()
+    try:
+        kube = Kube(server.url, server.ssl_context())
+        install_crds(kube, APPLICATION_CRDS)
+        install_crds(kube, read_crds(shared / "upstream-crds", "helm.toolkit.fluxcd.io_helmreleases.yaml"))
+        kube.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": TENANT}})
+        # What a tenant had before workerclass was installed: its parent cluster and a legacy pool
+        # (the KubernetesNodes and the HelmRelease Cozystack's API keeps it as).
+        for obj in example_objects("cluster.yaml", "legacy-pool.yaml"):
+            kube.apply(obj, manager="cozystack-api")
+        kube.close()
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def kube(cluster: ApiServer) -> Iterator[Kube]:
+    client = Kube(cluster.url, cluster.ssl_context())
+    yield client
+    client.close()
+
+
+def kube_as(cluster: ApiServer, identity: Identity) -> Kube:
+    return Kube(cluster.url, cluster.ssl_context(identity))
+
+
+# ------------------------------------------------------------------ the install
+
+
+@dataclass
+class WebhookCerts:
+    ca: CertAuthority
+    cert: Path
+    key: Path
+    ca_file: Path
+
+
+@pytest.fixture(scope="session")
+def webhook_certs(tmp_path_factory: pytest.TempPathFactory) -> WebhookCerts:
+    folder = tmp_path_factory.mktemp("webhook-tls")
+    ca = CertAuthority.create("workerclass-webhook-ca")
+    cert, key = ca.write_pair(folder, "tls", ca.issue("workerclass-webhook", hosts=["127.0.0.1", "localhost"]))
+    ca_file = folder / "ca.crt"
+    ca_file.write_bytes(ca.pem)
+    return WebhookCerts(ca, cert, key, ca_file)
+
+
+def manifests(ca_file: Path, *extra: str) -> list[dict[str, Any]]:
+    """``workerclass manifests --ca-bundle CA -o json`` as a user runs it."""
+    out = subprocess.run(
+        [*workerclass_command(), "manifests", "--ca-bundle", str(ca_file), "-o", "json", *extra],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    items: list[dict[str, Any]] = json.loads(out.stdout)["items"]
+    return items
+
+
+def served_from(configuration: dict[str, Any], base_url: str, ca_pem: bytes) -> dict[str, Any]:
+    """A bundle's webhook configuration pointed at a server on loopback: ``clientConfig.service``
+    becomes ``url`` (base + the service path) with the CA bundle, everything else kept (rules,
+    selectors, match conditions, failure policy, timeout), as CAPI's own envtest registers its webhooks."""
+    out = copy.deepcopy(configuration)
+    for webhook in out.get("webhooks", []):
+        client = webhook["clientConfig"]
+        service = client.pop("service", None)
+        if service is not None:
+            client["url"] = base_url + service.get("path", "/")
+        client["caBundle"] = base64.b64encode(ca_pem).decode()
+    return out
+
+
+@dataclass
+class Install:
+    """The bundle as applied: its objects, and its webhook configurations as registered."""
+
+    objects: list[dict[str, Any]]
+    webhook_port: int
+
+    def of_kind(self, kind: str) -> list[dict[str, Any]]:
+        return [obj for obj in self.objects if obj["kind"] == kind]
+
+
+@pytest.fixture(scope="session")
+def install(kube: Kube, webhook_certs: WebhookCerts) -> Install:
+    """Every document of the bundle server-side applied (a dry run of all first), the CRDs Established,
+    the webhook configurations pointed at ``127.0.0.1:<port>`` where the ``webhook`` fixture serves."""
+    objects = manifests(webhook_certs.ca_file)
+    port = free_port()
+    applied = []
+    for obj in objects:
+        if obj["kind"] in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"):
+            obj = served_from(obj, f"https://127.0.0.1:{port}", webhook_certs.ca.pem)
+        applied.append(obj)
+    crds = [obj for obj in applied if obj["kind"] == "CustomResourceDefinition"]
+    for crd in crds:
+        kube.apply(crd, manager="workerclass-e2e-install", dry_run=True)
+        kube.apply(crd, manager="workerclass-e2e-install")
+    kube.wait_established(crd["metadata"]["name"] for crd in crds)
+    rest = [obj for obj in applied if obj["kind"] != "CustomResourceDefinition"]
+    webhooks = [obj for obj in rest if obj["kind"].endswith("WebhookConfiguration")]
+    others = [obj for obj in rest if obj not in webhooks]
+    for obj in others:  # a dry run first: the namespace must exist for the namespaced objects' dry run
+        if obj["kind"] == "Namespace":
+            kube.apply(obj, manager="workerclass-e2e-install")
+    for obj in others:
+        kube.apply(obj, manager="workerclass-e2e-install", dry_run=True)
+    for obj in others:
+        kube.apply(obj, manager="workerclass-e2e-install")
+    # The webhook configurations last: from here on every matching write goes through the webhook.
+    for obj in webhooks:
+        kube.apply(obj, manager="workerclass-e2e-install", dry_run=True)
+        kube.apply(obj, manager="workerclass-e2e-install")
+    return Install(applied, port)
+
+
+# ------------------------------------------------------------------ the servers as processes
+
+
+@dataclass
+class Served:
+    process: Process
+    port: int
+    ca: bytes
+
+    def ready(self) -> bool:
+        import ssl
+        import urllib.request
+
+        context = ssl.create_default_context(cadata=self.ca.decode())
+        try:
+            with urllib.request.urlopen(f"https://127.0.0.1:{self.port}/readyz", context=context, timeout=2) as answer:
+                return bool(answer.status == 200)
+        except Exception:
+            return False
+
+
+def start_webhook(cluster: ApiServer, install: Install, webhook_certs: WebhookCerts, log: Path, *extra: str) -> Served:
+    identity = cluster.identity(WEBHOOK_USER, ACCOUNT_GROUPS)
+    process = Process(
+        "workerclass-webhook",
+        [
+            *workerclass_command(), "serve", "webhook",
+            "--kubeconfig", str(identity.kubeconfig),
+            "--tls-cert", str(webhook_certs.cert), "--tls-key", str(webhook_certs.key),
+            "--host", "127.0.0.1", "--port", str(install.webhook_port),
+            "--log-level", "info", *extra,
+        ],
+        log,
+    ).start()  # fmt: skip
+    return Served(process, install.webhook_port, webhook_certs.ca.pem)
+
+
+@pytest.fixture(scope="session")
+def webhook(
+    cluster: ApiServer, install: Install, webhook_certs: WebhookCerts, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Served]:
+    """``workerclass serve webhook`` as the bundle's ServiceAccount, ready (its cache synced)."""
+    served = start_webhook(cluster, install, webhook_certs, tmp_path_factory.mktemp("webhook") / "webhook.log")
+    try:
+        wait_until(served.ready, timeout=60, what="the webhook's /readyz")
+    except TimeoutError:
+        served.process.stop()
+        raise RuntimeError("the webhook did not become ready:\n" + served.process.tail()) from None
+    yield served
+    served.process.stop()
+
+
+# ------------------------------------------------------------------ Cluster API
+
+
+@dataclass
+class ClusterAPI:
+    """The Cluster API core manager, its CRDs, the providers' template CRDs and its webhooks."""
+
+    process: Process
+    health_port: int
+
+    def ready(self) -> bool:
+        import urllib.request
+
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{self.health_port}/readyz", timeout=2) as answer:
+                return bool(answer.status == 200)
+        except Exception:
+            return False
+
+
+#: the contract label Cluster API looks a provider's template CRD up by (v1beta1 -> the served version)
+CONTRACT = "cluster.x-k8s.io/v1beta1"
+
+
+def capi_crds(binaries: Binaries, shared: Path) -> list[dict[str, Any]]:
+    """Cluster API's own CRDs from its module, then the providers' as Cozystack ships them (those
+    carry the contract label), then KairosConfigTemplate from its provider (labelled here: the
+    upstream file has no contract label, and Cluster API refuses a template CRD without one)."""
+    core = read_crds(module_dir("sigs.k8s.io/cluster-api", binaries.cluster_api_version) / "config" / "crd" / "bases")
+    names = {crd["metadata"]["name"] for crd in core}
+    shipped = [
+        crd for crd in read_crds(shared / "upstream-crds" / "cozystack-shipped") if crd["metadata"]["name"] not in names
+    ]
+    kairos = read_crds(shared / "upstream-crds", "bootstrap.cluster.x-k8s.io_kairosconfigtemplates.yaml")
+    for crd in kairos:
+        served = [version["name"] for version in crd["spec"]["versions"] if version.get("served")]
+        crd["metadata"].setdefault("labels", {})[CONTRACT] = "_".join(served)
+    return core + shipped + kairos
+
+
+def capi_webhooks(binaries: Binaries, base_url: str, ca_pem: bytes) -> list[dict[str, Any]]:
+    """Cluster API's webhook configurations (``config/webhook/manifests.yaml`` of its module),
+    registered with ``url:`` and the CA bundle as its own envtest does."""
+    path = module_dir("sigs.k8s.io/cluster-api", binaries.cluster_api_version) / "config" / "webhook" / "manifests.yaml"
+    out = []
+    for doc in yaml.safe_load_all(path.read_text()):
+        if isinstance(doc, dict) and doc.get("kind", "").endswith("WebhookConfiguration"):
+            doc = served_from(doc, base_url, ca_pem)
+            doc["metadata"]["name"] = "capi-" + doc["metadata"]["name"]
+            out.append(doc)
+    return out
+
+
+@pytest.fixture(scope="session")
+def capi(
+    cluster: ApiServer, kube: Kube, binaries: Binaries, shared: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[ClusterAPI]:
+    if binaries.capi_manager is None:
+        _unavailable("the Cluster API manager is not built: run 'make testbed'")
+    folder = tmp_path_factory.mktemp("capi")
+    install_crds(kube, capi_crds(binaries, shared))
+    ca = CertAuthority.create("capi-webhook-ca")
+    ca.write_pair(folder / "certs", "tls", ca.issue("capi-webhook", hosts=["127.0.0.1", "localhost"]))
+    webhook_port, health_port, diagnostics_port = free_port(), free_port(), free_port()
+    process = Process(
+        "capi-manager",
+        [
+            str(binaries.capi_manager),
+            f"--kubeconfig={cluster.admin.kubeconfig}",
+            f"--webhook-port={webhook_port}",
+            f"--webhook-cert-dir={folder / 'certs'}",
+            f"--health-addr=127.0.0.1:{health_port}",
+            f"--diagnostics-address=127.0.0.1:{diagnostics_port}",
+            "--insecure-diagnostics",
+            "--leader-elect=false",
+            "--skip-crd-migration-phases=StorageVersionMigration,CleanupManagedFields",
+            "--sync-period=30s",
+        ],
+        folder / "capi-manager.log",
+    ).start()
+    running = ClusterAPI(process, health_port)
+    try:
+        for configuration in capi_webhooks(binaries, f"https://127.0.0.1:{webhook_port}", ca.pem):
+            kube.apply(configuration, manager="workerclass-e2e-capi")
+        wait_until(running.ready, timeout=90, what="the Cluster API manager's /readyz")
+    except Exception:
+        process.stop()
+        raise RuntimeError("the Cluster API manager did not start:\n" + process.tail()) from None
+    yield running
+    process.stop()

@@ -1,0 +1,112 @@
+"""The WorkerClass controller (``workerclass serve controller``) against the real API server, as the
+bundle's controller ServiceAccount: the status subresource written, the finalizer held while a
+pool selects a custom class and released after, and a restart that writes nothing.
+
+The finalizer is the second line behind the webhook's ``ClassInUse``: it matters when the webhook
+is not in the way (uninstalled, or a direct HelmRelease writer's pool, which no webhook sees). The
+test removes the validating configuration for the deletion and puts it back after.
+
+Seen to fail against a broken bundle: without ``workerclasses/status`` in the controller's
+ClusterRole, the status stayed empty (403 on every write, logged); with the finalizer left out of
+kopf's settings, the class was deleted while the pool selected it.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .conftest import ACCOUNT_GROUPS, CONTROLLER_USER, TENANT, Install, Served
+from .kube import Kube
+from .testbed import ApiServer, Process, wait_until, workerclass_command
+
+CLASSES = "cozystack.io/v1alpha1"
+POOLS = "apps.cozystack.io/v1alpha1"
+FINALIZER = "workerclass.cozystack.io/retain-while-selected"
+
+
+@pytest.fixture(scope="module")
+def controller(cluster: ApiServer, install: Install, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Process]:
+    identity = cluster.identity(CONTROLLER_USER, ACCOUNT_GROUPS)
+    process = Process(
+        "workerclass-controller",
+        [
+            *workerclass_command(), "serve", "controller",
+            "--kubeconfig", str(identity.kubeconfig),
+            "--liveness-port", "0", "--poll-interval", "0.2", "--retain-recheck", "1",
+        ],
+        tmp_path_factory.mktemp("controller") / "controller.log",
+    ).start()  # fmt: skip
+    yield process
+    process.stop()
+
+
+def _status(kube: Kube, name: str) -> dict[str, Any]:
+    return (kube.get(CLASSES, "WorkerClass", name).get("status")) or {}
+
+
+def _conditions(status: dict[str, Any]) -> dict[str, str]:
+    return {c["type"]: c["status"] for c in status.get("conditions", [])}
+
+
+def test_status_finalizer_and_a_quiet_restart(
+    cluster: ApiServer, kube: Kube, webhook: Served, controller: Process, install: Install, tmp_path: Path
+) -> None:
+    name = "talos-e2e-controller-r1"
+    kube.create(
+        {
+            "apiVersion": CLASSES,
+            "kind": "WorkerClass",
+            "metadata": {"name": name},
+            "spec": {"bootstrap": "talos", "talos": {"version": "v1.13.6"}},
+        }
+    )
+    # status: accepted, not in use; the finalizer on
+    wait_until(
+        lambda: _conditions(_status(kube, name)) == {"Accepted": "True", "InUse": "False"},
+        timeout=30,
+        what="the class status written",
+    )
+    wait_until(
+        lambda: FINALIZER in kube.get(CLASSES, "WorkerClass", name)["metadata"].get("finalizers", []),
+        timeout=30,
+        what="the finalizer",
+    )
+    pool = {
+        "apiVersion": POOLS,
+        "kind": "KubernetesNodes",
+        "metadata": {"name": "example-e2e-retained", "namespace": TENANT},
+        "spec": {
+            "cluster": "example", "workerClassName": name, "version": "v1.35",
+            "minReplicas": 1, "maxReplicas": 2, "talos": {"version": "v1.13.6"},
+        },
+    }  # fmt: skip
+    kube.create(pool)
+    wait_until(lambda: _conditions(_status(kube, name)).get("InUse") == "True", timeout=30, what="InUse=True")
+    assert f"{TENANT}/example-e2e-retained" in str(_status(kube, name).get("pools"))
+
+    # a restart: the same desired state, so not one write
+    controller.stop()
+    mark = cluster.audit_mark()
+    controller.start()
+    time.sleep(8)  # the cache lists, kopf starts and sees every class, the status loop runs
+    assert controller.running, controller.tail()
+    writes = cluster.writes_by(CONTROLLER_USER, since=mark)
+    assert [(w["verb"], w["objectRef"].get("resource"), w["objectRef"].get("name")) for w in writes] == []
+
+    # the webhook out of the way: the finalizer alone holds the class while the pool selects it
+    validating = next(obj for obj in install.objects if obj["kind"] == "ValidatingWebhookConfiguration")
+    kube.delete("admissionregistration.k8s.io/v1", "ValidatingWebhookConfiguration", validating["metadata"]["name"])
+    try:
+        kube.delete(CLASSES, "WorkerClass", name)
+        time.sleep(3)
+        held = kube.find(CLASSES, "WorkerClass", name)
+        assert held is not None and held["metadata"].get("deletionTimestamp"), "deleted while selected"
+        kube.delete(POOLS, "KubernetesNodes", "example-e2e-retained", TENANT)
+        wait_until(lambda: kube.find(CLASSES, "WorkerClass", name) is None, timeout=30, what="the class released")
+    finally:
+        kube.apply(validating, manager="workerclass-e2e-install")
