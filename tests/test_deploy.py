@@ -51,27 +51,39 @@ def test_committed_manifests_match_the_generator() -> None:
     assert list(yaml.safe_load_all(alone.stdout)) == [*crd_manifests(), *webhook_manifests()]
 
 
-def test_controller_install_is_one_replica_with_least_privilege() -> None:
+def test_controller_install_is_two_replicas_one_leader_with_the_rbac_it_writes_with() -> None:
+    from workerclass.ops.workers import WORKER_KINDS
+
     objects = controller_manifests()
     kinds = [obj["kind"] for obj in objects]
-    assert kinds == ["ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Deployment"]
-    deployment = objects[3]
-    assert deployment["spec"]["replicas"] == 1
-    assert deployment["spec"]["strategy"] == {"type": "Recreate"}  # never two standalone controllers at once
+    assert kinds == ["ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "Deployment"]
+    deployment = objects[-1]
+    assert deployment["spec"]["replicas"] == 2  # one leader on the Lease; the other takes over
     container = deployment["spec"]["template"]["spec"]["containers"][0]
     assert container["args"][:2] == ["serve", "controller"]
+    assert "--lease-namespace" in container["args"]
     assert container["livenessProbe"]["httpGet"]["path"] == "/healthz"
+    lease = objects[3]["rules"]
+    assert lease == [
+        {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["get", "create", "update"]}
+    ]
     rules = objects[1]["rules"]
-    writes = [rule for rule in rules if set(rule["verbs"]) - {"get", "list", "watch"}]
-    assert {resource for rule in writes for resource in rule["resources"]} == {
-        "workerclasses",
-        "workerclasses/status",
-        "events",
-    }
-    assert all(set(rule["verbs"]) <= {"patch", "create"} for rule in writes)  # never delete or update
+    writes: dict[tuple[str, str], set[str]] = {}
+    for rule in rules:
+        if set(rule["verbs"]) - {"get", "list", "watch"}:
+            for group in rule["apiGroups"]:
+                for resource in rule["resources"]:
+                    writes.setdefault((group, resource), set()).update(rule["verbs"])
+    assert writes[("cozystack.io", "workerclasses")] == {"patch"}  # the finalizer; never delete a class
+    assert writes[("cozystack.io", "workerclasses/status")] == {"patch"}
+    assert writes[("", "events")] == {"create"}
+    for kind in WORKER_KINDS:  # what the chart renders for a pool: applied, pinned, pruned
+        assert {"create", "patch", "delete"} <= writes[(kind.group, kind.plural)], kind.kind
+    assert writes[("rbac.authorization.k8s.io", "roles")] >= {"bind", "escalate"}  # the chart's own RBAC
+    assert ("apps.cozystack.io", "kubernetesnodes") not in writes  # pools are the tenant's: read only
+    assert ("helm.toolkit.fluxcd.io", "helmreleases") not in writes
     read = {(group, resource) for rule in rules for group in rule["apiGroups"] for resource in rule["resources"]}
     assert {(watched.group, watched.plural) for watched in CONTROLLER_WATCHED} <= read
-    assert ("apps.cozystack.io", "computeplanes") not in read  # not needed for class status
 
 
 def test_every_route_has_one_webhook_with_safe_settings() -> None:

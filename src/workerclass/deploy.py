@@ -32,10 +32,16 @@ It imports neither the webhook nor the adapters: it is their sibling, and reads 
   injected into both configurations), unless a CA bundle is given for a Secret made elsewhere;
 * the WorkerClass controller (:func:`controller_manifests`, included unless
   ``--without-controller``): its own ServiceAccount and ClusterRole (read what the cache reads;
-  patch WorkerClasses for the finalizer and ``workerclasses/status``; create Events; list and watch
-  CRDs, which kopf discovers resources through), and a Deployment of one replica with the
-  ``Recreate`` strategy (kopf runs standalone: two controllers must never run at once), liveness
-  on kopf's ``/healthz``.
+  patch WorkerClasses for the finalizer and ``workerclasses/status``; apply, pin and prune the
+  objects of classified pools; create Events; list and watch CRDs, which kopf discovers resources
+  through), a Role on its leader Lease, and a Deployment of two replicas of which only the holder
+  of the Lease acts (kopf runs standalone, so it runs on the leader only), liveness on ``/healthz``
+  and metrics on ``/metrics``.
+
+Why one module over the house ~500 lines (about 550): it is the one generator of the install,
+document by document in apply order, and the webhook's and the controller's halves share its
+names, labels, identity and RBAC helpers; split, both halves would import a third module of those
+helpers and the apply order would live in two places.
 """
 
 from __future__ import annotations
@@ -52,6 +58,7 @@ from .api import CONTROLLER_READS, HEALTH_PATH, READY_PATH, WATCHED, WEBHOOKS, R
 from .api import WEBHOOK_DOMAIN as WEBHOOK_DOMAIN  # re-exported: the manifests' name suffix
 from .api.resources import WORKER_CLASS
 from .crds import crd_manifests
+from .ops.workers import WORKER_KINDS
 
 NAME = "workerclass-webhook"
 DEFAULT_NAMESPACE = "cozy-workerclass"
@@ -187,23 +194,73 @@ def rbac_rules(watched_resources: tuple[Resource, ...] = WATCHED) -> list[dict[s
 
 CONTROLLER = "workerclass-controller"
 CONTROLLER_LIVENESS_PORT = 8080
+CONTROLLER_METRICS_PORT = 9090
+#: the leader Lease of the controller's replicas (in its namespace)
+CONTROLLER_LEASE = CONTROLLER
 
 
 def controller_rbac_rules() -> list[dict[str, Any]]:
-    """The controller cache's reads, plus what it writes: the class finalizer and status, and kopf's Events.
+    """The controller cache's reads, plus what it writes: the class finalizer and status, the objects
+    of classified pools, kopf's Events.
 
     The first rows come from the API table (:data:`workerclass.api.CONTROLLER_READS`,
-    :data:`~workerclass.api.resources.WORKER_CLASS`). The last two are the framework's, not the
-    API's: kopf posts Events about the objects it handles and lists and watches the
-    CustomResourceDefinitions to discover its resources. We read neither, so the table does not list them.
+    :data:`~workerclass.api.resources.WORKER_CLASS`); the worker rows from the kinds the chart
+    renders for a pool (:data:`workerclass.ops.workers.WORKER_KINDS`): the controller applies,
+    pins (patch) and prunes them, and reads MachineSets to know which templates are still in use.
+    The chart renders RBAC for a pool (the talos-reconcile Job's Role and ClusterRole, the
+    dashboard's Role), which the API server lets only a holder of those permissions create, or one
+    granted ``bind`` and ``escalate`` on roles: those two verbs are the price of applying the chart's
+    RBAC for Helm (which runs as cluster-admin in Cozystack). The last two rows are the framework's,
+    not the API's: kopf posts Events about the objects it handles and lists and watches the
+    CustomResourceDefinitions to discover its resources.
     """
+    by_group: dict[str, list[str]] = defaultdict(list)
+    for kind in WORKER_KINDS:
+        by_group[kind.group].append(kind.plural)
+    worker_rows = [
+        {
+            "apiGroups": [group],
+            "resources": sorted(plurals),
+            "verbs": ["get", "list", "watch", "create", "update", "patch", "delete"],
+        }
+        for group, plurals in sorted(by_group.items())
+    ]
     return [
         *rbac_rules(CONTROLLER_READS),
         {"apiGroups": [WORKER_CLASS.group], "resources": [WORKER_CLASS.plural], "verbs": ["patch"]},
         {"apiGroups": [WORKER_CLASS.group], "resources": [f"{WORKER_CLASS.plural}/status"], "verbs": ["patch"]},
+        *worker_rows,
+        {"apiGroups": ["cluster.x-k8s.io"], "resources": ["machinesets"], "verbs": ["get", "list", "watch"]},
+        {
+            "apiGroups": ["rbac.authorization.k8s.io"],
+            "resources": ["roles", "clusterroles"],
+            "verbs": ["bind", "escalate"],
+        },
         # kopf's own needs (framework rows, not API-table rows): Events, and CRD discovery
         {"apiGroups": [""], "resources": ["events"], "verbs": ["create"]},
         {"apiGroups": ["apiextensions.k8s.io"], "resources": ["customresourcedefinitions"], "verbs": ["list", "watch"]},
+    ]
+
+
+def controller_lease_role(namespace: str) -> list[dict[str, Any]]:
+    """The leader Lease: a Role in the controller's namespace, and its binding."""
+    meta = {"name": CONTROLLER, "namespace": namespace, "labels": _controller_labels()}
+    return [
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "Role",
+            "metadata": dict(meta),
+            "rules": [
+                {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["get", "create", "update"]}
+            ],
+        },
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "RoleBinding",
+            "metadata": dict(meta),
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": CONTROLLER},
+            "subjects": [{"kind": "ServiceAccount", "name": CONTROLLER, "namespace": namespace}],
+        },
     ]
 
 
@@ -227,8 +284,23 @@ def controller_manifests(options: InstallOptions | None = None) -> list[dict[str
         "name": "controller",
         "image": options.image,
         "command": ["workerclass"],
-        "args": ["serve", "controller", "--liveness-port", str(CONTROLLER_LIVENESS_PORT)],
-        "ports": [{"name": "liveness", "containerPort": CONTROLLER_LIVENESS_PORT, "protocol": "TCP"}],
+        "args": [
+            "serve",
+            "controller",
+            "--liveness-port",
+            str(CONTROLLER_LIVENESS_PORT),
+            "--metrics-port",
+            str(CONTROLLER_METRICS_PORT),
+            "--lease-namespace",
+            namespace,
+        ],
+        "env": [
+            {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
+        ],
+        "ports": [
+            {"name": "liveness", "containerPort": CONTROLLER_LIVENESS_PORT, "protocol": "TCP"},
+            {"name": "metrics", "containerPort": CONTROLLER_METRICS_PORT, "protocol": "TCP"},
+        ],
         "livenessProbe": {
             "httpGet": {"path": HEALTH_PATH, "port": "liveness"},
             "initialDelaySeconds": 10,
@@ -236,7 +308,7 @@ def controller_manifests(options: InstallOptions | None = None) -> list[dict[str
             "failureThreshold": 3,
             "timeoutSeconds": 5,
         },
-        "resources": {"requests": {"cpu": "50m", "memory": "128Mi"}, "limits": {"memory": "256Mi"}},
+        "resources": {"requests": {"cpu": "100m", "memory": "256Mi"}, "limits": {"memory": "512Mi"}},
         "securityContext": {
             "allowPrivilegeEscalation": False,
             "readOnlyRootFilesystem": True,
@@ -245,14 +317,16 @@ def controller_manifests(options: InstallOptions | None = None) -> list[dict[str
     }
     return [
         *_identity(meta(True), meta(False), controller_rbac_rules()),
+        *controller_lease_role(namespace),
         {
             "apiVersion": "apps/v1",
             "kind": "Deployment",
             "metadata": meta(True),
             "spec": {
-                "replicas": 1,
+                # two replicas, one leader (a Lease): a killed leader is replaced within ~15 s
+                "replicas": 2,
                 "selector": {"matchLabels": {"app.kubernetes.io/name": CONTROLLER}},
-                "strategy": {"type": "Recreate"},
+                "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1, "maxSurge": 1}},
                 "template": {
                     "metadata": {"labels": _controller_labels()},
                     "spec": {

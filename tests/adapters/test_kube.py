@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import kmock
+import kmock as kmock_module
 import pytest
 import pytest_asyncio
 
@@ -15,7 +16,7 @@ pytest.importorskip("lightkube")
 
 from lightkube import AsyncClient, KubeConfig
 
-from tests.webhook.cases import pool, worker_class
+from tests.webhook.cases import compute_plane, pool, worker_class
 from tests.webhook.conftest import fast_settings
 from tests.webhook.helpers import EXAMPLES, CertFiles, Client, review
 from workerclass.adapters.folder import load_state
@@ -136,7 +137,8 @@ async def test_not_synced_until_every_list_succeeds(kmock: kmock.KubernetesEmula
 async def test_webhook_over_the_cluster_cache(
     kmock: kmock.KubernetesEmulator, cache: ClusterCache, tmp_certs: CertFiles
 ) -> None:
-    seed(kmock, example_objects(), skip=("ComputePlane",))
+    objects = example_objects()
+    seed(kmock, [obj for obj in objects if obj["kind"] != "KubernetesNodes"], skip=("KubernetesNodes",))
     server = WebhookServer(cache, tls=ReloadingContext(tmp_certs.cert, tmp_certs.key), settings=fast_settings())
     await server.start()
     try:
@@ -147,13 +149,14 @@ async def test_webhook_over_the_cluster_cache(
                 return client.request(method, path)
             return client.post_review(path, body)
 
+        await eventually(lambda: "kubernetesnodes.apps.cozystack.io: 404" in cache.reason)
         reply = await asyncio.to_thread(call, "GET", "/readyz")
-        assert reply.status == 503 and b"computeplanes" in reply.body
+        assert reply.status == 503 and b"kubernetesnodes" in reply.body
         response = (await asyncio.to_thread(call, "POST", "/mutate/kubernetesnodes", review(pool()))).response
         assert response["allowed"] is False and response["status"]["code"] == 503
-        assert "computeplanes.apps.cozystack.io" in response["status"]["message"]
+        assert "kubernetesnodes.apps.cozystack.io" in response["status"]["message"]
 
-        kmock.resources[resource_of(BY_KIND["ComputePlane"])] = kmock.ResourceInfo(kind="ComputePlane")
+        seed(kmock, [obj for obj in objects if obj["kind"] == "KubernetesNodes"])  # the required CRD appears
         await cache.wait_synced(5)
         assert (await asyncio.to_thread(call, "GET", "/readyz")).status == 200
         response = (await asyncio.to_thread(call, "POST", "/mutate/kubernetesnodes", review(pool()))).response
@@ -252,3 +255,97 @@ async def test_events_that_change_nothing_read_are_dropped() -> None:
     assert first.stored_values(key[0], owner)["maxReplicas"] == 3  # type: ignore[index]
     cache._event(releases, items, key, None)
     assert cache.state is not None and cache.state.backing_values.get((key[0], owner)) is None
+
+
+OPTIONAL = ("ComputePlane", "VirtualMachineClusterInstancetype")
+
+
+@pytest_asyncio.fixture
+async def quick(kmock: kmock.KubernetesEmulator) -> AsyncIterator[ClusterCache]:
+    """A cache whose watches are given up after 1.5 s of silence (so a removed group is listed soon)."""
+    config = KubeConfig.from_dict(
+        {
+            "clusters": [{"name": "kmock", "cluster": {"server": str(kmock.url)}}],
+            "users": [{"name": "webhook", "user": {"token": "test-token"}}],
+            "contexts": [{"name": "kmock", "context": {"cluster": "kmock", "user": "webhook"}}],
+            "current-context": "kmock",
+        }
+    )
+    client = AsyncClient(config=config, trust_env=False)
+    cache = ClusterCache(client, retry_delay=0.05, max_retry_delay=0.2, watch_timeout=1, watch_margin=0.5)
+    yield cache
+    await cache.stop()
+    await client.close()
+
+
+def planes(cache: ClusterCache) -> set[str]:
+    return set() if cache.state is None else {name for _, name in cache.state.compute_planes}
+
+
+async def test_unserved_optional_apis_read_as_empty_until_they_are_served(
+    kmock: kmock.KubernetesEmulator, cache: ClusterCache, caplog: pytest.LogCaptureFixture
+) -> None:
+    """ComputePlane and the instance types not served (an older Cozystack, no KubeVirt): the cache
+    syncs, is ready, says why in ``warnings`` and once in the log; served later, their objects arrive."""
+    seed(kmock, [obj for obj in example_objects() if obj["kind"] not in OPTIONAL], skip=OPTIONAL)
+    await cache.start()
+    state = await cache.wait_synced(5)
+    assert cache.reason == "" and state.compute_planes == {}
+    assert [warning.split(":")[0] for warning in cache.warnings] == [
+        "computeplanes.apps.cozystack.io",
+        "virtualmachineclusterinstancetypes.instancetype.kubevirt.io",
+    ]
+    assert all("not served by the API server (404" in line and "read as empty" in line for line in cache.warnings)
+    assert cache.staleness() == tuple(f"workerclass: {warning}" for warning in cache.warnings)
+    await asyncio.sleep(0.5)  # several probes, each answered 404: still one warning in the log
+    said = [
+        record
+        for record in caplog.records
+        if record.name == "workerclass.kube" and "computeplanes" in record.getMessage()
+    ]
+    assert len(said) == 1 and said[0].levelname == "WARNING"
+
+    planes_resource = resource_of(BY_KIND["ComputePlane"])
+    kmock.resources[planes_resource] = kmock.ResourceInfo(kind="ComputePlane", namespaced=True)
+    kmock.objects[planes_resource, "tenant-example", "plane"] = compute_plane("plane", workers={"minReplicas": 1})
+    await eventually(lambda: planes(cache) == {"plane"})
+    assert [warning.split(":")[0] for warning in cache.warnings] == [
+        "virtualmachineclusterinstancetypes.instancetype.kubevirt.io"
+    ]
+    assert cache.reason == ""
+
+
+async def test_an_optional_api_that_goes_away_is_dropped_and_not_stale(
+    kmock: kmock.KubernetesEmulator, quick: ClusterCache
+) -> None:
+    """The ComputePlane CRD removed after the sync: its objects leave the State, the cache stays
+    ready and says so; a 403 (RBAC hiding the group) reads the same."""
+    objects = [*example_objects(), compute_plane("plane", workers={"minReplicas": 1})]
+    seed(kmock, [obj for obj in objects if obj["kind"] != "VirtualMachineClusterInstancetype"])
+    await quick.start()
+    await quick.wait_synced(5)
+    await eventually(lambda: planes(quick) == {"plane"})
+    assert quick.warnings == ()
+
+    # the CRD removed: its objects go with it (no watch event), the group is not served
+    del kmock.objects[resource_of(BY_KIND["ComputePlane"]), "tenant-example", "plane"]
+    del kmock.resources[resource_of(BY_KIND["ComputePlane"])]
+    await eventually(lambda: planes(quick) == set())
+    assert quick.reason == "" and quick.state is not None
+    assert any(warning.startswith("computeplanes.apps.cozystack.io: not served") for warning in quick.warnings)
+
+    forbidden = {"apiVersion": "v1", "kind": "Status", "status": "Failure", "code": 403, "reason": "Forbidden"}
+    kmock[kmock_module.action.LIST, resource_of(BY_KIND["ComputePlane"])] << 403 << forbidden
+    await eventually(lambda: any("hidden by RBAC (403" in warning for warning in quick.warnings))
+    assert quick.reason == "" and planes(quick) == set()
+
+
+async def test_a_required_api_answered_403_is_a_failure(kmock: kmock.KubernetesEmulator, cache: ClusterCache) -> None:
+    seed(kmock, example_objects())
+    forbidden = {"apiVersion": "v1", "kind": "Status", "status": "Failure", "code": 403, "reason": "Forbidden"}
+    kmock[kmock_module.action.LIST, resource_of(BY_KIND["HelmRelease"])] << 403 << forbidden
+    await cache.start()
+    await eventually(lambda: "helmreleases.helm.toolkit.fluxcd.io: 403" in cache.reason)
+    await asyncio.sleep(0.2)
+    assert cache.state is None and cache.warnings == ()
+    assert "waiting for the first list of helmreleases.helm.toolkit.fluxcd.io" in cache.reason

@@ -15,6 +15,35 @@ resource not current for ``stale_after`` seconds (no list or event: a frozen con
 API) makes ``reason`` non-empty, so the webhook reports not ready and says which and why.
 Errors reach logs and ``reason`` only as status code and reason (:func:`short_error`).
 
+Optional resources (``Resource.optional``: ComputePlane, absent before Cozystack served it, and
+KubeVirt's instance types): a list answered 404 (the API server does not serve the group) or 403
+(RBAC hides it) reads as listed and empty. The cache syncs without it, drops the objects of a group
+that went away, says so once per change in the log and in :attr:`ClusterCache.warnings`, does not
+count it as stale, and keeps probing it with the backoff below, so its objects arrive once it is
+served. A required resource's 404 or 403 stays a failure: the cache does not sync (or goes stale)
+and ``reason`` names it.
+
+Backoff: every retry (a failed list or watch, a probe of an absent optional resource) waits a
+doubling delay from ``retry_delay`` up to ``max_retry_delay``, with equal jitter (half fixed, half
+random: replicas and resources that failed together do not retry together). It starts over only
+when a watch has proved healthy: it delivered an event, or it ran :data:`HEALTHY_WATCH` seconds (at
+most ``watch_timeout``). A successful list alone does not reset it, so a watch refused right after
+every list (RBAC grants list but not watch, a broken watch cache) backs off instead of listing in a
+tight loop.
+
+Timeouts: a list has ``list_timeout`` seconds in all (the cache's own deadline); a watch gets no
+read timeout from lightkube, and the cache gives up on one that sends nothing for ``watch_timeout +
+watch_margin`` seconds. The client's read timeout must not cut a slow list page first (lightkube's
+default is 10 s against the cache's 30 s): a client the cache makes is built with
+:func:`client_timeout`, callers that make their own should pass ``timeout=client_timeout(...)``, and
+a given lightkube client whose read timeout is shorter has it raised on :meth:`ClusterCache.start`
+(logged; a longer read timeout only lets a slow answer finish).
+
+Stale but answering: :meth:`ClusterCache.staleness` gives the warning lines the webhook adds to
+every answer it decides while the snapshot is not fully current (a resource that failed since it
+was last current, or was last current longer ago than a watch's deadline), and the optional-API
+warnings, so a tenant learns that a decision was made on old data before readiness moves traffic.
+
 Cost per event: an object is stored :func:`trimmed` to what State (admission, resolution, the
 controller) reads; an event whose trimmed object equals the stored one (a status write by Flux, a
 managedFields or resourceVersion bump, an annotation) is dropped there. Any other event makes the
@@ -22,6 +51,10 @@ next snapshot with :meth:`State.with_object` / :meth:`State.without`, which repl
 entries the object touches and shares the rest (no rebuild, no lock: a request holds the snapshot
 it started with). The first lists are paginated (``limit`` :data:`LIST_CHUNK`, ``continue``) and
 the first State is built once from the complete lists (``State.from_objects``).
+
+Why one module: the list/watch loop, its backoff, the absent and stale bookkeeping and the texts
+made from them read and write the same per-resource progress; split, each part would reach into
+the others' state.
 
 lightkube is imported lazily so that importing this module needs no client.
 """
@@ -32,8 +65,9 @@ import asyncio
 import contextlib
 import http
 import logging
+import random
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,11 +78,15 @@ from .sync import SyncReport, age_report, where
 
 __all__ = [
     "CONTROLLER_WATCHED",
+    "HEALTHY_WATCH",
     "LIST_CHUNK",
     "STATUS_REASONS",
     "WATCHED",
+    "Backoff",
     "ClusterCache",
+    "client_timeout",
     "short_error",
+    "status_code",
     "trimmed",
 ]
 
@@ -65,10 +103,18 @@ CONTROLLER_WATCHED: tuple[Resource, ...] = CONTROLLER_READS
 #: objects per list page (``limit``; lightkube follows ``continue``)
 LIST_CHUNK = 500
 
+#: seconds a watch must run (at most ``watch_timeout``), if it delivers no event, to prove healthy
+#: and start the backoff over
+HEALTHY_WATCH = 10.0
+#: what a list of an optional resource may be answered with to read as listed and empty
+_ABSENT_CODES = frozenset({403, 404})
+
 #: metadata keys State reads, by kind (every kind: name, namespace); labels only where read
 _METADATA: dict[str, tuple[str, ...]] = {
     # the controller's status writes (uid, generation), retention and admission's deleting check
     "WorkerClass": ("uid", "generation", "deletionTimestamp", "finalizers"),
+    # the worker controller's owner references to a pool's HelmRelease
+    "HelmRelease": ("uid",),
 }
 #: ``spec`` keys State reads of a HelmRelease (:func:`~workerclass.state.pool_from_object`,
 #: :func:`~workerclass.state.helm_release_name`); chart, interval, install... are Flux's
@@ -117,6 +163,18 @@ STATUS_REASONS = frozenset(
 )  # fmt: skip
 
 
+def status_code(error: BaseException) -> int | None:
+    """The HTTP status code of a Kubernetes client error (lightkube's ``ApiError`` or an httpx
+    status error), or ``None`` for an error without one (a connection error, a timeout)."""
+    code = getattr(getattr(error, "status", None), "code", None)
+    if code is None:
+        response = getattr(error, "response", None)
+        code = getattr(response, "status_code", None) if response is not None else None
+    if isinstance(code, int) and not isinstance(code, bool) and 100 <= code <= 999:
+        return code
+    return None
+
+
 def short_error(error: BaseException) -> str:
     """An error from the Kubernetes client reduced to its status code and reason, or its type.
 
@@ -144,6 +202,51 @@ def short_error(error: BaseException) -> str:
     return type(error).__name__
 
 
+def client_timeout(
+    *, list_timeout: float = 30.0, watch_timeout: float = 30, watch_margin: float = 10.0, connect: float = 10.0
+) -> Any:
+    """The ``Timeout`` of lightkube's HTTP library (httpx2 from lightkube 1.0, httpx before) to make
+    a ``lightkube.AsyncClient`` for a :class:`ClusterCache` with (``AsyncClient(timeout=...)``).
+
+    ``connect`` seconds to connect, write and wait for a pooled connection (lightkube's 10 s), and
+    a read timeout of ``max(list_timeout, watch_timeout + watch_margin)``: the client never cuts a
+    list page the cache's own ``list_timeout`` would let finish (lightkube's default 10 s would),
+    nor a watch before the cache's deadline (lightkube sends watches without a read timeout). The
+    defaults are the cache's; pass the ones the cache is made with.
+    """
+    from lightkube.config import client_adapter
+
+    httpx = vars(client_adapter)["httpx"]  # the module lightkube builds its HTTP clients with
+    return httpx.Timeout(connect, read=_read_timeout(list_timeout, watch_timeout, watch_margin))
+
+
+def _read_timeout(list_timeout: float, watch_timeout: float, watch_margin: float) -> float:
+    return max(float(list_timeout), watch_timeout + watch_margin)
+
+
+class Backoff:
+    """Doubling delays from ``base`` up to ``cap``, with equal jitter: each delay is half its step
+    plus a random part of the other half (``jitter()`` in ``[0, 1)``, :func:`random.random` unless
+    a test fixes it), so retries grow and retries that failed together spread apart."""
+
+    def __init__(self, base: float, cap: float, jitter: Callable[[], float] = random.random) -> None:
+        self.base = base
+        self.cap = max(cap, base)
+        self.jitter = jitter
+        self.attempt = 0
+
+    def next(self) -> float:
+        """The delay before the next retry (and one step up for the one after)."""
+        step = min(self.cap, self.base * 2.0**self.attempt)
+        if step < self.cap:
+            self.attempt += 1
+        return step / 2 + step / 2 * min(max(self.jitter(), 0.0), 1.0)
+
+    def reset(self) -> None:
+        """Start over from ``base`` (a watch proved healthy)."""
+        self.attempt = 0
+
+
 class _Silent(Exception):
     """A watch that sent no event within its deadline (a connection that died without a word)."""
 
@@ -156,22 +259,31 @@ class _Progress:
     failures: int = 0
     #: when the current run of failures began (``None`` while healthy)
     failing_since: float | None = None
+    #: what failed last: ``"list"`` or ``"watch"``
+    failed_in: str = ""
 
 
 class ClusterCache:
     """A :class:`~workerclass.webhook.sources.StateSource` kept current from the Kubernetes API.
 
     ``client`` is a ``lightkube.AsyncClient``; without one, one is made from the environment
-    (in-cluster service account, ``KUBECONFIG`` or ``~/.kube/config``) on :meth:`start`.
+    (in-cluster service account, ``KUBECONFIG`` or ``~/.kube/config``) on :meth:`start`, with a
+    read timeout that fits the deadlines below (:func:`client_timeout`). A given client should be
+    made with ``timeout=client_timeout(...)``; one whose read timeout is shorter has it raised on
+    :meth:`start` (a list page slower than the read timeout would never finish otherwise).
 
     Liveness: a list has ``list_timeout`` seconds to finish; a watch asks the server to end it
     after ``watch_timeout`` seconds, and one that delivers no event for ``watch_timeout +
     watch_margin`` seconds is given up and the resource listed again (lightkube renews a watch the
     server ended without telling its caller, so a quiet resource is re-listed at that pace; a
     re-list applies only the objects whose trimmed form changed). A resource is *current* when it
-    was listed or sent an event within ``stale_after`` seconds; once synced, ``reason`` names every resource that is
-    not (with its last error, reduced to status code and reason), so the webhook reports not ready
-    within ``stale_after`` of a source that froze or fails.
+    was listed or sent an event within ``stale_after`` seconds; once synced, ``reason`` names every
+    resource that is not (with its last error, reduced to status code and reason), so the webhook
+    reports not ready within ``stale_after`` of a source that froze or fails. An optional resource
+    the API server does not serve or RBAC hides is read as empty and never stale
+    (:attr:`warnings`). Retries back off (:class:`Backoff` from ``retry_delay`` to
+    ``max_retry_delay``), starting over only after a healthy watch; ``sleep`` and ``jitter`` are
+    injectable for tests, as is ``clock`` (monotonic seconds).
     """
 
     def __init__(
@@ -187,6 +299,8 @@ class ClusterCache:
         list_timeout: float = 30.0,
         stale_after: float = 60.0,
         clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        jitter: Callable[[], float] = random.random,
     ) -> None:
         self._client = client
         self.watch_timeout = watch_timeout
@@ -194,6 +308,8 @@ class ClusterCache:
         self.list_timeout = list_timeout
         self.stale_after = stale_after
         self._clock = clock
+        self._sleep = sleep
+        self._jitter = jitter
         self._owns_client = client is None
         self.resources = resources
         self.retry_delay = retry_delay
@@ -202,6 +318,8 @@ class ClusterCache:
         self._listed: set[str] = set()
         self._errors: dict[str, str] = {}
         self._progress: dict[str, _Progress] = {watched.kind: _Progress() for watched in resources}
+        #: optional resources last listed as absent (404 or 403), by kind: the warning that says so
+        self._absent: dict[str, str] = {}
         self._state: State | None = None
         #: accepted for callers written for the rebuilding cache; events are applied as they arrive
         self.debounce = debounce
@@ -212,6 +330,16 @@ class ClusterCache:
         self.applied = 0
         self.dropped = 0
 
+    @property
+    def read_timeout(self) -> float:
+        """The client read timeout the cache's requests need (see :func:`client_timeout`)."""
+        return _read_timeout(self.list_timeout, self.watch_timeout, self.watch_margin)
+
+    @property
+    def watch_deadline(self) -> float:
+        """Seconds a watch may stay silent before it is given up (``watch_timeout + watch_margin``)."""
+        return self.watch_timeout + self.watch_margin
+
     # ------------------------------------------------------------------ StateSource
 
     @property
@@ -221,6 +349,13 @@ class ClusterCache:
     @property
     def synced(self) -> bool:
         return self._state is not None
+
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        """One line per optional resource read as empty because its list was answered 404 or 403,
+        e.g. ``computeplanes.apps.cozystack.io: not served by the API server (404 NotFound); read
+        as empty``, in :attr:`resources` order; empty while every resource is served."""
+        return tuple(self._absent[watched.kind] for watched in self.resources if watched.kind in self._absent)
 
     @property
     def reason(self) -> str:
@@ -237,12 +372,16 @@ class ClusterCache:
             text += " (last errors: " + "; ".join(errors) + ")"
         return text
 
+    def _absent_and_current(self, watched: Resource) -> bool:
+        """An optional resource whose last answer was "not served" (or "forbidden"), with no failure since."""
+        return watched.kind in self._absent and self._progress[watched.kind].failing_since is None
+
     def _stale_reason(self) -> str:
         now = self._clock()
         stale: list[str] = []
         for watched in self.resources:
             progress = self._progress[watched.kind]
-            if progress.fresh_at is None:
+            if progress.fresh_at is None or self._absent_and_current(watched):
                 continue
             age = now - progress.fresh_at
             if age > self.stale_after:
@@ -255,6 +394,39 @@ class ClusterCache:
             f"{self.stale_after:g}s: " + "; ".join(stale)
         )
 
+    def staleness(self) -> tuple[str, ...]:
+        """Warning lines for an answer decided on the current snapshot: empty while it is fully current.
+
+        A resource is *not fully current* when it failed (a list or watch error) since it was last
+        current, or was last current longer ago than :attr:`watch_deadline` (its watch went silent
+        and it is being listed again, or the list hangs). Each such resource gives one line, e.g.
+        ``workerclass: deciding on helmreleases.helm.toolkit.fluxcd.io as of 12s ago (watch failed,
+        500 Internal Server Error)``; then each of :attr:`warnings`, prefixed ``workerclass:``. The
+        lines carry resource names, ages and :func:`short_error` texts only, mostly within the 120
+        characters the API recommends (the longest resource name makes a line of about 130; the
+        webhook cuts any at 256). Nothing before the first sync (the webhook refuses then).
+        """
+        if self._state is None:
+            return ()
+        now = self._clock()
+        deadline = self.watch_deadline
+        lines: list[str] = []
+        for watched in self.resources:
+            progress = self._progress[watched.kind]
+            if progress.fresh_at is None or self._absent_and_current(watched):
+                continue
+            age = max(0.0, now - progress.fresh_at)
+            if progress.failing_since is not None:
+                error = self._errors.get(watched.kind, "an error")
+                cause = f"{progress.failed_in or 'list'} failed, {error}"
+            elif age > deadline:
+                cause = f"no watch event or list in {deadline:g}s"  # silent: being listed again
+            else:
+                continue
+            lines.append(f"workerclass: deciding on {watched.name} as of {age:.0f}s ago ({cause})")
+        lines.extend(f"workerclass: {warning}" for warning in self.warnings)
+        return tuple(lines)
+
     def sync_reports(self) -> Sequence[SyncReport]:
         now = self._clock()
         return tuple(
@@ -266,11 +438,53 @@ class ClusterCache:
         if self._client is None:
             from lightkube import AsyncClient
 
-            self._client = AsyncClient(field_manager="workerclass-webhook")
+            self._client = AsyncClient(
+                field_manager="workerclass-webhook",
+                timeout=client_timeout(
+                    list_timeout=self.list_timeout, watch_timeout=self.watch_timeout, watch_margin=self.watch_margin
+                ),
+            )
+        else:
+            self._fit_read_timeout()
         self._tasks = [
             asyncio.create_task(self._follow(watched), name=f"workerclass-watch-{watched.plural}")
             for watched in self.resources
         ]
+
+    def _fit_read_timeout(self) -> None:
+        """Raise a given lightkube client's read timeout to :attr:`read_timeout` when it is shorter.
+
+        lightkube's ``list`` takes no per-request timeout: its requests use the HTTP client's
+        (``AsyncClient`` -> its generic client -> the httpx client, whose ``timeout`` is public).
+        A client of another shape (a test double) is left as it is.
+        """
+        try:
+            http_client = self._client._client._client
+            current = http_client.timeout
+            read = current.read
+        except AttributeError:
+            return
+        if not isinstance(read, int | float) or read >= self.read_timeout:
+            return  # no read timeout, or a long enough one
+        try:
+            http_client.timeout = type(current)(
+                connect=current.connect, read=self.read_timeout, write=current.write, pool=current.pool
+            )
+        except Exception as error:  # an HTTP library of another shape: say so, the lists may be cut
+            logger.warning(
+                "the Kubernetes client's read timeout (%gs) is shorter than list_timeout (%gs) and could not be "
+                "raised (%s): make the client with timeout=client_timeout()",
+                read,
+                self.list_timeout,
+                type(error).__name__,
+            )
+            return
+        logger.info(
+            "the Kubernetes client's read timeout was %gs: raised to %gs for the cache's lists (list_timeout %gs)",
+            read,
+            self.read_timeout,
+            self.list_timeout,
+        )
 
     async def stop(self) -> None:
         for task in self._tasks:
@@ -327,6 +541,24 @@ class ClusterCache:
             version = None
         return items, version
 
+    def _store(self, watched: Resource, items: dict[tuple[str, str], dict[str, Any]]) -> None:
+        """A list's answer (``items``; empty for an absent optional resource): stored, applied, current."""
+        previous = self._stores.get(watched.kind)
+        self._stores[watched.kind] = items
+        self._listed.add(watched.kind)
+        self._errors.pop(watched.kind, None)
+        self._fresh(watched)
+        self._relisted(watched, previous or {}, items)
+
+    def _listed_absent(self, watched: Resource, error: BaseException) -> None:
+        """An optional resource whose list was answered 404 or 403: listed and empty, said once per change."""
+        what = "not served by the API server" if status_code(error) == 404 else "hidden by RBAC"
+        text = f"{watched.name}: {what} ({short_error(error)}); read as empty"
+        self._store(watched, {})
+        if self._absent.get(watched.kind) != text:
+            self._absent[watched.kind] = text
+            logger.warning("%s; probing it again with backoff", text)
+
     async def _follow(self, watched: Resource) -> None:
         from lightkube.generic_resource import create_global_resource, create_namespaced_resource
 
@@ -335,21 +567,30 @@ class ClusterCache:
         scope: dict[str, Any] = {"namespace": "*"} if watched.namespaced else {}
         if watched.labels:
             scope["labels"] = dict(watched.labels)
-        delay = self.retry_delay
-        deadline = self.watch_timeout + self.watch_margin
+        backoff = Backoff(self.retry_delay, self.max_retry_delay, self._jitter)
+        deadline = self.watch_deadline
+        healthy_after = min(float(self.watch_timeout), HEALTHY_WATCH)
+        progress = self._progress[watched.kind]
         while True:
+            phase = "list"
+            started = self._clock()
             try:
-                items, version = await self._list(watched, resource, scope)
-                previous = self._stores.get(watched.kind)
-                self._stores[watched.kind] = items
+                try:
+                    items, version = await self._list(watched, resource, scope)
+                except Exception as error:
+                    if not (watched.optional and status_code(error) in _ABSENT_CODES):
+                        raise
+                    self._listed_absent(watched, error)
+                    await self._sleep(backoff.next())
+                    continue
                 first = watched.kind not in self._listed
-                self._listed.add(watched.kind)
-                self._errors.pop(watched.kind, None)
-                self._fresh(watched)
-                self._relisted(watched, previous or {}, items)
-                if first:
+                self._store(watched, items)
+                if self._absent.pop(watched.kind, None) is not None:
+                    logger.info("%s: served now; listed %d", watched.name, len(items))
+                elif first:
                     logger.info("listed %d %s", len(items), watched.name)
-                delay = self.retry_delay
+                phase = "watch"
+                started = self._clock()
                 watch = self._client.watch(
                     resource, resource_version=version, server_timeout=self.watch_timeout, **scope
                 )
@@ -363,6 +604,7 @@ class ClusterCache:
                             raise _Silent from None
                         except StopAsyncIteration:
                             break
+                        backoff.reset()  # the watch delivers: healthy
                         self._fresh(watched)
                         if event not in ("ADDED", "MODIFIED", "DELETED"):
                             continue  # BOOKMARK: nothing changed
@@ -374,22 +616,33 @@ class ClusterCache:
                     if close is not None:
                         with contextlib.suppress(Exception):
                             await close()
+                # The watch ended without an error (lightkube renews the ones the server ends, so
+                # rarely): list again, after a backoff unless it ran long enough to be healthy.
+                if self._clock() - started >= healthy_after:
+                    backoff.reset()
+                else:
+                    delay = backoff.next()
+                    logger.debug("%s: the watch ended at once; listing again in %.1fs", watched.name, delay)
+                    await self._sleep(delay)
             except asyncio.CancelledError:
                 raise
             except _Silent:
                 # Expected on a quiet resource (lightkube renews ended watches silently); the list proves liveness.
+                backoff.reset()  # silent for a whole deadline: it ran long enough to be healthy
                 logger.debug("%s: no watch event in %gs; listing again", watched.name, deadline)
                 continue
             except Exception as error:
+                if phase == "watch" and self._clock() - started >= healthy_after:
+                    backoff.reset()  # a watch that ran a while broke: retry soon
                 message = short_error(error)
                 self._errors[watched.kind] = message
-                progress = self._progress[watched.kind]
                 progress.failures += 1
+                progress.failed_in = phase
                 if progress.failing_since is None:
                     progress.failing_since = self._clock()
-                logger.warning("%s: list/watch failed (%s); listing again in %.1fs", watched.name, message, delay)
-                await asyncio.sleep(delay)
-                delay = min(delay * 2, self.max_retry_delay)
+                delay = backoff.next()
+                logger.warning("%s: %s failed (%s); listing again in %.1fs", watched.name, phase, message, delay)
+                await self._sleep(delay)
 
     def _event(
         self,

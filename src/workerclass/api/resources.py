@@ -2,8 +2,10 @@
 
 Every place that names a resource (the State's kinds and check order, the cluster cache's watches,
 the webhook routes, the install manifests' rules and RBAC, ``preflight``'s expectations, the
-controller, the CRDs) reads it from :data:`RESOURCES`. Its edge: plain data, no imports of the rest
-of the package.
+controller, the CRDs) reads it from :data:`RESOURCES`. A row says whether a cluster may lack the
+resource (``optional``: ComputePlane and KubeVirt's instance types), which the cluster cache reads
+as empty when the API server does not serve it or RBAC hides it. Its edge: plain data, no imports
+of the rest of the package.
 """
 
 from __future__ import annotations
@@ -74,8 +76,15 @@ class Resource:
     labels: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}), hash=False)
     #: its CRD is ours to ship (``crds.py``); the others are Cozystack's, Flux's or KubeVirt's
     owned: bool = False
-    #: the WorkerClass controller reads it (a class's status needs the platform and the pools)
+    #: the controller reads it (a class's status needs the platform and the pools; rendering a
+    #: classified pool needs its parent cluster and the instance types too)
     controller: bool = False
+    #: a cluster may lack it: the cluster cache reads a list answered 404 (the API server does not
+    #: serve the group) or 403 (RBAC hides it) as listed and empty, and keeps probing it. The rest
+    #: are required: without them admission cannot decide (no platform, classes, pools or parent
+    #: clusters: KubernetesNodes only exist beside Cozystack's Kubernetes app), so the cache does not
+    #: sync without them
+    optional: bool = False
 
     @property
     def api_version(self) -> str:
@@ -97,7 +106,7 @@ WORKER_PLATFORM = Resource(
 WORKER_CLASS = Resource(
     COZYSTACK, "v1alpha1", "WorkerClass", "workerclasses", False, "class", 1, owned=True, controller=True
 )
-KUBERNETES = Resource(APPS, "v1alpha1", "Kubernetes", "kuberneteses", True, "parent", 2)
+KUBERNETES = Resource(APPS, "v1alpha1", "Kubernetes", "kuberneteses", True, "parent", 2, controller=True)
 KUBERNETES_NODES = Resource(APPS, "v1alpha1", "KubernetesNodes", "kubernetesnodes", True, "pool", 3, controller=True)
 HELM_RELEASE = Resource(
     FLUX,
@@ -110,7 +119,11 @@ HELM_RELEASE = Resource(
     labels=MappingProxyType({APPLICATION_KIND_LABEL: "KubernetesNodes"}),
     controller=True,
 )
-COMPUTE_PLANE = Resource(APPS, "v1alpha1", "ComputePlane", "computeplanes", True, "pool", 5)
+#: optional: older Cozystack releases do not serve ComputePlane
+COMPUTE_PLANE = Resource(
+    APPS, "v1alpha1", "ComputePlane", "computeplanes", True, "pool", 5, optional=True, controller=True
+)
+#: optional: a cluster without KubeVirt's instance types reads Cozystack's shipped set only
 INSTANCETYPE = Resource(
     INSTANCETYPES,
     "v1beta1",
@@ -119,6 +132,8 @@ INSTANCETYPE = Resource(
     False,
     "instancetype",
     6,
+    optional=True,
+    controller=True,
 )
 
 #: every resource, in check order
@@ -148,7 +163,8 @@ WATCHED: tuple[Resource, ...] = (
 #: what the WorkerClass controller's cache lists and watches
 CONTROLLER_READS: tuple[Resource, ...] = tuple(resource for resource in WATCHED if resource.controller)
 
-#: kinds not admitted or resolved but that ``preflight`` reads: how the webhook is installed
+#: kinds not admitted or resolved but that ``preflight`` reads: how the webhook is installed, and
+#: the Namespaces (their labels) a webhook's namespaceSelector is judged against
 AUXILIARY_KINDS = frozenset(
     {
         "MutatingWebhookConfiguration",
@@ -156,6 +172,7 @@ AUXILIARY_KINDS = frozenset(
         "Deployment",
         "Service",
         "PodDisruptionBudget",
+        "Namespace",
     }
 )
 

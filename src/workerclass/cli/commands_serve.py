@@ -1,16 +1,23 @@
 """``serve webhook``, ``serve controller`` and ``manifests``: the servers against a cluster, and the install.
 
 ``serve`` is a Typer group (:data:`serve_app`): ``workerclass serve webhook`` and
-``workerclass serve controller``.
+``workerclass serve controller``. Both read the cluster through a
+:class:`~workerclass.adapters.kube.ClusterCache` whose lightkube client is made with a read
+timeout that fits the cache's list and watch deadlines (``_cache_client``,
+:func:`~workerclass.adapters.kube.client_timeout`), not lightkube's default 10 s, which would cut a
+slow list page the cache means to wait for.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import os
+import socket
 import sys
+import uuid
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
@@ -20,6 +27,7 @@ import typer
 from ..adapters.tls import ReloadingContext, TLSFileError
 from ..api.webhooks import HEALTH_PATH
 from ..deploy import (
+    CONTROLLER_LEASE,
     DEFAULT_IMAGE,
     DEFAULT_NAMESPACE,
     InstallOptions,
@@ -60,9 +68,20 @@ def _config_error(error: BaseException) -> str:
     return short_error(error)
 
 
+def _cache_client(config: Any, field_manager: str) -> Any:
+    """A ``lightkube.AsyncClient`` for a :class:`~workerclass.adapters.kube.ClusterCache` made with its
+    default deadlines: its read timeout fits them (:func:`~workerclass.adapters.kube.client_timeout`:
+    lightkube's default 10 s would cut a list page the cache's 30 s ``list_timeout`` lets finish)."""
+    from lightkube import AsyncClient
+
+    from ..adapters.kube import client_timeout
+
+    return AsyncClient(config=config, field_manager=field_manager, timeout=client_timeout())
+
+
 def _cluster_source(kubeconfig: Path | None, *, stale_after: float = 60.0) -> StateSource:
     try:
-        from lightkube import AsyncClient, KubeConfig
+        from lightkube import KubeConfig
     except ImportError:
         fail("reading a cluster needs lightkube: install workerclass[controller], or serve a folder with --state DIR")
     from ..adapters.kube import ClusterCache
@@ -71,7 +90,7 @@ def _cluster_source(kubeconfig: Path | None, *, stale_after: float = 60.0) -> St
         config = KubeConfig.from_file(kubeconfig) if kubeconfig is not None else KubeConfig.from_env()
     except Exception as error:  # lightkube's ConfigError and file errors: one line, no traceback
         fail(f"no Kubernetes configuration: {_config_error(error)}")
-    return ClusterCache(AsyncClient(config=config, field_manager="workerclass-webhook"), stale_after=stale_after)
+    return ClusterCache(_cache_client(config, "workerclass-webhook"), stale_after=stale_after)
 
 
 @serve_app.command("webhook")
@@ -174,22 +193,48 @@ def serve_controller(
         float, typer.Option(min=1.0, help="Seconds between re-checks of a class deletion held by live pools.")
     ] = 30.0,
     liveness_port: Annotated[
-        int, typer.Option(min=0, max=65535, help="Port of kopf's liveness endpoint /healthz (0: none).")
+        int, typer.Option(min=0, max=65535, help="Port of the liveness endpoint /healthz (0: none).")
     ] = 8080,
+    metrics_port: Annotated[
+        int, typer.Option(min=0, max=65535, help="Port of the Prometheus endpoint /metrics (0: none).")
+    ] = 9090,
+    workers: Annotated[
+        bool,
+        typer.Option(
+            "--workers/--no-workers",
+            help="Apply the objects of classified pools (the worker controller), beside class status.",
+        ),
+    ] = True,
+    resync_interval: Annotated[
+        float, typer.Option(min=1.0, help="Seconds between full resyncs of the classified pools' objects.")
+    ] = 60.0,
+    leader_elect: Annotated[
+        bool,
+        typer.Option("--leader-elect/--no-leader-elect", help="Act only while holding the leader Lease."),
+    ] = True,
+    lease_namespace: Annotated[
+        str, typer.Option("--lease-namespace", help="Namespace of the leader Lease (the controller's own).")
+    ] = DEFAULT_NAMESPACE,
     log_level: Annotated[LogLevel, typer.Option(help="Log level.")] = LogLevel.info,
 ) -> None:
-    """Run the WorkerClass controller against the cluster until SIGTERM (one replica).
+    """Run the controller against the cluster until SIGTERM (any number of replicas, one leader).
 
-    Writes status.conditions (Accepted, InUse) and status.pools of every WorkerClass, and keeps a
-    finalizer on custom classes so that one is not deleted while live pools select it.
+    Writes status.conditions (Accepted, InUse) and status.pools of every WorkerClass, keeps a
+    finalizer on custom classes so that one is not deleted while live pools select it, and applies
+    the objects of every classified pool (server-side apply, owner references to the pool's
+    HelmRelease), pinning classless pools' Helm-made objects for a handoff without rollout.
+    Replicas elect a leader on the Lease workerclass-controller; only the leader writes.
     """
     try:
         import kopf  # noqa: F401
-        from lightkube import AsyncClient, KubeConfig
+        from lightkube import KubeConfig
     except ImportError:
         fail("the controller needs kopf and lightkube: install workerclass[controller]")
     from ..adapters.kube import CONTROLLER_WATCHED, ClusterCache
     from ..controller import ClassController, ControllerSettings, LightkubePoolLister, LightkubeStatusWriter
+    from ..controller.leader import LeaseElector
+    from ..controller.liveness import serve_liveness
+    from ..controller.workers import WorkerController, WorkerMetrics, WorkerSettings
 
     logging.basicConfig(
         level=log_level.value.upper(),
@@ -205,18 +250,50 @@ def serve_controller(
     if kubeconfig is not None:
         os.environ["KUBECONFIG"] = str(kubeconfig)  # kopf logs in through the same file as the cache
     settings = ControllerSettings(poll_interval=poll_interval, retain_recheck=retain_recheck)
-    liveness = f"http://0.0.0.0:{liveness_port}{HEALTH_PATH}" if liveness_port else None
+    identity = os.environ.get("POD_NAME") or f"{socket.gethostname()}-{uuid.uuid4().hex[:8]}"
 
     async def run() -> None:
-        client = AsyncClient(config=config, field_manager="workerclass-controller")
+        import signal
+
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            with contextlib.suppress(NotImplementedError, RuntimeError):
+                loop.add_signal_handler(signum, stop.set)
+        # one client for the cache's lists and watches and every write: its read timeout fits the cache's
+        client = _cache_client(config, "workerclass-controller")
         cache = ClusterCache(client, resources=CONTROLLER_WATCHED)
         await cache.start()
-        try:
-            controller = ClassController(
+        liveness = await serve_liveness(liveness_port, HEALTH_PATH) if liveness_port else None
+        if metrics_port:
+            from prometheus_client import start_http_server
+
+            start_http_server(metrics_port)
+        worker = WorkerController(
+            client, settings=WorkerSettings(resync_interval=resync_interval), metrics=WorkerMetrics()
+        )
+
+        async def lead() -> None:
+            classes = ClassController(
                 cache, LightkubeStatusWriter(client), LightkubePoolLister(client), settings=settings
             )
-            await controller.run(liveness_endpoint=liveness)
+            jobs = [classes.run(stop_flag=stop)]
+            if workers:
+                jobs.append(worker.run(cache, stop=stop))
+            try:
+                await asyncio.gather(*jobs)
+            finally:
+                stop.set()
+
+        try:
+            if leader_elect:
+                elector = LeaseElector(client, namespace=lease_namespace, name=CONTROLLER_LEASE, identity=identity)
+                await elector.run(lead, stop=stop)
+            else:
+                await lead()
         finally:
+            if liveness is not None:
+                await liveness.cleanup()
             await cache.stop()
             await client.close()
 

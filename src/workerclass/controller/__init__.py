@@ -17,15 +17,20 @@ A thin door over the core (:mod:`workerclass.ops.status`):
   hoster handling": remove the finalizer by hand only after checking that no pool selects the class.
 
 Until the cache has synced nothing is written and no finalizer is released: the controller waits
-rather than guesses. kopf runs standalone (no peering): run one replica.
+rather than guesses. kopf runs standalone (no peering): ``serve controller`` runs this class
+controller, and the worker controller, only on the replica that holds the leader Lease
+(:mod:`.leader`), so any number of replicas can run.
 
 Its edge: kopf handlers, the status writes and the loop; no rule lives here. kopf is imported
 here only, so the core and the webhook do not need it. The resource it handles, the finalizer and
 kopf's annotation prefix come from the API table (:mod:`workerclass.api`), what it reads from the
 cluster cache's list (:data:`workerclass.api.CONTROLLER_READS`).
 
-The package is this one module: the status loop, the retention handler and the
-two lightkube-backed helpers (:class:`LightkubeStatusWriter`, :class:`LightkubePoolLister`).
+Modules: this one (the status loop, the retention handler and the two lightkube-backed helpers,
+:class:`LightkubeStatusWriter` and :class:`LightkubePoolLister`); :mod:`.workers` (the worker
+controller: classified pools become machines, the handoff from Helm, Events and metrics);
+:mod:`.reporting` (its Events and metrics); :mod:`.leader` (leader election on a Lease);
+:mod:`.liveness` (``/healthz`` on every replica).
 """
 
 from __future__ import annotations
@@ -39,7 +44,7 @@ from typing import Any, Protocol
 
 import kopf
 
-from ..adapters.kube import LIST_CHUNK, short_error
+from ..adapters.kube import LIST_CHUNK, short_error, status_code
 from ..api import CONTROLLER_READS, FINALIZER, WEBHOOK_DOMAIN
 from ..api.resources import POOL_KINDS, WORKER_CLASS
 from ..ops.status import class_status
@@ -125,7 +130,13 @@ class LightkubePoolLister:
             scope: dict[str, Any] = {"namespace": "*"}
             if watched.labels:
                 scope["labels"] = dict(watched.labels)
-            async for obj in self._client.list(resource, chunk_size=LIST_CHUNK, **scope):
+            try:
+                listed = [obj async for obj in self._client.list(resource, chunk_size=LIST_CHUNK, **scope)]
+            except Exception as error:  # an optional API the cluster does not serve (or RBAC hides) has no pools
+                if watched.optional and status_code(error) in (403, 404):
+                    continue
+                raise
+            for obj in listed:
                 raw = obj.to_dict() if hasattr(obj, "to_dict") else obj
                 if isinstance(raw, dict):  # list items may leave apiVersion and kind out
                     raw = {"apiVersion": watched.api_version, "kind": watched.kind, **raw}

@@ -10,6 +10,9 @@ Modules:
   failure policy, readiness), checked against :data:`workerclass.api.webhooks.WEBHOOKS`.
 - :mod:`.status`: a WorkerClass's status conditions and whether its deletion must wait (the
   controller's core).
+- :mod:`.workers`: what the worker controller applies for each classified pool (rendered, marked
+  as ours, owned by the pool's HelmRelease), which pools' Helm-made objects it pins for a handoff,
+  and when a live object already holds what would be applied.
 
 Each takes States (or plain objects) and returns values; none does I/O.
 """

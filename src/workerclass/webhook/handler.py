@@ -12,6 +12,9 @@ Bad input gets a clear answer and never a crash: bodies over the limit get 413, 
 non-JSON or a wrong envelope 400, other media types 415; a readable review whose request is wrong
 (unknown operation, missing object, another kind) gets a denial with ``status.code`` 400; while
 the source has no snapshot every review is denied with the reason (fail closed, never a guess).
+While the source's snapshot is not fully current (its ``staleness()`` lines,
+:func:`~.sources.staleness`), every answer decided on it, allowed or denied, carries those lines
+after the decision's own warnings.
 """
 
 from __future__ import annotations
@@ -37,7 +40,7 @@ from .logtext import escaped, identity_text, uid_text
 from .metrics import WebhookMetrics
 from .routes import Route
 from .settings import Settings
-from .sources import StateSource
+from .sources import StateSource, staleness
 
 __all__ = ["ByteBudget", "Decider", "ReviewHandler", "core_deciders"]
 
@@ -196,6 +199,9 @@ class ReviewHandler:
         answer = wire.from_decision(review.uid, decision, mutating=route.mutating)
         if not decision.allowed or decision.warnings:
             wire.scrub(answer, review.obj, review.old)
+        stale = staleness(self.source)
+        if stale:  # decided on data that is not fully current: every decided answer says so (our text: no scrub)
+            answer["warnings"] = [*answer.get("warnings", ()), *stale]
         if not decision.allowed:
             if logger.isEnabledFor(logging.INFO):  # the denial's codes are only joined for the log
                 codes = ", ".join(

@@ -10,7 +10,11 @@ folder that failed to reload, a watch that broke or went silent for longer than 
 bound): the server then reports not ready and says why, while requests are still answered from
 the last good snapshot (a stale read, as client-go informers give, rather than an outage of every
 write; readiness moves traffic to a replica that is current). Sources that can say when each of
-their parts was last known current offer ``sync_reports()`` (exported as metrics). The report
+their parts was last known current offer ``sync_reports()`` (exported as metrics). Sources that
+can tell a snapshot that is not fully current (a broken watch being listed again, an optional API
+read as empty) offer ``staleness()``: warning lines the server adds to every answer it decides
+while that holds (:func:`staleness`), so a decision made on old data says so even while the
+source is still ready. The report
 type, :func:`age_report` and :func:`where` live in :mod:`workerclass.adapters.sync` (the cluster
 cache makes reports too, and adapters sit below the webhook); they are re-exported here.
 """
@@ -37,6 +41,7 @@ __all__ = [
     "SyncReport",
     "age_report",
     "folder_fingerprint",
+    "staleness",
     "sync_reports",
     "where",
 ]
@@ -71,6 +76,25 @@ def sync_reports(source: object) -> Sequence[SyncReport]:
         return ()
     result: Sequence[SyncReport] = reports()
     return result
+
+
+#: a staleness line is cut to this many characters (the API server may cut an AdmissionReview warning
+#: over 256 and recommends 120), and at most this many lines are given
+WARNING_LIMIT = 256
+MAX_STALENESS_LINES = 16
+
+
+def staleness(source: object) -> list[str]:
+    """The source's ``staleness()`` lines (``() -> Sequence[str]``: why answers decided now rest on
+    data that is not fully current; empty while it is), each cut to :data:`WARNING_LIMIT`
+    characters, at most :data:`MAX_STALENESS_LINES` of them; nothing for a source without the
+    method (a fixed state, a folder). The lines are the source's own text (resource names, ages,
+    status codes), never a request's or a server's message."""
+    method = getattr(source, "staleness", None)
+    if method is None:
+        return []
+    lines: Sequence[object] = method()
+    return [line[:WARNING_LIMIT] for line in lines[:MAX_STALENESS_LINES] if isinstance(line, str) and line]
 
 
 class StaticSource:

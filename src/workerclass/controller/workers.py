@@ -1,0 +1,530 @@
+"""The worker controller: classified pools become machines.
+
+The I/O door over :mod:`workerclass.ops.workers` (what to apply, pure). For every State the cluster
+cache holds it:
+
+1. renders each classified pool (:func:`~workerclass.ops.workers.desired_workers`) and server-side
+   applies, with one field manager (:data:`FIELD_MANAGER`, ``force``: the handoff takes fields over
+   from Helm), every object that is not already as desired: an object is compared with what the
+   controller last applied in this process (a digest), and after a (re)start with the live object
+   itself (:func:`~workerclass.ops.workers.covers`), so a restart sends no write for a pool already
+   in its desired state; objects are applied in the pool's apply order and a pool whose apply fails
+   is retried whole with backoff and jitter;
+2. prunes what the pool no longer renders: an old KubevirtMachineTemplate (or Kairos/Proxmox
+   template) only once no MachineSet references it, as the chart's own lookup keeps it, anything
+   else at once;
+3. leaves a pool that is ``refused``, ``not-resolvable`` or ``waiting-for-release`` exactly as it
+   is: nothing applied, nothing pruned;
+4. pins the Helm-made worker objects of every classless pool (``helm.sh/resource-policy: keep``
+   and :data:`~workerclass.ops.workers.PINNED_ANNOTATION`), so that when the pool selects a class
+   the chart gate's upgrade deletes nothing: the controller then applies over them;
+5. deletes what a pool left behind once the pool is gone and its HelmRelease is confirmed absent
+   by a fresh read: objects with the pool's label (namespaced ones also go by their owner reference
+   through the garbage collector) and the Helm-made objects it had pinned;
+6. reports each pool's state as a Kubernetes Event on its HelmRelease (on a change of state, and
+   after every apply that wrote something), and as metrics (:class:`WorkerMetrics`).
+
+Its edge: lightkube calls, the loop and its clock; every rule is in :mod:`workerclass.ops.workers`.
+Errors are logged as status code and reason only (:func:`~workerclass.adapters.kube.short_error`).
+
+Why one module over the house ~500 lines (about 530): it is one reconcile pass, its six steps in
+the order they run over the same in-memory index of live objects and applied digests; split by
+step, every part would reach into the same private index.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import json
+import logging
+import random
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..adapters.kube import LIST_CHUNK, short_error, status_code
+from ..api.resources import HELM_RELEASE
+from ..ops.workers import (
+    HELM_KEEP,
+    HELM_RELEASE_NAME,
+    HELM_RELEASE_NAMESPACE,
+    PINNED_ANNOTATION,
+    POOL_ANNOTATION,
+    POOL_LABEL,
+    WORKER_KINDS,
+    DesiredPool,
+    WorkerKind,
+    classless_releases,
+    covers,
+    desired_workers,
+    pool_key,
+    worker_kind,
+)
+from ..state import State
+from .reporting import WorkerMetrics, post_event
+
+__all__ = ["FIELD_MANAGER", "WorkerController", "WorkerMetrics", "WorkerSettings"]
+
+logger = logging.getLogger("workerclass.workers")
+
+#: the one field manager of everything the controller applies
+FIELD_MANAGER = "workerclass-controller"
+#: the templates a MachineSet references (kept while one does, as the chart's lookup keeps them)
+TEMPLATE_KINDS = frozenset({"KubevirtMachineTemplate", "ProxmoxMachineTemplate", "KairosConfigTemplate"})
+MACHINE_SET = WorkerKind("cluster.x-k8s.io/v1beta1", "MachineSet", "machinesets")
+HELM_MANAGED = ("app.kubernetes.io/managed-by", "Helm")
+
+Key = tuple[str, str, str]  # kind, namespace, name
+
+
+@dataclass(frozen=True)
+class WorkerSettings:
+    #: seconds between full resyncs (everything re-listed: what a watch missed is caught here)
+    resync_interval: float = 60.0
+    #: seconds to gather State changes before a reconcile
+    settle: float = 0.2
+    #: applies in flight at once
+    concurrency: int = 16
+    #: backoff of a failing pool: first delay and cap, in seconds (full jitter)
+    retry_delay: float = 1.0
+    max_retry_delay: float = 60.0
+
+
+def _digest(obj: Mapping[str, Any]) -> str:
+    return hashlib.sha256(json.dumps(obj, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
+def _key(obj: Mapping[str, Any]) -> Key:
+    meta = obj.get("metadata") or {}
+    return str(obj.get("kind")), str(meta.get("namespace") or ""), str(meta.get("name"))
+
+
+def _template_refs(machine_set: Mapping[str, Any]) -> set[str]:
+    """The templates a MachineSet builds machines from (infrastructure and bootstrap)."""
+    spec = ((machine_set.get("spec") or {}).get("template") or {}).get("spec") or {}
+    refs = (spec.get("infrastructureRef") or {}, (spec.get("bootstrap") or {}).get("configRef") or {})
+    return {str(ref["name"]) for ref in refs if ref.get("name")}
+
+
+def _annotations(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    return ((obj.get("metadata") or {}).get("annotations")) or {}
+
+
+@dataclass
+class _Backoff:
+    failures: int = 0
+    until: float = 0.0
+
+
+@dataclass
+class ReconcileReport:
+    """One reconcile: what was written, and each pool's state."""
+
+    applied: int = 0
+    deleted: int = 0
+    pinned: int = 0
+    errors: int = 0
+    states: dict[str, str] = field(default_factory=dict)
+
+
+class WorkerController:
+    """Applies classified pools; see the module docstring. ``client`` is a ``lightkube.AsyncClient``."""
+
+    def __init__(
+        self,
+        client: Any,
+        *,
+        settings: WorkerSettings | None = None,
+        metrics: WorkerMetrics | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        rng: random.Random | None = None,
+        events: bool = True,
+    ) -> None:
+        self._client = client
+        self.settings = settings or WorkerSettings()
+        self.metrics = metrics
+        self._clock = clock
+        self._rng = rng or random.Random()
+        self._events = events
+        #: what this process applied, by object: the digest of the desired object
+        self._applied: dict[Key, str] = {}
+        #: the live objects with our label, by key (from the last full resync, kept up to date by our writes)
+        self._live: dict[Key, dict[str, Any]] = {}
+        self._machine_set_refs: dict[str, set[str]] = {}  # namespace -> template names MachineSets reference
+        self._served: dict[str, bool] = {}
+        self._resources: dict[str, Any] = {}
+        self._pool_states: dict[str, tuple[str, str]] = {}
+        self._backoff: dict[str, _Backoff] = {}
+        self._synced_live = False
+        self.writes = 0  # every write request sent (applies, patches, deletes, events)
+
+    # ------------------------------------------------------------------ lightkube plumbing
+
+    def _resource(self, kind: WorkerKind) -> Any:
+        if kind.kind not in self._resources:
+            from lightkube.core.resource_registry import resource_registry
+            from lightkube.generic_resource import create_global_resource, create_namespaced_resource
+
+            found = resource_registry.get(kind.api_version, kind.kind)
+            if found is None:
+                try:
+                    found = resource_registry.load(kind.api_version, kind.kind)
+                except Exception:  # not one of lightkube's models: a custom resource
+                    factory = create_namespaced_resource if kind.namespaced else create_global_resource
+                    found = factory(kind.group, kind.version, kind.kind, kind.plural)
+            self._resources[kind.kind] = found
+        return self._resources[kind.kind]
+
+    async def _list(self, kind: WorkerKind, labels: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
+        """Every object of ``kind`` (all namespaces) with ``labels``; ``[]`` when the kind is not served."""
+        resource = self._resource(kind)
+        scope: dict[str, Any] = {"namespace": "*"} if kind.namespaced else {}
+        if labels:
+            scope["labels"] = dict(labels)
+        out: list[dict[str, Any]] = []
+        try:
+            async for obj in self._client.list(resource, chunk_size=LIST_CHUNK, **scope):
+                raw = obj.to_dict() if hasattr(obj, "to_dict") else dict(obj)
+                raw.setdefault("apiVersion", kind.api_version)
+                raw.setdefault("kind", kind.kind)
+                out.append(raw)
+        except Exception as error:
+            if status_code(error) == 404:
+                if self._served.get(kind.kind, True):
+                    logger.info("%s is not served by the API server: read as none", kind.kind)
+                self._served[kind.kind] = False
+                return []
+            raise
+        self._served[kind.kind] = True
+        return out
+
+    async def _apply(self, obj: dict[str, Any]) -> dict[str, Any]:
+        from lightkube.types import PatchType
+
+        kind = worker_kind(str(obj.get("kind")))
+        if kind is None:
+            raise ValueError(f"not a worker kind: {obj.get('kind')}")
+        meta = obj["metadata"]
+        result = await self._client.patch(
+            self._resource(kind),
+            meta["name"],
+            obj,
+            namespace=meta.get("namespace") if kind.namespaced else None,
+            patch_type=PatchType.APPLY,
+            field_manager=FIELD_MANAGER,
+            force=True,
+        )
+        self._wrote("apply")
+        raw = result.to_dict() if hasattr(result, "to_dict") else dict(result)
+        raw.setdefault("apiVersion", obj["apiVersion"])
+        raw.setdefault("kind", obj["kind"])
+        return raw
+
+    async def _delete(self, key: Key) -> None:
+        kind = worker_kind(key[0]) or (MACHINE_SET if key[0] == MACHINE_SET.kind else None)
+        if kind is None:
+            return
+        try:
+            if kind.namespaced:
+                await self._client.delete(self._resource(kind), key[2], namespace=key[1])
+            else:
+                await self._client.delete(self._resource(kind), key[2])
+        except Exception as error:
+            if status_code(error) != 404:
+                raise
+        self._wrote("delete")
+
+    async def _annotate(self, obj: Mapping[str, Any], annotations: Mapping[str, Any]) -> None:
+        from lightkube.types import PatchType
+
+        kind = worker_kind(str(obj.get("kind")))
+        if kind is None:
+            return
+        meta = obj.get("metadata") or {}
+        await self._client.patch(
+            self._resource(kind),
+            meta["name"],
+            {"metadata": {"annotations": dict(annotations)}},
+            namespace=meta.get("namespace") if kind.namespaced else None,
+            patch_type=PatchType.MERGE,
+        )
+        self._wrote("patch")
+
+    async def _release_exists(self, namespace: str, name: str) -> bool:
+        from lightkube.generic_resource import create_namespaced_resource
+
+        resource = create_namespaced_resource(
+            HELM_RELEASE.group, HELM_RELEASE.version, HELM_RELEASE.kind, HELM_RELEASE.plural
+        )
+        try:
+            await self._client.get(resource, name, namespace=namespace)
+        except Exception as error:
+            if status_code(error) == 404:
+                return False
+            raise
+        return True
+
+    def _wrote(self, verb: str) -> None:
+        self.writes += 1
+        if self.metrics is not None:
+            self.metrics.writes.labels(verb).inc()
+
+    # ------------------------------------------------------------------ events
+
+    async def _event(self, pool: DesiredPool, reason: str, message: str, *, warning: bool) -> None:
+        if not self._events:
+            return
+        if await post_event(self._client, pool, reason, message, warning=warning, component=FIELD_MANAGER):
+            self._wrote("event")
+
+    async def _report(self, pool: DesiredPool, state: str, message: str, *, wrote: int = 0) -> None:
+        previous = self._pool_states.get(pool.identity)
+        self._pool_states[pool.identity] = (state, message)
+        if state == "applied":
+            if wrote:
+                await self._event(
+                    pool, "WorkersApplied", f"{wrote} object(s) applied for class {pool.class_name}", warning=False
+                )
+            return
+        if previous == (state, message):
+            return
+        reasons = {
+            "refused": ("WorkersRefused", True),
+            "not-resolvable": ("WorkersNotResolvable", True),
+            "waiting-for-release": ("WorkersWaitingForRelease", False),
+            "waiting-for-rollout": ("WorkersWaitingForRollout", False),
+            "failing": ("WorkersApplyFailed", True),
+        }
+        reason, warning = reasons.get(state, ("Workers", False))
+        await self._event(pool, reason, message, warning=warning)
+
+    # ------------------------------------------------------------------ reconcile
+
+    async def resync_live(self) -> None:
+        """Re-list every object with our label and every MachineSet (the full resync)."""
+        live: dict[Key, dict[str, Any]] = {}
+        from lightkube.operators import exists
+
+        for kind in WORKER_KINDS:
+            for obj in await self._list(kind, {POOL_LABEL: exists()}):
+                live[_key(obj)] = obj
+        refs: dict[str, set[str]] = {}
+        for machine_set in await self._list(MACHINE_SET):
+            namespace = (machine_set.get("metadata") or {}).get("namespace") or ""
+            refs.setdefault(namespace, set()).update(_template_refs(machine_set))
+        self._live = live
+        self._machine_set_refs = refs
+        self._synced_live = True
+
+    async def reconcile(self, state: State, *, full: bool = False) -> ReconcileReport:
+        """One pass over every classified pool (``full``: re-list the live objects first)."""
+        started = self._clock()
+        if full or not self._synced_live:
+            await self.resync_live()
+        report = ReconcileReport()
+        desired = desired_workers(state)
+        keys = {pool.key for pool in desired} | {pool_key(ns, release) for ns, release in classless_releases(state)}
+        semaphore = asyncio.Semaphore(self.settings.concurrency)
+
+        fresh = full or not self._applied
+
+        async def one(pool: DesiredPool) -> None:
+            async with semaphore:
+                await self._pool(pool, report, fresh=fresh)
+
+        await asyncio.gather(*(one(pool) for pool in desired))
+        await self._pin(state, report)
+        await self._cleanup(keys, state, report)
+        if self.metrics is not None:
+            counts: dict[str, int] = {}
+            for state_name, _ in self._pool_states.values():
+                counts[state_name] = counts.get(state_name, 0) + 1
+            for state_name in (
+                "applied",
+                "waiting-for-rollout",
+                "refused",
+                "not-resolvable",
+                "waiting-for-release",
+                "failing",
+            ):
+                self.metrics.pools.labels(state_name).set(counts.get(state_name, 0))
+            self.metrics.reconcile_seconds.observe(self._clock() - started)
+        gone = set(self._pool_states) - {pool.identity for pool in desired}
+        for identity in gone:
+            del self._pool_states[identity]
+        return report
+
+    async def _pool(self, pool: DesiredPool, report: ReconcileReport, *, fresh: bool) -> None:
+        """Apply what differs. ``fresh``: the live objects were just listed, so they are compared
+        (a drift is repaired); otherwise what this process applied last is (no request at all)."""
+        if pool.state != "ready":
+            report.states[pool.identity] = pool.state
+            await self._report(pool, pool.state, pool.message)
+            return
+        backoff = self._backoff.get(pool.identity)
+        if backoff is not None and self._clock() < backoff.until:
+            report.states[pool.identity] = "failing"
+            return
+        wrote = 0
+        try:
+            for obj in pool.objects:
+                key = _key(obj)
+                digest = _digest(obj)
+                if not fresh and self._applied.get(key) == digest and key in self._live:
+                    continue
+                live = self._live.get(key)
+                if live is not None and covers(live, obj):
+                    self._applied[key] = digest
+                    continue
+                self._live[key] = await self._apply(obj)
+                self._applied[key] = digest
+                wrote += 1
+            await self._prune(pool, report)
+        except asyncio.CancelledError:
+            raise
+        except Exception as error:
+            report.errors += 1
+            failures = (backoff.failures if backoff else 0) + 1
+            delay = min(self.settings.max_retry_delay, self.settings.retry_delay * 2 ** (failures - 1))
+            self._backoff[pool.identity] = _Backoff(failures, self._clock() + self._rng.uniform(0, delay))
+            if self.metrics is not None:
+                self.metrics.apply_errors.labels("pool").inc()
+            message = f"applying the pool's objects failed ({short_error(error)}): retrying"
+            logger.warning("%s: %s", pool.identity, message)
+            report.states[pool.identity] = "failing"
+            await self._report(pool, "failing", message)
+            return
+        self._backoff.pop(pool.identity, None)
+        report.applied += wrote
+        state = "applied"
+        deployment = next((obj for obj in pool.objects if obj.get("kind") == "MachineDeployment"), None)
+        if deployment is not None and self._rolling(self._live.get(_key(deployment))):
+            state = "waiting-for-rollout"
+        report.states[pool.identity] = state
+        if state == "waiting-for-rollout":
+            await self._report(pool, state, "the MachineDeployment is rolling out its machines")
+            if wrote:
+                await self._event(
+                    pool, "WorkersApplied", f"{wrote} object(s) applied for class {pool.class_name}", warning=False
+                )
+        else:
+            await self._report(pool, state, "", wrote=wrote)
+
+    @staticmethod
+    def _rolling(deployment: Mapping[str, Any] | None) -> bool:
+        if not deployment:
+            return False
+        meta = deployment.get("metadata") or {}
+        status = deployment.get("status") or {}
+        if status.get("observedGeneration") is not None and status.get("observedGeneration") != meta.get("generation"):
+            return True
+        replicas = status.get("replicas")
+        updated = status.get("updatedReplicas")
+        return isinstance(replicas, int) and isinstance(updated, int) and updated < replicas
+
+    async def _prune(self, pool: DesiredPool, report: ReconcileReport) -> None:
+        wanted = {_key(obj) for obj in pool.objects}
+        candidates = [
+            key
+            for key, obj in self._live.items()
+            if ((obj.get("metadata") or {}).get("labels") or {}).get(POOL_LABEL) == pool.key and key not in wanted
+        ]
+        if not candidates:
+            return
+        referenced: set[str] = set()
+        if any(key[0] in TEMPLATE_KINDS for key in candidates):
+            referenced = await self._referenced(pool.namespace)  # fresh: a MachineSet made a moment ago counts
+        for key in candidates:
+            if key[0] in TEMPLATE_KINDS and key[2] in referenced:
+                continue  # a MachineSet still builds machines from it
+            await self._delete(key)
+            self._live.pop(key, None)
+            self._applied.pop(key, None)
+            report.deleted += 1
+
+    async def _referenced(self, namespace: str) -> set[str]:
+        """The template names the MachineSets of ``namespace`` reference, read now."""
+        resource = self._resource(MACHINE_SET)
+        names: set[str] = set()
+        async for machine_set in self._client.list(resource, namespace=namespace, chunk_size=LIST_CHUNK):
+            raw = machine_set.to_dict() if hasattr(machine_set, "to_dict") else dict(machine_set)
+            names |= _template_refs(raw)
+        self._machine_set_refs[namespace] = names
+        return names
+
+    async def _pin(self, state: State, report: ReconcileReport) -> None:
+        """Pin the Helm-made worker objects of every classless pool (only the ones not pinned yet)."""
+        releases = classless_releases(state)
+        if not releases or not self._synced_live:
+            return
+        for kind in WORKER_KINDS:
+            for obj in await self._list(kind, {HELM_MANAGED[0]: HELM_MANAGED[1]}):
+                annotations = _annotations(obj)
+                release = (annotations.get(HELM_RELEASE_NAMESPACE), annotations.get(HELM_RELEASE_NAME))
+                if release not in releases or annotations.get(HELM_KEEP[0]) == HELM_KEEP[1]:
+                    continue
+                try:
+                    await self._annotate(obj, {HELM_KEEP[0]: HELM_KEEP[1], PINNED_ANNOTATION: "handoff"})
+                    report.pinned += 1
+                except Exception as error:
+                    report.errors += 1
+                    logger.warning("pinning %s %s failed (%s)", kind.kind, _key(obj)[1:], short_error(error))
+
+    async def _cleanup(self, keys: set[str], state: State, report: ReconcileReport) -> None:
+        """Delete what pools that are gone left behind (their HelmRelease confirmed absent)."""
+        orphans: dict[str, list[Key]] = {}
+        for key, obj in self._live.items():
+            label = ((obj.get("metadata") or {}).get("labels") or {}).get(POOL_LABEL)
+            if label and label not in keys:
+                orphans.setdefault(str(_annotations(obj).get(POOL_ANNOTATION, "")), []).append(key)
+        for where, objects in orphans.items():
+            namespace, _, release = where.partition("/")
+            if not namespace or not release:
+                continue
+            owner = release  # a KubernetesNodes release and its HelmRelease share the name
+            try:
+                if await self._release_exists(namespace, owner):
+                    continue  # the cache lags: the pool's release is still there
+                for key in objects:
+                    await self._delete(key)
+                    self._live.pop(key, None)
+                    self._applied.pop(key, None)
+                    report.deleted += 1
+            except asyncio.CancelledError:
+                raise
+            except Exception as error:
+                report.errors += 1
+                logger.warning("cleaning up after %s failed (%s)", where, short_error(error))
+
+    # ------------------------------------------------------------------ the loop
+
+    async def run(self, source: Any, *, stop: asyncio.Event | None = None) -> None:
+        """Reconcile on every new State of ``source`` (a cluster cache) and fully every ``resync_interval``."""
+        seen: State | None = None
+        last_full = -float("inf")
+        stop = stop or asyncio.Event()
+        while not stop.is_set():
+            state = source.state
+            now = self._clock()
+            full = now - last_full >= self.settings.resync_interval
+            if state is not None and (state is not seen or full or self._backoff):
+                try:
+                    await self.reconcile(state, full=full)
+                    if full:
+                        last_full = now
+                    seen = state
+                except asyncio.CancelledError:
+                    raise
+                except Exception as error:  # the lists failed: retry after a pause
+                    logger.warning("reconciling the worker pools failed (%s)", short_error(error), exc_info=True)
+                    await _sleep(stop, self._rng.uniform(0.5, 1.5) * self.settings.retry_delay * 5)
+                    continue
+            await _sleep(stop, self.settings.settle)
+
+
+async def _sleep(stop: asyncio.Event, seconds: float) -> None:
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(stop.wait(), timeout=seconds)

@@ -1,0 +1,285 @@
+"""What the worker controller applies: the objects of every classified pool, and what it pins.
+
+Pure: a :class:`~workerclass.state.State` in, plain data out; the controller
+(:mod:`workerclass.controller.workers`) does the I/O. For each classified pool (a KubernetesNodes
+release or a direct HelmRelease writer of the chart that names a class; ComputePlane node groups
+keep their classless path) :func:`desired_workers` resolves and renders it and returns a
+:class:`DesiredPool`: the objects exactly as the chart would render them for the pool's effective
+settings, plus what makes them ours:
+
+* every object carries the label :data:`POOL_LABEL` (a digest of ``<namespace>/<release>``, since
+  a label value is at most 63 characters) and the annotation :data:`POOL_ANNOTATION` (the same in
+  words), so the controller lists what it applied per kind with one label selector, and finds what
+  a pool left behind;
+* a namespaced object the chart leaves unnamespaced lands in the release's namespace (as Helm puts
+  it), and one in that namespace gets an owner reference to the pool's HelmRelease, so deleting the
+  pool deletes it through the garbage collector even while the controller is down. Cluster-scoped
+  objects cannot name a namespaced owner (the garbage collector would take the owner for absent
+  and delete them): the controller deletes those by label when the pool is gone;
+* ``spec.replicas`` of the MachineDeployment is left out, as the chart leaves it: the autoscaler
+  owns it (Cluster API's defaulting webhook seeds it from the min-size annotation).
+
+A pool that does not resolve (its class removed by force, a platform edit) is
+``not-resolvable``; one the chart refuses is ``refused``; one whose HelmRelease is not (yet) in the
+cluster is ``waiting-for-release``: for all three the controller applies nothing and deletes nothing.
+
+Pinning (the handoff from Helm): Helm deletes what leaves a release unless the live object carries
+``helm.sh/resource-policy: keep``. With the chart gate a pool that selects a class leaves its
+release whole, so the objects Helm rendered for the classless pool must be pinned *before* that
+upgrade runs. :func:`classless_releases` names the releases whose Helm-made worker objects the
+controller keeps pinned (marked with :data:`PINNED_ANNOTATION` too, so it unpins and cleans up
+only its own pins). Once the pool selects a class, the controller applies the rendered objects over
+them under the same names (no machine is replaced when the class reproduces the settings) and
+adds its label and owner reference; from then on they are the controller's.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal
+
+from ..api import WEBHOOK_DOMAIN
+from ..api.resources import HELM_RELEASE, RELEASE_PREFIX
+from ..render import RenderError, render
+from ..render.manifests import release_name
+from ..resolve import resolve_all
+from ..state import State
+from ..violations import Violation
+
+__all__ = [
+    "HELM_KEEP",
+    "HELM_RELEASE_NAME",
+    "HELM_RELEASE_NAMESPACE",
+    "PINNED_ANNOTATION",
+    "POOL_ANNOTATION",
+    "POOL_LABEL",
+    "WORKER_KINDS",
+    "DesiredPool",
+    "PoolState",
+    "WorkerKind",
+    "classless_releases",
+    "covers",
+    "desired_workers",
+    "pool_key",
+    "worker_kind",
+]
+
+#: the label on every object the controller applies: :func:`pool_key` of the pool's release
+POOL_LABEL = f"{WEBHOOK_DOMAIN}/pool"
+#: the same pool in words (``<namespace>/<release>``), for people and for the cleanup's check
+POOL_ANNOTATION = f"{WEBHOOK_DOMAIN}/pool"
+#: on a Helm-made object the controller pinned for a handoff (only its own pins are undone)
+PINNED_ANNOTATION = f"{WEBHOOK_DOMAIN}/pinned"
+#: Helm's resource policy: a live object carrying it is never deleted by an upgrade or uninstall
+HELM_KEEP = ("helm.sh/resource-policy", "keep")
+#: the annotations Helm marks the objects of a release with
+HELM_RELEASE_NAME = "meta.helm.sh/release-name"
+HELM_RELEASE_NAMESPACE = "meta.helm.sh/release-namespace"
+
+PoolState = Literal["ready", "refused", "not-resolvable", "waiting-for-release"]
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerKind:
+    """A kind the chart renders for a pool (or that the controller reads beside them)."""
+
+    api_version: str
+    kind: str
+    plural: str
+    namespaced: bool = True
+
+    @property
+    def group(self) -> str:
+        return self.api_version.rpartition("/")[0]
+
+    @property
+    def version(self) -> str:
+        return self.api_version.rpartition("/")[2]
+
+
+#: What the chart (and so the controller) renders for a pool, in apply order: templates before the
+#: MachineDeployment that names them, RBAC before the Job that uses it.
+WORKER_KINDS: tuple[WorkerKind, ...] = (
+    WorkerKind("v1", "ServiceAccount", "serviceaccounts"),
+    WorkerKind("rbac.authorization.k8s.io/v1", "ClusterRole", "clusterroles", False),
+    WorkerKind("rbac.authorization.k8s.io/v1", "ClusterRoleBinding", "clusterrolebindings", False),
+    WorkerKind("rbac.authorization.k8s.io/v1", "Role", "roles"),
+    WorkerKind("rbac.authorization.k8s.io/v1", "RoleBinding", "rolebindings"),
+    WorkerKind("cilium.io/v2", "CiliumNetworkPolicy", "ciliumnetworkpolicies"),
+    WorkerKind("infrastructure.cluster.x-k8s.io/v1alpha1", "KubevirtMachineTemplate", "kubevirtmachinetemplates"),
+    WorkerKind("infrastructure.cluster.x-k8s.io/v1alpha1", "ProxmoxMachineTemplate", "proxmoxmachinetemplates"),
+    WorkerKind("bootstrap.cluster.x-k8s.io/v1beta2", "KairosConfigTemplate", "kairosconfigtemplates"),
+    WorkerKind("cluster.x-k8s.io/v1beta1", "MachineDeployment", "machinedeployments"),
+    WorkerKind("cluster.x-k8s.io/v1beta1", "MachineHealthCheck", "machinehealthchecks"),
+    WorkerKind("cozystack.io/v1alpha1", "WorkloadMonitor", "workloadmonitors"),
+    WorkerKind("batch/v1", "Job", "jobs"),
+)
+_BY_KIND = {kind.kind: kind for kind in WORKER_KINDS}
+_RANK = {kind.kind: rank for rank, kind in enumerate(WORKER_KINDS)}
+
+
+def worker_kind(kind: str) -> WorkerKind | None:
+    return _BY_KIND.get(kind)
+
+
+def pool_key(namespace: str, release: str) -> str:
+    """A label value for the pool's release: 40 hex characters of its sha256 (names can exceed 63)."""
+    return hashlib.sha256(f"{namespace}/{release}".encode()).hexdigest()[:40]
+
+
+@dataclass(frozen=True)
+class DesiredPool:
+    """A classified pool and what the controller applies for it (nothing unless ``state`` is ready)."""
+
+    identity: str  # namespace/name of the pool object
+    kind: str  # KubernetesNodes or HelmRelease
+    namespace: str
+    release: str  # the Helm release name (kubernetes-nodes-<name> for a KubernetesNodes)
+    owner: str  # the HelmRelease's name
+    class_name: str
+    state: PoolState
+    objects: tuple[dict[str, Any], ...] = ()
+    denials: tuple[Violation, ...] = ()
+    message: str = ""
+    warnings: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def key(self) -> str:
+        return pool_key(self.namespace, self.release)
+
+
+def _owner(state: State, namespace: str, name: str) -> Mapping[str, Any] | None:
+    record = state.records.get((HELM_RELEASE.kind, namespace, name))
+    return None if record is None else record.obj
+
+
+def _marked(obj: dict[str, Any], *, namespace: str, release: str, owner: Mapping[str, Any] | None) -> dict[str, Any]:
+    out = copy.deepcopy(obj)
+    kind = worker_kind(str(out.get("kind")))
+    namespaced = kind.namespaced if kind is not None else True
+    metadata = out.setdefault("metadata", {})
+    if namespaced:
+        metadata.setdefault("namespace", namespace)
+    metadata.setdefault("labels", {})[POOL_LABEL] = pool_key(namespace, release)
+    metadata.setdefault("annotations", {})[POOL_ANNOTATION] = f"{namespace}/{release}"
+    owner_meta = (owner or {}).get("metadata") or {}
+    if namespaced and metadata.get("namespace") == namespace and owner_meta.get("uid"):
+        metadata["ownerReferences"] = [
+            {
+                "apiVersion": HELM_RELEASE.api_version,
+                "kind": HELM_RELEASE.kind,
+                "name": owner_meta.get("name"),
+                "uid": owner_meta["uid"],
+                "blockOwnerDeletion": False,
+                "controller": False,
+            }
+        ]
+    return out
+
+
+def _in_apply_order(objects: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    ranked = list(enumerate(objects))
+    ranked.sort(key=lambda pair: (_RANK.get(str(pair[1].get("kind")), len(_RANK)), pair[0]))
+    return [obj for _, obj in ranked]
+
+
+def desired_workers(state: State) -> list[DesiredPool]:
+    """Every classified KubernetesNodes or HelmRelease pool, resolved and rendered, in stable order."""
+    out: list[DesiredPool] = []
+    for record, effective, denials, warnings in resolve_all(state):
+        if record.kind == "ComputePlane" or record.class_name is None:
+            continue
+        release = record.release or (
+            f"{RELEASE_PREFIX}{record.name}" if record.kind == "KubernetesNodes" else record.name
+        )
+        owner_name = release if record.kind == "KubernetesNodes" else record.name
+        base = DesiredPool(
+            identity=record.identity,
+            kind=record.kind,
+            namespace=record.namespace,
+            release=release,
+            owner=owner_name,
+            class_name=record.class_name,
+            state="ready",
+            warnings=tuple(warnings),
+        )
+        if effective is None:
+            codes = ", ".join(sorted({violation.code for violation in denials})) or "unresolvable"
+            out.append(
+                replace(
+                    base,
+                    state="not-resolvable",
+                    denials=tuple(denials),
+                    message=f"the pool does not resolve ({codes}): left as it is",
+                )
+            )
+            continue
+        try:
+            objects = render(effective)
+        except RenderError as error:
+            out.append(
+                replace(
+                    base,
+                    state="refused",
+                    denials=tuple(
+                        Violation(str(failure.code), str(failure.field), str(failure.message))
+                        for failure in error.failures
+                        if hasattr(failure, "code")
+                    ),
+                    message="the chart refuses the pool: left as it is",
+                )
+            )
+            continue
+        release = release_name(effective)
+        base = replace(base, release=release)
+        owner = _owner(state, record.namespace, owner_name)
+        if owner is None or not ((owner.get("metadata") or {}).get("uid")):
+            out.append(
+                replace(
+                    base,
+                    state="waiting-for-release",
+                    message=f"waiting for its HelmRelease {record.namespace}/{owner_name}",
+                )
+            )
+            continue
+        marked = [_marked(obj, namespace=record.namespace, release=release, owner=owner) for obj in objects]
+        out.append(replace(base, objects=tuple(_in_apply_order(marked))))
+    return out
+
+
+def classless_releases(state: State) -> set[tuple[str, str]]:
+    """``(namespace, release)`` of every classless KubernetesNodes or HelmRelease pool: the releases
+    whose Helm-made worker objects the controller keeps pinned for a future handoff."""
+    out: set[tuple[str, str]] = set()
+    for record in state.pools.values():
+        if record.kind == "ComputePlane" or record.class_name is not None:
+            continue
+        release = record.release or (
+            f"{RELEASE_PREFIX}{record.name}" if record.kind == "KubernetesNodes" else record.name
+        )
+        out.add((record.namespace, release))
+    return out
+
+
+def covers(live: Any, desired: Any) -> bool:
+    """Whether the live object already holds every field ``desired`` sets, with the same value.
+
+    The API server adds what it defaults (a Job's selector, a template's default fields, a list
+    item's defaults), so the live object may hold more; lists compare item by item (same length).
+    This is how the controller sends no request for an object already as desired."""
+    if isinstance(desired, Mapping):
+        if not isinstance(live, Mapping):
+            return False
+        return all(key in live and covers(live[key], value) for key, value in desired.items())
+    if isinstance(desired, list):
+        if not isinstance(live, list) or len(live) != len(desired):
+            return False
+        return all(covers(a, b) for a, b in zip(live, desired, strict=True))
+    if isinstance(desired, bool) or isinstance(live, bool):
+        return live is desired
+    if isinstance(desired, int | float) and isinstance(live, int | float):
+        return float(live) == float(desired)
+    return bool(live == desired)
