@@ -6,6 +6,10 @@
   the API table (:data:`workerclass.api.WATCHED`, the controller's
   :data:`workerclass.api.CONTROLLER_READS`), keep a State current per event, say when it is stale;
   :func:`~.kube.short_error` reduces client errors to code and reason.
+- :mod:`.live`: the webhook installation read once from the API server for ``preflight --live``
+  (:func:`~.live.read_install`: webhook configurations, the Services, Deployments and
+  PodDisruptionBudgets they call, Namespaces and pools for a namespaceSelector), and the
+  kubeconfig it connects with (:func:`~.live.load_kubeconfig`).
 - :mod:`.sync`: how current a source is (:class:`~.sync.SyncReport`, :func:`~.sync.age_report`)
   and :func:`~.sync.where` (a bug's location without its values), shared with the webhook.
 - :mod:`.tls`: a server SSLContext that follows certificate rotation.

@@ -6,7 +6,7 @@
 - :mod:`.commands_core`: ``check``, ``admit``, ``resolve`` (and the STATE helpers others reuse).
 - :mod:`.commands_render`: ``render``, ``plan``.
 - :mod:`.commands_restore`: ``restore``.
-- :mod:`.commands_preflight`: ``preflight``.
+- :mod:`.commands_preflight`: ``preflight`` (from STATE, or live from the API server).
 - :mod:`.commands_serve`: ``serve webhook``, ``serve controller``, ``manifests``.
 - :mod:`.output`: JSON, tables, colour and the exit codes.
 """

@@ -5,7 +5,9 @@ exemption: a matching webhook with failurePolicy: Fail can refuse an UPDATE even
 handler would leave the legacy pool unchanged. Verify the installed package's webhook matching,
 readiness and failure behavior before exposing class-defaulting creates." This package is that
 verification over the webhook-installation objects a State keeps (``State.auxiliary``: webhook
-configurations, Deployments, Services, PodDisruptionBudgets). Verdicts are values
+configurations, Deployments, Services, PodDisruptionBudgets, Namespaces), read from a STATE folder
+or live from the API server (:class:`Source`; the reading itself is
+:mod:`workerclass.adapters.live`'s). Verdicts are values
 (:class:`Check`); the whole result is safe when no check fails. Warnings never fail it.
 
 Modules:
@@ -21,6 +23,8 @@ Modules:
 - :mod:`.certificates`: whether the API server can trust the serving certificate.
 - :mod:`.readiness`: (c) the Service, the Deployment behind it (probe, ready replicas, replicas)
   and its PodDisruptionBudget.
+- :mod:`.source`: where the objects were read (:class:`Source`: a folder, or live) and the lists
+  the API server refused (:class:`Unreadable`), which fail the checks that needed them.
 - :mod:`.verdicts`: :class:`Check`, :class:`Preflight`, the report order.
 - :mod:`.report`: :func:`preflight_objects` and :func:`preflight`, every check in that order.
 
@@ -44,8 +48,10 @@ from .expectations import (
     WEBHOOK_DOMAIN,
     Expectation,
 )
+from .matching import Namespaces
 from .objects import DEFAULT_SERVICE_PORT
-from .report import preflight, preflight_objects
+from .report import HELD_KINDS, NAMESPACE_LABEL, preflight, preflight_objects
+from .source import FOLDER, Source, Unreadable
 from .verdicts import CHECK_ORDER, Check, Preflight, Verdict
 
 __all__ = [
@@ -55,15 +61,21 @@ __all__ = [
     "DEFAULT_SERVICE_PORT",
     "DEFAULT_TIMEOUT",
     "EXPECTED",
+    "FOLDER",
+    "HELD_KINDS",
     "MAX_TIMEOUT",
     "MUTATING",
+    "NAMESPACE_LABEL",
     "READY_PATH",
     "SLOW_TIMEOUT",
     "VALIDATING",
     "WEBHOOK_DOMAIN",
     "Check",
     "Expectation",
+    "Namespaces",
     "Preflight",
+    "Source",
+    "Unreadable",
     "Verdict",
     "preflight",
     "preflight_objects",

@@ -1,9 +1,20 @@
 """(a) Matching: every served path receives exactly the kind and operations it serves, over
 admission.k8s.io/v1, with no side effects, a sane timeout, and no selector or match condition
 that lets requests skip it (checks ``matching``, ``path``, ``admissionReviewVersions``,
-``sideEffects``, ``timeoutSeconds``, ``selectors``)."""
+``sideEffects``, ``timeoutSeconds``, ``selectors``).
+
+A ``namespaceSelector`` is judged against the namespaces read (:class:`Namespaces`: the Namespace
+objects of a folder, or every namespace when read live) and the namespaces that hold the served
+kind: excluding a namespace that holds KubernetesNodes (or ComputePlanes) fails, since those
+objects' requests skip the webhook; excluding only others is a warning (objects created there
+later would skip it), and so is a selector a folder gives no Namespace objects to judge by. Read
+live, a refused list of Namespaces or of the kind fails: the selector cannot be judged."""
 
 from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
 
 from .expectations import ALL_OPERATIONS, BY_PATH, DEFAULT_TIMEOUT, MAX_TIMEOUT, SLOW_TIMEOUT, Expectation
 from .objects import (
@@ -12,14 +23,36 @@ from .objects import (
     as_map,
     rule_matches,
     selector_empty,
+    selects,
     show,
     split_resource,
     strings,
     webhook_matches,
 )
+from .source import FOLDER, Source
 from .verdicts import Check
 
-__all__ = ["coverage", "overmatching", "path_check", "selector_checks", "wire_checks"]
+__all__ = ["Namespaces", "coverage", "overmatching", "path_check", "selector_checks", "wire_checks"]
+
+#: how many namespace names a message lists before it says how many more
+_SHOWN_NAMESPACES = 5
+
+
+@dataclass(frozen=True, slots=True)
+class Namespaces:
+    """What a ``namespaceSelector`` is judged against: the labels of the namespaces read (with the
+    ``kubernetes.io/metadata.name`` label the API server gives every namespace), the namespaces that
+    hold objects of each served kind, and where they were read."""
+
+    labels: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    holding: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    source: Source = FOLDER
+
+
+def _listed(names: list[str]) -> str:
+    shown = ", ".join(names[:_SHOWN_NAMESPACES])
+    more = len(names) - _SHOWN_NAMESPACES
+    return shown + (f" and {more} more" if more > 0 else "")
 
 
 def coverage(expectation: Expectation, webhooks: list[FoundWebhook]) -> Check:
@@ -205,7 +238,66 @@ def wire_checks(webhook: FoundWebhook) -> list[Check]:
     return found
 
 
-def selector_checks(webhook: FoundWebhook) -> list[Check]:
+def _namespace_selector(
+    webhook: FoundWebhook, expectation: Expectation | None, selector: Mapping[str, Any], namespaces: Namespaces
+) -> Check:
+    """A non-empty namespaceSelector on a namespaced (or unknown) path, judged against the namespaces read."""
+    field = webhook.field("namespaceSelector")
+    shown = show(selector)
+    skip = "requests there skip the webhook (no stored default class, no validation)"
+    source = namespaces.source
+    if expectation is not None and (namespaces.labels or source.live):
+        kind = expectation.kind
+        unread = source.unread("Namespace") or source.unread(kind)
+        if unread is not None:
+            return Check(
+                "selectors",
+                "fail",
+                f"{webhook.name} namespaceSelector {shown}: which namespaces it excludes cannot be verified "
+                f"({unread.text})",
+                webhook.object,
+                field,
+            )
+        labels = namespaces.labels
+        held = namespaces.holding.get(kind, frozenset())
+        excluded_held = sorted(ns for ns in held if ns in labels and not selects(selector, labels[ns]))
+        if excluded_held:
+            return Check(
+                "selectors",
+                "fail",
+                f"{webhook.name} namespaceSelector {shown} excludes namespaces that hold {kind}: "
+                f"{_listed(excluded_held)}: {skip}",
+                webhook.object,
+                field,
+            )
+        excluded = sorted(ns for ns in labels if not selects(selector, labels[ns]))
+        if excluded:
+            return Check(
+                "selectors",
+                "warn",
+                f"{webhook.name} namespaceSelector {shown} excludes namespaces {_listed(excluded)} (none holds "
+                f"{kind} in {source.where}): {kind} created there would skip the webhook",
+                webhook.object,
+                field,
+            )
+        return Check(
+            "selectors",
+            "warn",
+            f"{webhook.name} namespaceSelector {shown} matches every namespace in {source.where}, but a namespace "
+            "created without those labels would skip the webhook",
+            webhook.object,
+            field,
+        )
+    return Check(
+        "selectors",
+        "warn",
+        f"{webhook.name} namespaceSelector {shown} could exclude tenant namespaces: {skip}",
+        webhook.object,
+        field,
+    )
+
+
+def selector_checks(webhook: FoundWebhook, namespaces: Namespaces | None = None) -> list[Check]:
     found: list[Check] = []
     expectation = BY_PATH.get(webhook.path or "")
     for key in ("namespaceSelector", "objectSelector"):
@@ -228,16 +320,7 @@ def selector_checks(webhook: FoundWebhook) -> list[Check]:
                 )
             )
             continue
-        found.append(
-            Check(
-                "selectors",
-                "warn",
-                f"{webhook.name} namespaceSelector {show(selector)} could exclude tenant namespaces: requests "
-                "there skip the webhook (no stored default class, no validation)",
-                webhook.object,
-                webhook.field(key),
-            )
-        )
+        found.append(_namespace_selector(webhook, expectation, as_map(selector), namespaces or Namespaces()))
     conditions = as_list(webhook.spec.get("matchConditions"))
     if conditions:
         names = [as_map(condition).get("name", "?") for condition in conditions]

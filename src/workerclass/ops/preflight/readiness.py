@@ -1,7 +1,14 @@
 """(c) Readiness: the Service each webhook calls exists, selects a Deployment's pods and targets a
 container port; the Deployment is probed on ``/readyz``, has ready replicas, and survives a node
 drain (2 replicas and a PodDisruptionBudget) (checks ``service``, ``readiness``, ``replicas``,
-``disruptionBudget``)."""
+``disruptionBudget``).
+
+A webhook that calls ``clientConfig.url`` instead of a Service fails ``service``: preflight sees no
+workload behind a URL (its readiness, replicas and disruption budget), and an installation whose
+server it cannot see is not one it calls safe; the message says to verify that server where it
+runs. The generated install always calls a Service. Read live, a list the API server refused
+(:class:`~.source.Unreadable`) fails the check that needed it (``service``, ``readiness``,
+``disruptionBudget``) with the list and its status, rather than reporting the objects missing."""
 
 from __future__ import annotations
 
@@ -9,8 +16,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .expectations import READY_PATH
+from .expectations import MUTATING, READY_PATH, VALIDATING
 from .objects import FoundWebhook, as_list, as_map, metadata_of, name_of, namespace_of, selector_empty, selects, show
+from .source import FOLDER, Source
 from .verdicts import Check
 
 __all__ = ["Installation", "readiness"]
@@ -21,6 +29,7 @@ class Installation:
     services: list[Mapping[str, Any]]
     deployments: list[Mapping[str, Any]]
     budgets: list[Mapping[str, Any]]
+    source: Source = FOLDER
 
 
 def _pod_labels(deployment: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -59,11 +68,13 @@ def _service(
     where = f"Service {namespace}/{name}"
     service = next((s for s in objects.services if (namespace_of(s), name_of(s)) == (namespace, name)), None)
     if service is None:
+        unread = objects.source.unread("Service", namespace)
+        missing = f"cannot be read: {unread.text}" if unread else f"is not in {objects.source.where}"
         return [
             Check(
                 "service",
                 "fail",
-                f"{where} that {', '.join(w.name for w in callers)} call is not in STATE",
+                f"{where} that {', '.join(w.name for w in callers)} call {missing}",
                 first.object,
                 first.field("clientConfig.service"),
             )
@@ -90,12 +101,23 @@ def _service(
         for d in objects.deployments
         if namespace_of(d) == namespace and all(_pod_labels(d).get(k) == v for k, v in selector.items())
     ]
+    unread = objects.source.unread("Deployment", namespace)
+    if not backing and unread is not None:
+        return [
+            Check(
+                "readiness",
+                "fail",
+                f"the Deployments behind {where} cannot be read ({unread.text}): their readiness cannot be verified",
+                where,
+                "spec.selector",
+            )
+        ], []
     if not backing:
         return [
             Check(
                 "service",
                 "fail",
-                f"{where} selector {show(selector)} matches no Deployment's pod labels in STATE",
+                f"{where} selector {show(selector)} matches no Deployment's pod labels in {objects.source.where}",
                 where,
                 "spec.selector",
             )
@@ -164,15 +186,12 @@ def _deployment(deployment: Mapping[str, Any], indexes: list[int], objects: Inst
     replicas = replicas if isinstance(replicas, int) else 1
     status = deployment.get("status")
     if not isinstance(status, Mapping) or not status:
-        checks.append(
-            Check(
-                "readiness",
-                "fail",
-                f"{where} has no status: the folder holds no live readiness; run against exported live objects",
-                where,
-                "status",
-            )
+        why = (
+            "the deployment controller has not reported on it yet"
+            if objects.source.live
+            else "the folder holds no live readiness; run against exported live objects"
         )
+        checks.append(Check("readiness", "fail", f"{where} has no status: {why}", where, "status"))
     else:
         ready = status.get("readyReplicas", 0)
         ready = ready if isinstance(ready, int) else 0
@@ -212,7 +231,18 @@ def _deployment(deployment: Mapping[str, Any], indexes: list[int], objects: Inst
         ),
         None,
     )
-    if budget is None:
+    unread = objects.source.unread("PodDisruptionBudget", namespace_of(deployment))
+    if budget is None and unread is not None:
+        checks.append(
+            Check(
+                "disruptionBudget",
+                "fail",
+                f"whether a PodDisruptionBudget covers {where} cannot be verified: {unread.text}",
+                where,
+                "spec.template.metadata.labels",
+            )
+        )
+    elif budget is None:
         checks.append(
             Check(
                 "disruptionBudget",
@@ -245,15 +275,24 @@ def readiness(webhooks: list[FoundWebhook], objects: Installation) -> list[Check
                 Check(
                     "service",
                     "fail",
-                    f"{webhook.name} calls a URL, not a Service: its readiness cannot be verified from STATE",
+                    f"{webhook.name} is served from a URL (clientConfig.url), not a Service: the server behind it "
+                    f"(its readiness, replicas and disruption budget) cannot be verified from {objects.source.where}; "
+                    "verify it where it runs",
                     webhook.object,
                     webhook.field("clientConfig.url"),
                 )
             )
             continue
         references.setdefault(reference, []).append(webhook)
-    if not webhooks:
-        checks.append(Check("service", "fail", "no workerclass webhook configuration in STATE: nothing calls a server"))
+    configurations_read = not any(objects.source.unread(kind) for kind in (MUTATING, VALIDATING))
+    if not webhooks and configurations_read:
+        checks.append(
+            Check(
+                "service",
+                "fail",
+                f"no workerclass webhook configuration in {objects.source.where}: nothing calls a server",
+            )
+        )
     seen: set[tuple[str, str]] = set()
     for reference, callers in references.items():
         service_checks, backing = _service(reference, callers, objects)

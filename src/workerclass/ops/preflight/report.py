@@ -1,6 +1,13 @@
 """The whole verdict: every check over an installation, in :data:`CHECK_ORDER`.
 
-Its edge: plain objects (or a State's ``auxiliary`` records) in, a :class:`Preflight` out; no I/O.
+What is read: the webhook configurations (all of them: other webhooks that match the pools matter
+to ``otherWebhooks``), the Services, Deployments (with status) and PodDisruptionBudgets, and, for a
+``namespaceSelector``, the Namespaces and the namespaces of the served kinds' objects (KubernetesNodes,
+ComputePlanes); from a State, its ``auxiliary`` records and those objects. Nothing else: no class,
+platform or parent cluster. A configuration kind the reader could not list (:class:`~.source.Source`)
+replaces the coverage of its paths by a failure naming the list.
+
+Its edge: plain objects (or a State) in, a :class:`Preflight` out; no I/O.
 """
 
 from __future__ import annotations
@@ -10,14 +17,20 @@ from typing import Any
 
 from ...state import State
 from .certificates import ca_bundle
-from .expectations import EXPECTED, SLOW_TIMEOUT
+from .expectations import EXPECTED, SLOW_TIMEOUT, Expectation
 from .failure import failure_policy, other_webhooks, outage
-from .matching import coverage, overmatching, path_check, selector_checks, wire_checks
-from .objects import FoundWebhook, found_webhooks, kind_of, partition
+from .matching import Namespaces, coverage, overmatching, path_check, selector_checks, wire_checks
+from .objects import FoundWebhook, as_map, found_webhooks, kind_of, metadata_of, name_of, namespace_of, partition
 from .readiness import Installation, readiness
+from .source import FOLDER, Source
 from .verdicts import CHECK_ORDER, Check, Preflight
 
-__all__ = ["preflight", "preflight_objects"]
+__all__ = ["HELD_KINDS", "NAMESPACE_LABEL", "preflight", "preflight_objects"]
+
+#: the served kinds that live in namespaces: a namespaceSelector is judged by where their objects are
+HELD_KINDS = frozenset(expectation.kind for expectation in EXPECTED if expectation.namespaced)
+#: the label the API server gives every namespace (its name), which a namespaceSelector may use
+NAMESPACE_LABEL = "kubernetes.io/metadata.name"
 
 
 def _per_webhook(
@@ -30,8 +43,33 @@ def _per_webhook(
     return [Check(name, "ok", summary)]
 
 
-def preflight_objects(objects: Iterable[Mapping[str, Any]]) -> Preflight:
-    """Check webhook-installation objects (any kinds; others are ignored)."""
+def _namespaces(listed: list[Mapping[str, Any]], source: Source) -> Namespaces:
+    labels: dict[str, Mapping[str, Any]] = {}
+    holding: dict[str, set[str]] = {}
+    for obj in listed:
+        kind = kind_of(obj)
+        if kind == "Namespace":
+            name = name_of(obj)
+            labels[name] = {NAMESPACE_LABEL: name, **as_map(metadata_of(obj).get("labels"))}
+        elif kind in HELD_KINDS:
+            holding.setdefault(kind, set()).add(namespace_of(obj))
+    return Namespaces(labels, {kind: frozenset(names) for kind, names in holding.items()}, source)
+
+
+def _coverage(expectation: Expectation, webhooks: list[FoundWebhook], source: Source) -> Check:
+    unread = source.unread(expectation.configuration)
+    if unread is None:
+        return coverage(expectation, webhooks)
+    return Check(
+        "matching",
+        "fail",
+        f"{unread.text}: whether {expectation.label} {', '.join(expectation.operations)} are sent to "
+        f"{expectation.path} (and which other webhooks match them) cannot be verified",
+    )
+
+
+def preflight_objects(objects: Iterable[Mapping[str, Any]], source: Source = FOLDER) -> Preflight:
+    """Check webhook-installation objects (any kinds; others are ignored) read from ``source``."""
     listed = list(objects)
     everything = found_webhooks(listed)
     webhooks, others = partition(everything)
@@ -39,9 +77,11 @@ def preflight_objects(objects: Iterable[Mapping[str, Any]]) -> Preflight:
         services=[o for o in listed if kind_of(o) == "Service"],
         deployments=[o for o in listed if kind_of(o) == "Deployment"],
         budgets=[o for o in listed if kind_of(o) == "PodDisruptionBudget"],
+        source=source,
     )
+    namespaces = _namespaces(listed, source)
     count = f"all {len(webhooks)} workerclass webhooks"
-    checks: list[Check] = [coverage(expectation, webhooks) for expectation in EXPECTED]
+    checks: list[Check] = [_coverage(expectation, webhooks, source) for expectation in EXPECTED]
     for webhook in webhooks:
         checks.extend(overmatching(webhook))
     checks += _per_webhook("path", webhooks, map(path_check, webhooks), f"{count} send to served paths")
@@ -64,20 +104,25 @@ def preflight_objects(objects: Iterable[Mapping[str, Any]]) -> Preflight:
     checks += _per_webhook(
         "selectors",
         webhooks,
-        [finding for webhook in webhooks for finding in selector_checks(webhook)],
+        [finding for webhook in webhooks for finding in selector_checks(webhook, namespaces)],
         f"{count} match every namespace and object",
     )
     checks += _per_webhook("failurePolicy", webhooks, map(failure_policy, webhooks), f"{count} have failurePolicy Fail")
     checks.append(outage(webhooks))
     checks += other_webhooks(others)
     checks += _per_webhook(
-        "caBundle", webhooks, map(ca_bundle, webhooks), f"{count} have a caBundle or cert-manager CA injection"
+        "caBundle",
+        webhooks,
+        (ca_bundle(webhook, source) for webhook in webhooks),
+        f"{count} have a caBundle" + ("" if source.live else " or cert-manager CA injection"),
     )
     checks += readiness(webhooks, found)
     rank = {name: index for index, name in enumerate(CHECK_ORDER)}
     return Preflight(tuple(sorted(checks, key=lambda check: rank[check.check])))
 
 
-def preflight(state: State) -> Preflight:
-    """Check the webhook installation a State holds (``state.auxiliary``)."""
-    return preflight_objects(record.obj for record in state.auxiliary)
+def preflight(state: State, source: Source = FOLDER) -> Preflight:
+    """Check the webhook installation a State holds (``state.auxiliary``, and where the objects of
+    :data:`HELD_KINDS` are, for namespace selectors), read from ``source``."""
+    held = (record.obj for record in state.objects if record.kind in HELD_KINDS)
+    return preflight_objects([*(record.obj for record in state.auxiliary), *held], source)

@@ -1,0 +1,359 @@
+"""The webhook installation read live from the API server, for ``workerclass preflight --live``.
+
+Its edge: a lightkube (sync) ``Client`` in, plain dicts out. :func:`read_install` returns an
+:class:`Install`: the objects preflight checks (built into a State by ``State.from_objects``, as a
+folder's are) and the lists the API server refused; :func:`live_preflight` is the whole verdict.
+:func:`load_kubeconfig` and :func:`kube_client` make the client the command line uses.
+
+What is read (each a ``list``, the least an identity needs for the checks):
+
+1. every MutatingWebhookConfiguration and ValidatingWebhookConfiguration: the workerclass
+   webhooks, and the others, whose outages refuse the same requests (``otherWebhooks``);
+2. in each namespace of a Service that a workerclass webhook calls (``clientConfig.service``):
+   its Services, Deployments (with their live ``status``) and PodDisruptionBudgets;
+3. only when a workerclass webhook of a namespaced kind has a ``namespaceSelector``: every
+   Namespace (their labels), and that kind's objects (KubernetesNodes, ComputePlanes) across all
+   namespaces, to see whether the selector leaves out a namespace that holds some.
+
+Nothing else: preflight reads no class, platform or parent cluster. A webhook that calls
+``clientConfig.url`` names no namespace, so nothing is read for it; the ``service`` check says its
+server cannot be verified. The serving certificate is not fetched: the ``caBundle`` check sees
+whether a CA is there (and, live, whether cert-manager injected it), not whether it is the CA
+that signed the server's certificate.
+
+Errors: a list refused with an HTTP status (403 from RBAC, 404 for a group not served, 5xx) is an
+:class:`~workerclass.ops.preflight.Unreadable`, which fails the check that needed it; a 404 for
+the pools' kind means the API server does not serve it, so no namespace holds any. A 401, an
+unreachable server, a timeout or a kubeconfig that cannot be used raise :class:`LiveError`, one
+line that never quotes the server's message or its URL (a kubeconfig's server URL may carry
+credentials): statuses through :func:`~workerclass.adapters.kube.short_error`.
+
+lightkube is imported lazily (it comes with the ``controller`` extra): importing this module
+needs no client.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import ssl
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ..api.resources import by_kind
+from ..ops.preflight import Preflight, Source, Unreadable, preflight
+from ..ops.preflight.expectations import BY_PATH, MUTATING, VALIDATING
+from ..ops.preflight.objects import found_webhooks, partition, selector_empty
+from ..state import State
+from .kube import short_error, trimmed
+
+__all__ = [
+    "LIST_CHUNK",
+    "READ",
+    "Install",
+    "LiveError",
+    "Target",
+    "kube_client",
+    "live_preflight",
+    "load_kubeconfig",
+    "read_install",
+]
+
+#: objects per list page (``limit``; lightkube follows ``continue``)
+LIST_CHUNK = 500
+#: kind -> (lightkube module, apiVersion, the resource as RBAC names it): what is read, typed
+READ: dict[str, tuple[str, str, str]] = {
+    MUTATING: (
+        "lightkube.resources.admissionregistration_v1",
+        "admissionregistration.k8s.io/v1",
+        "mutatingwebhookconfigurations.admissionregistration.k8s.io",
+    ),
+    VALIDATING: (
+        "lightkube.resources.admissionregistration_v1",
+        "admissionregistration.k8s.io/v1",
+        "validatingwebhookconfigurations.admissionregistration.k8s.io",
+    ),
+    "Service": ("lightkube.resources.core_v1", "v1", "services"),
+    "Deployment": ("lightkube.resources.apps_v1", "apps/v1", "deployments.apps"),
+    "PodDisruptionBudget": ("lightkube.resources.policy_v1", "policy/v1", "poddisruptionbudgets.policy"),
+    "Namespace": ("lightkube.resources.core_v1", "v1", "namespaces"),
+}
+#: the in-cluster service account's files (lightkube's default)
+SERVICE_ACCOUNT = "/var/run/secrets/kubernetes.io/serviceaccount"
+DEFAULT_KUBECONFIG = "~/.kube/config"
+
+
+class LiveError(Exception):
+    """The cluster cannot be read at all: one line, without the server's message or URL."""
+
+
+@dataclass(frozen=True, slots=True)
+class Install:
+    """What :func:`read_install` read: the objects, and the lists the API server refused."""
+
+    objects: list[dict[str, Any]] = field(default_factory=list)
+    unreadable: tuple[Unreadable, ...] = ()
+
+    @property
+    def source(self) -> Source:
+        return Source(live=True, unreadable=self.unreadable)
+
+    def state(self) -> State:
+        return State.from_objects(self.objects, origin="cluster")
+
+    def preflight(self) -> Preflight:
+        return preflight(self.state(), self.source)
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """A lightkube ``SingleConfig`` and how to name it in a message (``context NAME``, in-cluster)."""
+
+    config: Any
+    label: str
+
+
+# ---------------------------------------------------------------------- reading
+
+
+def _status_code(error: BaseException) -> int | None:
+    """The HTTP status of a client error (lightkube's ApiError or httpx's HTTPStatusError), else None."""
+    code = getattr(getattr(error, "status", None), "code", None)
+    if code is None:
+        response = getattr(error, "response", None)
+        code = getattr(response, "status_code", None) if response is not None else None
+    return code if isinstance(code, int) and not isinstance(code, bool) else None
+
+
+def _causes(error: BaseException) -> list[BaseException]:
+    chain: list[BaseException] = []
+    current: BaseException | None = error
+    while current is not None and current not in chain:
+        chain.append(current)
+        current = current.__cause__ or current.__context__
+    return chain
+
+
+def _fatal(error: BaseException, resource: str) -> LiveError:
+    """A failure that is no HTTP answer, as one line: the type of error, never its text."""
+    names = {cls.__name__ for cls in type(error).__mro__}
+    if any(isinstance(cause, ssl.SSLCertVerificationError) for cause in _causes(error)):
+        return LiveError(
+            "cannot reach the API server: its TLS certificate is not trusted "
+            "(check the kubeconfig's certificate-authority)"
+        )
+    if "TimeoutException" in names or isinstance(error, TimeoutError):
+        return LiveError(f"the API server did not answer in time ({type(error).__name__})")
+    if "TransportError" in names or isinstance(error, OSError):
+        return LiveError(f"cannot reach the API server ({type(error).__name__})")
+    return LiveError(f"reading {resource} failed: {short_error(error)}")
+
+
+def _plain(obj: Any, kind: str, api_version: str) -> dict[str, Any] | None:
+    raw = obj.to_dict() if hasattr(obj, "to_dict") else obj
+    if not isinstance(raw, dict):
+        return None
+    raw = dict(raw)
+    raw.setdefault("apiVersion", api_version)
+    raw.setdefault("kind", kind)
+    metadata = raw.get("metadata")
+    if isinstance(metadata, dict) and "managedFields" in metadata:
+        raw["metadata"] = {key: value for key, value in metadata.items() if key != "managedFields"}
+    return raw
+
+
+class _Reader:
+    """Lists into one list of objects; a refused list becomes an :class:`Unreadable`."""
+
+    def __init__(self, client: Any) -> None:
+        self.client = client
+        self.objects: list[dict[str, Any]] = []
+        self.unreadable: list[Unreadable] = []
+
+    def typed(self, kind: str, namespace: str | None = None) -> list[dict[str, Any]]:
+        """The objects of one of :data:`READ`'s kinds (in ``namespace``), kept and returned."""
+        module, api_version, resource = READ[kind]
+        cls = getattr(importlib.import_module(module), kind)
+        items = self._list(kind, cls, api_version, resource, {"namespace": namespace} if namespace else {})
+        self.objects.extend(items)
+        return items
+
+    def everywhere(self, kind: str) -> list[dict[str, Any]]:
+        """A custom resource's objects across all namespaces, trimmed, kept and returned; none when
+        the API server does not serve it."""
+        from lightkube.generic_resource import create_namespaced_resource
+
+        row = by_kind(kind)
+        assert row is not None and row.namespaced, kind
+        resource = create_namespaced_resource(row.group, row.version, row.kind, row.plural)
+        listed = self._list(kind, resource, row.api_version, row.name, {"namespace": "*"}, missing_is_empty=True)
+        items = [trimmed(kind, item) for item in listed]
+        self.objects.extend(items)
+        return items
+
+    def _list(
+        self,
+        kind: str,
+        resource: Any,
+        api_version: str,
+        name: str,
+        scope: dict[str, str],
+        *,
+        missing_is_empty: bool = False,
+    ) -> list[dict[str, Any]]:
+        try:
+            listed = [
+                _plain(obj, kind, api_version) for obj in self.client.list(resource, chunk_size=LIST_CHUNK, **scope)
+            ]
+        except Exception as error:
+            code = _status_code(error)
+            if code is None:
+                raise _fatal(error, name) from None
+            if code == 401:
+                raise LiveError(f"the API server refused the credentials ({short_error(error)})") from None
+            if code == 404 and missing_is_empty:
+                return []
+            namespace = scope.get("namespace")
+            self.unreadable.append(Unreadable(kind, name, None if namespace == "*" else namespace, short_error(error)))
+            return []
+        return [item for item in listed if item is not None]
+
+
+def read_install(client: Any) -> Install:
+    """Read the webhook installation through ``client`` (a ``lightkube.Client``): see the module.
+
+    Raises :class:`LiveError` when the cluster cannot be read at all (401, unreachable, timeout).
+    """
+    reader = _Reader(client)
+    configurations = [obj for kind in (MUTATING, VALIDATING) for obj in reader.typed(kind)]
+    ours, _ = partition(found_webhooks(configurations))
+    namespaces = sorted({w.service[0] for w in ours if w.service is not None and w.service[0]})
+    for namespace in namespaces:
+        for kind in ("Service", "Deployment", "PodDisruptionBudget"):
+            reader.typed(kind, namespace)
+    selected = set()
+    for webhook in ours:
+        expectation = BY_PATH.get(webhook.path or "")
+        selector = webhook.spec.get("namespaceSelector")
+        if expectation is not None and expectation.namespaced and selector is not None and not selector_empty(selector):
+            selected.add(expectation.kind)
+    if selected:
+        reader.typed("Namespace")
+        for kind in sorted(selected):
+            reader.everywhere(kind)
+    return Install(reader.objects, tuple(reader.unreadable))
+
+
+def live_preflight(client: Any) -> Preflight:
+    """The preflight verdict of the installation ``client`` reads (:func:`read_install`)."""
+    return read_install(client).preflight()
+
+
+# ---------------------------------------------------------------------- connecting
+
+
+def _read_kubeconfig(path: Path) -> Any:
+    from lightkube import KubeConfig
+
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise LiveError(f"{path}: no such kubeconfig file") from None
+    except (OSError, UnicodeDecodeError) as error:
+        reason = getattr(error, "strerror", None) or type(error).__name__
+        raise LiveError(f"{path}: cannot read the kubeconfig ({reason})") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError:  # its text may quote the file, tokens included
+        raise LiveError(f"{path}: not a kubeconfig (invalid YAML)") from None
+    if not isinstance(data, dict):
+        raise LiveError(f"{path}: not a kubeconfig (not a mapping)")
+    try:
+        return KubeConfig.from_dict(data, fname=path)
+    except Exception as error:
+        raise LiveError(f"{path}: not a kubeconfig ({type(error).__name__})") from None
+
+
+def _in_cluster() -> Target | None:
+    from lightkube import KubeConfig
+
+    try:
+        config = KubeConfig.from_service_account(SERVICE_ACCOUNT)
+        return Target(config.get(), "the in-cluster service account")
+    except Exception:  # not in a cluster (no token, no KUBERNETES_SERVICE_HOST)
+        return None
+
+
+def load_kubeconfig(kubeconfig: str | Path | None = None, context: str | None = None) -> Target:
+    """The API server and credentials to read with.
+
+    ``kubeconfig``: that file. Without it: the in-cluster service account (unless ``context`` is
+    given: contexts live in files), then the files of ``KUBECONFIG`` (several, separated as
+    ``PATH`` is: the first that defines the context is used, without merging), then
+    ``~/.kube/config``. ``context``: that context, else the file's ``current-context``. A context
+    without a user reads anonymously (a ``kubectl proxy``). Raises :class:`LiveError`.
+    """
+    try:
+        import lightkube  # noqa: F401
+    except ImportError:
+        raise LiveError("reading the cluster needs lightkube: install workerclass[controller]") from None
+    if kubeconfig is not None:
+        files, label = [Path(kubeconfig).expanduser()], str(kubeconfig)
+    else:
+        if context is None and (target := _in_cluster()) is not None:
+            return target
+        listed = os.environ.get("KUBECONFIG", "")
+        files = [Path(part).expanduser() for part in listed.split(os.pathsep) if part]
+        label = f"KUBECONFIG ({listed})" if files else DEFAULT_KUBECONFIG
+        files = files or [Path(DEFAULT_KUBECONFIG).expanduser()]
+        present = [path for path in files if path.is_file()]
+        if not present:
+            raise LiveError(
+                f"no Kubernetes configuration: not in a cluster, and no kubeconfig file at {label}; "
+                "give --kubeconfig FILE"
+            )
+        files = present
+    configs = [(path, _read_kubeconfig(path)) for path in files]
+    name = context or next((config.current_context for _, config in configs if config.current_context), None)
+    if name is None:
+        raise LiveError(f"{label} sets no current-context: give --context NAME")
+    for path, config in configs:
+        if name in config.contexts:
+            return Target(_single(config, name, path), f"context {name}")
+    known = sorted({context_name for _, config in configs for context_name in config.contexts})
+    raise LiveError(f"no context {name!r} in {label} (it has: {', '.join(known) or 'none'})")
+
+
+def _single(config: Any, name: str, path: Path) -> Any:
+    from lightkube.config.kubeconfig import SingleConfig
+    from lightkube.config.models import User
+
+    context = config.contexts[name]
+    if context.cluster not in config.clusters:
+        raise LiveError(f"context {name} of {path} names cluster {context.cluster!r}, which the file does not define")
+    if context.user and context.user not in config.users:
+        raise LiveError(f"context {name} of {path} names user {context.user!r}, which the file does not define")
+    return SingleConfig(
+        context_name=name,
+        context=context,
+        cluster=config.clusters[context.cluster],
+        user=config.users[context.user] if context.user else User(),
+        fname=config.fname,
+    )
+
+
+def kube_client(target: Target) -> Any:
+    """A ``lightkube.Client`` for ``target``. Raises :class:`LiveError` (a certificate file the
+    kubeconfig names is missing, its data is not PEM, ...)."""
+    from lightkube import Client
+
+    try:
+        return Client(config=target.config)
+    except OSError as error:
+        where = f" {error.filename}" if getattr(error, "filename", None) else ""
+        raise LiveError(f"{target.label}: cannot read a file it names{where} ({error.strerror or 'error'})") from None
+    except Exception as error:
+        raise LiveError(f"{target.label}: cannot make a client ({short_error(error)})") from None

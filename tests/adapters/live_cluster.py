@@ -1,0 +1,154 @@
+"""A fake API server (kmock) holding the generated webhook install, for the live preflight tests.
+
+Shared by ``tests/adapters/test_live.py`` (the adapter) and ``tests/cli/test_preflight_live.py``
+(the command line): :func:`healthy_install` is the generated install as a cluster would hold it
+(the Deployment's status reported, cert-manager's CA injected), :func:`seed` stores objects in
+the emulator, :func:`kubeconfig` points a kubeconfig at it.
+
+kmock 0.8 cannot serve Namespaces (it parses ``/api/v1/namespaces`` as the prefix of a namespaced
+path and answers 500), so :class:`WithNamespaces` lists them beside lightkube's real client.
+"""
+
+from __future__ import annotations
+
+import base64
+import copy
+from collections.abc import Iterator
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import kmock
+import yaml
+
+from workerclass.deploy import InstallOptions, webhook_manifests
+
+NAMESPACE = "cozy-workerclass"
+TENANT = "tenant-example"
+TOKEN = "test-token-not-for-print"
+#: a PEM block as cert-manager's cainjector writes it (preflight checks its form, not its signature)
+CA_PEM = b"-----BEGIN CERTIFICATE-----\nMIIBfake\n-----END CERTIFICATE-----\n"
+
+#: kind -> (group, version, plural, namespaced): what the emulator serves
+SERVED: dict[str, tuple[str, str, str, bool]] = {
+    "MutatingWebhookConfiguration": ("admissionregistration.k8s.io", "v1", "mutatingwebhookconfigurations", False),
+    "ValidatingWebhookConfiguration": ("admissionregistration.k8s.io", "v1", "validatingwebhookconfigurations", False),
+    "Service": ("", "v1", "services", True),
+    "Deployment": ("apps", "v1", "deployments", True),
+    "PodDisruptionBudget": ("policy", "v1", "poddisruptionbudgets", True),
+    "KubernetesNodes": ("apps.cozystack.io", "v1alpha1", "kubernetesnodes", True),
+    "ComputePlane": ("apps.cozystack.io", "v1alpha1", "computeplanes", True),
+}
+
+Objects = list[dict[str, Any]]
+
+
+def resource_of(kind: str) -> kmock.resource:
+    group, version, plural, _ = SERVED[kind]
+    return kmock.resource(group, version, plural)
+
+
+def healthy_install(*, ready: int = 2, inject_ca: bool = True) -> Objects:
+    """The generated install as the cluster holds it: status reported, the CA injected."""
+    objects = copy.deepcopy(webhook_manifests(InstallOptions()))
+    for obj in objects:
+        if obj["kind"] == "Deployment":
+            obj["status"] = {"replicas": obj["spec"]["replicas"], "readyReplicas": ready}
+        if inject_ca and "webhooks" in obj:
+            for item in obj["webhooks"]:
+                item["clientConfig"]["caBundle"] = base64.b64encode(CA_PEM).decode()
+    objects += [
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": labels}}
+        for name, labels in (
+            ("kube-system", {"kubernetes.io/metadata.name": "kube-system"}),
+            (TENANT, {"kubernetes.io/metadata.name": TENANT, "tenant": "true"}),
+        )
+    ]
+    return objects
+
+
+def find(objects: Objects, kind: str) -> dict[str, Any]:
+    return next(obj for obj in objects if obj["kind"] == kind)
+
+
+def webhook(objects: Objects, path: str) -> dict[str, Any]:
+    for obj in objects:
+        for item in obj.get("webhooks", []):
+            if item["clientConfig"].get("service", {}).get("path") == path:
+                return item  # type: ignore[no-any-return]
+    raise LookupError(path)
+
+
+def pool(name: str, namespace: str = TENANT) -> dict[str, Any]:
+    return {
+        "apiVersion": "apps.cozystack.io/v1alpha1",
+        "kind": "KubernetesNodes",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"cluster": "example", "version": "v1.35", "minReplicas": 1, "maxReplicas": 2},
+    }
+
+
+def seed(emulator: kmock.KubernetesEmulator, objects: Objects, *, skip: tuple[str, ...] = ()) -> None:
+    """Serve every kind of :data:`SERVED` (but ``skip``) and store the objects of those kinds."""
+    for kind, (_, _, _, namespaced) in SERVED.items():
+        if kind not in skip:
+            emulator.resources[resource_of(kind)] = kmock.ResourceInfo(kind=kind, namespaced=namespaced)
+    for obj in objects:
+        if obj["kind"] in SERVED and obj["kind"] not in skip:
+            metadata = obj["metadata"]
+            emulator.objects[resource_of(obj["kind"]), metadata.get("namespace"), metadata["name"]] = obj
+
+
+def refuse(emulator: kmock.KubernetesEmulator, kind: str, status: int = 403, reason: str = "Forbidden") -> None:
+    """Every list of ``kind`` is answered ``status``, with a message that must never be printed."""
+    message = f"{SERVED[kind][2]} is forbidden: User secret-user cannot list (server message)"
+    emulator["list", resource_of(kind)] << kmock.KubernetesError(status=status, reason=reason, message=message)
+
+
+class Refused(Exception):
+    """A client error as lightkube raises it for a non-JSON answer: only the response's status."""
+
+    def __init__(self, code: int) -> None:
+        super().__init__("a server message that must never be printed")
+        self.response = SimpleNamespace(status_code=code)
+
+
+class WithNamespaces:
+    """A lightkube client whose Namespace lists come from ``namespaces`` (or fail with ``refused``)."""
+
+    def __init__(self, client: Any, namespaces: Objects, refused: int | None = None) -> None:
+        self.client = client
+        self.namespaces = namespaces
+        self.refused = refused
+        self.namespace_lists = 0
+
+    def list(self, resource: Any, **scope: Any) -> Iterator[Any]:
+        if getattr(resource, "__name__", "") != "Namespace":
+            return iter(self.client.list(resource, **scope))
+        self.namespace_lists += 1
+        if self.refused is not None:
+            raise Refused(self.refused)
+        return iter(copy.deepcopy(self.namespaces))
+
+    def close(self) -> None:
+        self.client.close()
+
+
+def namespaces(objects: Objects) -> Objects:
+    return [obj for obj in objects if obj["kind"] == "Namespace"]
+
+
+def kubeconfig(server: str, *, token: str = TOKEN, context: str = "kmock") -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": context, "cluster": {"server": server}}],
+        "users": [{"name": "reader", "user": {"token": token}}],
+        "contexts": [{"name": context, "context": {"cluster": context, "user": "reader"}}],
+        "current-context": context,
+    }
+
+
+def write_kubeconfig(path: Path, server: str, **options: Any) -> Path:
+    path.write_text(yaml.safe_dump(kubeconfig(server, **options)))
+    return path
