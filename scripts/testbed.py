@@ -279,7 +279,8 @@ def _build_all(gover: str) -> int:
                 (after.children_user + after.children_system) - (before.children_user + before.children_system), 1
             ),
             "peak_used_mib": round((mem.peak - mem.baseline) / 2**20),
-            "largest_process_mib": round(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024),
+            # the largest single process of this run so far (getrusage keeps the maximum over all children)
+            "largest_process_so_far_mib": round(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024),
             "cores": os.cpu_count(),
         }
         stats_path.write_text(json.dumps(stats, indent=2) + "\n")

@@ -48,6 +48,9 @@ WEBHOOK_USER = f"system:serviceaccount:{NAMESPACE}:workerclass-webhook"
 CONTROLLER_USER = f"system:serviceaccount:{NAMESPACE}:workerclass-controller"
 ACCOUNT_GROUPS = ("system:serviceaccounts", f"system:serviceaccounts:{NAMESPACE}")
 TENANT = "tenant-example"
+#: the Cilium release whose CRDs the test bed serves (its module publishes them as files)
+CILIUM = "v1.18.6"
+CILIUM_CRDS = Path("pkg/k8s/apis/cilium.io/client/crds/v2")
 
 
 def shared_dir() -> Path | None:
@@ -181,6 +184,10 @@ def cluster(binaries: Binaries, shared: Path, tmp_path_factory: pytest.TempPathF
         kube = Kube(server.url, server.ssl_context())
         install_crds(kube, APPLICATION_CRDS)
         install_crds(kube, read_crds(shared / "upstream-crds", "helm.toolkit.fluxcd.io_helmreleases.yaml"))
+        # Cozystack's CNI: the chart's talos-reconcile Job comes with a CiliumNetworkPolicy
+        install_crds(
+            kube, read_crds(module_dir("github.com/cilium/cilium", CILIUM) / CILIUM_CRDS, "ciliumnetworkpolicies.yaml")
+        )
         kube.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": TENANT}})
         # What a tenant had before workerclass was installed: its parent cluster and a legacy pool
         # (the KubernetesNodes and the HelmRelease Cozystack's API keeps it as).

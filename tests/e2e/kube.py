@@ -232,7 +232,9 @@ class Kube:
         while pending and time.monotonic() < deadline:
             for name in sorted(pending):
                 crd = self.find("apiextensions.k8s.io/v1", "CustomResourceDefinition", name)
-                conditions = {c["type"]: c["status"] for c in (((crd or {}).get("status") or {}).get("conditions") or [])}
+                conditions = {
+                    c["type"]: c["status"] for c in (((crd or {}).get("status") or {}).get("conditions") or [])
+                }
                 if conditions.get("Established") == "True":
                     pending.discard(name)
             if pending:

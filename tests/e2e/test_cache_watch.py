@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import copy
 import time
 from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -51,17 +51,22 @@ def reader(cluster: ApiServer, kube: Kube, install: Install) -> Iterator[Any]:
 
 
 def _client(kubeconfig: Any, server: str | None = None) -> Any:
+    """A lightkube client as ``serve`` makes one (:func:`client_timeout`), optionally to another server URL."""
+    import tempfile
+
+    import yaml
     from lightkube import AsyncClient, KubeConfig
 
-    config = KubeConfig.from_file(kubeconfig)
+    from workerclass.adapters.kube import client_timeout
+
+    path = kubeconfig
     if server is not None:
-        raw = copy.deepcopy(config.clusters)
-        for cluster in raw.values():
-            object.__setattr__(cluster, "server", server)
-        config = KubeConfig(
-            clusters=raw, contexts=config.contexts, users=config.users, current_context=config.current_context
-        )
-    return AsyncClient(config=config, field_manager="workerclass-e2e")
+        data = yaml.safe_load(Path(kubeconfig).read_text())
+        for entry in data["clusters"]:
+            entry["cluster"]["server"] = server
+        path = Path(tempfile.mkdtemp()) / "kubeconfig.yaml"
+        path.write_text(yaml.safe_dump(data))
+    return AsyncClient(config=KubeConfig.from_file(path), field_manager="workerclass-e2e", timeout=client_timeout())
 
 
 @contextlib.asynccontextmanager
@@ -107,7 +112,8 @@ def test_unserved_optional_groups_read_as_empty(reader: Any, webhook: Any) -> No
     anyway, says so in its warnings, and is not stale for it."""
 
     async def scenario() -> None:
-        async with running(ClusterCache(_client(reader.kubeconfig), stale_after=5)) as cache:
+        cache = ClusterCache(_client(reader.kubeconfig), stale_after=5, watch_timeout=1, watch_margin=1)
+        async with running(cache):
             await cache.wait_synced(timeout=20)
             warnings = " ".join(cache.warnings)
             assert "computeplanes.apps.cozystack.io" in warnings
@@ -136,7 +142,14 @@ def test_an_optional_group_that_comes_and_goes(reader: Any, kube: Kube, webhook:
         return 0 if state is None else sum(1 for record in state.pools.values() if record.kind == "ComputePlane")
 
     async def scenario() -> None:
-        cache = ClusterCache(_client(reader.kubeconfig), retry_delay=0.2, max_retry_delay=1, stale_after=5)
+        cache = ClusterCache(
+            _client(reader.kubeconfig),
+            retry_delay=0.2,
+            max_retry_delay=1,
+            stale_after=5,
+            watch_timeout=1,
+            watch_margin=1,
+        )
         async with running(cache):
             await cache.wait_synced(timeout=20)
             assert planes(cache) == 0
@@ -211,7 +224,7 @@ def test_a_watch_refused_after_every_list_backs_off(cluster: ApiServer, kube: Ku
         "metadata": {"name": "workerclass-e2e-list-only"},
         "rules": [{"apiGroups": ["helm.toolkit.fluxcd.io"], "resources": ["helmreleases"], "verbs": ["list"]}],
     }
-    user = "workerclass-e2e-reader"
+    user = "workerclass-e2e-lister"
     kube.apply(role)
     kube.apply(
         {
@@ -226,10 +239,11 @@ def test_a_watch_refused_after_every_list_backs_off(cluster: ApiServer, kube: Ku
             "subjects": [{"kind": "User", "name": user, "apiGroup": "rbac.authorization.k8s.io"}],
         }
     )
-    from workerclass.api import HELM_RELEASE
+    from workerclass.api.resources import HELM_RELEASE
 
     async def scenario() -> None:
-        cache = ClusterCache(_client(reader.kubeconfig), resources=(HELM_RELEASE,), retry_delay=0.5, max_retry_delay=8)
+        lister = cluster.identity(user)
+        cache = ClusterCache(_client(lister.kubeconfig), resources=(HELM_RELEASE,), retry_delay=0.5, max_retry_delay=8)
         mark = cluster.audit_mark()
         async with running(cache):
             await asyncio.sleep(15)
@@ -242,8 +256,6 @@ def test_a_watch_refused_after_every_list_backs_off(cluster: ApiServer, kube: Ku
         assert 2 <= len(lists) <= 10, len(lists)
 
     try:
-        # the webhook's ClusterRole grants watch; this test's identity needs only the narrow role
-        kube.delete("rbac.authorization.k8s.io/v1", "ClusterRoleBinding", "workerclass-e2e-reader")
         asyncio.run(scenario())
     finally:
         kube.delete("rbac.authorization.k8s.io/v1", "ClusterRoleBinding", "workerclass-e2e-list-only")

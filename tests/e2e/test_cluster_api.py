@@ -50,6 +50,9 @@ def test_a_rendered_legacy_pool_becomes_a_machine_set(kube: Kube, capi: ClusterA
     objects = rendered("tenant-example/example-legacy")
     kinds = sorted(obj["kind"] for obj in objects)
     assert {"KubevirtMachineTemplate", "MachineDeployment", "MachineHealthCheck", "TalosConfigTemplate"} <= set(kinds)
+    for obj in objects:  # Helm puts a namespaced object the chart leaves unnamespaced in the release's namespace
+        if kube.resource_of(obj).namespaced:
+            obj["metadata"].setdefault("namespace", TENANT)
     for obj in objects:
         kube.apply(obj, manager="workerclass-e2e", dry_run=True)
     for obj in objects:

@@ -87,7 +87,10 @@ def test_status_finalizer_and_a_quiet_restart(
     }  # fmt: skip
     kube.create(pool)
     wait_until(lambda: _conditions(_status(kube, name)).get("InUse") == "True", timeout=30, what="InUse=True")
-    assert f"{TENANT}/example-e2e-retained" in str(_status(kube, name).get("pools"))
+    status = _status(kube, name)
+    assert status["pools"] == 1
+    in_use = next(c for c in status["conditions"] if c["type"] == "InUse")
+    assert f"{TENANT}/example-e2e-retained" in in_use["message"]
 
     # a restart: the same desired state, so not one write
     controller.stop()

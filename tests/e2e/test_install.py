@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from tests.builders import make_state
 
+from tests.builders import make_state
 from workerclass.admission import admit
 from workerclass.api.resources import WORKER_CLASS, WORKER_PLATFORM
 

@@ -17,6 +17,7 @@ import copy
 from typing import Any
 
 import pytest
+
 from tests.builders import SSH_KEY
 
 from .conftest import TENANT, Served

@@ -302,7 +302,7 @@ def kubeconfig(server: str, ca: bytes, cert: bytes, key: bytes, user: str) -> st
 
 
 #: users whose lists and watches the audit log records as well as their writes
-COUNTED_READERS = ("workerclass-e2e-reader",)
+COUNTED_READERS = ("workerclass-e2e-reader", "workerclass-e2e-lister")
 
 AUDIT_POLICY = {
     "apiVersion": "audit.k8s.io/v1",

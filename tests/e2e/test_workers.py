@@ -1,0 +1,279 @@
+"""Classified pools become machines: ``workerclass serve controller`` applies what the chart renders
+for each classified pool (server-side, one field manager, owner references to the pool's
+HelmRelease, ``spec.replicas`` left to Cluster API's defaulting), Cluster API's manager makes the
+MachineSet, a pool that no longer resolves is left exactly as it is, an old template is kept while a
+MachineSet uses it, and deleting the pool leaves nothing behind.
+
+The controller runs as the bundle's controller ServiceAccount (the RBAC ``workerclass manifests``
+grants), with kube-controller-manager's garbage collector beside the API server.
+
+Seen to fail against a broken bundle: without the worker kinds' rows in the controller's
+ClusterRole every apply was refused (403) and no MachineDeployment appeared; with the owner
+reference left out, deleting the HelmRelease left the namespaced objects behind.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from .conftest import ACCOUNT_GROUPS, CONTROLLER_USER, TENANT, ClusterAPI, Install, Served
+from .kube import Kube
+from .testbed import ApiServer, Process, wait_until, workerclass_command
+
+POOLS = "apps.cozystack.io/v1alpha1"
+FLUX = "helm.toolkit.fluxcd.io/v2"
+CAPI = "cluster.x-k8s.io/v1beta1"
+KUBEVIRT = "infrastructure.cluster.x-k8s.io/v1alpha1"
+LABEL = "workerclass.cozystack.io/pool"
+
+
+@pytest.fixture(scope="module")
+def workers(
+    cluster: ApiServer, install: Install, capi: ClusterAPI, webhook: Served, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Process]:
+    if cluster.binaries.kube_controller_manager is not None:  # else the controller alone deletes
+        cluster.start_garbage_collector()
+    identity = cluster.identity(CONTROLLER_USER, ACCOUNT_GROUPS)
+    process = Process(
+        "workerclass-controller",
+        [
+            *workerclass_command(), "serve", "controller",
+            "--kubeconfig", str(identity.kubeconfig),
+            "--liveness-port", "0", "--metrics-port", "0", "--poll-interval", "0.2",
+            "--lease-namespace", "cozy-workerclass", "--resync-interval", "5",
+        ],
+        tmp_path_factory.mktemp("workers") / "controller.log",
+    ).start()  # fmt: skip
+    yield process
+    process.stop()
+
+
+def pool_objects(name: str, spec: dict[str, Any]) -> list[dict[str, Any]]:
+    """A KubernetesNodes and the HelmRelease Cozystack's API keeps it as (values = the spec)."""
+    return [
+        {"apiVersion": POOLS, "kind": "KubernetesNodes", "metadata": {"name": name, "namespace": TENANT}, "spec": spec},
+        {
+            "apiVersion": FLUX,
+            "kind": "HelmRelease",
+            "metadata": {
+                "name": f"kubernetes-nodes-{name}",
+                "namespace": TENANT,
+                "labels": {"apps.cozystack.io/application.kind": "KubernetesNodes"},
+            },
+            "spec": {
+                "interval": "5m",
+                "chartRef": {"kind": "ExternalArtifact", "name": "kubernetes-nodes", "namespace": "cozy-system"},
+                "values": spec,
+            },
+        },
+    ]
+
+
+def job_does(kube: Kube, name: str, spec: dict[str, Any]) -> None:
+    """What the talos-reconcile Job applies at run time: the pool's TalosConfigTemplate (rendered with
+    ``--talos-config-template``; its run-time inputs stay ``${NAME}``, which the API server accepts)."""
+    import subprocess
+    import tempfile
+    from pathlib import Path
+
+    import yaml
+
+    from .testbed import ROOT
+
+    with tempfile.TemporaryDirectory() as folder:
+        state = Path(folder)
+        for sub in ("classes", "platform"):
+            for path in (ROOT / "examples" / sub).glob("*.yaml"):
+                (state / path.name).write_text(path.read_text())
+        (state / "tenant.yaml").write_text(
+            yaml.safe_dump_all(
+                [
+                    yaml.safe_load((ROOT / "examples" / "tenant-example" / "cluster.yaml").read_text()),
+                    {
+                        "apiVersion": POOLS,
+                        "kind": "KubernetesNodes",
+                        "metadata": {"name": name, "namespace": TENANT},
+                        "spec": spec,
+                    },
+                ]
+            )
+        )
+        out = subprocess.run(
+            [*workerclass_command(), "render", str(state), "--pool", f"{TENANT}/{name}", "--talos-config-template"],
+            capture_output=True, text=True, check=True,
+        )  # fmt: skip
+    for obj in yaml.safe_load_all(out.stdout):
+        if obj and obj["kind"] == "TalosConfigTemplate":
+            obj["metadata"].setdefault("namespace", TENANT)
+            kube.apply(obj, manager="talos-reconcile")
+
+
+def labelled(kube: Kube, api_version: str, kind: str, name: str) -> list[dict[str, Any]]:
+    return [obj for obj in kube.list(api_version, kind, TENANT) if obj["metadata"]["name"].startswith(name)]
+
+
+def test_classified_pools_become_machines_and_leave_nothing_behind(
+    cluster: ApiServer, kube: Kube, workers: Process
+) -> None:
+    from .test_cluster_api import parent_cluster
+
+    parent_cluster(kube)
+    spec = {
+        "cluster": "example", "workerClassName": "talos", "version": "v1.35",
+        "minReplicas": 2, "maxReplicas": 3, "instanceType": "", "resources": {"cpu": "2", "memory": "4Gi"},
+    }  # fmt: skip
+    for obj in pool_objects("example-e2e-workers", spec):
+        kube.apply(obj, manager="cozystack-api")
+    release = kube.get(FLUX, "HelmRelease", "kubernetes-nodes-example-e2e-workers", TENANT)
+    deployment = wait_until(
+        lambda: kube.find(CAPI, "MachineDeployment", "kubernetes-example-e2e-workers", TENANT),
+        timeout=60,
+        what="the MachineDeployment applied by the controller:\n" + workers.tail(),
+    )
+    assert deployment["metadata"]["labels"][LABEL]
+    assert deployment["metadata"]["ownerReferences"][0]["uid"] == release["metadata"]["uid"]
+    managers = {entry["manager"] for entry in deployment["metadata"]["managedFields"]}
+    assert "workerclass-controller" in managers
+    # replicas: not ours; Cluster API's webhook seeded them from the min-size annotation
+    assert deployment["spec"]["replicas"] == 2
+    owned = [e for e in deployment["metadata"]["managedFields"] if e["manager"] == "workerclass-controller"]
+    assert all("f:replicas" not in str(entry.get("fieldsV1", {}).get("f:spec", {})) for entry in owned)
+    templates = labelled(kube, KUBEVIRT, "KubevirtMachineTemplate", "kubernetes-example-e2e-workers-")
+    assert len(templates) == 1
+    jobs = wait_until(  # applied last: after the RBAC it runs with
+        lambda: [
+            job
+            for job in kube.list("batch/v1", "Job", TENANT)
+            if "e2e-workers-talos-reconcile" in job["metadata"]["name"]
+        ],
+        timeout=30,
+        what="the talos-reconcile Job",
+    )
+    assert len(jobs) == 1  # the talos-reconcile Job the chart renders (it makes the TalosConfigTemplate)
+    # The test bed runs no pod: do what the Job does, apply the TalosConfigTemplate (CAPI waits for it)
+    job_does(kube, "example-e2e-workers", spec)
+    wait_until(
+        lambda: kube.list(
+            CAPI, "MachineSet", TENANT, labels="cluster.x-k8s.io/deployment-name=kubernetes-example-e2e-workers"
+        ),
+        timeout=60,
+        what="CAPI's MachineSet",
+    )
+
+    # a change that renames the template: the old one stays while a MachineSet uses it
+    old_template = templates[0]["metadata"]["name"]
+    changed = {**spec, "resources": {"cpu": "4", "memory": "4Gi"}}
+    for obj in pool_objects("example-e2e-workers", changed):
+        kube.apply(obj, manager="cozystack-api")
+    wait_until(
+        lambda: (
+            kube.get(CAPI, "MachineDeployment", "kubernetes-example-e2e-workers", TENANT)["spec"]["template"]["spec"][
+                "infrastructureRef"
+            ]["name"]
+            != old_template
+        ),
+        timeout=60,
+        what="the MachineDeployment pointing at the new template",
+    )
+    time.sleep(6)  # a resync: the old template is still referenced by the old MachineSet
+    assert kube.find(KUBEVIRT, "KubevirtMachineTemplate", old_template, TENANT) is not None
+    for machine_set in kube.list(
+        CAPI, "MachineSet", TENANT, labels="cluster.x-k8s.io/deployment-name=kubernetes-example-e2e-workers"
+    ):
+        if machine_set["spec"]["template"]["spec"]["infrastructureRef"]["name"] == old_template:
+            kube.delete(CAPI, "MachineSet", machine_set["metadata"]["name"], TENANT)  # the rollout's end
+    wait_until(
+        lambda: kube.find(KUBEVIRT, "KubevirtMachineTemplate", old_template, TENANT) is None,
+        timeout=60,
+        what="the unused old template pruned",
+    )
+
+    # the pool deleted: nothing of it is left
+    kube.delete(POOLS, "KubernetesNodes", "example-e2e-workers", TENANT)
+    kube.delete(FLUX, "HelmRelease", "kubernetes-nodes-example-e2e-workers", TENANT)
+
+    def gone() -> bool:
+        left = [
+            obj["kind"] + "/" + obj["metadata"]["name"]
+            for api_version, kind in (
+                (CAPI, "MachineDeployment"),
+                (CAPI, "MachineHealthCheck"),
+                (KUBEVIRT, "KubevirtMachineTemplate"),
+                ("batch/v1", "Job"),
+                ("rbac.authorization.k8s.io/v1", "Role"),
+                ("v1", "ServiceAccount"),
+                ("rbac.authorization.k8s.io/v1", "ClusterRole"),
+            )
+            for obj in (kube.list(api_version, kind, TENANT) if kind != "ClusterRole" else kube.list(api_version, kind))
+            if "e2e-workers" in obj["metadata"]["name"]
+        ]
+        return not left
+
+    wait_until(gone, timeout=90, what="everything of the deleted pool gone")
+
+
+def test_a_pool_that_no_longer_resolves_is_left_as_it_is(
+    cluster: ApiServer, kube: Kube, workers: Process, install: Install
+) -> None:
+    from .test_cluster_api import parent_cluster
+
+    parent_cluster(kube)
+    klass = {
+        "apiVersion": "cozystack.io/v1alpha1",
+        "kind": "WorkerClass",
+        "metadata": {"name": "talos-e2e-forced-r1"},
+        "spec": {"bootstrap": "talos", "talos": {"version": "v1.13.6"}},
+    }
+    kube.create(klass)
+    spec = {
+        "cluster": "example", "workerClassName": "talos-e2e-forced-r1", "version": "v1.35",
+        "minReplicas": 1, "maxReplicas": 2, "instanceType": "", "resources": {"cpu": "2", "memory": "4Gi"},
+        "talos": {"version": "v1.13.6"},
+    }  # fmt: skip
+    for obj in pool_objects("example-e2e-forced", spec):
+        kube.apply(obj, manager="cozystack-api")
+    deployment = wait_until(
+        lambda: kube.find(CAPI, "MachineDeployment", "kubernetes-example-e2e-forced", TENANT),
+        timeout=60,
+        what="the MachineDeployment",
+    )
+    # the class removed by force: past the webhook and the finalizer, as a hoster could
+    ours = next(obj for obj in install.objects if obj["kind"] == "ValidatingWebhookConfiguration")
+    kube.delete("admissionregistration.k8s.io/v1", "ValidatingWebhookConfiguration", ours["metadata"]["name"])
+    try:
+
+        def deleted() -> bool:  # the API server drops the configuration from its webhook cache within moments
+            kube.delete("cozystack.io/v1alpha1", "WorkerClass", "talos-e2e-forced-r1")
+            return True
+
+        wait_until(deleted, timeout=10, what="the class deleted past the webhook")
+        kube.patch("cozystack.io/v1alpha1", "WorkerClass", "talos-e2e-forced-r1", {"metadata": {"finalizers": []}})
+    finally:
+        kube.apply(ours, manager="workerclass-e2e-install")
+    wait_until(
+        lambda: kube.find("cozystack.io/v1alpha1", "WorkerClass", "talos-e2e-forced-r1") is None,
+        timeout=20,
+        what="gone",
+    )
+
+    def reported() -> bool:
+        events = kube.list("v1", "Event", TENANT)
+        return any(
+            event.get("reason") == "WorkersNotResolvable"
+            and event["involvedObject"]["name"] == "kubernetes-nodes-example-e2e-forced"
+            for event in events
+        )
+
+    wait_until(reported, timeout=30, what="the WorkersNotResolvable Event")
+    time.sleep(6)  # a resync more
+    after = kube.get(CAPI, "MachineDeployment", "kubernetes-example-e2e-forced", TENANT)
+    assert after["metadata"]["generation"] == deployment["metadata"]["generation"]  # (CAPI writes its status)
+    assert after["spec"] == deployment["spec"]
+    templates = labelled(kube, KUBEVIRT, "KubevirtMachineTemplate", "kubernetes-example-e2e-forced-")
+    assert len(templates) == 1
+    for obj in pool_objects("example-e2e-forced", spec):
+        kube.delete(obj["apiVersion"], obj["kind"], obj["metadata"]["name"], TENANT)
