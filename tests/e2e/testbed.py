@@ -505,6 +505,17 @@ class ApiServer:
             out.append(event)
         return out
 
+    def requests_by_verb(self, verb: str, *, since: int = 0) -> list[dict[str, Any]]:
+        """Audited requests of any user with ``verb`` (one per request), from audit line ``since`` on."""
+        seen: set[str] = set()
+        out = []
+        for event in list(self.audit_events())[since:]:
+            if event.get("verb") != verb or event.get("auditID") in seen:
+                continue
+            seen.add(event.get("auditID", ""))
+            out.append(event)
+        return out
+
     def writes_by(self, user: str, *, since: int = 0) -> list[dict[str, Any]]:
         """Write requests (create/update/patch/delete) ``user`` sent, from audit line ``since`` on."""
         return self.requests_by(user, since=since, verbs=("create", "update", "patch", "delete", "deletecollection"))
