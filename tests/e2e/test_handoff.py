@@ -207,3 +207,46 @@ def test_a_legacy_pool_selects_a_class_without_a_delete_or_a_rollout(
         return names
 
     wait_until(lambda: not left(), timeout=90, what="nothing of the pool left")
+
+
+def test_a_chart_without_the_gate_is_detected_and_never_double_written(
+    cluster: ApiServer, kube: Kube, controller: Process, tmp_path: Path
+) -> None:
+    """A classified Kairos pool whose release runs the chart without our gate: the chart renders it
+    as Talos (what the design page forbids). The controller sees Helm-made worker objects it did
+    not pin for a classified pool, reports ``ChartNotGated`` on the HelmRelease and applies
+    nothing for it, so the chart and the controller never both write the pool's machines.
+
+    Seen to fail with the controller's refusal switched off: no ChartNotGated Event came (the
+    controller applied over the chart's objects instead)."""
+    from .test_cluster_api import parent_cluster
+
+    parent_cluster(kube)
+    name = "example-e2e-ungated"
+    spec = {**LEGACY, "workerClassName": "kairos", "sshKeys": []}
+    upstream = _shared() / "upstream-cozystack" / "kubernetes-nodes"  # as Cozystack ships it: no gate
+    # Helm first (had the controller applied first, Helm's install would fail on objects it does not own)
+    helm("install", kubeconfig=cluster.admin.kubeconfig, release=f"kubernetes-nodes-{name}", namespace=TENANT,
+         chart=upstream, values=spec)  # fmt: skip
+    for obj in pool_objects(name, spec):
+        kube.apply(obj, manager="cozystack-api")
+    try:
+
+        def reported() -> bool:
+            return any(
+                "ChartNotGated" in (event.get("message") or "")
+                and event["involvedObject"]["name"] == f"kubernetes-nodes-{name}"
+                for event in kube.list("v1", "Event", TENANT)
+            )
+
+        wait_until(reported, timeout=30, what="the ChartNotGated Event:\n" + controller.tail())
+        deployment = kube.get(CAPI, "MachineDeployment", f"kubernetes-{name}", TENANT)
+        # the chart's Talos render, untouched by the controller
+        assert deployment["spec"]["template"]["spec"]["bootstrap"]["configRef"]["kind"] == "TalosConfigTemplate"
+        assert "workerclass.cozystack.io/pool" not in (deployment["metadata"].get("labels") or {})
+        managers = {entry["manager"] for entry in deployment["metadata"]["managedFields"]}
+        assert "workerclass-controller" not in managers
+    finally:
+        helm("uninstall", kubeconfig=cluster.admin.kubeconfig, release=f"kubernetes-nodes-{name}", namespace=TENANT)
+        for obj in pool_objects(name, spec):
+            kube.delete(obj["apiVersion"], obj["kind"], obj["metadata"]["name"], TENANT)

@@ -15,19 +15,23 @@ cache holds it:
    else at once;
 3. leaves a pool that is ``refused``, ``not-resolvable`` or ``waiting-for-release`` exactly as it
    is: nothing applied, nothing pruned;
-4. pins the Helm-made worker objects of every classless pool (``helm.sh/resource-policy: keep``
+4. finds classified pools whose release's chart still renders worker objects (Helm-made objects
+   of the release that neither the controller's pin nor its label marks): that chart lacks the
+   chart gate, so the pool is reported ``ChartNotGated`` and nothing is applied for it (the chart
+   and the controller must never both write a pool's machines);
+5. pins the Helm-made worker objects of every classless pool (``helm.sh/resource-policy: keep``
    and :data:`~workerclass.ops.workers.PINNED_ANNOTATION`), so that when the pool selects a class
    the chart gate's upgrade deletes nothing: the controller then applies over them;
-5. deletes what a pool left behind once the pool is gone and its HelmRelease is confirmed absent
+6. deletes what a pool left behind once the pool is gone and its HelmRelease is confirmed absent
    by a fresh read: objects with the pool's label (namespaced ones also go by their owner reference
    through the garbage collector) and the Helm-made objects it had pinned;
-6. reports each pool's state as a Kubernetes Event on its HelmRelease (on a change of state, and
+7. reports each pool's state as a Kubernetes Event on its HelmRelease (on a change of state, and
    after every apply that wrote something), and as metrics (:class:`WorkerMetrics`).
 
 Its edge: lightkube calls, the loop and its clock; every rule is in :mod:`workerclass.ops.workers`.
 Errors are logged as status code and reason only (:func:`~workerclass.adapters.kube.short_error`).
 
-Why one module over the house ~500 lines (about 530): it is one reconcile pass, its six steps in
+Why one module over the house ~500 lines (about 560): it is one reconcile pass, its seven steps in
 the order they run over the same in-memory index of live objects and applied digests; split by
 step, every part would reach into the same private index.
 """
@@ -76,6 +80,12 @@ FIELD_MANAGER = "workerclass-controller"
 TEMPLATE_KINDS = frozenset({"KubevirtMachineTemplate", "ProxmoxMachineTemplate", "KairosConfigTemplate"})
 MACHINE_SET = WorkerKind("cluster.x-k8s.io/v1beta1", "MachineSet", "machinesets")
 HELM_MANAGED = ("app.kubernetes.io/managed-by", "Helm")
+#: the report of a classified pool whose release's chart renders worker objects (no chart gate)
+CHART_NOT_GATED = (
+    "ChartNotGated: the release's chart rendered worker objects for this classified pool, so it lacks the "
+    "workerclass chart gate (deploy/chart-gate/); nothing is applied until it has it, so that the chart and "
+    "the controller never both write the pool's machines"
+)
 
 Key = tuple[str, str, str]  # kind, namespace, name
 
@@ -159,6 +169,9 @@ class WorkerController:
         self._pool_states: dict[str, tuple[str, str]] = {}
         self._backoff: dict[str, _Backoff] = {}
         self._synced_live = False
+        #: classified pools' releases whose chart still renders worker objects (no gate), from the last scan
+        self._ungated: set[tuple[str, str]] = set()
+        self._scanned: set[tuple[str, str]] | None = None
         self.writes = 0  # every write request sent (applies, patches, deletes, events)
 
     # ------------------------------------------------------------------ lightkube plumbing
@@ -335,8 +348,11 @@ class WorkerController:
             async with semaphore:
                 await self._pool(pool, report, fresh=fresh)
 
+        classified = {(pool.namespace, pool.release) for pool in desired}
+        if full or fresh or classified != self._scanned:
+            await self._pin(state, classified, report)
+            self._scanned = classified
         await asyncio.gather(*(one(pool) for pool in desired))
-        await self._pin(state, report)
         await self._cleanup(keys, state, report)
         if self.metrics is not None:
             counts: dict[str, int] = {}
@@ -363,6 +379,10 @@ class WorkerController:
         if pool.state != "ready":
             report.states[pool.identity] = pool.state
             await self._report(pool, pool.state, pool.message)
+            return
+        if (pool.namespace, pool.release) in self._ungated:
+            report.states[pool.identity] = "refused"
+            await self._report(pool, "refused", CHART_NOT_GATED)
             return
         backoff = self._backoff.get(pool.identity)
         if backoff is not None and self._clock() < backoff.until:
@@ -455,15 +475,19 @@ class WorkerController:
         self._machine_set_refs[namespace] = names
         return names
 
-    async def _pin(self, state: State, report: ReconcileReport) -> None:
-        """Pin the Helm-made worker objects of every classless pool (only the ones not pinned yet)."""
+    async def _pin(self, state: State, classified: set[tuple[str, str]], report: ReconcileReport) -> None:
+        """One look at every Helm-made worker object: pin those of classless pools (not pinned yet),
+        and find classified pools whose release Helm still renders worker objects for (objects
+        neither pinned by us nor applied by us): their chart lacks the gate."""
         releases = classless_releases(state)
-        if not releases or not self._synced_live:
-            return
+        ungated: set[tuple[str, str]] = set()
         for kind in WORKER_KINDS:
             for obj in await self._list(kind, {HELM_MANAGED[0]: HELM_MANAGED[1]}):
                 annotations = _annotations(obj)
-                release = (annotations.get(HELM_RELEASE_NAMESPACE), annotations.get(HELM_RELEASE_NAME))
+                labels = (obj.get("metadata") or {}).get("labels") or {}
+                release = (str(annotations.get(HELM_RELEASE_NAMESPACE)), str(annotations.get(HELM_RELEASE_NAME)))
+                if release in classified and PINNED_ANNOTATION not in annotations and POOL_LABEL not in labels:
+                    ungated.add(release)
                 if release not in releases or annotations.get(HELM_KEEP[0]) == HELM_KEEP[1]:
                     continue
                 try:
@@ -472,6 +496,9 @@ class WorkerController:
                 except Exception as error:
                     report.errors += 1
                     logger.warning("pinning %s %s failed (%s)", kind.kind, _key(obj)[1:], short_error(error))
+        for where in sorted(ungated - self._ungated):
+            logger.warning("%s/%s: %s", where[0], where[1], CHART_NOT_GATED)
+        self._ungated = ungated
 
     async def _cleanup(self, keys: set[str], state: State, report: ReconcileReport) -> None:
         """Delete what pools that are gone left behind (their HelmRelease confirmed absent)."""
