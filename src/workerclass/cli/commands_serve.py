@@ -273,17 +273,22 @@ def serve_controller(
             client, settings=WorkerSettings(resync_interval=resync_interval), metrics=WorkerMetrics()
         )
 
+        async def until_stopped(job: Any) -> None:
+            """Run ``job``; when it ends (kopf ends on SIGTERM: it takes over the signal handlers
+            once it starts), stop everything else too."""
+            try:
+                await job
+            finally:
+                stop.set()
+
         async def lead() -> None:
             classes = ClassController(
                 cache, LightkubeStatusWriter(client), LightkubePoolLister(client), settings=settings
             )
-            jobs = [classes.run(stop_flag=stop)]
+            jobs = [until_stopped(classes.run(stop_flag=stop))]
             if workers:
-                jobs.append(worker.run(cache, stop=stop))
-            try:
-                await asyncio.gather(*jobs)
-            finally:
-                stop.set()
+                jobs.append(until_stopped(worker.run(cache, stop=stop)))
+            await asyncio.gather(*jobs)
 
         try:
             if leader_elect:

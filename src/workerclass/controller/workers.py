@@ -64,6 +64,7 @@ from ..ops.workers import (
     classless_releases,
     covers,
     desired_workers,
+    difference,
     pool_key,
     worker_kind,
 )
@@ -399,6 +400,8 @@ class WorkerController:
                 if live is not None and covers(live, obj):
                     self._applied[key] = digest
                     continue
+                if live is not None:
+                    logger.info("%s %s/%s: %s differs; applying", key[0], key[1], key[2], difference(live, obj))
                 self._live[key] = await self._apply(obj)
                 self._applied[key] = digest
                 wrote += 1

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import copy
 import hashlib
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
@@ -63,6 +64,7 @@ __all__ = [
     "classless_releases",
     "covers",
     "desired_workers",
+    "difference",
     "pool_key",
     "worker_kind",
 ]
@@ -264,16 +266,60 @@ def classless_releases(state: State) -> set[tuple[str, str]]:
     return out
 
 
+#: lists other writers add items to (Cluster API adds its own owner references): every item we set
+#: must be there, in any order, beside theirs
+SHARED_LISTS = frozenset({"ownerReferences"})
+
+
+def difference(live: Any, desired: Any, path: str = "") -> str | None:
+    """The first path at which ``live`` does not hold what ``desired`` sets (``None``: it covers it)."""
+    if isinstance(desired, Mapping):
+        if not isinstance(live, Mapping):
+            return path or "."
+        for key, value in desired.items():
+            if key not in live:
+                return f"{path}.{key}"
+            if key in SHARED_LISTS and isinstance(value, list):
+                theirs = live[key] if isinstance(live[key], list) else []
+                if not all(any(covers(item, want) for item in theirs) for want in value):
+                    return f"{path}.{key}[]"
+                continue
+            found = difference(live[key], value, f"{path}.{key}")
+            if found is not None:
+                return found
+        return None
+    if isinstance(desired, list):
+        if not isinstance(live, list) or len(live) != len(desired):
+            return f"{path}[]"
+        for index, (a, b) in enumerate(zip(live, desired, strict=True)):
+            found = difference(a, b, f"{path}[{index}]")
+            if found is not None:
+                return found
+        return None
+    return None if covers(live, desired) else (path or ".")
+
+
 def covers(live: Any, desired: Any) -> bool:
     """Whether the live object already holds every field ``desired`` sets, with the same value.
 
     The API server adds what it defaults (a Job's selector, a template's default fields, a list
     item's defaults), so the live object may hold more; lists compare item by item (same length).
-    This is how the controller sends no request for an object already as desired."""
+    Lists in :data:`SHARED_LISTS` are others' too (Cluster API adds owner references): each item
+    we set must be among theirs. This is how the controller sends no request for an object
+    already as desired."""
     if isinstance(desired, Mapping):
         if not isinstance(live, Mapping):
             return False
-        return all(key in live and covers(live[key], value) for key, value in desired.items())
+        for key, value in desired.items():
+            if key not in live:
+                return False
+            if key in SHARED_LISTS and isinstance(value, list):
+                theirs = live[key] if isinstance(live[key], list) else []
+                if not all(any(covers(item, want) for item in theirs) for want in value):
+                    return False
+            elif not covers(live[key], value):
+                return False
+        return True
     if isinstance(desired, list):
         if not isinstance(live, list) or len(live) != len(desired):
             return False
@@ -282,4 +328,19 @@ def covers(live: Any, desired: Any) -> bool:
         return live is desired
     if isinstance(desired, int | float) and isinstance(live, int | float):
         return float(live) == float(desired)
+    if isinstance(desired, str) and isinstance(live, str) and live != desired:
+        # a metav1.Duration field comes back normalized ("20m" is stored as "20m0s")
+        a, b = _duration(live), _duration(desired)
+        return a is not None and a == b
     return bool(live == desired)
+
+
+_DURATION_PART = re.compile(r"([0-9]+(?:\.[0-9]+)?)(ns|us|µs|ms|s|m|h)")
+_UNIT_SECONDS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+def _duration(text: str) -> float | None:
+    """Seconds of a Go duration string (``1h30m``, ``20m0s``), or ``None`` for any other string."""
+    if not text or _DURATION_PART.sub("", text) != "":
+        return None
+    return sum(float(number) * _UNIT_SECONDS[unit] for number, unit in _DURATION_PART.findall(text))
