@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import base64
 import copy
+import datetime
 from collections.abc import Iterator
 from pathlib import Path
 from types import SimpleNamespace
@@ -20,20 +21,88 @@ from typing import Any
 
 import kmock
 import yaml
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
 
 from workerclass.deploy import InstallOptions, webhook_manifests
 
 NAMESPACE = "cozy-workerclass"
 TENANT = "tenant-example"
 TOKEN = "test-token-not-for-print"
-#: a PEM block as cert-manager's cainjector writes it (preflight checks its form, not its signature)
-CA_PEM = b"-----BEGIN CERTIFICATE-----\nMIIBfake\n-----END CERTIFICATE-----\n"
+#: the serving Secret the bundle's Deployment mounts, and a key that must never be read out or printed
+SECRET = "workerclass-webhook-tls"
+KEY_MARKER = b"-----BEGIN PRIVATE KEY-----\nnot-for-print\n-----END PRIVATE KEY-----\n"
+
+
+def certificate_authority(common: str) -> tuple[ec.EllipticCurvePrivateKey, x509.Certificate]:
+    """A self-signed CA (valid from an hour ago for a day)."""
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common)])
+    now = datetime.datetime.now(datetime.UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(hours=1))
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(key, hashes.SHA256())
+    )
+    return key, cert
+
+
+def serving_certificate(
+    ca: tuple[ec.EllipticCurvePrivateKey, x509.Certificate], *, days: float = 1.0, common: str = "workerclass-webhook"
+) -> bytes:
+    """A serving certificate signed by ``ca`` (PEM), valid from an hour ago for ``days`` (negative: expired)."""
+    key = ec.generate_private_key(ec.SECP256R1())
+    now = datetime.datetime.now(datetime.UTC)
+    start = now - datetime.timedelta(hours=1) + (datetime.timedelta(days=days) if days < 0 else datetime.timedelta())
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common)]))
+        .issuer_name(ca[1].subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(start - datetime.timedelta(days=1))
+        .not_valid_after(now + datetime.timedelta(days=days))
+        .sign(ca[0], hashes.SHA256())
+    )
+    return cert.public_bytes(serialization.Encoding.PEM)
+
+
+def pem(cert: x509.Certificate) -> bytes:
+    return cert.public_bytes(serialization.Encoding.PEM)
+
+
+#: the CA cert-manager's cainjector writes into every caBundle, and the one that signed the Secret
+CA = certificate_authority("workerclass-webhook-ca")
+CA_PEM = pem(CA[1])
+
+
+def tls_secret(certificate: bytes, name: str = SECRET, namespace: str = NAMESPACE) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "type": "kubernetes.io/tls",
+        "metadata": {"name": name, "namespace": namespace},
+        "data": {
+            "tls.crt": base64.b64encode(certificate).decode(),
+            "tls.key": base64.b64encode(KEY_MARKER).decode(),
+        },
+    }
+
 
 #: kind -> (group, version, plural, namespaced): what the emulator serves
 SERVED: dict[str, tuple[str, str, str, bool]] = {
     "MutatingWebhookConfiguration": ("admissionregistration.k8s.io", "v1", "mutatingwebhookconfigurations", False),
     "ValidatingWebhookConfiguration": ("admissionregistration.k8s.io", "v1", "validatingwebhookconfigurations", False),
     "Service": ("", "v1", "services", True),
+    "Secret": ("", "v1", "secrets", True),
     "Deployment": ("apps", "v1", "deployments", True),
     "PodDisruptionBudget": ("policy", "v1", "poddisruptionbudgets", True),
     "KubernetesNodes": ("apps.cozystack.io", "v1alpha1", "kubernetesnodes", True),
@@ -48,8 +117,9 @@ def resource_of(kind: str) -> kmock.resource:
     return kmock.resource(group, version, plural)
 
 
-def healthy_install(*, ready: int = 2, inject_ca: bool = True) -> Objects:
-    """The generated install as the cluster holds it: status reported, the CA injected."""
+def healthy_install(*, ready: int = 2, inject_ca: bool = True, secret: bool = True) -> Objects:
+    """The generated install as the cluster holds it: status reported, the CA injected, the serving
+    Secret (``secret``) signed by that CA."""
     objects = copy.deepcopy(webhook_manifests(InstallOptions()))
     for obj in objects:
         if obj["kind"] == "Deployment":
@@ -57,6 +127,8 @@ def healthy_install(*, ready: int = 2, inject_ca: bool = True) -> Objects:
         if inject_ca and "webhooks" in obj:
             for item in obj["webhooks"]:
                 item["clientConfig"]["caBundle"] = base64.b64encode(CA_PEM).decode()
+    if secret:
+        objects.append(tls_secret(serving_certificate(CA)))
     objects += [
         {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": labels}}
         for name, labels in (
@@ -121,6 +193,9 @@ class WithNamespaces:
         self.namespaces = namespaces
         self.refused = refused
         self.namespace_lists = 0
+
+    def get(self, resource: Any, name: str, **scope: Any) -> Any:
+        return self.client.get(resource, name, **scope)
 
     def list(self, resource: Any, **scope: Any) -> Iterator[Any]:
         if getattr(resource, "__name__", "") != "Namespace":

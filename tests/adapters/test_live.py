@@ -5,6 +5,7 @@ live is not safe."""
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import os
 from pathlib import Path
@@ -19,24 +20,35 @@ pytest.importorskip("lightkube")
 from lightkube import Client, KubeConfig
 
 from tests.adapters.live_cluster import (
+    CA,
     NAMESPACE,
+    SECRET,
     TENANT,
     TOKEN,
     Objects,
     WithNamespaces,
+    certificate_authority,
     find,
     healthy_install,
     kubeconfig,
     namespaces,
+    pem,
     pool,
     refuse,
+    resource_of,
     seed,
+    serving_certificate,
+    tls_secret,
     webhook,
     write_kubeconfig,
 )
 from workerclass.adapters import live
 from workerclass.adapters.live import Install, LiveError, kube_client, live_preflight, load_kubeconfig, read_install
 from workerclass.ops.preflight import Preflight
+
+
+def kmock_error(status: int, reason: str) -> kmock.KubernetesError:
+    return kmock.KubernetesError(status=status, reason=reason, message="secrets is forbidden (server message)")
 
 
 def client_for(server: str, **options: Any) -> Any:
@@ -99,7 +111,15 @@ async def test_the_healthy_install_read_live_is_safe(kmock: kmock.KubernetesEmul
     assert result.safe, [c for c in result.checks if c.verdict == "fail"]
     assert [c.check for c in result.checks if c.verdict == "warn"] == ["outage"]
     ok = {c.message for c in result.of("caBundle")}
-    assert ok == {"all 4 workerclass webhooks have a caBundle"}
+    assert ok == {"all 4 workerclass webhooks have a caBundle that holds the CA of the serving certificate"}
+    (served,) = install.certificates
+    assert (served.ref.namespace, served.ref.name, served.ref.deployment) == (
+        NAMESPACE,
+        SECRET,
+        f"{NAMESPACE}/workerclass-webhook",
+    )
+    assert served.certificate is not None and b"BEGIN CERTIFICATE" in served.certificate
+    assert "not-for-print" not in repr(install)  # tls.key is not kept
 
 
 @pytest.mark.asyncio
@@ -256,6 +276,66 @@ async def test_a_url_webhook_is_reported_not_read(kmock: kmock.KubernetesEmulato
     assert "is served from a URL (clientConfig.url), not a Service" in message
     assert "cannot be verified from the cluster" in message
     assert "webhook.example" not in message
+
+
+def _with_secret(objects: Objects, certificate: bytes) -> Objects:
+    return [*(obj for obj in objects if obj["kind"] != "Secret"), tls_secret(certificate)]
+
+
+@pytest.mark.asyncio
+async def test_a_ca_bundle_of_another_ca_than_the_serving_certificates_is_not_safe(
+    kmock: kmock.KubernetesEmulator,
+) -> None:
+    other = certificate_authority("another-ca")
+    seed(kmock, _with_secret(healthy_install(), serving_certificate(other)))
+    result = await verdict(kmock)
+    assert not result.safe
+    messages = failed(result, "caBundle")
+    assert len(messages) == 4
+    assert all(
+        f"caBundle holds no CA that signed the serving certificate in Secret {NAMESPACE}/{SECRET}" in m
+        for m in messages
+    )
+    assert all("not-for-print" not in c.message for c in result.checks)
+
+
+@pytest.mark.asyncio
+async def test_a_bundle_that_also_holds_the_right_ca_is_safe(kmock: kmock.KubernetesEmulator) -> None:
+    other = certificate_authority("another-ca")
+    objects = healthy_install()
+    for obj in objects:
+        for item in obj.get("webhooks", []):
+            item["clientConfig"]["caBundle"] = base64.b64encode(pem(other[1]) + pem(CA[1])).decode()
+    seed(kmock, objects)
+    assert (await verdict(kmock)).safe
+
+
+@pytest.mark.asyncio
+async def test_an_expired_serving_certificate_is_not_safe(kmock: kmock.KubernetesEmulator) -> None:
+    seed(kmock, _with_secret(healthy_install(), serving_certificate(CA, days=-1)))
+    (message,) = failed(await verdict(kmock), "caBundle")
+    assert f"the serving certificate in Secret {NAMESPACE}/{SECRET}" in message and "expired at" in message
+
+
+@pytest.mark.asyncio
+async def test_a_serving_secret_that_cannot_be_read_warns_only(kmock: kmock.KubernetesEmulator) -> None:
+    seed(kmock, healthy_install(secret=False))  # absent: 404
+    result = await verdict(kmock)
+    assert result.safe
+    (warning,) = result.of("caBundle")
+    assert warning.verdict == "warn" and warning.object == f"Secret {NAMESPACE}/{SECRET}"
+    assert f"cannot get Secret {NAMESPACE}/{SECRET}" in warning.message and "404" in warning.message
+
+
+@pytest.mark.asyncio
+async def test_a_forbidden_serving_secret_warns_without_the_server_message(kmock: kmock.KubernetesEmulator) -> None:
+    seed(kmock, healthy_install())
+    kmock["get", resource_of("Secret")] << kmock_error(403, "Forbidden")
+    result = await verdict(kmock)
+    assert result.safe
+    (warning,) = result.of("caBundle")
+    assert warning.verdict == "warn" and "403 Forbidden" in warning.message
+    assert all("server message" not in c.message and "not-for-print" not in c.message for c in result.checks)
 
 
 # ---------------------------------------------------------------------- refused lists

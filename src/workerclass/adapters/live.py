@@ -15,11 +15,22 @@ What is read (each a ``list``, the least an identity needs for the checks):
    Namespace (their labels), and that kind's objects (KubernetesNodes, ComputePlanes) across all
    namespaces, to see whether the selector leaves out a namespace that holds some.
 
+4. the serving certificate: each Secret that a Deployment behind a webhook's Service mounts as a
+   volume (``secret.secretName``; the bundle's is ``workerclass-webhook-tls``), one ``get`` each.
+   Only its ``tls.crt`` is kept (:class:`~workerclass.ops.preflight.certificates.ServingCertificate`):
+   ``tls.key`` and every other key are dropped right after the GET, never stored or printed. A
+   Secret the identity may not get (403) or that is absent (404) is a warning of the ``caBundle``
+   check, never a failure.
+
 Nothing else: preflight reads no class, platform or parent cluster. A webhook that calls
 ``clientConfig.url`` names no namespace, so nothing is read for it; the ``service`` check says its
-server cannot be verified. The serving certificate is not fetched: the ``caBundle`` check sees
-whether a CA is there (and, live, whether cert-manager injected it), not whether it is the CA
-that signed the server's certificate.
+server cannot be verified.
+
+:func:`read_uninstall` is ``preflight --uninstall``'s reading: the classes, the pools (KubernetesNodes,
+their HelmReleases), and the objects the worker controller owns (labelled
+:data:`~workerclass.ops.workers.POOL_LABEL`) or pinned (Helm-made, annotated
+:data:`~workerclass.ops.workers.PINNED_ANNOTATION`), of every kind of
+:data:`~workerclass.ops.workers.WORKER_KINDS`.
 
 Errors: a list refused with an HTTP status (403 from RBAC, 404 for a group not served, 5xx) is an
 :class:`~workerclass.ops.preflight.Unreadable`, which fails the check that needed it; a 404 for
@@ -34,6 +45,8 @@ needs no client.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import importlib
 import os
 import ssl
@@ -43,10 +56,12 @@ from typing import Any
 
 import yaml
 
-from ..api.resources import by_kind
+from ..api.resources import HELM_RELEASE, KUBERNETES_NODES, WORKER_CLASS, WORKER_PLATFORM, by_kind
 from ..ops.preflight import Preflight, Source, Unreadable, preflight
+from ..ops.preflight.certificates import SecretRef, ServingCertificate, serving_secrets
 from ..ops.preflight.expectations import BY_PATH, MUTATING, VALIDATING
-from ..ops.preflight.objects import found_webhooks, partition, selector_empty
+from ..ops.preflight.objects import found_webhooks, kind_of, partition, selector_empty
+from ..ops.workers import PINNED_ANNOTATION, POOL_LABEL, WORKER_KINDS, WorkerKind
 from ..state import State
 from .kube import short_error, trimmed
 
@@ -60,6 +75,7 @@ __all__ = [
     "live_preflight",
     "load_kubeconfig",
     "read_install",
+    "read_uninstall",
 ]
 
 #: objects per list page (``limit``; lightkube follows ``continue``)
@@ -96,6 +112,8 @@ class Install:
 
     objects: list[dict[str, Any]] = field(default_factory=list)
     unreadable: tuple[Unreadable, ...] = ()
+    #: the serving certificates (``tls.crt`` only) of the Secrets the webhook's Deployment mounts
+    certificates: tuple[ServingCertificate, ...] = ()
 
     @property
     def source(self) -> Source:
@@ -105,7 +123,7 @@ class Install:
         return State.from_objects(self.objects, origin="cluster")
 
     def preflight(self) -> Preflight:
-        return preflight(self.state(), self.source)
+        return preflight(self.state(), self.source, self.certificates)
 
 
 @dataclass(frozen=True, slots=True)
@@ -194,13 +212,36 @@ class _Reader:
         self.objects.extend(items)
         return items
 
+    def certificate(self, ref: SecretRef) -> ServingCertificate:
+        """The ``tls.crt`` of the Secret ``ref`` names; its other keys (``tls.key``) are dropped at once."""
+        from lightkube.resources.core_v1 import Secret
+
+        try:
+            secret = self.client.get(Secret, ref.name, namespace=ref.namespace)
+        except Exception as error:
+            code = _status_code(error)
+            if code is None:
+                raise _fatal(error, "secrets") from None
+            if code == 401:
+                raise LiveError(f"the API server refused the credentials ({short_error(error)})") from None
+            return ServingCertificate(ref, status=short_error(error))
+        data = secret.get("data") if isinstance(secret, dict) else getattr(secret, "data", None)
+        encoded = data.get("tls.crt") if isinstance(data, dict) else None
+        del secret, data  # the key material goes with them
+        if not isinstance(encoded, str):
+            return ServingCertificate(ref)
+        try:
+            return ServingCertificate(ref, base64.b64decode(encoded, validate=True))
+        except (binascii.Error, ValueError):
+            return ServingCertificate(ref)
+
     def _list(
         self,
         kind: str,
         resource: Any,
         api_version: str,
         name: str,
-        scope: dict[str, str],
+        scope: dict[str, Any],
         *,
         missing_is_empty: bool = False,
     ) -> list[dict[str, Any]]:
@@ -234,6 +275,9 @@ def read_install(client: Any) -> Install:
     for namespace in namespaces:
         for kind in ("Service", "Deployment", "PodDisruptionBudget"):
             reader.typed(kind, namespace)
+    services = [obj for obj in reader.objects if kind_of(obj) == "Service"]
+    deployments = [obj for obj in reader.objects if kind_of(obj) == "Deployment"]
+    certificates = tuple(reader.certificate(ref) for ref in serving_secrets(ours, services, deployments))
     selected = set()
     for webhook in ours:
         expectation = BY_PATH.get(webhook.path or "")
@@ -244,6 +288,78 @@ def read_install(client: Any) -> Install:
         reader.typed("Namespace")
         for kind in sorted(selected):
             reader.everywhere(kind)
+    return Install(reader.objects, tuple(reader.unreadable), certificates)
+
+
+def _worker_resource(kind: WorkerKind) -> Any:
+    from lightkube.core.resource_registry import resource_registry
+    from lightkube.generic_resource import create_global_resource, create_namespaced_resource
+
+    found = resource_registry.get(kind.api_version, kind.kind)
+    if found is None:
+        try:
+            found = resource_registry.load(kind.api_version, kind.kind)
+        except Exception:  # not one of lightkube's models: a custom resource
+            factory = create_namespaced_resource if kind.namespaced else create_global_resource
+            found = factory(kind.group, kind.version, kind.kind, kind.plural)
+    return found
+
+
+def _metadata_only(obj: dict[str, Any]) -> dict[str, Any]:
+    """An owned object as ``preflight --uninstall`` needs it: kind, name, namespace, labels, annotations."""
+    raw = obj.get("metadata")
+    metadata: dict[str, Any] = raw if isinstance(raw, dict) else {}
+    keep = {key: metadata[key] for key in ("name", "namespace", "labels", "annotations") if key in metadata}
+    return {"apiVersion": obj.get("apiVersion"), "kind": obj.get("kind"), "metadata": keep}
+
+
+def read_uninstall(client: Any) -> Install:
+    """What ``preflight --uninstall`` reads: the classes (finalizers kept), the platform, the pools
+    (KubernetesNodes, HelmReleases), and every object of :data:`WORKER_KINDS` the controller labelled
+    (:data:`POOL_LABEL`) or pinned (Helm-made, :data:`PINNED_ANNOTATION`), reduced to their metadata.
+    A kind the server does not serve has none; a list refused is an :class:`Unreadable`."""
+    from lightkube.generic_resource import create_global_resource, create_namespaced_resource
+    from lightkube.operators import exists
+
+    reader = _Reader(client)
+    for row in (WORKER_PLATFORM, WORKER_CLASS):
+        cluster_wide = create_global_resource(row.group, row.version, row.kind, row.plural)
+        listed = reader._list(row.kind, cluster_wide, row.api_version, row.name, {}, missing_is_empty=True)
+        reader.objects.extend(trimmed(row.kind, item) for item in listed)
+    for row in (KUBERNETES_NODES, HELM_RELEASE):
+        namespaced = create_namespaced_resource(row.group, row.version, row.kind, row.plural)
+        listed = reader._list(
+            row.kind, namespaced, row.api_version, row.name, {"namespace": "*"}, missing_is_empty=True
+        )
+        reader.objects.extend(trimmed(row.kind, item) for item in listed)
+    for kind in WORKER_KINDS:
+        resource = _worker_resource(kind)
+        scope: dict[str, Any] = {"namespace": "*"} if kind.namespaced else {}
+        name = f"{kind.plural}.{kind.group}" if kind.group else kind.plural
+        owned = reader._list(
+            kind.kind,
+            resource,
+            kind.api_version,
+            name,
+            {**scope, "labels": {POOL_LABEL: exists()}},
+            missing_is_empty=True,
+        )
+        helm = reader._list(
+            kind.kind,
+            resource,
+            kind.api_version,
+            name,
+            {**scope, "labels": {"app.kubernetes.io/managed-by": "Helm"}},
+            missing_is_empty=True,
+        )
+        pinned = [obj for obj in helm if PINNED_ANNOTATION in ((obj.get("metadata") or {}).get("annotations") or {})]
+        seen: set[tuple[str, str]] = set()
+        for obj in [*owned, *pinned]:
+            meta = obj.get("metadata") or {}
+            key = (str(meta.get("namespace") or ""), str(meta.get("name") or ""))
+            if key not in seen:
+                seen.add(key)
+                reader.objects.append(_metadata_only(obj))
     return Install(reader.objects, tuple(reader.unreadable))
 
 

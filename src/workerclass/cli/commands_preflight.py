@@ -5,6 +5,8 @@ live from the API server (``--live``, ``--kubeconfig FILE``, ``--context NAME``:
 :mod:`workerclass.adapters.live`), prints the checks (a table and a one-line verdict, or the JSON
 of API.md section 4, the same for both readings) and maps the verdict to an exit code (0 safe,
 1 not, 2 when STATE or the cluster cannot be read, or STATE and a live reading are both given).
+``--uninstall`` asks instead what removing the package would leave (:mod:`workerclass.ops.uninstall`),
+in the same output shape; it prints and never applies.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from typing import Annotated
 import typer
 
 from ..ops.preflight import Preflight, preflight
+from ..ops.uninstall import uninstall
 from .app import QuietOption, app, set_quiet
 from .commands_core import OutputOption, load_state
 from .output import EXIT_DENIED, EXIT_OK, Format, Styled, fail, print_json, stdout, summary, table
@@ -40,6 +43,14 @@ LiveOption = Annotated[
 KubeconfigOption = Annotated[
     Path | None,
     typer.Option("--kubeconfig", metavar="FILE", help="Read the install from this kubeconfig's API server (--live)."),
+]
+UninstallOption = Annotated[
+    bool,
+    typer.Option(
+        "--uninstall",
+        help="Say what removing the workerclass package would leave (Kairos pools, finalizers, the "
+        "controller's objects) instead; prints, never applies.",
+    ),
 ]
 ContextOption = Annotated[
     str | None,
@@ -70,9 +81,10 @@ def _print_table(result: Preflight) -> None:
         summary(console, f"not safe: {failed} check{'' if failed == 1 else 's'} failed ({warnings})", "red")
 
 
-def _live(kubeconfig: Path | None, context: str | None) -> Preflight:
-    """The verdict over the install read from the API server; exit 2 (one line) when it cannot be read."""
-    from ..adapters.live import LiveError, kube_client, load_kubeconfig, read_install
+def _live(kubeconfig: Path | None, context: str | None, *, removing: bool = False) -> Preflight:
+    """The verdict over the install read from the API server (``removing``: what uninstalling would
+    leave); exit 2 (one line) when it cannot be read."""
+    from ..adapters.live import LiveError, kube_client, load_kubeconfig, read_install, read_uninstall
 
     try:
         target = load_kubeconfig(kubeconfig, context)
@@ -80,12 +92,34 @@ def _live(kubeconfig: Path | None, context: str | None) -> Preflight:
     except LiveError as error:
         fail(str(error))
     try:
-        install = read_install(client)
+        install = read_uninstall(client) if removing else read_install(client)
     except LiveError as error:
         fail(f"{target.label}: {error}")
     finally:
         client.close()
+    if removing:
+        return uninstall(install.state(), install.objects, install.source)
     return install.preflight()
+
+
+def _uninstall_state(paths: list[str]) -> Preflight:
+    """What removing the package would leave, from STATE: its classes and pools, and the objects of
+    the controller's kinds it holds (labelled or pinned)."""
+    from ..adapters.folder import LoadError, read_paths
+    from ..ops.workers import WORKER_KINDS
+    from ..state import State
+    from .output import warn
+
+    kinds = {kind.kind for kind in WORKER_KINDS}
+    warnings: list[str] = []
+    try:
+        documents = read_paths(paths, warnings=warnings)
+        state = State.from_documents(documents, warnings=warnings)
+    except LoadError as error:
+        fail(str(error))
+    for line in state.warnings:
+        warn(line)
+    return uninstall(state, [doc.obj for doc in documents if doc.obj.get("kind") in kinds])
 
 
 @app.command("preflight")
@@ -94,6 +128,7 @@ def preflight_command(
     live: LiveOption = False,
     kubeconfig: KubeconfigOption = None,
     context: ContextOption = None,
+    removing: UninstallOption = False,
     output: OutputOption = Format.table,
     quiet: QuietOption = False,
 ) -> None:
@@ -107,6 +142,11 @@ def preflight_command(
     (and the Namespaces and pools when a webhook has a namespaceSelector); a list the identity may
     not read fails the check that needed it, naming the resource and the HTTP status.
 
+    --uninstall says instead what removing the workerclass package would leave, and prints only:
+    classified Kairos pools an old chart would render as Talos (fail; Talos ones: restore first,
+    warn), custom classes held by the retain-while-selected finalizer (fail), and the objects the
+    controller applied (fail) or pinned (warn), counted per pool.
+
     Exit 0 when safe (warnings allowed), 1 when any check fails, 2 when STATE or the cluster
     cannot be read (a missing kubeconfig, 401, an unreachable server), or STATE and a live
     reading are both given.
@@ -117,7 +157,12 @@ def preflight_command(
         fail("give STATE or a live reading (--live, --kubeconfig, --context), not both")
     if not reading_live and not state_path:
         fail("missing STATE: give folders or files of manifests, or --live (or --kubeconfig FILE) to read the cluster")
-    result = _live(kubeconfig, context) if reading_live else preflight(load_state(state_path or []))
+    if reading_live:
+        result = _live(kubeconfig, context, removing=removing)
+    elif removing:
+        result = _uninstall_state(state_path or [])
+    else:
+        result = preflight(load_state(state_path or []))
     if output is Format.json:
         print_json(result.as_dict())
     else:

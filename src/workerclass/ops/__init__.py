@@ -10,6 +10,9 @@ Modules:
   failure policy, readiness), checked against :data:`workerclass.api.webhooks.WEBHOOKS`.
 - :mod:`.status`: a WorkerClass's status conditions and whether its deletion must wait (the
   controller's core).
+- :mod:`.uninstall`: what removing the package would leave (``preflight --uninstall``): Kairos
+  pools an old chart would render as Talos, custom classes held by the finalizer, the objects the
+  controller owns or pinned.
 - :mod:`.workers`: what the worker controller applies for each classified pool (rendered, marked
   as ours, owned by the pool's HelmRelease), which pools' Helm-made objects it pins for a handoff,
   and when a live object already holds what would be applied.

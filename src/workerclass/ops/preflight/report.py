@@ -12,11 +12,11 @@ Its edge: plain objects (or a State) in, a :class:`Preflight` out; no I/O.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from ...state import State
-from .certificates import ca_bundle
+from .certificates import ServingCertificate, ca_bundle, chain_checks
 from .expectations import EXPECTED, SLOW_TIMEOUT, Expectation
 from .failure import failure_policy, other_webhooks, outage
 from .matching import Namespaces, coverage, overmatching, path_check, selector_checks, wire_checks
@@ -68,8 +68,13 @@ def _coverage(expectation: Expectation, webhooks: list[FoundWebhook], source: So
     )
 
 
-def preflight_objects(objects: Iterable[Mapping[str, Any]], source: Source = FOLDER) -> Preflight:
-    """Check webhook-installation objects (any kinds; others are ignored) read from ``source``."""
+def preflight_objects(
+    objects: Iterable[Mapping[str, Any]],
+    source: Source = FOLDER,
+    certificates: Sequence[ServingCertificate] = (),
+) -> Preflight:
+    """Check webhook-installation objects (any kinds; others are ignored) read from ``source``;
+    ``certificates``: the serving certificates read live (:func:`.certificates.chain_checks`)."""
     listed = list(objects)
     everything = found_webhooks(listed)
     webhooks, others = partition(everything)
@@ -113,16 +118,18 @@ def preflight_objects(objects: Iterable[Mapping[str, Any]], source: Source = FOL
     checks += _per_webhook(
         "caBundle",
         webhooks,
-        (ca_bundle(webhook, source) for webhook in webhooks),
-        f"{count} have a caBundle" + ("" if source.live else " or cert-manager CA injection"),
+        [*(ca_bundle(webhook, source) for webhook in webhooks), *chain_checks(webhooks, certificates)],
+        f"{count} have a caBundle"
+        + ("" if source.live else " or cert-manager CA injection")
+        + (" that holds the CA of the serving certificate" if certificates else ""),
     )
     checks += readiness(webhooks, found)
     rank = {name: index for index, name in enumerate(CHECK_ORDER)}
     return Preflight(tuple(sorted(checks, key=lambda check: rank[check.check])))
 
 
-def preflight(state: State, source: Source = FOLDER) -> Preflight:
+def preflight(state: State, source: Source = FOLDER, certificates: Sequence[ServingCertificate] = ()) -> Preflight:
     """Check the webhook installation a State holds (``state.auxiliary``, and where the objects of
     :data:`HELD_KINDS` are, for namespace selectors), read from ``source``."""
     held = (record.obj for record in state.objects if record.kind in HELD_KINDS)
-    return preflight_objects([*(record.obj for record in state.auxiliary), *held], source)
+    return preflight_objects([*(record.obj for record in state.auxiliary), *held], source, certificates)
