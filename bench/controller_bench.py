@@ -1,0 +1,319 @@
+"""Cold start and restart of the worker controller on the e2e test bed (issue: controller at scale).
+
+``.venv/bin/python bench/controller_bench.py [--pools 2000] [--resync 10]``: a real kube-apiserver on
+etcd (``make testbed``), the bundle's CRDs and RBAC (no webhook registered), Cluster API's and the
+providers' CRDs (no Cluster API manager: nothing but the API server and etcd competes with the
+controller), the namespace ``tenant-example`` with its parent Kubernetes ``example`` and Cluster,
+and ``--pools`` classified KubernetesNodes with their HelmReleases created directly as admin. Then:
+
+1. cold start: one ``serve controller --no-leader-elect`` process (as the controller
+   ServiceAccount) and the seconds until every pool's MachineDeployment exists (pools/s), and the
+   controller's write requests per pool from the audit log (by verb and resource);
+2. baseline, same run: the objects the controller made, read back, stripped to what was applied,
+   moved to a second namespace and server-side applied from this process (16 threads: the
+   controller's own apply concurrency), the ratio controller / baseline;
+3. restart: the controller stopped once settled, started again, and every write it sends over
+   ``2 * resync + 5`` seconds counted (target 0).
+
+Run on demand, never in the test suite.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import concurrent.futures
+import copy
+import os
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from tests.e2e.conftest import (  # noqa: E402
+    ACCOUNT_GROUPS,
+    APPLICATION_CRDS,
+    CILIUM,
+    CILIUM_CRDS,
+    CONTROLLER_USER,
+    TENANT,
+    capi_crds,
+    example_objects,
+    install_crds,
+    manifests,
+    read_crds,
+    shared_dir,
+)
+from tests.e2e.kube import Kube, KubeError  # noqa: E402
+from tests.e2e.testbed import (  # noqa: E402
+    ApiServer,
+    CertAuthority,
+    Process,
+    find_binaries,
+    module_dir,
+    wait_until,
+    workerclass_command,
+)
+
+BASELINE = "tenant-bench-baseline"
+POOL_LABEL = "workerclass.cozystack.io/pool"
+SPEC = {
+    "cluster": "example", "workerClassName": "talos", "version": "v1.35",
+    "minReplicas": 1, "maxReplicas": 3, "instanceType": "", "resources": {"cpu": "2", "memory": "4Gi"},
+}  # fmt: skip
+META_LIST = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"
+WRITES = ("create", "update", "patch", "delete", "deletecollection")
+
+
+def pool_objects(name: str) -> list[dict[str, Any]]:
+    from tests.e2e.test_workers import pool_objects as objects
+
+    return objects(name, SPEC)
+
+
+def parallel(kube_of: Any, work: list[Any], fn: Any, threads: int = 16) -> None:
+    local = threading.local()
+
+    def one(item: Any) -> None:
+        if not hasattr(local, "kube"):
+            local.kube = kube_of()
+        fn(local.kube, item)
+
+    with concurrent.futures.ThreadPoolExecutor(threads) as pool:
+        for future in [pool.submit(one, item) for item in work]:
+            future.result()
+
+
+def count_names(kube: Kube, path: str) -> int:
+    """Objects at ``path`` (metadata only, paged: a full list of thousands is megabytes)."""
+    total, token = 0, ""
+    while True:
+        params = {"limit": "5000", **({"continue": token} if token else {})}
+        answer = kube.http.get(path, params=params, headers={"Accept": META_LIST})
+        answer.raise_for_status()
+        data = answer.json()
+        total += len(data.get("items", []))
+        token = (data.get("metadata") or {}).get("continue") or ""
+        if not token:
+            return total
+
+
+def writes_since(cluster: ApiServer, mark: int) -> list[dict[str, Any]]:
+    return cluster.requests_by(CONTROLLER_USER, since=mark, verbs=WRITES)
+
+
+def by_verb_resource(events: list[dict[str, Any]]) -> dict[str, int]:
+    counts: collections.Counter[str] = collections.Counter(
+        f"{event['verb']} {event['objectRef'].get('resource')}" for event in events
+    )
+    return dict(sorted(counts.items()))
+
+
+def stripped(obj: dict[str, Any]) -> dict[str, Any]:
+    """A live object back to an apply body, in the baseline namespace (no owner: that pool is not there)."""
+    meta = obj["metadata"]
+    out = {key: copy.deepcopy(value) for key, value in obj.items() if key not in ("metadata", "status")}
+    new_meta: dict[str, Any] = {"name": meta["name"]}
+    for key in ("labels", "annotations"):
+        if meta.get(key):
+            new_meta[key] = dict(meta[key])
+    if meta.get("namespace"):
+        new_meta["namespace"] = BASELINE
+    else:
+        new_meta["name"] = meta["name"] + "-baseline"
+    out["metadata"] = new_meta
+    if out.get("kind") in ("RoleBinding", "ClusterRoleBinding"):
+        for subject in out.get("subjects") or []:
+            if subject.get("namespace") == TENANT:
+                subject["namespace"] = BASELINE
+    return out
+
+
+def controller(cluster: ApiServer, folder: Path, name: str, resync: float) -> Process:
+    identity = cluster.identity(CONTROLLER_USER, ACCOUNT_GROUPS)
+    return Process(
+        name,
+        [
+            *workerclass_command(), "serve", "controller",
+            "--kubeconfig", str(identity.kubeconfig), "--no-leader-elect",
+            "--liveness-port", "0", "--metrics-port", "0", "--resync-interval", str(resync),
+            "--log-level", "warning",
+        ],
+        folder / f"{name}.log",
+    ).start()  # fmt: skip
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--pools", type=int, default=2000)
+    parser.add_argument("--resync", type=float, default=10.0)
+    parser.add_argument("--keep", action="store_true", help="keep the test bed's folder")
+    args = parser.parse_args()
+    binaries, reason = find_binaries()
+    shared = shared_dir()
+    if binaries is None or shared is None:
+        print(f"the test bed is not available: {reason or 'no upstream-crds mirror'}", file=sys.stderr)
+        return 2
+    folder = Path(tempfile.mkdtemp(prefix="controller-bench-"))
+    cluster = ApiServer(folder, binaries)
+    cluster.start()
+    processes: list[Process] = []
+    try:
+        kube = Kube(cluster.url, cluster.ssl_context(), timeout=120)
+
+        context = cluster.ssl_context()  # one: ssl_context() writes the key files, racy across threads
+
+        def admin() -> Kube:
+            return Kube(cluster.url, context, timeout=120)
+
+        install_crds(kube, APPLICATION_CRDS)
+        install_crds(kube, read_crds(shared / "upstream-crds", "helm.toolkit.fluxcd.io_helmreleases.yaml"))
+        install_crds(
+            kube, read_crds(module_dir("github.com/cilium/cilium", CILIUM) / CILIUM_CRDS, "ciliumnetworkpolicies.yaml")
+        )
+        install_crds(kube, capi_crds(binaries, shared))
+        ca_file = folder / "ca.crt"
+        ca_file.write_bytes(CertAuthority.create("bench-ca").pem)
+        bundle = [obj for obj in manifests(ca_file) if not obj["kind"].endswith("WebhookConfiguration")]
+        crds = [obj for obj in bundle if obj["kind"] == "CustomResourceDefinition"]
+        install_crds(kube, crds)
+        for obj in sorted(bundle, key=lambda obj: obj["kind"] != "Namespace"):
+            if obj["kind"] != "CustomResourceDefinition":
+                kube.apply(obj, manager="bench-install")
+        for namespace in (TENANT, BASELINE):
+            kube.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
+        for obj in example_objects("cluster.yaml"):
+            kube.apply(obj, manager="cozystack-api")
+        kube.apply(
+            {
+                "apiVersion": "cluster.x-k8s.io/v1beta1",
+                "kind": "Cluster",
+                "metadata": {"name": "kubernetes-example", "namespace": TENANT},
+                "spec": {},
+            },
+            manager="bench",
+        )
+        names = [f"example-bench-{index:05d}" for index in range(args.pools)]
+        started = time.monotonic()
+        parallel(
+            admin,
+            [obj for name in names for obj in pool_objects(name)],
+            lambda client, obj: client.apply(obj, manager="cozystack-api"),
+        )
+        print(f"{args.pools} pools created as admin in {time.monotonic() - started:.1f} s")
+
+        md_path = kube.resource("cluster.x-k8s.io/v1beta1", "MachineDeployment").path(TENANT)
+        mark = cluster.audit_mark()
+        started = time.monotonic()
+        first = controller(cluster, folder, "controller-cold", args.resync)
+        processes.append(first)
+        wait_until(
+            lambda: count_names(kube, md_path) >= args.pools,
+            timeout=1800,
+            interval=1.0,
+            what="every MachineDeployment:\n" + first.tail(),
+        )
+        cold = time.monotonic() - started
+        cold_writes = writes_since(cluster, mark)
+
+        unsettled: list[dict[str, Any]] = []
+        for _ in range(3):  # settled: a resync and more without a write (at most three tries)
+            before = cluster.audit_mark()
+            time.sleep(args.resync + 2)
+            unsettled = writes_since(cluster, before)
+            if not unsettled:
+                break
+        all_writes = writes_since(cluster, mark)
+        first.stop(timeout=30)
+
+        # baseline: the same objects, plain SSA from here, same concurrency
+        live: list[dict[str, Any]] = []
+        kinds = sorted(
+            {
+                (
+                    event["objectRef"].get("apiGroup") or "",
+                    event["objectRef"]["apiVersion"],
+                    event["objectRef"]["resource"],
+                )
+                for event in all_writes
+                if event["verb"] == "patch" and event["objectRef"].get("resource") != "events"
+            }
+        )
+        for group, version, resource in kinds:
+            prefix = f"/apis/{group}/{version}" if group else f"/api/{version}"
+            answer = kube.http.get(f"{prefix}/{resource}", params={"labelSelector": POOL_LABEL})
+            answer.raise_for_status()
+            data = answer.json()
+            kind = data["kind"].removesuffix("List")
+            for item in data["items"]:
+                item.setdefault("apiVersion", f"{group}/{version}" if group else version)
+                item.setdefault("kind", kind)
+                live.append(item)
+        bodies = [stripped(obj) for obj in live]
+        started = time.monotonic()
+        parallel(admin, bodies, lambda client, obj: client.apply(obj, manager="bench-baseline"))
+        baseline = time.monotonic() - started
+
+        # restart
+        mark = cluster.audit_mark()
+        started = time.monotonic()
+        second = controller(cluster, folder, "controller-restart", args.resync)
+        processes.append(second)
+        time.sleep(2 * args.resync + 5)
+        restart_writes = writes_since(cluster, mark)
+        second.stop(timeout=30)
+
+        applies = [e for e in cold_writes if e["verb"] == "patch" and e["objectRef"].get("resource") != "events"]
+        print()
+        print(
+            f"pools: {args.pools}, objects the controller applied: {len(bodies)} ({len(bodies) / args.pools:.1f}/pool)"
+        )
+        print(f"cold start: every MachineDeployment after {cold:.1f} s: {args.pools / cold:.1f} pools/s")
+        print(
+            f"writes until then: {len(cold_writes)} ({len(cold_writes) / args.pools:.2f}/pool), "
+            f"applies {len(applies)} ({len(applies) / args.pools:.2f}/pool)"
+        )
+        print(f"writes until settled: {len(all_writes)} ({len(all_writes) / args.pools:.2f}/pool)")
+        if unsettled:
+            print(
+                f"  NOT settled: {len(unsettled)} write(s) in the last {args.resync + 2:.0f} s: "
+                f"{by_verb_resource(unsettled)}"
+            )
+        print(f"  by verb and resource: {by_verb_resource(all_writes)}")
+        print(
+            f"baseline: {len(bodies)} objects server-side applied from the bench in {baseline:.1f} s "
+            f"({args.pools / baseline:.1f} pools/s); controller cold start = {cold / baseline:.2f} x baseline"
+        )
+        print(
+            f"restart: {len(restart_writes)} write(s) in {2 * args.resync + 5:.0f} s: "
+            f"{by_verb_resource(restart_writes)}"
+        )
+        log = (folder / "controller-cold.log").read_text(errors="replace").splitlines()
+        warnings = [line for line in log if " WARNING " in line or " ERROR " in line]
+        print(f"controller warnings/errors logged (cold): {len(warnings)}")
+        for line in warnings[:5]:
+            print("  " + line[:200])
+        return 0
+    except KubeError as error:
+        print(f"API error: {error}", file=sys.stderr)
+        return 1
+    finally:
+        for process in processes:
+            process.stop()
+        cluster.stop()
+        if not args.keep:
+            from tests.e2e.testbed import rmtree
+
+            rmtree(folder)
+        else:
+            print(f"kept {folder}")
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("PYTHONHASHSEED", "0")
+    raise SystemExit(main())
