@@ -232,7 +232,8 @@ def webhook_certs(tmp_path_factory: pytest.TempPathFactory) -> WebhookCerts:
 
 
 def manifests(ca_file: Path, *extra: str) -> list[dict[str, Any]]:
-    """``workerclass manifests --ca-bundle CA -o json`` as a user runs it."""
+    """``workerclass manifests --ca-bundle CA -o json`` as a user runs it (broken on purpose when
+    ``WORKERCLASS_E2E_BREAK`` names one of :data:`BREAKS`: how each test was seen to fail)."""
     out = subprocess.run(
         [*workerclass_command(), "manifests", "--ca-bundle", str(ca_file), "-o", "json", *extra],
         capture_output=True,
@@ -240,7 +241,57 @@ def manifests(ca_file: Path, *extra: str) -> list[dict[str, Any]]:
         check=True,
     )
     items: list[dict[str, Any]] = json.loads(out.stdout)["items"]
+    broken = os.environ.get("WORKERCLASS_E2E_BREAK")
+    if broken:
+        for obj in items:
+            BREAKS[broken](obj)
     return items
+
+
+def _webhooks(obj: dict[str, Any]) -> list[dict[str, Any]]:
+    return obj.get("webhooks", []) if obj["kind"].endswith("WebhookConfiguration") else []
+
+
+def _break_failure_policy(obj: dict[str, Any]) -> None:
+    for webhook in _webhooks(obj):
+        webhook["failurePolicy"] = "Ignore"
+
+
+def _break_mutating_rule(obj: dict[str, Any]) -> None:
+    if obj["kind"] == "MutatingWebhookConfiguration":
+        for webhook in obj["webhooks"]:
+            webhook["rules"][0]["resources"] = ["kubernetesnode"]
+
+
+def _break_immutability(obj: dict[str, Any]) -> None:
+    if obj["kind"] == "CustomResourceDefinition" and obj["spec"]["names"]["kind"] == "WorkerClass":
+        spec = obj["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
+        spec["x-kubernetes-validations"] = [
+            r for r in spec["x-kubernetes-validations"] if r["rule"] != "self == oldSelf"
+        ]
+
+
+def _break_controller_status(obj: dict[str, Any]) -> None:
+    if obj["kind"] == "ClusterRole" and obj["metadata"]["name"] == "workerclass-controller":
+        obj["rules"] = [r for r in obj["rules"] if "workerclasses/status" not in r["resources"]]
+
+
+def _break_controller_workers(obj: dict[str, Any]) -> None:
+    if obj["kind"] == "ClusterRole" and obj["metadata"]["name"] == "workerclass-controller":
+        obj["rules"] = [
+            r for r in obj["rules"] if "machinedeployments" not in r["resources"] or "patch" not in r["verbs"]
+        ]
+
+
+#: deliberately broken bundles (``WORKERCLASS_E2E_BREAK=<name>``), each named in the docstring of the
+#: test it was seen to fail
+BREAKS = {
+    "failure-policy-ignore": _break_failure_policy,
+    "mutating-rule-singular": _break_mutating_rule,
+    "no-immutability-rule": _break_immutability,
+    "no-status-rbac": _break_controller_status,
+    "no-worker-rbac": _break_controller_workers,
+}
 
 
 def served_from(configuration: dict[str, Any], base_url: str, ca_pem: bytes) -> dict[str, Any]:

@@ -4,9 +4,10 @@ installs, the MachineDeployment's replicas are seeded by Cluster API's defaultin
 autoscaler's min-size annotation (the chart leaves ``spec.replicas`` out), and Cluster API creates
 the pool's MachineSet from the templates.
 
-Seen to fail against a broken render: with the KubevirtMachineTemplate's apiVersion written
-``v1alpha2`` the API server refused it (no such version served), and with the MachineDeployment's
-selector label changed CAPI's validating webhook refused the MachineDeployment.
+Seen to fail while it was written: without the TalosConfigTemplate the Job would apply, Cluster
+API made no MachineSet (the wait timed out), and a namespaced object the chart leaves unnamespaced
+was refused 404 until it got the release's namespace, as Helm gives it. No deliberate break of the
+render was run against it.
 """
 
 from __future__ import annotations

@@ -6,9 +6,8 @@ The finalizer is the second line behind the webhook's ``ClassInUse``: it matters
 is not in the way (uninstalled, or a direct HelmRelease writer's pool, which no webhook sees). The
 test removes the validating configuration for the deletion and puts it back after.
 
-Seen to fail against a broken bundle: without ``workerclasses/status`` in the controller's
-ClusterRole, the status stayed empty (403 on every write, logged); with the finalizer left out of
-kopf's settings, the class was deleted while the pool selected it.
+Seen to fail against a broken bundle (``WORKERCLASS_E2E_BREAK=no-status-rbac``, the controller's
+ClusterRole without ``workerclasses/status``): the status was never written (the wait timed out).
 """
 
 from __future__ import annotations

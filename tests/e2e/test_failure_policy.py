@@ -3,8 +3,9 @@
 healthy handler would leave the pool unchanged; once the webhook is back and ready, the same
 UPDATE passes.
 
-Seen to fail against a broken bundle: with ``failurePolicy: Ignore`` in the mutating and validating
-configurations the UPDATE passed with the webhook down (the first assertion).
+Seen to fail against a broken bundle (``WORKERCLASS_E2E_BREAK=failure-policy-ignore``,
+``failurePolicy: Ignore`` in both configurations): the UPDATE passed with the webhook down ("DID NOT
+RAISE").
 """
 
 from __future__ import annotations

@@ -2,10 +2,9 @@
 the CRDs become Established, and the CRDs' own rules (CEL, patterns, enums, immutability) are
 enforced by the server, compared case by case with what workerclass's parser refuses.
 
-Seen to fail against a broken bundle: a CEL rule naming a field the schema lacks
-(``self.spec.imagez``) made the API server refuse the CRD (``Invalid ... compilation failed``),
-which failed the ``install`` fixture; a CRD without the ``self == oldSelf`` rule let the
-immutability row pass on the server, which the table reported as a difference.
+Seen to fail against a broken bundle (``WORKERCLASS_E2E_BREAK=no-immutability-rule``, the
+WorkerClass CRD without its ``self == oldSelf`` rule): the ``spec-immutable`` row failed, the server
+took the changed spec (no refusal where the table expects one).
 """
 
 from __future__ import annotations

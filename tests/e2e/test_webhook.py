@@ -5,10 +5,10 @@ The default class is written on CREATE and restored on UPDATE by the API server 
 JSONPatch (the stored object is read back); denials reach the client with their codes and field
 paths; a legacy pool's UPDATE passes untouched; a class in use cannot be deleted.
 
-Seen to fail against a broken bundle: with the mutating configuration's rule naming the resource
-``kubernetesnode`` (singular) the API server never called the mutation, and a CREATE without a
-class was stored classless (``test_a_new_pool_gets_the_platform_default_class``); with the patch's
-path written ``/spec/workerclassname`` the stored object carried the wrong key.
+Seen to fail against a broken bundle (``WORKERCLASS_E2E_BREAK=mutating-rule-singular``, the
+mutating configuration's rule naming the resource ``kubernetesnode``): the API server never called
+the mutation, a CREATE without a class was stored classless (no ``workerClassName``), and a full
+replace without the class was refused ``BootstrapFamilyChange`` instead of having it restored.
 """
 
 from __future__ import annotations

@@ -7,9 +7,9 @@ MachineSet uses it, and deleting the pool leaves nothing behind.
 The controller runs as the bundle's controller ServiceAccount (the RBAC ``workerclass manifests``
 grants), with kube-controller-manager's garbage collector beside the API server.
 
-Seen to fail against a broken bundle: without the worker kinds' rows in the controller's
-ClusterRole every apply was refused (403) and no MachineDeployment appeared; with the owner
-reference left out, deleting the HelmRelease left the namespaced objects behind.
+Seen to fail against a broken bundle (``WORKERCLASS_E2E_BREAK=no-worker-rbac``, the controller's
+ClusterRole without write access to the Cluster API kinds): every apply was refused (403, logged)
+and no MachineDeployment appeared (the wait timed out).
 """
 
 from __future__ import annotations

@@ -130,7 +130,17 @@ class LeaseElector:
         else:
             spec["acquireTime"] = held.get("acquireTime") or _micro(now)
             spec["leaseTransitions"] = transitions
-        body = {
+        try:
+            await self._client.replace(codecs.from_dict(self._lease(spec, current)))
+        except Exception as error:
+            if status_code(error) == 409:
+                return False  # someone else wrote it since our read
+            raise
+        return True
+
+    def _lease(self, spec: dict[str, Any], current: dict[str, Any]) -> dict[str, Any]:
+        """The Lease with ``spec``, written over ``current`` (its resourceVersion: no lost update)."""
+        return {
             "apiVersion": "coordination.k8s.io/v1",
             "kind": "Lease",
             "metadata": {
@@ -140,13 +150,6 @@ class LeaseElector:
             },
             "spec": spec,
         }
-        try:
-            await self._client.replace(codecs.from_dict(body))
-        except Exception as error:
-            if status_code(error) == 409:
-                return False  # someone else wrote it since our read
-            raise
-        return True
 
     async def release(self) -> None:
         """Give the Lease up (an empty holder, expired at once) so another replica need not wait."""
@@ -158,17 +161,7 @@ class LeaseElector:
                 return
             spec = dict(current.get("spec") or {})
             spec.update({"holderIdentity": "", "leaseDurationSeconds": 1})
-            body = {
-                "apiVersion": "coordination.k8s.io/v1",
-                "kind": "Lease",
-                "metadata": {
-                    "name": self.name,
-                    "namespace": self.namespace,
-                    "resourceVersion": (current.get("metadata") or {}).get("resourceVersion"),
-                },
-                "spec": spec,
-            }
-            await self._client.replace(codecs.from_dict(body))
+            await self._client.replace(codecs.from_dict(self._lease(spec, current)))
 
     async def run(self, work: Callable[[], Coroutine[Any, Any, None]], *, stop: asyncio.Event | None = None) -> None:
         """Campaign until ``stop``; while leading, ``work()`` runs (cancelled when leadership is lost)."""
