@@ -76,7 +76,7 @@ def test_controller_install_is_two_replicas_one_leader_with_the_rbac_it_writes_w
                     writes.setdefault((group, resource), set()).update(rule["verbs"])
     assert writes[("cozystack.io", "workerclasses")] == {"patch"}  # the finalizer; never delete a class
     assert writes[("cozystack.io", "workerclasses/status")] == {"patch"}
-    assert writes[("", "events")] == {"create"}
+    assert writes[("", "events")] == {"create", "list"}  # list: an Event said before a restart is not said again
     for kind in WORKER_KINDS:  # what the chart renders for a pool: applied, pinned, pruned
         assert {"create", "patch", "delete"} <= writes[(kind.group, kind.plural)], kind.kind
     assert writes[("rbac.authorization.k8s.io", "roles")] >= {"bind", "escalate"}  # the chart's own RBAC

@@ -236,8 +236,8 @@ def controller_rbac_rules() -> list[dict[str, Any]]:
             "resources": ["roles", "clusterroles"],
             "verbs": ["bind", "escalate"],
         },
-        # kopf's own needs (framework rows, not API-table rows): Events, and CRD discovery
-        {"apiGroups": [""], "resources": ["events"], "verbs": ["create"]},
+        # kopf's own needs and ours: Events (listed, so that a restart does not say one again), and CRD discovery
+        {"apiGroups": [""], "resources": ["events"], "verbs": ["create", "list"]},
         {"apiGroups": ["apiextensions.k8s.io"], "resources": ["customresourcedefinitions"], "verbs": ["list", "watch"]},
     ]
 

@@ -305,6 +305,9 @@ class WorkerController:
             return
         if previous == (state, message):
             return
+        if state == "waiting-for-release":
+            logger.info("%s: %s", pool.identity, message)  # transient, and its HelmRelease does not exist
+            return
         reasons = {
             "refused": ("WorkersRefused", True),
             "not-resolvable": ("WorkersNotResolvable", True),
@@ -313,7 +316,25 @@ class WorkerController:
             "failing": ("WorkersApplyFailed", True),
         }
         reason, warning = reasons.get(state, ("Workers", False))
+        if previous is None and await self._said(pool, reason, message):
+            return  # said before this process started (a restart writes nothing new)
         await self._event(pool, reason, message, warning=warning)
+
+    async def _said(self, pool: DesiredPool, reason: str, message: str) -> bool:
+        """Whether the pool's HelmRelease already carries this Event (a read, never a write)."""
+        from lightkube.resources.core_v1 import Event
+
+        try:
+            async for event in self._client.list(
+                Event,
+                namespace=pool.namespace,
+                fields={"involvedObject.name": pool.owner, "reason": reason},
+            ):
+                if getattr(event, "message", None) == message[:1000]:
+                    return True
+        except Exception as error:  # cannot tell: say it again rather than never
+            logger.debug("reading the Events of %s failed (%s)", pool.identity, short_error(error))
+        return False
 
     # ------------------------------------------------------------------ reconcile
 
