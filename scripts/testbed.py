@@ -57,8 +57,26 @@ def say(message: str) -> None:
     print(f"testbed: {message}", file=sys.stderr, flush=True)
 
 
-def go_version() -> str | None:
+#: where Go's own installer puts it, for an environment whose PATH leaves it out (a CI shell)
+GO_LOCATIONS = ("/usr/local/go/bin/go",)
+
+
+def find_go() -> str | None:
+    """The ``go`` command: on PATH, else ``$GOROOT/bin/go`` or the standard location, whose folder
+    is then put on this process's PATH, so the builds (and the tests' ``go mod download``) find it."""
     go = shutil.which("go")
+    if go is not None:
+        return go
+    goroot = os.environ.get("GOROOT")
+    for candidate in ([f"{goroot}/bin/go"] if goroot else []) + list(GO_LOCATIONS):
+        if os.access(candidate, os.X_OK):
+            os.environ["PATH"] = os.path.dirname(candidate) + os.pathsep + os.environ.get("PATH", "")
+            return candidate
+    return None
+
+
+def go_version() -> str | None:
+    go = find_go()
     if go is None:
         return None
     out = subprocess.run([go, "env", "GOVERSION"], capture_output=True, text=True, check=False)
