@@ -27,12 +27,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
-from .conftest import ACCOUNT_GROUPS, CONTROLLER_USER, TENANT, ClusterAPI, Install, Served
+from .conftest import TENANT, ClusterAPI, Install, Served
 from .helm import gated_chart, helm
 from .kube import Kube
-from .test_workers import job_does, pool_objects
+from .test_workers import job_does, pool_objects, start_controller, write_pool_state
 from .testbed import ROOT, ApiServer, Process, wait_until, workerclass_command
 
 POOLS = "apps.cozystack.io/v1alpha1"
@@ -52,18 +51,7 @@ LEGACY = {
 def controller(
     cluster: ApiServer, install: Install, capi: ClusterAPI, webhook: Served, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Process]:
-    if cluster.binaries.kube_controller_manager is not None:
-        cluster.start_garbage_collector()
-    identity = cluster.identity(CONTROLLER_USER, ACCOUNT_GROUPS)
-    process = Process(
-        "workerclass-controller",
-        [
-            *workerclass_command(), "serve", "controller", "--kubeconfig", str(identity.kubeconfig),
-            "--liveness-port", "0", "--metrics-port", "0", "--poll-interval", "0.2",
-            "--lease-namespace", "cozy-workerclass", "--resync-interval", "3",
-        ],
-        tmp_path_factory.mktemp("handoff") / "controller.log",
-    ).start()  # fmt: skip
+    process = start_controller(cluster, tmp_path_factory.mktemp("handoff") / "controller.log", resync=3)
     yield process
     process.stop()
 
@@ -79,27 +67,9 @@ def _shared() -> Path:
 def _plan_replaces(before: dict[str, Any], after: dict[str, Any]) -> bool:
     """``workerclass plan`` for the pool: does selecting the class replace its machines?"""
     with tempfile.TemporaryDirectory() as folder:
-        states = []
-        for side, spec in (("before", before), ("after", after)):
-            state = Path(folder) / side
-            state.mkdir()
-            for sub in ("classes", "platform"):
-                for path in (ROOT / "examples" / sub).glob("*.yaml"):
-                    (state / path.name).write_text(path.read_text())
-            (state / "tenant.yaml").write_text(
-                yaml.safe_dump_all(
-                    [
-                        yaml.safe_load((ROOT / "examples" / "tenant-example" / "cluster.yaml").read_text()),
-                        {
-                            "apiVersion": POOLS,
-                            "kind": "KubernetesNodes",
-                            "metadata": {"name": NAME, "namespace": TENANT},
-                            "spec": spec,
-                        },
-                    ]
-                )
-            )
-            states.append(state)
+        states = [
+            write_pool_state(Path(folder) / side, NAME, spec) for side, spec in (("before", before), ("after", after))
+        ]
         out = subprocess.run(
             [*workerclass_command(), "plan", str(states[0]), "--to", str(states[1]), "-o", "json"],
             capture_output=True, text=True, check=False,

@@ -14,15 +14,19 @@ and no MachineDeployment appeared (the wait timed out).
 
 from __future__ import annotations
 
+import subprocess
+import tempfile
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from .conftest import ACCOUNT_GROUPS, CONTROLLER_USER, TENANT, ClusterAPI, Install, Served
 from .kube import Kube
-from .testbed import ApiServer, Process, wait_until, workerclass_command
+from .testbed import ROOT, ApiServer, Process, wait_until, workerclass_command
 
 POOLS = "apps.cozystack.io/v1alpha1"
 FLUX = "helm.toolkit.fluxcd.io/v2"
@@ -31,23 +35,29 @@ KUBEVIRT = "infrastructure.cluster.x-k8s.io/v1alpha1"
 LABEL = "workerclass.cozystack.io/pool"
 
 
-@pytest.fixture(scope="module")
-def workers(
-    cluster: ApiServer, install: Install, capi: ClusterAPI, webhook: Served, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[Process]:
-    if cluster.binaries.kube_controller_manager is not None:  # else the controller alone deletes
+def start_controller(cluster: ApiServer, log: Path, *, resync: float) -> Process:
+    """``serve controller`` as the bundle's controller ServiceAccount, with the garbage collector beside
+    the API server (where it is built; else the controller alone deletes what a gone pool left)."""
+    if cluster.binaries.kube_controller_manager is not None:
         cluster.start_garbage_collector()
     identity = cluster.identity(CONTROLLER_USER, ACCOUNT_GROUPS)
-    process = Process(
+    return Process(
         "workerclass-controller",
         [
             *workerclass_command(), "serve", "controller",
             "--kubeconfig", str(identity.kubeconfig),
             "--liveness-port", "0", "--metrics-port", "0", "--poll-interval", "0.2",
-            "--lease-namespace", "cozy-workerclass", "--resync-interval", "5",
+            "--lease-namespace", "cozy-workerclass", "--resync-interval", str(resync),
         ],
-        tmp_path_factory.mktemp("workers") / "controller.log",
+        log,
     ).start()  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def workers(
+    cluster: ApiServer, install: Install, capi: ClusterAPI, webhook: Served, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Process]:
+    process = start_controller(cluster, tmp_path_factory.mktemp("workers") / "controller.log", resync=5)
     yield process
     process.stop()
 
@@ -73,35 +83,28 @@ def pool_objects(name: str, spec: dict[str, Any]) -> list[dict[str, Any]]:
     ]
 
 
+def write_pool_state(folder: Path, name: str, spec: dict[str, Any]) -> Path:
+    """A STATE folder: the bundled examples' platform, classes and parent cluster, and the pool ``name``."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for sub in ("classes", "platform"):
+        for path in (ROOT / "examples" / sub).glob("*.yaml"):
+            (folder / path.name).write_text(path.read_text())
+    pool = {
+        "apiVersion": POOLS,
+        "kind": "KubernetesNodes",
+        "metadata": {"name": name, "namespace": TENANT},
+        "spec": spec,
+    }
+    cluster = yaml.safe_load((ROOT / "examples" / "tenant-example" / "cluster.yaml").read_text())
+    (folder / "tenant.yaml").write_text(yaml.safe_dump_all([cluster, pool]))
+    return folder
+
+
 def job_does(kube: Kube, name: str, spec: dict[str, Any]) -> None:
     """What the talos-reconcile Job applies at run time: the pool's TalosConfigTemplate (rendered with
     ``--talos-config-template``; its run-time inputs stay ``${NAME}``, which the API server accepts)."""
-    import subprocess
-    import tempfile
-    from pathlib import Path
-
-    import yaml
-
-    from .testbed import ROOT
-
     with tempfile.TemporaryDirectory() as folder:
-        state = Path(folder)
-        for sub in ("classes", "platform"):
-            for path in (ROOT / "examples" / sub).glob("*.yaml"):
-                (state / path.name).write_text(path.read_text())
-        (state / "tenant.yaml").write_text(
-            yaml.safe_dump_all(
-                [
-                    yaml.safe_load((ROOT / "examples" / "tenant-example" / "cluster.yaml").read_text()),
-                    {
-                        "apiVersion": POOLS,
-                        "kind": "KubernetesNodes",
-                        "metadata": {"name": name, "namespace": TENANT},
-                        "spec": spec,
-                    },
-                ]
-            )
-        )
+        state = write_pool_state(Path(folder), name, spec)
         out = subprocess.run(
             [*workerclass_command(), "render", str(state), "--pool", f"{TENANT}/{name}", "--talos-config-template"],
             capture_output=True, text=True, check=True,

@@ -85,6 +85,7 @@ __all__ = [
     "Backoff",
     "ClusterCache",
     "client_timeout",
+    "resource_class",
     "short_error",
     "status_code",
     "trimmed",
@@ -708,3 +709,21 @@ class ClusterCache:
             logger.info("cluster cache synced: %d objects", len(objects))
         self._state = state
         self.generation += 1
+
+
+def resource_class(api_version: str, kind: str, plural: str, *, namespaced: bool) -> Any:
+    """lightkube's class for a kind: one of its models (ServiceAccount, Job, Role...), else a
+    generic resource registered for it (a custom resource). The worker controller and the live
+    preflight address the kinds the chart renders through this."""
+    from lightkube.core.resource_registry import resource_registry
+    from lightkube.generic_resource import create_global_resource, create_namespaced_resource
+
+    found = resource_registry.get(api_version, kind)
+    if found is None:
+        try:
+            found = resource_registry.load(api_version, kind)
+        except Exception:  # not one of lightkube's models: a custom resource
+            group, _, version = api_version.rpartition("/")
+            factory = create_namespaced_resource if namespaced else create_global_resource
+            found = factory(group, version, kind, plural)
+    return found

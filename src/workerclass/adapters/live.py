@@ -61,9 +61,9 @@ from ..ops.preflight import Preflight, Source, Unreadable, preflight
 from ..ops.preflight.certificates import SecretRef, ServingCertificate, serving_secrets
 from ..ops.preflight.expectations import BY_PATH, MUTATING, VALIDATING
 from ..ops.preflight.objects import found_webhooks, kind_of, partition, selector_empty
-from ..ops.workers import PINNED_ANNOTATION, POOL_LABEL, WORKER_KINDS, WorkerKind
+from ..ops.workers import PINNED_ANNOTATION, POOL_LABEL, WORKER_KINDS
 from ..state import State
-from .kube import short_error, trimmed
+from .kube import resource_class, short_error, trimmed
 
 __all__ = [
     "LIST_CHUNK",
@@ -291,20 +291,6 @@ def read_install(client: Any) -> Install:
     return Install(reader.objects, tuple(reader.unreadable), certificates)
 
 
-def _worker_resource(kind: WorkerKind) -> Any:
-    from lightkube.core.resource_registry import resource_registry
-    from lightkube.generic_resource import create_global_resource, create_namespaced_resource
-
-    found = resource_registry.get(kind.api_version, kind.kind)
-    if found is None:
-        try:
-            found = resource_registry.load(kind.api_version, kind.kind)
-        except Exception:  # not one of lightkube's models: a custom resource
-            factory = create_namespaced_resource if kind.namespaced else create_global_resource
-            found = factory(kind.group, kind.version, kind.kind, kind.plural)
-    return found
-
-
 def _metadata_only(obj: dict[str, Any]) -> dict[str, Any]:
     """An owned object as ``preflight --uninstall`` needs it: kind, name, namespace, labels, annotations."""
     raw = obj.get("metadata")
@@ -333,7 +319,7 @@ def read_uninstall(client: Any) -> Install:
         )
         reader.objects.extend(trimmed(row.kind, item) for item in listed)
     for kind in WORKER_KINDS:
-        resource = _worker_resource(kind)
+        resource = resource_class(kind.api_version, kind.kind, kind.plural, namespaced=kind.namespaced)
         scope: dict[str, Any] = {"namespace": "*"} if kind.namespaced else {}
         name = f"{kind.plural}.{kind.group}" if kind.group else kind.plural
         owned = reader._list(

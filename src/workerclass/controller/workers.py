@@ -49,7 +49,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..adapters.kube import LIST_CHUNK, short_error, status_code
+from ..adapters.kube import LIST_CHUNK, resource_class, short_error, status_code
 from ..api.resources import HELM_RELEASE
 from ..ops.workers import (
     HELM_KEEP,
@@ -179,17 +179,9 @@ class WorkerController:
 
     def _resource(self, kind: WorkerKind) -> Any:
         if kind.kind not in self._resources:
-            from lightkube.core.resource_registry import resource_registry
-            from lightkube.generic_resource import create_global_resource, create_namespaced_resource
-
-            found = resource_registry.get(kind.api_version, kind.kind)
-            if found is None:
-                try:
-                    found = resource_registry.load(kind.api_version, kind.kind)
-                except Exception:  # not one of lightkube's models: a custom resource
-                    factory = create_namespaced_resource if kind.namespaced else create_global_resource
-                    found = factory(kind.group, kind.version, kind.kind, kind.plural)
-            self._resources[kind.kind] = found
+            self._resources[kind.kind] = resource_class(
+                kind.api_version, kind.kind, kind.plural, namespaced=kind.namespaced
+            )
         return self._resources[kind.kind]
 
     async def _list(self, kind: WorkerKind, labels: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
