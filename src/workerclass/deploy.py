@@ -58,6 +58,7 @@ from .api import CONTROLLER_READS, HEALTH_PATH, READY_PATH, WATCHED, WEBHOOKS, R
 from .api import WEBHOOK_DOMAIN as WEBHOOK_DOMAIN  # re-exported: the manifests' name suffix
 from .api.resources import WORKER_CLASS
 from .crds import crd_manifests
+from .ops.providers import KAIROS_TEMPLATE_CRD
 from .ops.workers import WORKER_KINDS
 
 NAME = "workerclass-webhook"
@@ -212,7 +213,8 @@ def controller_rbac_rules() -> list[dict[str, Any]]:
     granted ``bind`` and ``escalate`` on roles: those two verbs are the price of applying the chart's
     RBAC for Helm (which runs as cluster-admin in Cozystack). The last two rows are the framework's,
     not the API's: kopf posts Events about the objects it handles and lists and watches the
-    CustomResourceDefinitions to discover its resources.
+    CustomResourceDefinitions to discover its resources; the controller itself gets one CRD, the Kairos
+    bootstrap provider's template (:mod:`workerclass.ops.providers`).
     """
     by_group: dict[str, list[str]] = defaultdict(list)
     for kind in WORKER_KINDS:
@@ -239,6 +241,13 @@ def controller_rbac_rules() -> list[dict[str, Any]]:
         # kopf's own needs and ours: Events (listed, so that a restart does not say one again), and CRD discovery
         {"apiGroups": [""], "resources": ["events"], "verbs": ["create", "list"]},
         {"apiGroups": ["apiextensions.k8s.io"], "resources": ["customresourcedefinitions"], "verbs": ["list", "watch"]},
+        # whether the Kairos bootstrap provider takes the render (kubeadm), read before any Kairos pool is applied
+        {
+            "apiGroups": ["apiextensions.k8s.io"],
+            "resources": ["customresourcedefinitions"],
+            "resourceNames": [KAIROS_TEMPLATE_CRD],
+            "verbs": ["get"],
+        },
     ]
 
 

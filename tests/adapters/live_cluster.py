@@ -107,6 +107,7 @@ SERVED: dict[str, tuple[str, str, str, bool]] = {
     "PodDisruptionBudget": ("policy", "v1", "poddisruptionbudgets", True),
     "KubernetesNodes": ("apps.cozystack.io", "v1alpha1", "kubernetesnodes", True),
     "ComputePlane": ("apps.cozystack.io", "v1alpha1", "computeplanes", True),
+    "CustomResourceDefinition": ("apiextensions.k8s.io", "v1", "customresourcedefinitions", False),
 }
 
 Objects = list[dict[str, Any]]
@@ -117,9 +118,29 @@ def resource_of(kind: str) -> kmock.resource:
     return kmock.resource(group, version, plural)
 
 
+def kairos_crd(distributions: tuple[str, ...] = ("k0s", "k3s", "kubeadm")) -> dict[str, Any]:
+    """The Kairos bootstrap provider's template CRD, reduced to what preflight reads (the
+    ``distribution`` enum of the version the render writes)."""
+    distribution = {"type": "string", "enum": list(distributions)}
+    spec = {"type": "object", "properties": {"distribution": distribution}}
+    template = {"type": "object", "properties": {"spec": spec}}
+    schema = {"type": "object", "properties": {"spec": {"type": "object", "properties": {"template": template}}}}
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": "kairosconfigtemplates.bootstrap.cluster.x-k8s.io"},
+        "spec": {
+            "group": "bootstrap.cluster.x-k8s.io",
+            "scope": "Namespaced",
+            "names": {"kind": "KairosConfigTemplate", "plural": "kairosconfigtemplates"},
+            "versions": [{"name": "v1beta2", "served": True, "storage": True, "schema": {"openAPIV3Schema": schema}}],
+        },
+    }
+
+
 def healthy_install(*, ready: int = 2, inject_ca: bool = True, secret: bool = True) -> Objects:
     """The generated install as the cluster holds it: status reported, the CA injected, the serving
-    Secret (``secret``) signed by that CA."""
+    Secret (``secret``) signed by that CA, and a Kairos bootstrap provider with the kubeadm path."""
     objects = copy.deepcopy(webhook_manifests(InstallOptions()))
     for obj in objects:
         if obj["kind"] == "Deployment":
@@ -129,6 +150,7 @@ def healthy_install(*, ready: int = 2, inject_ca: bool = True, secret: bool = Tr
                 item["clientConfig"]["caBundle"] = base64.b64encode(CA_PEM).decode()
     if secret:
         objects.append(tls_secret(serving_certificate(CA)))
+    objects.append(kairos_crd())
     objects += [
         {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": labels}}
         for name, labels in (

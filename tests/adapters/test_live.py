@@ -30,6 +30,7 @@ from tests.adapters.live_cluster import (
     certificate_authority,
     find,
     healthy_install,
+    kairos_crd,
     kubeconfig,
     namespaces,
     pem,
@@ -99,6 +100,7 @@ async def test_the_healthy_install_read_live_is_safe(kmock: kmock.KubernetesEmul
     assert install.unreadable == ()
     kinds = sorted(obj["kind"] for obj in install.objects)
     assert kinds == [
+        "CustomResourceDefinition",
         "Deployment",
         "MutatingWebhookConfiguration",
         "PodDisruptionBudget",
@@ -120,6 +122,29 @@ async def test_the_healthy_install_read_live_is_safe(kmock: kmock.KubernetesEmul
     )
     assert served.certificate is not None and b"BEGIN CERTIFICATE" in served.certificate
     assert "not-for-print" not in repr(install)  # tls.key is not kept
+
+
+@pytest.mark.parametrize(
+    ("provider", "verdict", "says"),
+    [
+        (("k0s", "k3s", "kubeadm"), "ok", "takes the kubeadm path"),
+        (("k0s", "k3s"), "warn", "KairosProviderUnsupported: the Kairos bootstrap provider's"),
+        (None, "warn", "KairosProviderUnsupported: the cluster has no kairosconfigtemplates"),
+    ],
+    ids=["kubeadm", "upstream-enum", "no-provider"],
+)
+@pytest.mark.asyncio
+async def test_a_kairos_provider_without_the_kubeadm_path_warns(
+    kmock: kmock.KubernetesEmulator, provider: tuple[str, ...] | None, verdict: str, says: str
+) -> None:
+    objects = [obj for obj in healthy_install() if obj["kind"] != "CustomResourceDefinition"]
+    if provider is not None:
+        objects.append(kairos_crd(provider))
+    seed(kmock, objects)
+    result = (await read(kmock)).preflight()
+    rows = result.of("kairosProvider")
+    assert [(row.verdict, says in row.message) for row in rows] == [(verdict, True)]
+    assert result.safe  # a warning: the webhooks are still safe to rely on
 
 
 @pytest.mark.asyncio

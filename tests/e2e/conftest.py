@@ -21,6 +21,7 @@ import json
 import os
 import subprocess
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -442,6 +443,39 @@ def capi_crds(binaries: Binaries, shared: Path) -> list[dict[str, Any]]:
         served = [version["name"] for version in crd["spec"]["versions"] if version.get("served")]
         crd["metadata"].setdefault("labels", {})[CONTRACT] = "_".join(served)
     return core + shipped + kairos
+
+
+KAIROS_CRD = "kairosconfigtemplates.bootstrap.cluster.x-k8s.io"
+#: where the render's one departure from the upstream Kairos provider's schema lives
+KAIROS_DISTRIBUTION = ("spec", "template", "spec", "distribution")
+
+
+@contextmanager
+def kairos_with_kubeadm(kube: Kube) -> Iterator[None]:
+    """The KairosConfigTemplate CRD with ``kubeadm`` added to its ``distribution`` enum, as a Kairos
+    bootstrap provider with the kubeadm path the design page requires would serve it (the upstream
+    one lists ``k0s`` and ``k3s`` only); the upstream schema is put back afterwards."""
+    original = kube.get("apiextensions.k8s.io/v1", "CustomResourceDefinition", KAIROS_CRD)
+    crd = copy.deepcopy(original)
+    for version in crd["spec"]["versions"]:
+        node = version["schema"]["openAPIV3Schema"]
+        for key in KAIROS_DISTRIBUTION:
+            node = node["properties"][key]
+        node["enum"] = [*node["enum"], "kubeadm"]
+    kube.replace(crd)
+    probe = {
+        "apiVersion": "bootstrap.cluster.x-k8s.io/v1beta2",
+        "kind": "KairosConfigTemplate",
+        "metadata": {"name": "probe", "namespace": "default"},
+        "spec": {"template": {"spec": {"distribution": "kubeadm", "role": "worker", "kubernetesVersion": "v1.35.6"}}},
+    }
+    wait_until(lambda: kube.create(probe, dry_run=True), timeout=30, what="the kubeadm distribution served")
+    try:
+        yield
+    finally:
+        current = kube.get("apiextensions.k8s.io/v1", "CustomResourceDefinition", KAIROS_CRD)
+        current["spec"] = original["spec"]
+        kube.replace(current)
 
 
 def capi_webhooks(binaries: Binaries, base_url: str, ca_pem: bytes) -> list[dict[str, Any]]:

@@ -72,7 +72,7 @@ from workerclass.render import RenderError, render
 from workerclass.resolve.pools import resolve_pool
 from workerclass.state import PoolRecord, State
 
-from .conftest import ClusterAPI
+from .conftest import KAIROS_DISTRIBUTION, ClusterAPI, kairos_with_kubeadm
 from .kube import Kube, KubeError
 from .testbed import wait_until
 
@@ -670,36 +670,14 @@ def _cleanup(kube: Kube, cases: list[Case]) -> None:
     wait_until(gone, timeout=SETTLE, interval=0.5, what="the cases' Cluster API objects deleted")
 
 
-KAIROS_CRD = "kairosconfigtemplates.bootstrap.cluster.x-k8s.io"
-
-
 @pytest.fixture(scope="module")
 def kairos_kubeadm(kube: Kube, capi: ClusterAPI) -> Iterator[None]:
     """The KairosConfigTemplate CRD with the render's one documented departure from upstream
     (``tests/render/schemas.py`` ``ENUM_EXCEPTIONS``: ``distribution: kubeadm``, which the provider's
     enum lacks), for this module's Kairos pools; the upstream schema is put back afterwards."""
-    original = kube.get("apiextensions.k8s.io/v1", "CustomResourceDefinition", KAIROS_CRD)
-    crd = copy.deepcopy(original)
-    for version in crd["spec"]["versions"]:
-        for kind, path, value in ENUM_EXCEPTIONS:
-            if kind != crd["spec"]["names"]["kind"]:
-                continue
-            node = version["schema"]["openAPIV3Schema"]
-            for key in path:
-                node = node["properties"][key]
-            node["enum"] = [*node["enum"], value]
-    kube.replace(crd)
-    probe = {
-        "apiVersion": "bootstrap.cluster.x-k8s.io/v1beta2",
-        "kind": "KairosConfigTemplate",
-        "metadata": {"name": "probe", "namespace": "default"},
-        "spec": {"template": {"spec": {"distribution": "kubeadm", "role": "worker", "kubernetesVersion": "v1.35.6"}}},
-    }
-    wait_until(lambda: kube.create(probe, dry_run=True), timeout=30, what="the kubeadm distribution served")
-    yield
-    current = kube.get("apiextensions.k8s.io/v1", "CustomResourceDefinition", KAIROS_CRD)
-    current["spec"] = original["spec"]
-    kube.replace(current)
+    assert ENUM_EXCEPTIONS == [("KairosConfigTemplate", KAIROS_DISTRIBUTION, "kubeadm")]
+    with kairos_with_kubeadm(kube):
+        yield
 
 
 @pytest.fixture(scope="module")

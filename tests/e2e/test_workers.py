@@ -14,6 +14,7 @@ and no MachineDeployment appeared (the wait timed out).
 
 from __future__ import annotations
 
+import json
 import subprocess
 import tempfile
 import time
@@ -24,7 +25,7 @@ from typing import Any
 import pytest
 import yaml
 
-from .conftest import ACCOUNT_GROUPS, CONTROLLER_USER, TENANT, ClusterAPI, Install, Served
+from .conftest import ACCOUNT_GROUPS, CONTROLLER_USER, TENANT, ClusterAPI, Install, Served, kairos_with_kubeadm
 from .kube import Kube
 from .testbed import ROOT, ApiServer, Process, wait_until, workerclass_command
 
@@ -32,6 +33,7 @@ POOLS = "apps.cozystack.io/v1alpha1"
 FLUX = "helm.toolkit.fluxcd.io/v2"
 CAPI = "cluster.x-k8s.io/v1beta1"
 KUBEVIRT = "infrastructure.cluster.x-k8s.io/v1alpha1"
+KAIROS = "bootstrap.cluster.x-k8s.io/v1beta2"
 LABEL = "workerclass.cozystack.io/pool"
 
 
@@ -280,3 +282,92 @@ def test_a_pool_that_no_longer_resolves_is_left_as_it_is(
     assert len(templates) == 1
     for obj in pool_objects("example-e2e-forced", spec):
         kube.delete(obj["apiVersion"], obj["kind"], obj["metadata"]["name"], TENANT)
+
+
+def reported(kube: Kube, release: str, reason: str, words: str) -> bool:
+    """Whether the HelmRelease ``release`` carries an Event of ``reason`` whose message holds ``words``."""
+    return any(
+        event.get("reason") == reason and words in (event.get("message") or "")
+        for event in kube.list("v1", "Event", TENANT)
+        if event["involvedObject"]["name"] == release
+    )
+
+
+def test_a_kairos_pool_becomes_machines_only_where_the_provider_takes_kubeadm(
+    cluster: ApiServer, kube: Kube, workers: Process
+) -> None:
+    """A Kairos pool (the built-in ``kairos`` class, the platform's container disk, one SSH key) end to
+    end: with the upstream Kairos provider's CRD (``distribution`` k0s or k3s only) the controller
+    reports ``KairosProviderUnsupported`` and applies nothing; once the provider takes the kubeadm path
+    the pool is applied whole (container-disk KubevirtMachineTemplate, KairosConfigTemplate on kubeadm,
+    MachineDeployment) and Cluster API makes its MachineSet from those templates; deleted, nothing is
+    left. Seen to fail with the provider check switched off: the KubevirtMachineTemplate was applied
+    and the KairosConfigTemplate refused 422, a half-applied pool."""
+    from .test_cluster_api import parent_cluster
+
+    parent_cluster(kube)
+    name = "example-e2e-kairos"
+    key = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGV4YW1wbGVrZXlleGFtcGxla2V5 admin@example"
+    spec = {
+        "cluster": "example", "workerClassName": "kairos", "version": "v1.35", "minReplicas": 1, "maxReplicas": 2,
+        "instanceType": "", "resources": {"cpu": "2", "memory": "4Gi"}, "sshKeys": [key],
+    }  # fmt: skip
+    release = f"kubernetes-nodes-{name}"
+    for obj in pool_objects(name, spec):
+        kube.apply(obj, manager="cozystack-api")
+    try:
+        wait_until(
+            lambda: reported(kube, release, "WorkersRefused", "KairosProviderUnsupported"),
+            timeout=30,
+            what="the KairosProviderUnsupported Event:\n" + workers.tail(),
+        )
+        time.sleep(6)  # a full resync more: still nothing
+        assert kube.find(CAPI, "MachineDeployment", f"kubernetes-{name}", TENANT) is None
+        assert labelled(kube, KUBEVIRT, "KubevirtMachineTemplate", f"kubernetes-{name}-") == []
+        assert labelled(kube, KAIROS, "KairosConfigTemplate", f"kubernetes-{name}-") == []
+
+        with kairos_with_kubeadm(kube):
+            deployment = wait_until(
+                lambda: kube.find(CAPI, "MachineDeployment", f"kubernetes-{name}", TENANT),
+                timeout=60,
+                what="the Kairos pool's MachineDeployment:\n" + workers.tail(),
+            )
+            template = deployment["spec"]["template"]["spec"]
+            assert template["version"] == "v1.35.6"  # the platform disk's Kubernetes patch
+            config = kube.get(KAIROS, "KairosConfigTemplate", template["bootstrap"]["configRef"]["name"], TENANT)
+            assert template["bootstrap"]["configRef"]["kind"] == "KairosConfigTemplate"
+            bootstrap = config["spec"]["template"]["spec"]
+            assert (bootstrap["distribution"], bootstrap["role"]) == ("kubeadm", "worker")
+            assert key in json.dumps(bootstrap)  # the one public key, for a user in the admin group
+            machine = kube.get(KUBEVIRT, "KubevirtMachineTemplate", template["infrastructureRef"]["name"], TENANT)
+            volumes = machine["spec"]["template"]["spec"]["virtualMachineTemplate"]["spec"]["template"]["spec"][
+                "volumes"
+            ]
+            disks = [volume["containerDisk"]["image"] for volume in volumes if "containerDisk" in volume]
+            assert disks and disks[0].startswith("ghcr.io/cozystack/cozystack/kairos-worker@sha256:")
+            selector = f"cluster.x-k8s.io/deployment-name=kubernetes-{name}"
+            machine_set = wait_until(
+                lambda: kube.list(CAPI, "MachineSet", TENANT, labels=selector),
+                timeout=60,
+                what="CAPI's MachineSet of the Kairos pool",
+            )[0]
+            built = machine_set["spec"]["template"]["spec"]
+            assert built["bootstrap"]["configRef"]["name"] == config["metadata"]["name"]
+            assert built["infrastructureRef"]["name"] == machine["metadata"]["name"]
+            wait_until(
+                lambda: reported(kube, release, "WorkersApplied", "applied for class kairos"),
+                timeout=30,
+                what="the WorkersApplied Event",
+            )
+    finally:
+        for obj in pool_objects(name, spec):
+            kube.delete(obj["apiVersion"], obj["kind"], obj["metadata"]["name"], TENANT)
+
+    def gone() -> bool:
+        return not (
+            kube.find(CAPI, "MachineDeployment", f"kubernetes-{name}", TENANT)
+            or labelled(kube, KUBEVIRT, "KubevirtMachineTemplate", f"kubernetes-{name}-")
+            or labelled(kube, KAIROS, "KairosConfigTemplate", f"kubernetes-{name}-")
+        )
+
+    wait_until(gone, timeout=90, what="everything of the deleted Kairos pool gone")

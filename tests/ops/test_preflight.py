@@ -478,3 +478,21 @@ def test_unreadable_state_exits_2(tmp_path: Path) -> None:
     result = run("preflight", str(broken))
     assert result.exit_code == 2
     assert result.stdout == ""
+
+
+# ---------------------------------------------------------------------- the Kairos provider
+
+
+def test_a_folder_is_judged_on_the_kairos_provider_only_when_it_holds_its_crd(tmp_path: Path) -> None:
+    from tests.ops.test_providers import crd
+
+    assert preflight_objects(install()).of("kairosProvider") == ()
+    upstream = preflight_objects([*install(), crd()])
+    assert [check.verdict for check in upstream.of("kairosProvider")] == ["warn"] and upstream.safe
+    widened = preflight_objects([*install(), crd(enum=["k0s", "k3s", "kubeadm"])])
+    assert [check.verdict for check in widened.of("kairosProvider")] == ["ok"]
+    # read from a STATE folder too: a CRD file is kept for preflight, not skipped as an unknown kind
+    (tmp_path / "install.yaml").write_text(yaml.safe_dump_all([*install(), crd()]))
+    state = load_state(tmp_path)
+    assert [check.verdict for check in preflight(state).of("kairosProvider")] == ["warn"]
+    assert not any("CustomResourceDefinition" in warning for warning in state.warnings)

@@ -15,7 +15,10 @@ What is read (each a ``list``, the least an identity needs for the checks):
    Namespace (their labels), and that kind's objects (KubernetesNodes, ComputePlanes) across all
    namespaces, to see whether the selector leaves out a namespace that holds some.
 
-4. the serving certificate: each Secret that a Deployment behind a webhook's Service mounts as a
+4. the Kairos bootstrap provider's KairosConfigTemplate CRD (one ``list`` by name): whether it takes
+   the kubeadm path Kairos pools are rendered with (:mod:`workerclass.ops.providers`), a warning when not;
+
+5. the serving certificate: each Secret that a Deployment behind a webhook's Service mounts as a
    volume (``secret.secretName``; the bundle's is ``workerclass-webhook-tls``), one ``get`` each.
    Only its ``tls.crt`` is kept (:class:`~workerclass.ops.preflight.certificates.ServingCertificate`):
    ``tls.key`` and every other key are dropped right after the GET, never stored or printed. A
@@ -50,6 +53,7 @@ import binascii
 import importlib
 import os
 import ssl
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -61,6 +65,7 @@ from ..ops.preflight import Preflight, Source, Unreadable, preflight
 from ..ops.preflight.certificates import SecretRef, ServingCertificate, serving_secrets
 from ..ops.preflight.expectations import BY_PATH, MUTATING, VALIDATING
 from ..ops.preflight.objects import found_webhooks, kind_of, partition, selector_empty
+from ..ops.providers import KAIROS_TEMPLATE_CRD
 from ..ops.workers import PINNED_ANNOTATION, POOL_LABEL, WORKER_KINDS
 from ..state import State
 from .kube import resource_class, short_error, trimmed
@@ -96,6 +101,11 @@ READ: dict[str, tuple[str, str, str]] = {
     "Deployment": ("lightkube.resources.apps_v1", "apps/v1", "deployments.apps"),
     "PodDisruptionBudget": ("lightkube.resources.policy_v1", "policy/v1", "poddisruptionbudgets.policy"),
     "Namespace": ("lightkube.resources.core_v1", "v1", "namespaces"),
+    "CustomResourceDefinition": (
+        "lightkube.resources.apiextensions_v1",
+        "apiextensions.k8s.io/v1",
+        "customresourcedefinitions.apiextensions.k8s.io",
+    ),
 }
 #: the in-cluster service account's files (lightkube's default)
 SERVICE_ACCOUNT = "/var/run/secrets/kubernetes.io/serviceaccount"
@@ -191,11 +201,16 @@ class _Reader:
         self.objects: list[dict[str, Any]] = []
         self.unreadable: list[Unreadable] = []
 
-    def typed(self, kind: str, namespace: str | None = None) -> list[dict[str, Any]]:
-        """The objects of one of :data:`READ`'s kinds (in ``namespace``), kept and returned."""
+    def typed(
+        self, kind: str, namespace: str | None = None, fields: Mapping[str, str] | None = None
+    ) -> list[dict[str, Any]]:
+        """The objects of one of :data:`READ`'s kinds (in ``namespace``, matching ``fields``), kept and returned."""
         module, api_version, resource = READ[kind]
         cls = getattr(importlib.import_module(module), kind)
-        items = self._list(kind, cls, api_version, resource, {"namespace": namespace} if namespace else {})
+        scope: dict[str, Any] = {"namespace": namespace} if namespace else {}
+        if fields:
+            scope["fields"] = dict(fields)
+        items = self._list(kind, cls, api_version, resource, scope)
         self.objects.extend(items)
         return items
 
@@ -288,6 +303,7 @@ def read_install(client: Any) -> Install:
         reader.typed("Namespace")
         for kind in sorted(selected):
             reader.everywhere(kind)
+    reader.typed("CustomResourceDefinition", fields={"metadata.name": KAIROS_TEMPLATE_CRD})
     return Install(reader.objects, tuple(reader.unreadable), certificates)
 
 

@@ -163,8 +163,9 @@ WATCHED: tuple[Resource, ...] = (
 #: what the WorkerClass controller's cache lists and watches
 CONTROLLER_READS: tuple[Resource, ...] = tuple(resource for resource in WATCHED if resource.controller)
 
-#: kinds not admitted or resolved but that ``preflight`` reads: how the webhook is installed, and
-#: the Namespaces (their labels) a webhook's namespaceSelector is judged against
+#: kinds not admitted or resolved but that ``preflight`` reads: how the webhook is installed, the
+#: Namespaces (their labels) a webhook's namespaceSelector is judged against, and the CRDs (whether the
+#: Kairos bootstrap provider takes the render)
 AUXILIARY_KINDS = frozenset(
     {
         "MutatingWebhookConfiguration",
@@ -173,6 +174,7 @@ AUXILIARY_KINDS = frozenset(
         "Service",
         "PodDisruptionBudget",
         "Namespace",
+        "CustomResourceDefinition",
     }
 )
 

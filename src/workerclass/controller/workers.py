@@ -51,6 +51,7 @@ from typing import Any
 
 from ..adapters.kube import LIST_CHUNK, resource_class, short_error, status_code
 from ..api.resources import HELM_RELEASE
+from ..ops.providers import KAIROS_TEMPLATE_CRD, KAIROS_UNSUPPORTED, ProviderSupport, kairos_kubeadm
 from ..ops.workers import (
     HELM_KEEP,
     HELM_RELEASE_NAME,
@@ -173,6 +174,9 @@ class WorkerController:
         #: classified pools' releases whose chart still renders worker objects (no gate), from the last scan
         self._ungated: set[tuple[str, str]] = set()
         self._scanned: set[tuple[str, str]] | None = None
+        #: whether the cluster's Kairos bootstrap provider takes the render (read on every full resync
+        #: while Kairos pools exist); ``None``: not read yet
+        self._kairos: ProviderSupport | None = None
         self.writes = 0  # every write request sent (applies, patches, deletes, events)
 
     # ------------------------------------------------------------------ lightkube plumbing
@@ -258,6 +262,21 @@ class WorkerController:
             patch_type=PatchType.MERGE,
         )
         self._wrote("patch")
+
+    async def _kairos_support(self) -> ProviderSupport:
+        """Read the Kairos bootstrap provider's template CRD: can the cluster take a Kairos pool?"""
+        from lightkube.resources.apiextensions_v1 import CustomResourceDefinition
+
+        try:
+            crd = await self._client.get(CustomResourceDefinition, KAIROS_TEMPLATE_CRD)
+        except Exception as error:
+            if status_code(error) == 404:
+                return kairos_kubeadm(None)
+            # cannot tell (RBAC, an outage): apply, and let the API server's validation decide
+            logger.warning("reading the %s CRD failed (%s): not checked", KAIROS_TEMPLATE_CRD, short_error(error))
+            return ProviderSupport(True)
+        raw = crd.to_dict() if hasattr(crd, "to_dict") else dict(crd)
+        return kairos_kubeadm(raw)
 
     async def _release_exists(self, namespace: str, name: str) -> bool:
         from lightkube.generic_resource import create_namespaced_resource
@@ -363,6 +382,12 @@ class WorkerController:
                 await self._pool(pool, report, fresh=fresh)
 
         classified = {(pool.namespace, pool.release) for pool in desired}
+        kairos = any(pool.bootstrap == "kairos" and pool.state == "ready" for pool in desired)
+        if kairos and (full or fresh or self._kairos is None):
+            support = await self._kairos_support()
+            if support != self._kairos and not support.supported:
+                logger.warning("Kairos pools are not applied: %s", support.message)
+            self._kairos = support
         if full or fresh or classified != self._scanned:
             await self._pin(state, classified, report)
             self._scanned = classified
@@ -397,6 +422,10 @@ class WorkerController:
         if (pool.namespace, pool.release) in self._ungated:
             report.states[pool.identity] = "refused"
             await self._report(pool, "refused", CHART_NOT_GATED)
+            return
+        if pool.bootstrap == "kairos" and self._kairos is not None and not self._kairos.supported:
+            report.states[pool.identity] = "refused"
+            await self._report(pool, "refused", f"{KAIROS_UNSUPPORTED}: {self._kairos.message}; nothing is applied")
             return
         backoff = self._backoff.get(pool.identity)
         if backoff is not None and self._clock() < backoff.until:

@@ -46,6 +46,7 @@ from ..api import WEBHOOK_DOMAIN
 from ..api.resources import HELM_RELEASE, RELEASE_PREFIX
 from ..render import RenderError, render
 from ..render.manifests import release_name
+from ..render.templates import KAIROS_BOOTSTRAP_API
 from ..resolve import resolve_all
 from ..state import State
 from ..violations import Violation
@@ -113,7 +114,7 @@ WORKER_KINDS: tuple[WorkerKind, ...] = (
     WorkerKind("cilium.io/v2", "CiliumNetworkPolicy", "ciliumnetworkpolicies"),
     WorkerKind("infrastructure.cluster.x-k8s.io/v1alpha1", "KubevirtMachineTemplate", "kubevirtmachinetemplates"),
     WorkerKind("infrastructure.cluster.x-k8s.io/v1alpha1", "ProxmoxMachineTemplate", "proxmoxmachinetemplates"),
-    WorkerKind("bootstrap.cluster.x-k8s.io/v1beta2", "KairosConfigTemplate", "kairosconfigtemplates"),
+    WorkerKind(KAIROS_BOOTSTRAP_API, "KairosConfigTemplate", "kairosconfigtemplates"),
     WorkerKind("cluster.x-k8s.io/v1beta1", "MachineDeployment", "machinedeployments"),
     WorkerKind("cluster.x-k8s.io/v1beta1", "MachineHealthCheck", "machinehealthchecks"),
     WorkerKind("cozystack.io/v1alpha1", "WorkloadMonitor", "workloadmonitors"),
@@ -144,6 +145,8 @@ class DesiredPool:
     class_name: str
     state: PoolState
     objects: tuple[dict[str, Any], ...] = ()
+    #: the resolved bootstrap family (``talos`` or ``kairos``); empty when the pool does not resolve
+    bootstrap: str = ""
     denials: tuple[Violation, ...] = ()
     message: str = ""
     warnings: tuple[str, ...] = field(default_factory=tuple)
@@ -236,7 +239,7 @@ def desired_workers(state: State) -> list[DesiredPool]:
             )
             continue
         release = release_name(effective)
-        base = replace(base, release=release)
+        base = replace(base, release=release, bootstrap=effective.bootstrap)
         owner = _owner(state, record.namespace, owner_name)
         if owner is None or not ((owner.get("metadata") or {}).get("uid")):
             out.append(

@@ -16,6 +16,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from ...state import State
+from ..providers import KAIROS_TEMPLATE_CRD, KAIROS_UNSUPPORTED, kairos_kubeadm
 from .certificates import ServingCertificate, ca_bundle, chain_checks
 from .expectations import EXPECTED, SLOW_TIMEOUT, Expectation
 from .failure import failure_policy, other_webhooks, outage
@@ -66,6 +67,29 @@ def _coverage(expectation: Expectation, webhooks: list[FoundWebhook], source: So
         f"{unread.text}: whether {expectation.label} {', '.join(expectation.operations)} are sent to "
         f"{expectation.path} (and which other webhooks match them) cannot be verified",
     )
+
+
+def kairos_provider(listed: Sequence[Mapping[str, Any]], source: Source) -> list[Check]:
+    """Whether the cluster's Kairos bootstrap provider takes a Kairos pool's render (the kubeadm path):
+    a warning when it does not, since the worker controller then applies no Kairos pool. Live, the
+    CRD is always read (absent: a warning); a folder is judged only when it holds the CRD."""
+    crds = [obj for obj in listed if kind_of(obj) == "CustomResourceDefinition" and name_of(obj) == KAIROS_TEMPLATE_CRD]
+    unread = source.unread("CustomResourceDefinition")
+    if unread is not None:
+        return [Check("kairosProvider", "warn", f"{unread.text}: whether Kairos pools can be applied is unknown")]
+    if not crds and not source.live:
+        return []
+    support = kairos_kubeadm(crds[0] if crds else None)
+    if support.supported:
+        return [Check("kairosProvider", "ok", "the Kairos bootstrap provider takes the kubeadm path Kairos pools use")]
+    return [
+        Check(
+            "kairosProvider",
+            "warn",
+            f"{KAIROS_UNSUPPORTED}: {support.message}; the worker controller applies no Kairos pool until it does",
+            object=f"CustomResourceDefinition {KAIROS_TEMPLATE_CRD}",
+        )
+    ]
 
 
 def preflight_objects(
@@ -124,6 +148,7 @@ def preflight_objects(
         + (" that holds the CA of the serving certificate" if certificates else ""),
     )
     checks += readiness(webhooks, found)
+    checks += kairos_provider(listed, source)
     rank = {name: index for index, name in enumerate(CHECK_ORDER)}
     return Preflight(tuple(sorted(checks, key=lambda check: rank[check.check])))
 
