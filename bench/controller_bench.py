@@ -153,6 +153,13 @@ def main() -> int:
     parser.add_argument("--pools", type=int, default=2000)
     parser.add_argument("--resync", type=float, default=10.0)
     parser.add_argument("--keep", action="store_true", help="keep the test bed's folder")
+    parser.add_argument(
+        "--profile",
+        metavar="FILE",
+        help="attach py-spy (pip install py-spy; not a dependency) to the cold-start controller and write its "
+        "collapsed stacks to FILE",
+    )
+    parser.add_argument("--cold-only", action="store_true", help="stop after the cold start (no baseline, no restart)")
     args = parser.parse_args()
     binaries, reason = find_binaries()
     shared = shared_dir()
@@ -212,6 +219,16 @@ def main() -> int:
         started = time.monotonic()
         first = controller(cluster, folder, "controller-cold", args.resync)
         processes.append(first)
+        profiler = None
+        if args.profile:
+            import subprocess
+
+            assert first.popen is not None
+            profiler = subprocess.Popen(
+                ["py-spy", "record", "--pid", str(first.popen.pid), "--format", "raw", "--rate", "50",
+                 "--output", args.profile, "--nonblocking"],
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            )  # fmt: skip
         wait_until(
             lambda: count_names(kube, md_path) >= args.pools,
             timeout=1800,
@@ -220,6 +237,16 @@ def main() -> int:
         )
         cold = time.monotonic() - started
         cold_writes = writes_since(cluster, mark)
+        if profiler is not None:
+            import signal
+
+            profiler.send_signal(signal.SIGINT)
+            profiler.wait(30)
+        if args.cold_only:
+            print(f"cold start: every MachineDeployment after {cold:.1f} s: {args.pools / cold:.1f} pools/s")
+            print(f"writes until then: {len(cold_writes)} ({len(cold_writes) / args.pools:.2f}/pool)")
+            print(f"  by verb and resource: {by_verb_resource(cold_writes)}")
+            return 0
 
         unsettled: list[dict[str, Any]] = []
         for _ in range(3):  # settled: a resync and more without a write (at most three tries)

@@ -165,6 +165,8 @@ class WorkerController:
         self._applied: dict[Key, str] = {}
         #: the live objects with our label, by key (from the last full resync, kept up to date by our writes)
         self._live: dict[Key, dict[str, Any]] = {}
+        #: the keys of :attr:`_live` by the pool label they carry (what a pool's prune looks through)
+        self._by_pool: dict[str, set[Key]] = {}
         self._machine_set_refs: dict[str, set[str]] = {}  # namespace -> template names MachineSets reference
         self._served: dict[str, bool] = {}
         self._resources: dict[str, Any] = {}
@@ -361,9 +363,31 @@ class WorkerController:
         for machine_set in await self._list(MACHINE_SET):
             namespace = (machine_set.get("metadata") or {}).get("namespace") or ""
             refs.setdefault(namespace, set()).update(_template_refs(machine_set))
-        self._live = live
+        self._live = {}
+        self._by_pool = {}
+        for key, obj in live.items():
+            self._remember(key, obj)
         self._machine_set_refs = refs
         self._synced_live = True
+
+    def _remember(self, key: Key, obj: dict[str, Any]) -> None:
+        """``obj`` is the live object of ``key`` now (indexed by its pool label)."""
+        self._forget(key)
+        self._live[key] = obj
+        label = ((obj.get("metadata") or {}).get("labels") or {}).get(POOL_LABEL)
+        if label:
+            self._by_pool.setdefault(str(label), set()).add(key)
+
+    def _forget(self, key: Key) -> None:
+        obj = self._live.pop(key, None)
+        if obj is None:
+            return
+        label = ((obj.get("metadata") or {}).get("labels") or {}).get(POOL_LABEL)
+        keys = self._by_pool.get(str(label)) if label else None
+        if keys is not None:
+            keys.discard(key)
+            if not keys:
+                del self._by_pool[str(label)]
 
     async def reconcile(self, state: State, *, full: bool = False) -> ReconcileReport:
         """One pass over every classified pool (``full``: re-list the live objects first)."""
@@ -444,7 +468,7 @@ class WorkerController:
                     continue
                 if live is not None:
                     logger.info("%s %s/%s: %s differs; applying", key[0], key[1], key[2], difference(live, obj))
-                self._live[key] = await self._apply(obj)
+                self._remember(key, await self._apply(obj))
                 self._applied[key] = digest
                 wrote += 1
             await self._prune(pool, report)
@@ -492,11 +516,7 @@ class WorkerController:
 
     async def _prune(self, pool: DesiredPool, report: ReconcileReport) -> None:
         wanted = {_key(obj) for obj in pool.objects}
-        candidates = [
-            key
-            for key, obj in self._live.items()
-            if ((obj.get("metadata") or {}).get("labels") or {}).get(POOL_LABEL) == pool.key and key not in wanted
-        ]
+        candidates = sorted(self._by_pool.get(pool.key, set()) - wanted)
         if not candidates:
             return
         referenced: set[str] = set()
@@ -506,7 +526,7 @@ class WorkerController:
             if key[0] in TEMPLATE_KINDS and key[2] in referenced:
                 continue  # a MachineSet still builds machines from it
             await self._delete(key)
-            self._live.pop(key, None)
+            self._forget(key)
             self._applied.pop(key, None)
             report.deleted += 1
 
@@ -562,7 +582,7 @@ class WorkerController:
                     continue  # the cache lags: the pool's release is still there
                 for key in objects:
                     await self._delete(key)
-                    self._live.pop(key, None)
+                    self._forget(key)
                     self._applied.pop(key, None)
                     report.deleted += 1
             except asyncio.CancelledError:

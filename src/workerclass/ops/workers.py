@@ -36,6 +36,7 @@ adds its label and owner reference; from then on they are the controller's.
 from __future__ import annotations
 
 import copy
+import functools
 import hashlib
 import re
 from collections.abc import Iterable, Mapping
@@ -128,6 +129,7 @@ def worker_kind(kind: str) -> WorkerKind | None:
     return _BY_KIND.get(kind)
 
 
+@functools.lru_cache(maxsize=65536)
 def pool_key(namespace: str, release: str) -> str:
     """A label value for the pool's release: 40 hex characters of its sha256 (names can exceed 63)."""
     return hashlib.sha256(f"{namespace}/{release}".encode()).hexdigest()[:40]
