@@ -301,8 +301,8 @@ def test_a_kairos_pool_becomes_machines_only_where_the_provider_takes_kubeadm(
     reports ``KairosProviderUnsupported`` and applies nothing; once the provider takes the kubeadm path
     the pool is applied whole (container-disk KubevirtMachineTemplate, KairosConfigTemplate on kubeadm,
     MachineDeployment) and Cluster API makes its MachineSet from those templates; deleted, nothing is
-    left. Seen to fail with the provider check switched off: the KubevirtMachineTemplate was applied
-    and the KairosConfigTemplate refused 422, a half-applied pool."""
+    left. Seen to fail with the provider check switched off (the controller applying Kairos pools
+    whatever the CRD says): no KairosProviderUnsupported Event came."""
     from .test_cluster_api import parent_cluster
 
     parent_cluster(kube)
