@@ -127,6 +127,12 @@ def stripped(obj: dict[str, Any]) -> dict[str, Any]:
     else:
         new_meta["name"] = meta["name"] + "-baseline"
     out["metadata"] = new_meta
+    if out.get("kind") == "Job":  # what the Job controller added: its selector and the pods' labels for it
+        spec = out.get("spec") or {}
+        spec.pop("selector", None)
+        labels = ((spec.get("template") or {}).get("metadata") or {}).get("labels") or {}
+        for key in ("controller-uid", "batch.kubernetes.io/controller-uid", "job-name", "batch.kubernetes.io/job-name"):
+            labels.pop(key, None)
     if out.get("kind") in ("RoleBinding", "ClusterRoleBinding"):
         for subject in out.get("subjects") or []:
             if subject.get("namespace") == TENANT:

@@ -15,6 +15,8 @@
 - :mod:`.sync`: how current a source is (:class:`~.sync.SyncReport`, :func:`~.sync.age_report`)
   and :func:`~.sync.where` (a bug's location without its values), shared with the webhook.
 - :mod:`.tls`: a server SSLContext that follows certificate rotation.
+- :mod:`.transport`: lightkube's requests carried by aiohttp (:class:`~.transport.AiohttpTransport`):
+  the clients of ``serve webhook`` and ``serve controller`` send through it.
 
 Below the doors (webhook, controller, cli), above the pure core: an adapter imports no door.
 """
