@@ -18,6 +18,7 @@ import json
 import subprocess
 import tempfile
 import time
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -27,7 +28,7 @@ import yaml
 
 from .conftest import ACCOUNT_GROUPS, CONTROLLER_USER, TENANT, ClusterAPI, Install, Served, kairos_with_kubeadm
 from .kube import Kube
-from .testbed import ROOT, ApiServer, Process, wait_until, workerclass_command
+from .testbed import ROOT, ApiServer, Process, free_port, wait_until, workerclass_command
 
 POOLS = "apps.cozystack.io/v1alpha1"
 FLUX = "helm.toolkit.fluxcd.io/v2"
@@ -37,9 +38,10 @@ KAIROS = "bootstrap.cluster.x-k8s.io/v1beta2"
 LABEL = "workerclass.cozystack.io/pool"
 
 
-def start_controller(cluster: ApiServer, log: Path, *, resync: float) -> Process:
+def start_controller(cluster: ApiServer, log: Path, *, resync: float, metrics_port: int = 0) -> Process:
     """``serve controller`` as the bundle's controller ServiceAccount, with the garbage collector beside
-    the API server (where it is built; else the controller alone deletes what a gone pool left)."""
+    the API server (where it is built; else the controller alone deletes what a gone pool left);
+    Prometheus metrics on ``metrics_port`` (0: none)."""
     if cluster.binaries.kube_controller_manager is not None:
         cluster.start_garbage_collector()
     identity = cluster.identity(CONTROLLER_USER, ACCOUNT_GROUPS)
@@ -48,20 +50,39 @@ def start_controller(cluster: ApiServer, log: Path, *, resync: float) -> Process
         [
             *workerclass_command(), "serve", "controller",
             "--kubeconfig", str(identity.kubeconfig),
-            "--liveness-port", "0", "--metrics-port", "0", "--poll-interval", "0.2",
+            "--liveness-port", "0", "--metrics-port", str(metrics_port), "--poll-interval", "0.2",
             "--lease-namespace", "cozy-workerclass", "--resync-interval", str(resync),
         ],
         log,
     ).start()  # fmt: skip
 
 
+#: the port the module's controller serves its metrics on
+METRICS_PORT = free_port()
+
+
 @pytest.fixture(scope="module")
 def workers(
     cluster: ApiServer, install: Install, capi: ClusterAPI, webhook: Served, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Process]:
-    process = start_controller(cluster, tmp_path_factory.mktemp("workers") / "controller.log", resync=5)
+    log = tmp_path_factory.mktemp("workers") / "controller.log"
+    process = start_controller(cluster, log, resync=5, metrics_port=METRICS_PORT)
     yield process
     process.stop()
+
+
+def metric(name: str, **labels: str) -> float | None:
+    """One sample of the module's controller's ``/metrics`` (None when it has none)."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{METRICS_PORT}/metrics", timeout=5) as answer:
+        text = answer.read().decode()
+    wanted = name + (
+        "{" + ",".join(f'{key}="{value}"' for key, value in sorted(labels.items())) + "}" if labels else ""
+    )
+    for line in text.splitlines():
+        sample, _, value = line.rpartition(" ")
+        if sample == wanted:
+            return float(value)
+    return None
 
 
 def pool_objects(name: str, spec: dict[str, Any]) -> list[dict[str, Any]]:
@@ -322,6 +343,7 @@ def test_a_kairos_pool_becomes_machines_only_where_the_provider_takes_kubeadm(
             what="the KairosProviderUnsupported Event:\n" + workers.tail(),
         )
         time.sleep(6)  # a full resync more: still nothing
+        assert (metric("workerclass_worker_pools", state="refused") or 0) >= 1
         assert kube.find(CAPI, "MachineDeployment", f"kubernetes-{name}", TENANT) is None
         assert labelled(kube, KUBEVIRT, "KubevirtMachineTemplate", f"kubernetes-{name}-") == []
         assert labelled(kube, KAIROS, "KairosConfigTemplate", f"kubernetes-{name}-") == []
@@ -359,6 +381,10 @@ def test_a_kairos_pool_becomes_machines_only_where_the_provider_takes_kubeadm(
                 timeout=30,
                 what="the WorkersApplied Event",
             )
+            # metrics: no pool refused any more, writes counted, a reconcile timed
+            wait_until(lambda: metric("workerclass_worker_pools", state="refused") == 0, timeout=15, what="no refusal")
+            assert (metric("workerclass_worker_writes_total", verb="apply") or 0) >= 5
+            assert (metric("workerclass_worker_reconcile_seconds_count") or 0) >= 1
     finally:
         for obj in pool_objects(name, spec):
             kube.delete(obj["apiVersion"], obj["kind"], obj["metadata"]["name"], TENANT)

@@ -5,16 +5,13 @@ applies a Kairos pool, and ``preflight`` warns with."""
 from __future__ import annotations
 
 import copy
-import os
-from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
+from tests.shared import require
 from workerclass.ops.providers import kairos_kubeadm
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def crd(*, enum: list[str] | None = ("k0s", "k3s"), version: str = "v1beta2", served: bool = True,  # type: ignore[assignment]
@@ -65,23 +62,12 @@ def test_the_provider_must_take_the_kubeadm_path(definition: dict[str, Any] | No
     assert bool(verdict.message) is not supported
 
 
-def _shared_crds() -> Path | None:
-    configured = os.environ.get("WORKERCLASS_SHARED")
-    folder = (Path(configured) if configured else ROOT.parent / "shared") / "upstream-crds"
-    return folder if folder.is_dir() else None
-
-
 def test_the_upstream_provider_lacks_kubeadm_and_the_widened_one_has_it() -> None:
     """The real CRD of the upstream Kairos provider: refused today; with ``kubeadm`` added to its enum
     (what a provider with the kubeadm path serves, and what the e2e tier installs) accepted. When
     upstream lists kubeadm this test fails: then the README's provider note goes."""
-    folder = _shared_crds()
-    if folder is None:
-        reason = "the upstream CRDs are not beside the clone: set WORKERCLASS_SHARED to the shared folder"
-        if os.environ.get("CI") == "true":
-            pytest.fail(reason, pytrace=False)
-        pytest.skip(reason)
-    upstream = yaml.safe_load((folder / "bootstrap.cluster.x-k8s.io_kairosconfigtemplates.yaml").read_text())
+    path = require("upstream-crds", "bootstrap.cluster.x-k8s.io_kairosconfigtemplates.yaml")
+    upstream = yaml.safe_load(path.read_text())
     assert not kairos_kubeadm(upstream).supported
     widened = copy.deepcopy(upstream)
     for version in widened["spec"]["versions"]:
