@@ -21,7 +21,7 @@ Modules:
   template is never renamed by our code.
 - ``text``: manifests as YAML and JSON text (the CLI's ``-o yaml`` / ``-o json``); its YAML writer is
   for people and PyYAML, not Helm's ``toYaml`` (that is :mod:`workerclass.chart.goyaml`).
-- ``units``: Kubernetes quantities and durations as numbers (the Proxmox template's sizes).
+- ``units``: quantities, read with the chart's ``toFloat``, as the Proxmox template's whole cores, MiB and GiB.
 - ``errors``: :class:`RenderError`.
 """
 
