@@ -1,4 +1,9 @@
-"""The incrementally updated State equals ``State.from_objects`` of the final objects."""
+"""The incrementally updated State equals ``State.from_objects`` of the final objects.
+
+``from_objects`` is itself the fold of the incremental step over the objects (one indexing), so
+what this proves is that a State does not depend on its history: any sequence of adds, changes,
+status writes and deletes leaves the snapshot one pass over the surviving objects gives.
+"""
 
 from __future__ import annotations
 
