@@ -410,6 +410,8 @@ def _builtin_state() -> State:
         pools=EMPTY,
         **_platform_fields(None),
     )
+
+
 #: the attributes a State derives from itself (the cached properties): never copied into another
 _DERIVED = tuple(name for name, value in vars(State).items() if isinstance(value, cached_property))
 
