@@ -11,7 +11,10 @@ Two measurements, each in child processes of their own (so RSS is the State's al
   cluster's classes accumulate). Target (issue 21): 1,000 classes x 1 pool under 60 MiB over the
   empty process.
 * ``build``: P pools (KubernetesNodes plus backing HelmRelease, one class per 10 pools): the best
-  of R builds of ``State.from_objects``, and of ``with_object`` per object from the empty State.
+  of R builds of ``State.from_objects``, and of ``with_object`` per object from the empty State;
+  then the cost of one change at that size: 3,000 ``with_object`` of a pool's ``maxReplicas``,
+  alternating the KubernetesNodes and its HelmRelease (so the pair is re-paired each time), median
+  and p99 in microseconds (the cache's applied events, without its trimming and decoding).
 
 ``--src DIR`` runs the same children against another tree's ``src`` (a ``git archive`` of the base
 commit), so a before/after pair comes from one run on the same machine.
@@ -153,7 +156,23 @@ def child_build(pools: int, repeat: int) -> dict[str, Any]:
             state = state.with_object(obj)
         events.append(time.perf_counter() - started)
         assert len(state.pools) == len(built.pools) == pools
-    return {"pools": pools, "batch_s": round(min(batch), 3), "events_s": round(min(events), 3)}
+    costs: list[float] = []
+    for serial in range(3000):
+        index = (serial * 7919) % pools
+        changed = pool_pair(index, f"talos-c{index // 10}-r1")[serial % 2]
+        values = changed["spec"] if changed["kind"] == "KubernetesNodes" else changed["spec"]["values"]
+        values["maxReplicas"] = 3 + serial % 5
+        started = time.perf_counter()
+        built = built.with_object(changed)
+        costs.append((time.perf_counter() - started) * 1e6)
+    costs.sort()
+    return {
+        "pools": pools,
+        "batch_s": round(min(batch), 3),
+        "events_s": round(min(events), 3),
+        "change_median_us": round(costs[len(costs) // 2], 1),
+        "change_p99_us": round(costs[int(len(costs) * 0.99)], 1),
+    }
 
 
 # --------------------------------------------------------------------------- parent
