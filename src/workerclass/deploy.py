@@ -97,11 +97,11 @@ class InstallOptions:
     metrics_namespace: str | None = None
 
 
-#: Memory of one webhook replica, from ``bench/README.md`` (issue 10): ~55 MiB resident with a
-#: small state; each open connection ~15 KB (plain TCP, no handshake) to ~24 KB (TLS, idle), and
-#: 88-137 KB while it stalls mid-body (16 KiB reads, a 16 KiB aiohttp buffer); bodies being read at
-#: once are capped at 32 MiB. The server's default cap of 1,024 connections then needs ~55 + 137 +
-#: 32 MiB at worst; the limit leaves room for a larger cluster state.
+#: Memory of one webhook replica, from ``bench/README.md`` (issues 10 and 21): ~55 MiB resident
+#: with a small state; each open connection ~300 KB (asyncio's own TLS protocol, idle or not yet
+#: in its handshake) and ~500 KB while it stalls mid-body; bodies being read at once are capped at
+#: 32 MiB. The server's default cap of 256 connections then needs ~55 + 126 + 32 MiB at worst (a
+#: flood of idle connections peaked at 136 MiB); the limit leaves room for a larger cluster state.
 WEBHOOK_MEMORY_REQUEST_MIB = 128
 WEBHOOK_MEMORY_LIMIT_MIB = 320
 

@@ -2,9 +2,10 @@
 
 The golden hashes below pin :mod:`workerclass.render.hash`'s rule for these families: a template's
 name carries the first 6 hex of the sha256 of its canonical text. A change that alters one of them
-renames running pools' templates (a rollout): bump ``HASH_VERSION``, update the hashes here in the
-same commit and name the pools it rolls in ``render/hash.py``'s history. The Talos KubeVirt hashes
-pinned here are the chart's (the parity tests prove them against the oracle).
+would rename running pools' templates: bump ``HASH_VERSION`` (so running templates are kept and
+re-stamped, ``tests/render/test_hash.py``), update the hashes here in the same commit and say what
+changed in ``render/hash.py``'s history. The Talos KubeVirt hashes pinned here are the chart's (the
+parity tests prove them against the oracle).
 """
 
 from __future__ import annotations

@@ -1,4 +1,9 @@
-"""The incrementally updated State equals ``State.from_objects`` of the final objects."""
+"""The incrementally updated State equals ``State.from_objects`` of the final objects.
+
+``from_objects`` is itself the fold of the incremental step over the objects (one indexing), so
+what this proves is that a State does not depend on its history: any sequence of adds, changes,
+status writes and deletes leaves the snapshot one pass over the surviving objects gives.
+"""
 
 from __future__ import annotations
 
@@ -172,5 +177,7 @@ def test_pmap_is_a_persistent_mapping() -> None:
     assert two == {"a": 3, "b": 2}
     assert two.delete("a") == {"b": 2} and two.delete("zz") is two
     assert two.put("b", None) == {"a": 3}
+    assert two.keys() == {"a", "b"} and two.keys() - {"a"} == {"b"}  # set-like, as a dict's
+    assert ("a", 3) in two.items() and sorted(two.values()) == [2, 3]
     big = PMap((str(i), i) for i in range(5000))
     assert len(big.set("x", 0)) == 5001 and len(big) == 5000 and big.get("4999") == 4999

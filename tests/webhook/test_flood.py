@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from workerclass.deploy import WEBHOOK_MEMORY_LIMIT_MIB
+from workerclass.webhook.settings import Settings
 
 from .cases import pool
 from .helpers import ROOT, CertFiles, Client, raw_tls_socket, review
@@ -111,9 +112,9 @@ def test_connection_flood_keeps_memory_bounded_and_answers_flowing(
     tmp_certs: CertFiles, tmp_path: Path, many_files: None
 ) -> None:
     """2,000 idle connections (1,000 plain TCP that never start TLS, 1,000 that finish the handshake
-    and send nothing) against a cap of 1,024: the server stays under the install's memory limit,
-    a probe client gets answers throughout, and the cap holds by closing the oldest idle ones."""
-    cap = 1024
+    and send nothing) against the default cap (256): the server stays under the install's memory
+    limit, a probe client gets answers throughout, and the cap holds by closing the oldest idle ones."""
+    cap = Settings().max_connections
     child = Child(tmp_certs, tmp_path, max_connections=cap, header_timeout=120.0, handshake_timeout=60.0)
     held: list[socket.socket] = []
     peak = child.rss_mib()

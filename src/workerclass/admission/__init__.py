@@ -11,6 +11,7 @@ Its edge: dicts in, a :class:`Decision` out; no I/O.
   the resolved settings.
 - :mod:`.decision`: :class:`Decision`, the answer every door shows.
 - :mod:`.names`: the pool-name rules Cozystack's API and chart apply on CREATE (``InvalidPoolName``).
+- :mod:`.patch`: the object a mutation's ops make (:func:`~.patch.apply_ops`).
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ from ..state import KINDS, State, identify, is_pool_release, pool_from_object
 from ..violations import Violation
 from .decision import Decision
 from .names import name_violations, shown_name
+from .patch import apply_ops
 
 __all__ = ["OPERATIONS", "Decision", "admit", "mutate", "stored_object", "supplied_object", "validate"]
 
@@ -130,24 +132,26 @@ def mutate(
     if spec is not None and not isinstance(spec, dict):
         return Decision(True, operation, object=obj)  # malformed: validation says why
     patch: list[dict[str, Any]] = []
-    new_spec: dict[str, Any] | None = spec
     current = spec.get(CLASS_FIELD) if spec else None
     if current in (None, ""):
         target = state.platform.default_worker_class if operation == "CREATE" else _stored_class(old)
         if target is not None and spec is None:
             patch.append({"op": "add", "path": "/spec", "value": {CLASS_FIELD: target}})
-            new_spec = {CLASS_FIELD: target}
         elif target is not None and spec is not None:
             # RFC 6902 "add" sets the member whether it is absent or "" (API.md: the patch adds it).
             patch.append({"op": "add", "path": f"/spec/{CLASS_FIELD}", "value": target})
-            new_spec = {**spec, CLASS_FIELD: target}
+    # The object shown and validated is what the ops make (one source: .patch.apply_ops).
+    patched = apply_ops(obj, patch) if patch else obj
+    new_spec = patched.get("spec")
     if operation == "UPDATE" and new_spec and _stored_class(old) is not None:
         filled = api_filled_paths(new_spec, stored_values(state, obj, old))
-        patch.extend({"op": "remove", "path": json_pointer("/spec", path)} for path in filled)
-        new_spec = strip_paths(new_spec, filled)
+        removals = [{"op": "remove", "path": json_pointer("/spec", path)} for path in filled]
+        if removals:
+            patch += removals
+            patched = apply_ops(patched, removals)
     if not patch:
         return Decision(True, operation, object=obj)
-    return Decision(True, operation, patch=patch, object={**obj, "spec": new_spec})
+    return Decision(True, operation, patch=patch, object=patched)
 
 
 def stored_values(state: State, obj: Mapping[str, Any], old: Mapping[str, Any] | None) -> Mapping[str, Any] | None:

@@ -50,6 +50,7 @@ from .context import RELEASE_PREFIX, ChartFailure, ChartInput, ChartRefused
 from .kernel_modules import kernel_module_failures
 from .nodegroup import (
     Disk,
+    factory_disk_url,
     kubevirtmachinetemplate,
     kubevirtmachinetemplate_text,
     machinedeployment,
@@ -92,6 +93,7 @@ __all__ = [
     "chart_version",
     "coalesce",
     "factory_disk",
+    "factory_disk_url",
     "golden_disk",
     "image_factory_ca_configmap",
     "image_factory_ca_failures",

@@ -86,11 +86,23 @@ def _roles(inp: ChartInput) -> list[Any]:
     return list(roles) if isinstance(roles, list) else []
 
 
+def factory_disk_url(endpoint: str, schematic_id: str, version: str) -> str:
+    """The Image Factory disk CDI imports over HTTP, by the chart's rule (``nodegroup.yaml``).
+
+    ``<endpoint | trimSuffix "/">/image/<schematic>/<version>/openstack-amd64.raw.xz``: exactly one
+    trailing ``/`` comes off (``https://f.example//`` keeps one). The one builder of this URL:
+    resolution's factory source, the class-era comparison and the chart port all call it, so a
+    class that sets only what the chart can express renders the chart's URL and hash.
+    """
+    return f"{endpoint.removesuffix('/')}/image/{schematic_id}/{version}/openstack-amd64.raw.xz"
+
+
 def chart_http_url(inp: ChartInput) -> str:
-    """The chart's disk URL: ``<imageFactoryURL less one trailing "/">/image/<schematic>/<version>/...``."""
+    """The chart's disk URL for the values' ``talos`` settings (:func:`factory_disk_url`)."""
     talos = inp.values.get("talos")
-    base = tpl(_get(talos, "imageFactoryURL")).removesuffix("/")
-    return f"{base}/image/{tpl(_get(talos, 'schematicID'))}/{tpl(_get(talos, 'version'))}/openstack-amd64.raw.xz"
+    return factory_disk_url(
+        tpl(_get(talos, "imageFactoryURL")), tpl(_get(talos, "schematicID")), tpl(_get(talos, "version"))
+    )
 
 
 def sanitized_pod_resources(inp: ChartInput) -> str:

@@ -132,7 +132,7 @@ def serve_webhook(
     log_level: Annotated[LogLevel, typer.Option(help="Log level.")] = LogLevel.info,
     max_connections: Annotated[
         int, typer.Option("--max-connections", min=1, help="Open connections at most (the idlest makes room).")
-    ] = 1024,
+    ] = 256,
     header_timeout: Annotated[
         float, typer.Option("--header-timeout", min=0.1, help="Seconds a request's headers may take to arrive.")
     ] = 10.0,

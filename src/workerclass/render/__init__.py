@@ -17,26 +17,39 @@ Modules:
   class-era inputs (kernel modules, disk source, installer image, Image Factory CA).
 - ``templates``: the Kairos KubeVirt templates and the Proxmox machine template that replace the
   chart's Talos KubeVirt ones.
-- ``hash``: the content hash in an infrastructure template's name, and why a running pool's
-  template is never renamed by our code.
+- ``hash``: the content hash in an infrastructure template's name, why a running pool's template is
+  never renamed by our code, and :func:`keep_running`, which keeps running templates over a bump of
+  the hash rule (the rule's version is stamped on every template we name).
 - ``text``: manifests as YAML and JSON text (the CLI's ``-o yaml`` / ``-o json``); its YAML writer is
   for people and PyYAML, not Helm's ``toYaml`` (that is :mod:`workerclass.chart.goyaml`).
-- ``units``: Kubernetes quantities and durations as numbers (the Proxmox template's sizes).
+- ``units``: quantities, read with the chart's ``toFloat``, as the Proxmox template's whole cores, MiB and GiB.
 - ``errors``: :class:`RenderError`.
 """
 
 from __future__ import annotations
 
 from .errors import RenderError
-from .hash import HASH_VERSION, INFRASTRUCTURE_KINDS, canonical_text, chart_hash, content_hash, template_suffix
+from .hash import (
+    HASH_VERSION,
+    HASH_VERSION_ANNOTATION,
+    INFRASTRUCTURE_KINDS,
+    TEMPLATE_HASH_ANNOTATION,
+    canonical_text,
+    chart_hash,
+    content_hash,
+    keep_running,
+    template_suffix,
+)
 from .legacy import CLASS_ERA_KEYS, ClassEra, class_era, legacy_values
 from .manifests import KIND_RANK, chart_input_for, release_name, render, sort_manifests, template_hash
 
 __all__ = [
     "CLASS_ERA_KEYS",
     "HASH_VERSION",
+    "HASH_VERSION_ANNOTATION",
     "INFRASTRUCTURE_KINDS",
     "KIND_RANK",
+    "TEMPLATE_HASH_ANNOTATION",
     "ClassEra",
     "RenderError",
     "canonical_text",
@@ -44,6 +57,7 @@ __all__ = [
     "chart_input_for",
     "class_era",
     "content_hash",
+    "keep_running",
     "legacy_values",
     "release_name",
     "render",

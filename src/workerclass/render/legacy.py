@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..api.schema import CLASS_ERA_KEYS
+from ..chart import factory_disk_url
 from ..resolve.effective import Effective, EffectiveTalos
 
 __all__ = [
@@ -43,8 +44,7 @@ __all__ = [
 
 def default_factory_url(talos: EffectiveTalos) -> str:
     """The disk the main chart imports for these Talos settings (``nodegroup.yaml``)."""
-    endpoint = talos.image_factory_url.removesuffix("/")
-    return f"{endpoint}/image/{talos.schematic_id}/{talos.version}/openstack-amd64.raw.xz"
+    return factory_disk_url(talos.image_factory_url, talos.schematic_id, talos.version)
 
 
 def _mirrors(mirrors: Mapping[str, Any]) -> dict[str, Any]:

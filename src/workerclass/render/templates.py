@@ -19,9 +19,9 @@ policy are Talos machinery and are left out; the MachineDeployment's ``version``
 The design page says Kairos bootstrap changes require replacement workers. So, unlike the
 TalosConfigTemplate (a stable name whose content reaches only new machines), the
 KairosConfigTemplate is named ``kubernetes-<cluster>-<pool>-<hash6>`` by its own content
-(:func:`workerclass.render.hash.content_hash`): a content change changes the MachineDeployment's
-``bootstrap.configRef``, which Cluster API rolls. The KubevirtMachineTemplate is named the same
-way by its content.
+(:func:`workerclass.render.hash.named_by_content`, which also stamps the hash rule's version on it):
+a content change changes the MachineDeployment's ``bootstrap.configRef``, which Cluster API rolls.
+The KubevirtMachineTemplate is named the same way by its content.
 
 **Talos on Proxmox** (no oracle; Cozystack's chart is KubeVirt only): the chart's objects with the
 KubevirtMachineTemplate replaced by a ``ProxmoxMachineTemplate`` (``infrastructure.cluster.x-k8s.io/v1alpha2``)
@@ -43,7 +43,7 @@ from typing import Any
 
 from ..resolve.effective import Effective
 from .errors import RenderError
-from .hash import content_hash
+from .hash import named_by_content
 from .units import cpu_cores, gibibytes, mebibytes
 
 __all__ = [
@@ -148,7 +148,7 @@ def _kairos_machine_template(chart_template: Mapping[str, Any], reference: str) 
     return {
         "apiVersion": chart_template["apiVersion"],
         "kind": "KubevirtMachineTemplate",
-        "metadata": {"name": f"{base}-{content_hash(template)}", "namespace": metadata["namespace"]},
+        "metadata": named_by_content(base, metadata["namespace"], template),
         "spec": {"template": template},
     }
 
@@ -166,7 +166,7 @@ def _kairos_config_template(effective: Effective, base: str, namespace: str) -> 
     return {
         "apiVersion": KAIROS_BOOTSTRAP_API,
         "kind": "KairosConfigTemplate",
-        "metadata": {"name": f"{base}-{content_hash(template)}", "namespace": namespace},
+        "metadata": named_by_content(base, namespace, template),
         "spec": {"template": template},
     }
 
@@ -218,7 +218,7 @@ def proxmox_machine_template(
     return {
         "apiVersion": PROXMOX_API,
         "kind": "ProxmoxMachineTemplate",
-        "metadata": {"name": f"{base}-{content_hash(template)}", "namespace": namespace},
+        "metadata": named_by_content(base, namespace, template),
         "spec": {"template": template},
     }
 

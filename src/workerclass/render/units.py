@@ -1,88 +1,46 @@
-"""Kubernetes quantities and Go durations, converted where a CRD wants plain integers.
+"""Quantities as the whole numbers the Proxmox machine template wants (cores, MiB, GiB).
 
-Pure. The model has already checked the formats (``QUANTITY``, ``DURATION`` in
-:mod:`workerclass.model.reader`); these functions only convert, and raise
-:class:`~workerclass.render.errors.RenderError` on text the model would have refused.
+Pure. There is one quantity grammar in workerclass, the chart's: admission checks a value against
+the chart's values schema (``QUANTITY`` in :mod:`workerclass.api.patterns`) and the chart sizes it
+with ``cozy-lib.resources.toFloat`` (:func:`workerclass.chart.quantity.to_float`); these functions
+read the value with that same ``toFloat``, so every spelling ``check`` admits (``2e10``, ``+20Gi``,
+``.5Ti``, ``20.Gi``) renders, to the number the chart would compute. They only round; they raise
+:class:`~workerclass.render.errors.RenderError` for a negative size, which the chart passes through
+to KubeVirt unchecked (a spelling Go's float64 cannot hold is 0 to ``toFloat``, as to the chart).
 """
 
 from __future__ import annotations
 
 import math
-import re
-from decimal import Decimal, InvalidOperation
+from typing import Any
 
+from ..chart.quantity import to_float
 from .errors import RenderError
 
-__all__ = ["cpu_cores", "duration_seconds", "gibibytes", "mebibytes", "quantity_bytes"]
+__all__ = ["cpu_cores", "gibibytes", "mebibytes"]
 
-_SUFFIX = {
-    "": Decimal(1),
-    "m": Decimal("0.001"),
-    "k": Decimal(10**3),
-    "M": Decimal(10**6),
-    "G": Decimal(10**9),
-    "T": Decimal(10**12),
-    "P": Decimal(10**15),
-    "E": Decimal(10**18),
-    "Ki": Decimal(2**10),
-    "Mi": Decimal(2**20),
-    "Gi": Decimal(2**30),
-    "Ti": Decimal(2**40),
-    "Pi": Decimal(2**50),
-    "Ei": Decimal(2**60),
-}
-_QUANTITY = re.compile(r"^(\d+(?:\.\d+)?)(m|k|Ki|Mi|Gi|Ti|Pi|Ei|M|G|T|P|E)?$")
-_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h)")
-_DURATION_UNIT = {
-    "ns": Decimal("1e-9"),
-    "us": Decimal("1e-6"),
-    "µs": Decimal("1e-6"),
-    "ms": Decimal("1e-3"),
-    "s": Decimal(1),
-    "m": Decimal(60),
-    "h": Decimal(3600),
-}
+_MEBI = float(2**20)
+_GIBI = float(2**30)
 
 
-def _quantity(text: str) -> Decimal:
-    match = _QUANTITY.match(text.strip())
-    if match is None:
-        raise RenderError(f"{text!r} is not a Kubernetes quantity")
-    try:
-        return Decimal(match.group(1)) * _SUFFIX[match.group(2) or ""]
-    except InvalidOperation as error:  # pragma: no cover - the pattern admits only decimals
-        raise RenderError(f"{text!r} is not a Kubernetes quantity") from error
+def _size(value: Any, what: str) -> float:
+    number = to_float(value)
+    if not math.isfinite(number) or number < 0:
+        # The value itself is not echoed: it is the user's text (API.md: messages name fields).
+        raise RenderError(f"the {what} is not a size a Proxmox VM can have (a quantity of 0 or more)")
+    return number
 
 
-def quantity_bytes(text: str) -> int:
-    """``8Gi`` -> 8589934592, rounded up to a whole byte."""
-    return math.ceil(_quantity(text))
-
-
-def mebibytes(text: str) -> int:
+def mebibytes(value: Any) -> int:
     """Memory in MiB, rounded up."""
-    return math.ceil(_quantity(text) / _SUFFIX["Mi"])
+    return math.ceil(_size(value, "memory") / _MEBI)
 
 
-def gibibytes(text: str) -> int:
+def gibibytes(value: Any) -> int:
     """Disk size in GiB, rounded up (Proxmox sizes disks in whole GiB)."""
-    return math.ceil(_quantity(text) / _SUFFIX["Gi"])
+    return math.ceil(_size(value, "disk size") / _GIBI)
 
 
-def cpu_cores(text: str) -> int:
-    """Whole guest vCPUs for a CPU quantity: ``500m`` -> 1, ``4`` -> 4."""
-    return max(1, math.ceil(_quantity(text)))
-
-
-def duration_seconds(text: str) -> int:
-    """A Go duration (``20m``, ``1h30m``, ``300s``) in whole seconds, rounded up."""
-    compact = text.strip()
-    position, total = 0, Decimal(0)
-    for match in _DURATION_PART.finditer(compact):
-        if match.start() != position:
-            break
-        total += Decimal(match.group(1)) * _DURATION_UNIT[match.group(2)]
-        position = match.end()
-    if position != len(compact) or not compact:
-        raise RenderError(f"{text!r} is not a duration like 20m or 300s")
-    return math.ceil(total)
+def cpu_cores(value: Any) -> int:
+    """Whole guest vCPUs for a CPU quantity: ``500m`` -> 1, ``4`` -> 4, ``1e0`` -> 1."""
+    return max(1, math.ceil(_size(value, "CPU")))

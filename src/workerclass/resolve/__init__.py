@@ -36,7 +36,7 @@ from .chart import (
 from .checks import check_replicas, check_talos_vgpu
 from .classes import class_problems
 from .effective import Effective, EffectiveImage, EffectiveTalos
-from .image import GOLDEN_NAMESPACE, factory_reference, golden_reference, resolve_kubevirt_image
+from .image import GOLDEN_NAMESPACE, golden_reference, resolve_kubevirt_image
 from .pools import resolve, resolve_all, resolve_pool
 from .resolution import Resolution, shown_name
 from .talos import NVIDIA_MODULES, mirror_map, resolve_talos
@@ -60,7 +60,6 @@ __all__ = [
     "check_replicas",
     "check_talos_vgpu",
     "class_problems",
-    "factory_reference",
     "golden_reference",
     "mirror_map",
     "resolve",

@@ -8,11 +8,12 @@ from __future__ import annotations
 
 from ..api.names import ImageSource as SourceName
 from ..api.paths import FieldPath
+from ..chart import factory_disk_url
 from ..model import Golden, ImageSource, OsImage, Platform
 from .effective import EffectiveImage, EffectiveTalos
 from .resolution import Resolution
 
-__all__ = ["GOLDEN_NAMESPACE", "OS_IMAGE", "factory_reference", "golden_reference", "resolve_kubevirt_image"]
+__all__ = ["GOLDEN_NAMESPACE", "OS_IMAGE", "golden_reference", "resolve_kubevirt_image"]
 
 GOLDEN_NAMESPACE = "cozy-public"
 #: where a disk source is selected, below the values of a pool or the spec of a class
@@ -22,11 +23,6 @@ OS_IMAGE = FieldPath("kubevirt", "osImage")
 def golden_reference(schematic_id: str, version: str) -> str:
     """The golden DataVolume a builtin source clones: ``cozy-public/talos-worker-<schematic>-<version>``."""
     return f"{GOLDEN_NAMESPACE}/talos-worker-{schematic_id}-{version}"
-
-
-def factory_reference(endpoint: str, schematic_id: str, version: str) -> str:
-    """The Image Factory disk CDI imports over HTTP (OpenStack image: bootstrap via config drive)."""
-    return f"{endpoint.rstrip('/')}/image/{schematic_id}/{version}/openstack-amd64.raw.xz"
 
 
 def resolve_kubevirt_image(
@@ -81,7 +77,8 @@ def resolve_kubevirt_image(
         if not endpoint:
             result.deny("Invalid", f"{path}.endpoint", "no Image Factory endpoint: set talos.imageFactoryURL")
             return None
-        reference = factory_reference(endpoint, schematic, version)
+        # the chart's one rule for the URL, so a source that adds nothing renders the chart's disk
+        reference = factory_disk_url(endpoint, schematic, version)
         result.origins["image.reference"] = "Image Factory URL from endpoint, schematic and version"
     # A class's source that conflicts with a pool's own Talos value: the pool's field is the one to change.
     by_class = owner.startswith("class")

@@ -34,6 +34,7 @@ __all__ = [
     "is_pool_release",
     "node_group_pools",
     "pool_from_object",
+    "pool_values",
     "release_of",
     "stored_nodes",
 ]
@@ -151,6 +152,15 @@ def release_of(kind: str, name: str, obj: Mapping[str, Any] | None = None) -> st
     if kind == "HelmRelease" and obj is not None:
         return helm_release_name(obj)
     return name
+
+
+def pool_values(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The values a pool object carries, as stored: a KubernetesNodes' ``spec``, a HelmRelease's
+    ``spec.values`` (``{}`` where they are not a mapping); the raw values, not parsed."""
+    values = obj.get("spec")
+    if obj.get("kind") == "HelmRelease":
+        values = values.get("values") if isinstance(values, dict) else None
+    return values if isinstance(values, dict) else {}
 
 
 def pool_from_object(obj: Mapping[str, Any]) -> PoolRecord | None:

@@ -39,6 +39,7 @@ from .records import (
     is_pool_release,
     node_group_pools,
     pool_from_object,
+    pool_values,
     stored_nodes,
 )
 
@@ -229,79 +230,21 @@ class State:
         auxiliary: Iterable[ObjectRecord] = (),
         instancetypes: Mapping[str, Mapping[str, Any]] | None = None,
     ) -> State:
-        """Index records (``instancetypes``: the ones read, by name, beside Cozystack's shipped set)."""
-        builtin_classes, _ = _builtin_documents()
-        platform_object: Mapping[str, Any] = _builtin_platform_object()
-        classes: dict[str, ClassRecord] = {}
-        for document in builtin_classes:
-            _, _, name = identify(document.obj)
-            spec, violations = parse_class_spec(document.obj.get("spec"))
-            classes[name] = ClassRecord(name, spec, document.obj, True, tuple(violations))
-        clusters: dict[tuple[str, str], Cluster] = {}
-        compute_planes: dict[tuple[str, str], Cluster] = {}
-        pools: dict[tuple[str, str, str], PoolRecord] = {}
+        """Index records (``instancetypes``: the ones read, by name, beside Cozystack's shipped set).
+
+        The fold of the incremental step over the records: the State of the built-ins alone, then
+        each record as :meth:`with_object` applies it. So there is one indexing, the incremental one
+        (pairing a KubernetesNodes with its backing release in either order, the by-class and
+        by-name indexes), and a batch build cannot disagree with the snapshot the cache keeps up
+        event by event. A later record with the identity of an earlier one replaces it.
+        """
+        state = _builtin_state()
         for record in records:
-            obj = record.obj
-            if record.kind == "WorkerPlatform":
-                if record.name == "default":
-                    platform_object = _read_only(obj)
-            elif record.kind == "WorkerClass":
-                spec, violations = parse_class_spec(obj.get("spec"))
-                classes[record.name] = ClassRecord(record.name, spec, obj, False, tuple(violations))
-            elif record.kind == "Kubernetes":
-                cluster, _ = parse_cluster(record.namespace, record.name, obj.get("spec"))
-                clusters[(record.namespace, record.name)] = cluster
-            elif record.kind == "ComputePlane":
-                # A ComputePlane is its node groups' cluster, never a KubernetesNodes pool's parent.
-                cluster, _ = parse_cluster(record.namespace, record.name, obj.get("spec"))
-                compute_planes[(record.namespace, record.name)] = cluster
-                for pool in node_group_pools(obj):
-                    pools[(pool.kind, pool.namespace, pool.name)] = pool
-            else:
-                stored = pool_from_object(obj)
-                if stored is not None:
-                    pools[(stored.kind, stored.namespace, stored.name)] = stored
-        # A HelmRelease kubernetes-nodes-<N> beside KubernetesNodes N is N's backing release (what
-        # Cozystack's API stored for it): its values are N's stored values, not another pool.
-        backing: dict[tuple[str, str], Mapping[str, Any]] = {}
-        for kind, namespace, name in list(pools):
-            if kind != "HelmRelease" or not name.startswith(RELEASE_PREFIX):
-                continue
-            owner = name.removeprefix(RELEASE_PREFIX)
-            nodes = pools.get(("KubernetesNodes", namespace, owner))
-            if nodes is not None:
-                values = pools.pop((kind, namespace, name)).values
-                backing[(namespace, owner)] = values
-                stored = stored_nodes(namespace, owner, values)
-                if stored is not None:
-                    pools[("KubernetesNodes", namespace, owner)] = stored
-        # The platform's own violations are reported when ``check`` admits its object.
-        # A WorkerPlatform completes the embedded one key by key (keys it leaves out keep Cozystack's defaults).
-        platform, _ = parse_platform(platform_object.get("spec"), base=embedded_platform_spec())
-        by_class: dict[str, dict[tuple[str, str, str], PoolRecord]] = {}
-        names: dict[tuple[str, str], list[str]] = {}
-        for key, pool in pools.items():
-            if pool.class_name is not None:
-                by_class.setdefault(pool.class_name, {})[key] = pool
-            names.setdefault((key[1], key[2]), []).append(key[0])
-        read_types: Mapping[str, Mapping[str, Any]] = {}
-        if instancetypes:
-            read_types = MappingProxyType({**embedded_instancetypes(), **instancetypes})
-        return cls(
-            platform=platform,
-            platform_object=platform_object,
-            classes=PMap(classes),
-            clusters=PMap(clusters),
-            pools=PMap(pools),
-            records=PMap({(r.kind, r.namespace, r.name): r for r in records}),
+            state = state._apply(record.kind, record.namespace, record.name, record)
+        return state._next(
+            **_instancetype_fields(PMap(instancetypes) if instancetypes else EMPTY),
             warnings=Lines(warnings or ()),
             auxiliary=tuple(auxiliary),
-            instancetypes=read_types or embedded_instancetypes(),
-            backing_values=PMap(backing),
-            compute_planes=PMap(compute_planes),
-            cluster_instancetypes=PMap(instancetypes) if instancetypes else EMPTY,
-            pools_by_class=PMap({name: PMap(members) for name, members in by_class.items()}),
-            pool_names=PMap({key: tuple(sorted(kinds, key=POOL_KINDS.index)) for key, kinds in names.items()}),
         )
 
     # ------------------------------------------------------------------ lookups
@@ -377,12 +320,11 @@ class State:
         return self._apply(kind, namespace, name, None)
 
     def _with_instancetype(self, name: str, obj: Mapping[str, Any] | None) -> State:
-        ours = as_pmap(self.cluster_instancetypes).put(name, obj)
-        merged = MappingProxyType({**embedded_instancetypes(), **ours}) if ours else embedded_instancetypes()
-        return self._next(cluster_instancetypes=ours, instancetypes=merged)
+        return self._next(**_instancetype_fields(as_pmap(self.cluster_instancetypes).put(name, obj)))
 
     def _next(self, **changes: Any) -> State:
-        """This snapshot with ``changes`` (field names): a new State, with a fresh memo and no warnings.
+        """This snapshot with ``changes`` (field names): a new State, with a fresh memo and no
+        warnings unless ``changes`` says some.
 
         What :func:`dataclasses.replace` does, with the fields set once into the new instance's
         dict instead of through the frozen ``__init__`` (one ``object.__setattr__`` per field
@@ -394,8 +336,8 @@ class State:
         attributes.update(self.__dict__)
         for name in _DERIVED:
             attributes.pop(name, None)
-        attributes.update(changes)
         attributes["warnings"] = _NO_LINES
+        attributes.update(changes)
         attributes["memo"] = Memo.seeded(attributes["pool_names"])
         return new
 
@@ -408,10 +350,7 @@ class State:
         if kind == "WorkerPlatform":
             if name != "default":
                 return self._next(records=records)
-            platform_only = State.from_records([record] if record is not None else [])
-            return self._next(
-                records=records, platform=platform_only.platform, platform_object=platform_only.platform_object
-            )
+            return self._next(records=records, **_platform_fields(record.obj if record is not None else None))
         if kind == "WorkerClass":
             if record is not None:
                 spec, violations = parse_class_spec(record.obj.get("spec"))
@@ -442,6 +381,37 @@ class State:
 
 
 _NO_LINES = Lines()
+
+
+def _platform_fields(obj: Mapping[str, Any] | None) -> dict[str, Any]:
+    """``platform`` and ``platform_object`` for the WorkerPlatform ``default`` read (``None``: the embedded one).
+
+    The platform's own violations are reported when ``check`` admits its object. A WorkerPlatform
+    completes the embedded one key by key (keys it leaves out keep Cozystack's defaults).
+    """
+    platform_object = _builtin_platform_object() if obj is None else _read_only(obj)
+    platform, _ = parse_platform(platform_object.get("spec"), base=embedded_platform_spec())
+    return {"platform": platform, "platform_object": platform_object}
+
+
+def _instancetype_fields(ours: PMap) -> dict[str, Any]:
+    """``cluster_instancetypes`` (the ones read) and ``instancetypes`` (Cozystack's, then ours by name)."""
+    merged = MappingProxyType({**embedded_instancetypes(), **ours}) if ours else embedded_instancetypes()
+    return {"cluster_instancetypes": ours, "instancetypes": merged}
+
+
+@cache
+def _builtin_state() -> State:
+    """The State of no objects: the built-in classes and the embedded platform (one for the process;
+    every fold starts from it and makes new snapshots, each with a memo of its own)."""
+    return State(
+        classes=PMap({record.name: record for record in _builtin_class_records()}),
+        clusters=EMPTY,
+        pools=EMPTY,
+        **_platform_fields(None),
+    )
+
+
 #: the attributes a State derives from itself (the cached properties): never copied into another
 _DERIVED = tuple(name for name, value in vars(State).items() if isinstance(value, cached_property))
 
@@ -480,13 +450,17 @@ class _PoolIndex:
         nodes_key = ("KubernetesNodes", namespace, owner)
         release_key = ("HelmRelease", namespace, RELEASE_PREFIX + owner)
         nodes_record, release_record = records.get(nodes_key), records.get(release_key)
-        nodes = pool_from_object(nodes_record.obj) if nodes_record is not None else None
-        release = pool_from_object(release_record.obj) if release_record is not None else None
+        nodes = release = None
         values: Mapping[str, Any] | None = None
-        if nodes is not None and release is not None:
-            values = release.values
+        if nodes_record is not None and release_record is not None:
+            # Paired: the pool is the release's values under the KubernetesNodes' name. Each side
+            # alone is parsed only when it stands alone (a parse is most of the cost of a step).
+            values = pool_values(release_record.obj)
             nodes = stored_nodes(namespace, owner, values)
-            release = None
+        elif nodes_record is not None:
+            nodes = pool_from_object(nodes_record.obj)
+        elif release_record is not None:
+            release = pool_from_object(release_record.obj)
         self.put(nodes_key, nodes)
         self.put(release_key, release)
         return backing.put((namespace, owner), values)

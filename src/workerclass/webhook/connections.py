@@ -1,4 +1,4 @@
-"""Connections of the webhook: a cap, deadlines for slow or silent clients, and small TLS state.
+"""Connections of the webhook: a cap, deadlines for slow or silent clients, and bounded TLS state.
 
 Its edge: accepted sockets in, aiohttp's request handler out. Every connection takes a *slot*
 from :class:`ConnectionGuard` when it is accepted (before any TLS), and gives it back when it
@@ -16,15 +16,14 @@ whatever clients do:
   trickles bytes), and within ``max_header_bytes`` (aiohttp's own limits, 128 lines of 8 KiB,
   would let 1 MiB through); the TLS handshake has its own timeout; idle keep-alive connections
   are closed by aiohttp after ``keepalive_timeout``;
-* per-connection memory is small and given back: asyncio's TLS protocol gives each connection
-  a 256 KiB receive buffer of its own (about 300 KB per connection with the rest, measured in
-  ``bench/README.md``), which glibc does not give back after a flood. Here every connection of
-  one event loop reads into one shared buffer: the transport fills it and the protocol copies the
-  bytes into the connection's TLS input at once, before the loop runs anything else, so sharing
-  it is safe on a single-threaded loop. The TLS handshake starts with the client's first bytes
-  and aiohttp's handler is made only after it, so a silent TCP connection holds ~10 KB; after
-  every 64 closed connections (at most once a second) the freed heap is returned to the system
-  (``malloc_trim``).
+* per-connection memory is bounded through public APIs only: the cap, and TLS by the event loop's
+  own protocol (``loop.start_tls`` on the accepted socket, so the slot is taken before any TLS
+  state exists and a connection can be evicted mid-handshake). asyncio's TLS protocol holds a
+  256 KiB receive buffer per connection (about 300 KB with the rest, ``bench/README.md``), and
+  glibc keeps freed heap after a flood, so the default cap is 256 connections (the only client is
+  the API server, which keeps a few dozen per replica): the worst case is the cap times that,
+  under the install's limit, whatever clients do. No private asyncio attribute is read or
+  written and no C library is called.
 
 Nothing here logs a client's bytes; logs carry counts and the reason a connection was closed.
 """
@@ -32,93 +31,117 @@ Nothing here logs a client's bytes; logs carry counts and the reason a connectio
 from __future__ import annotations
 
 import asyncio
-import ctypes
-import ctypes.util
 import logging
 import ssl
-from asyncio import sslproto
 from collections.abc import Callable
 from typing import Any
 
 logger = logging.getLogger("workerclass.webhook")
 
-#: what the TLS protocol reads per call (the default is 256 KiB; a TLS record is at most ~16 KiB):
-#: it bounds the undecrypted and the decrypted bytes a connection holds while its reader is paused
-READ_CHUNK = 16 * 1024
+#: the most bytes a TLS connection queues for writing before aiohttp is told to wait (asyncio's
+#: default is 512 KiB per connection; an answer is a few KiB)
+WRITE_LIMIT = 64 * 1024
 
 #: why a connection was closed by the guard (bounded label values)
 CLOSE_REASONS = ("refused", "evicted", "header_timeout", "header_too_large")
 
 _NEW, _READING, _ACTIVE, _IDLE, _CLOSED = range(5)
 
-#: after this many connections closed (and a second), give freed heap memory back to the system (glibc keeps it
-#: otherwise: a flood would leave its peak as the process's resident size)
-TRIM_AFTER = 64
 
-
-def _malloc_trim() -> Callable[[], None] | None:
-    """glibc's ``malloc_trim(0)``, or ``None`` on another C library."""
-    name = ctypes.util.find_library("c")
-    if name is None:
-        return None
-    try:
-        trim = ctypes.CDLL(name).malloc_trim
-    except (OSError, AttributeError):
-        return None
-    trim.argtypes = [ctypes.c_size_t]
-    trim.restype = ctypes.c_int
-
-    def call() -> None:
-        trim(0)
-
-    return call
-
-
-_TRIM = _malloc_trim()
+def _abort(transport: asyncio.BaseTransport) -> None:
+    """Close a transport now, dropping what it buffered (every stream transport can)."""
+    if isinstance(transport, asyncio.WriteTransport):
+        transport.abort()
+    else:  # pragma: no cover - the loop's stream transports are write transports
+        transport.close()
 
 
 class _Slot:
-    """One accepted connection: its raw transport, where it is in its life, and its deadline."""
+    """One accepted connection: its transport, where it is in its life, and its deadline."""
 
-    __slots__ = ("guard", "handler", "header_bytes", "state", "tail", "timer", "transport")
+    __slots__ = ("guard", "handler", "header_bytes", "state", "tail", "timer", "transport", "upgrade")
 
     def __init__(self, guard: ConnectionGuard) -> None:
         self.guard = guard
         self.header_bytes = 0
         self.tail = b""  # the last bytes of a chunk that ended inside the request's headers
         self.state = _NEW
-        self.transport: asyncio.BaseTransport | None = None
+        self.transport: asyncio.BaseTransport | None = None  # the raw socket's, then the TLS one
         self.timer: asyncio.TimerHandle | None = None
         self.handler: asyncio.BaseProtocol | None = None
+        self.upgrade: asyncio.Task[None] | None = None  # the TLS handshake (a reference keeps it alive)
 
 
 class _Refused(asyncio.Protocol):
     """A connection over the cap: closed as soon as it is made, nothing allocated for it."""
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        transport.abort()  # type: ignore[attr-defined]
+        _abort(transport)
 
 
 class _Guarded(asyncio.Protocol):
-    """Sits between the transport (plain, or asyncio's TLS app transport) and aiohttp's handler:
-    makes the handler only once the connection is usable (after the TLS handshake), notices the
-    first byte of a request, and frees the slot when the connection is lost."""
+    """Sits between the transport (plain, or the loop's TLS app transport) and aiohttp's handler:
+    starts TLS on the accepted socket, makes the handler only once the connection is usable (after
+    the handshake), notices the first byte of a request, and frees the slot when the connection is
+    lost."""
 
-    __slots__ = ("inner", "slot")
+    __slots__ = ("early", "inner", "slot")
 
     def __init__(self, slot: _Slot) -> None:
         self.slot = slot
         self.inner: asyncio.Protocol | None = None
+        #: what came between the handshake's end and the handler (the request may follow the
+        #: handshake in the same read); counted against the header limit like any request byte
+        self.early: list[bytes] = []
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         slot = self.slot
         if slot.state == _CLOSED:  # made room for another before the loop got to make it
-            transport.abort()  # type: ignore[attr-defined]
+            _abort(transport)
             return
-        if slot.transport is None:  # plain TCP: this is the raw transport
-            slot.transport = transport
-        self.inner = inner = slot.guard._handler_for(slot)
+        slot.transport = transport
+        if slot.guard.tls is None:
+            self._serve(transport)
+        else:
+            slot.upgrade = asyncio.get_running_loop().create_task(self._secure(transport))
+
+    async def _secure(self, raw: asyncio.BaseTransport) -> None:
+        """The TLS handshake (``loop.start_tls``, bounded by the handshake timeout), then the handler."""
+        slot = self.slot
+        guard = slot.guard
+        assert guard.tls is not None
+        secure: asyncio.BaseTransport | None = None
+        if not isinstance(raw, asyncio.Transport):  # pragma: no cover - the loop's stream transports are
+            guard._release(slot)
+            _abort(raw)
+            return
+        try:
+            secure = await asyncio.get_running_loop().start_tls(
+                raw,
+                self,
+                guard.tls,
+                server_side=True,
+                ssl_handshake_timeout=guard.handshake_timeout,
+            )
+        except (OSError, ssl.SSLError, TimeoutError, RuntimeError) as error:
+            logger.debug("TLS handshake failed: %s", type(error).__name__)
+        finally:
+            slot.upgrade = None
+        if secure is None or slot.state == _CLOSED:  # failed, or closed by the guard meanwhile
+            guard._release(slot)
+            _abort(secure if secure is not None else raw)
+            return
+        slot.transport = secure
+        if isinstance(secure, asyncio.WriteTransport):
+            secure.set_write_buffer_limits(high=WRITE_LIMIT)
+        self._serve(secure)
+
+    def _serve(self, transport: asyncio.BaseTransport) -> None:
+        self.inner = inner = self.slot.guard._handler_for(self.slot)
         inner.connection_made(transport)
+        if self.early:
+            data, self.early = b"".join(self.early), []
+            inner.data_received(data)
 
     def data_received(self, data: bytes) -> None:
         slot = self.slot
@@ -142,7 +165,9 @@ class _Guarded(asyncio.Protocol):
                     slot.guard._too_large(slot)
                     return
                 slot.tail = data[-3:]
-        assert self.inner is not None
+        if self.inner is None:
+            self.early.append(data)
+            return
         self.inner.data_received(data)
 
     def eof_received(self) -> bool | None:
@@ -162,67 +187,6 @@ class _Guarded(asyncio.Protocol):
     def resume_writing(self) -> None:
         if self.inner is not None:
             self.inner.resume_writing()
-
-
-class _SlimTLS(sslproto.SSLProtocol):
-    """asyncio's TLS protocol reading into the loop's shared buffer instead of 256 KiB of its own.
-
-    ``max_size`` is shadowed while the base class builds its buffer (so it allocates nothing), then
-    the shared buffer is put in its place; ``get_buffer`` hands it out unchanged because it is as
-    large as ``max_size``. The slot is released here too, since the application protocol never
-    hears of a connection whose handshake did not finish.
-    """
-
-    max_size = READ_CHUNK
-
-    def __init__(
-        self,
-        slot: _Slot,
-        loop: asyncio.AbstractEventLoop,
-        app: asyncio.BaseProtocol,
-        context: ssl.SSLContext,
-        buffer: tuple[bytearray, memoryview],
-        handshake_timeout: float,
-    ) -> None:
-        # the base class allocates bytearray(self.max_size): shadow it with 0 for the call
-        self.max_size = 0  # type: ignore[misc]
-        super().__init__(
-            loop,
-            app,
-            context,
-            None,  # type: ignore[arg-type]  # no waiter: nobody awaits the handshake
-            server_side=True,
-            ssl_handshake_timeout=handshake_timeout,  # type: ignore[arg-type]  # typeshed says int
-        )
-        del self.max_size
-        self._ssl_buffer, self._ssl_buffer_view = buffer
-        self._slot = slot
-        # While aiohttp pauses reading (a body nobody reads yet), asyncio keeps up to 256 KiB of
-        # undecrypted input per connection by default, and 512 KiB of output: keep a few reads.
-        self._set_read_buffer_limits(high=2 * READ_CHUNK)  # type: ignore[attr-defined]
-        self._set_write_buffer_limits(high=4 * READ_CHUNK)  # type: ignore[attr-defined]
-
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        # The handshake starts with the client's first bytes: OpenSSL's first handshake step
-        # allocates ~32 KB of buffers, which a silent connection then never costs.
-        if self._slot.state == _CLOSED:  # made room for another before the loop got to make it
-            transport.abort()  # type: ignore[attr-defined]
-            return
-        self._slot.transport = transport
-
-    def buffer_updated(self, nbytes: int) -> None:
-        if self._transport is None:  # the first bytes (the shared buffer holds them until below)
-            transport = self._slot.transport
-            if transport is None:  # released meanwhile (evicted or timed out): drop the bytes
-                return
-            super().connection_made(transport)
-        super().buffer_updated(nbytes)
-
-    def connection_lost(self, exc: BaseException | None) -> None:
-        try:
-            super().connection_lost(exc)
-        finally:
-            self._slot.guard._release(self._slot)
 
 
 class ConnectionGuard:
@@ -256,16 +220,11 @@ class ConnectionGuard:
         #: slots that have not delivered a request (oldest first), and idle keep-alive ones
         self._pending: dict[_Slot, None] = {}
         self._idle: dict[_Slot, None] = {}
-        self._by_handler: dict[asyncio.BaseProtocol, _Slot] = {}
+        self._by_handler: dict[object, _Slot] = {}
         self.open = 0
         self.accepted = 0
         self.closed = dict.fromkeys(CLOSE_REASONS, 0)
-        buffer = bytearray(READ_CHUNK)
-        self._buffer = (buffer, memoryview(buffer))
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._closed_since_trim = 0
-        self._trim_scheduled = False
-        self.trims = 0
 
     # ------------------------------------------------------------------ accepting
 
@@ -281,10 +240,7 @@ class ConnectionGuard:
         self.accepted += 1
         self._pending[slot] = None
         slot.timer = loop.call_later(self.header_timeout, self._expire, slot)
-        guarded = _Guarded(slot)
-        if self.tls is None:
-            return guarded
-        return _SlimTLS(slot, loop, guarded, self.tls, self._buffer, self.handshake_timeout)
+        return _Guarded(slot)
 
     def _handler_for(self, slot: _Slot) -> asyncio.Protocol:
         inner = self.inner()
@@ -307,7 +263,7 @@ class ConnectionGuard:
         transport = slot.transport
         self._release(slot)
         if transport is not None:
-            transport.abort()  # type: ignore[attr-defined]
+            _abort(transport)
 
     def _expire(self, slot: _Slot) -> None:
         slot.timer = None
@@ -345,7 +301,7 @@ class ConnectionGuard:
 
     def request_started(self, handler: object) -> None:
         """aiohttp runs a handler (a pipelined request arrives with no bytes of its own to notice)."""
-        slot = self._by_handler.get(handler)  # type: ignore[call-overload]
+        slot = self._by_handler.get(handler)
         if slot is None or slot.state == _CLOSED or slot.state == _ACTIVE:
             return
         slot.state = _ACTIVE
@@ -358,7 +314,7 @@ class ConnectionGuard:
     def request_finished(self, handler: object, *, reusable: bool = True) -> None:
         """The answer is made; ``reusable``: the connection stays open for another request
         (otherwise it stays busy until aiohttp closes it)."""
-        slot = self._by_handler.get(handler)  # type: ignore[call-overload]
+        slot = self._by_handler.get(handler)
         if slot is None or slot.state != _ACTIVE or not reusable:
             return
         slot.state = _IDLE
@@ -378,19 +334,6 @@ class ConnectionGuard:
             slot.timer.cancel()
             slot.timer = None
         slot.transport = None
-        self._closed_since_trim += 1
-        if self._closed_since_trim >= TRIM_AFTER and not self._trim_scheduled and _TRIM is not None:
-            loop = self._loop
-            if loop is not None:
-                self._trim_scheduled = True
-                loop.call_later(1.0, self._trim)  # once the burst of closes has passed
-
-    def _trim(self) -> None:
-        self._trim_scheduled = False
-        self._closed_since_trim = 0
-        if _TRIM is not None:
-            _TRIM()
-            self.trims += 1
 
     # ------------------------------------------------------------------ shutdown
 

@@ -31,10 +31,11 @@ class Settings:
     #: a request's headers must be complete this long after the connection opened (handshake
     #: included) or after its first byte following an idle pause; slow or silent clients are closed
     header_timeout: float = 10.0
-    #: open connections at most (each costs ~25 KB with TLS, see bench/README.md); at the cap the
-    #: oldest connection without a request, else the longest idle one, makes room, and a new
-    #: connection is refused only when every one is answering a request
-    max_connections: int = 1024
+    #: open connections at most (each costs up to ~300 KB with asyncio's TLS, see bench/README.md;
+    #: the API server, the only client, keeps a few dozen per replica); at the cap the oldest
+    #: connection without a request, else the longest idle one, makes room, and a new connection
+    #: is refused only when every one is answering a request
+    max_connections: int = 256
     #: bytes a connection may send before its request's headers are complete
     max_header_bytes: int = 64 * 1024
     #: bytes of request bodies being read at once across connections (a body that came whole with
