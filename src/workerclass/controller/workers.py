@@ -9,12 +9,15 @@ cache holds it:
    controller last applied in this process (a digest), and after a (re)start with the live object
    itself (:func:`~workerclass.ops.workers.covers`), so a restart sends no write for a pool already
    in its desired state; objects are applied in the pool's apply order and a pool whose apply fails
-   is retried whole with backoff and jitter;
+   is retried whole with backoff and jitter; a template we name (Kairos, Proxmox) that a bump of the
+   hash rule would rename keeps its running name (:func:`~workerclass.render.hash.keep_running`), so
+   a new workerclass version never rolls a pool whose settings did not change;
 2. prunes what the pool no longer renders: an old KubevirtMachineTemplate (or Kairos/Proxmox
    template) only once no MachineSet references it, as the chart's own lookup keeps it, anything
    else at once;
 3. leaves a pool that is ``refused``, ``not-resolvable`` or ``waiting-for-release`` exactly as it
-   is: nothing applied, nothing pruned;
+   is: nothing applied, nothing pruned; a Kairos pool too while the cluster's Kairos bootstrap
+   provider does not take the kubeadm path (:mod:`workerclass.ops.providers`);
 4. finds classified pools whose release's chart still renders worker objects (Helm-made objects
    of the release that neither the controller's pin nor its label marks): that chart lacks the
    chart gate, so the pool is reported ``ChartNotGated`` and nothing is applied for it (the chart
@@ -69,6 +72,7 @@ from ..ops.workers import (
     pool_key,
     worker_kind,
 )
+from ..render.hash import keep_running
 from ..state import State
 from .reporting import WorkerMetrics, post_event
 
@@ -456,8 +460,11 @@ class WorkerController:
             report.states[pool.identity] = "failing"
             return
         wrote = 0
+        # a template a hash-rule bump would rename keeps its running name (render.hash.keep_running)
+        running = [self._live[key] for key in sorted(self._by_pool.get(pool.key, ()))]
+        objects = keep_running(list(pool.objects), running) if running else list(pool.objects)
         try:
-            for obj in pool.objects:
+            for obj in objects:
                 key = _key(obj)
                 digest = _digest(obj)
                 if not fresh and self._applied.get(key) == digest and key in self._live:
@@ -471,7 +478,7 @@ class WorkerController:
                 self._remember(key, await self._apply(obj))
                 self._applied[key] = digest
                 wrote += 1
-            await self._prune(pool, report)
+            await self._prune(pool, objects, report)
         except asyncio.CancelledError:
             raise
         except Exception as error:
@@ -489,7 +496,7 @@ class WorkerController:
         self._backoff.pop(pool.identity, None)
         report.applied += wrote
         state = "applied"
-        deployment = next((obj for obj in pool.objects if obj.get("kind") == "MachineDeployment"), None)
+        deployment = next((obj for obj in objects if obj.get("kind") == "MachineDeployment"), None)
         if deployment is not None and self._rolling(self._live.get(_key(deployment))):
             state = "waiting-for-rollout"
         report.states[pool.identity] = state
@@ -514,8 +521,8 @@ class WorkerController:
         updated = status.get("updatedReplicas")
         return isinstance(replicas, int) and isinstance(updated, int) and updated < replicas
 
-    async def _prune(self, pool: DesiredPool, report: ReconcileReport) -> None:
-        wanted = {_key(obj) for obj in pool.objects}
+    async def _prune(self, pool: DesiredPool, objects: list[dict[str, Any]], report: ReconcileReport) -> None:
+        wanted = {_key(obj) for obj in objects}
         candidates = sorted(self._by_pool.get(pool.key, set()) - wanted)
         if not candidates:
             return

@@ -1,0 +1,241 @@
+"""The worker controller's reconcile against an in-memory API (the e2e tier runs it against a real API
+server with Cluster API): what it applies, what it refuses, what a restart sends, what it keeps.
+
+The fake client stores objects by kind, namespace and name; a server-side apply stores the body (the
+real server merges; nothing here depends on the difference), a merge patch merges annotations. Every
+write is counted, so "nothing is sent" is an assertion on the client's own record.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+from collections.abc import AsyncIterator, Iterable, Mapping
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+pytest.importorskip("lightkube")
+
+from tests.builders import NAMESPACE, SSH_KEY, make_pool, make_state
+from workerclass.controller.workers import FIELD_MANAGER, WorkerController
+from workerclass.ops.providers import KAIROS_TEMPLATE_CRD
+from workerclass.ops.workers import POOL_ANNOTATION, POOL_LABEL, pool_key
+from workerclass.render.hash import HASH_VERSION_ANNOTATION, TEMPLATE_HASH_ANNOTATION
+
+pytestmark = pytest.mark.asyncio
+
+Key = tuple[str, str, str]
+
+
+class NotFound(Exception):
+    status = SimpleNamespace(code=404, reason="NotFound")
+
+
+def _kind(resource: Any) -> str:
+    return str(resource._api_info.resource.kind)
+
+
+class Stored(dict[str, Any]):
+    def to_dict(self) -> dict[str, Any]:
+        return copy.deepcopy(dict(self))
+
+
+class FakeClient:
+    """The slice of ``lightkube.AsyncClient`` the worker controller uses, in memory."""
+
+    def __init__(self, objects: Iterable[Mapping[str, Any]] = ()) -> None:
+        self.objects: dict[Key, dict[str, Any]] = {}
+        self.writes: list[tuple[str, Key]] = []
+        for obj in objects:
+            self.put(obj)
+
+    @staticmethod
+    def key(obj: Mapping[str, Any]) -> Key:
+        meta = obj.get("metadata") or {}
+        return str(obj["kind"]), str(meta.get("namespace") or ""), str(meta["name"])
+
+    def put(self, obj: Mapping[str, Any]) -> None:
+        self.objects[self.key(obj)] = copy.deepcopy(dict(obj))
+
+    def of(self, kind: str) -> list[dict[str, Any]]:
+        return [obj for key, obj in sorted(self.objects.items()) if key[0] == kind]
+
+    async def list(
+        self, resource: Any, *, namespace: str | None = None, labels: Any = None, **_: Any
+    ) -> AsyncIterator[Any]:
+        kind = _kind(resource)
+        for (found, where, _name), obj in sorted(self.objects.items()):
+            if found != kind or (namespace not in (None, "*") and where != namespace):
+                continue
+            have = (obj.get("metadata") or {}).get("labels") or {}
+            if labels and not all(
+                (key in have) if not isinstance(value, str) else have.get(key) == value for key, value in labels.items()
+            ):
+                continue
+            yield Stored(copy.deepcopy(obj))
+
+    async def get(self, resource: Any, name: str, *, namespace: str | None = None) -> Any:
+        kind = _kind(resource)
+        if kind == "CustomResourceDefinition":
+            found = self.objects.get((kind, "", name))
+        else:
+            found = self.objects.get((kind, namespace or "", name))
+        if found is None:
+            raise NotFound(name)
+        return Stored(copy.deepcopy(found))
+
+    async def patch(self, resource: Any, name: str, obj: Any, *, namespace: str | None = None, **options: Any) -> Any:
+        kind = _kind(resource)
+        key = (kind, namespace or "", name)
+        if options.get("patch_type") is not None and str(options["patch_type"]).endswith("MERGE"):
+            current = self.objects[key]
+            current["metadata"].setdefault("annotations", {}).update(obj["metadata"]["annotations"])
+            self.writes.append(("patch", key))
+            return Stored(copy.deepcopy(current))
+        assert options.get("field_manager") == FIELD_MANAGER and options.get("force") is True
+        self.objects[key] = copy.deepcopy(dict(obj))
+        self.writes.append(("apply", key))
+        return Stored(copy.deepcopy(self.objects[key]))
+
+    async def delete(self, resource: Any, name: str, *, namespace: str | None = None) -> None:
+        key = (_kind(resource), namespace or "", name)
+        if key not in self.objects:
+            raise NotFound(name)
+        del self.objects[key]
+        self.writes.append(("delete", key))
+
+    async def create(self, obj: Any) -> Any:
+        self.writes.append(("create", ("Event", getattr(obj.metadata, "namespace", ""), str(obj.reason))))
+        return obj
+
+
+def release_of(pool: Mapping[str, Any]) -> dict[str, Any]:
+    """The HelmRelease Cozystack's API keeps a KubernetesNodes as (values = the spec), with a uid."""
+    name = f"kubernetes-nodes-{pool['metadata']['name']}"
+    return {
+        "apiVersion": "helm.toolkit.fluxcd.io/v2",
+        "kind": "HelmRelease",
+        "metadata": {
+            "name": name,
+            "namespace": NAMESPACE,
+            "uid": f"uid-{name}",
+            "labels": {"apps.cozystack.io/application.kind": "KubernetesNodes"},
+        },
+        "spec": {"values": copy.deepcopy(pool["spec"])},
+    }
+
+
+def kairos_crd(*distributions: str) -> dict[str, Any]:
+    distribution = {"type": "string", "enum": list(distributions)}
+    template = {
+        "type": "object",
+        "properties": {"spec": {"type": "object", "properties": {"distribution": distribution}}},
+    }
+    schema = {"type": "object", "properties": {"spec": {"type": "object", "properties": {"template": template}}}}
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": KAIROS_TEMPLATE_CRD},
+        "spec": {"versions": [{"name": "v1beta2", "served": True, "schema": {"openAPIV3Schema": schema}}]},
+    }
+
+
+KAIROS = make_pool("kairos", workerClassName="kairos", sshKeys=[SSH_KEY], version="v1.35")
+TALOS = make_pool("talos", workerClassName="talos")
+
+
+def state_of(*pools: Mapping[str, Any]) -> Any:
+    return make_state([obj for pool in pools for obj in (pool, release_of(pool))])
+
+
+def applied(client: FakeClient) -> list[Key]:
+    return [key for verb, key in client.writes if verb == "apply"]
+
+
+async def test_a_kairos_pool_waits_for_a_provider_with_the_kubeadm_path() -> None:
+    client = FakeClient([kairos_crd("k0s", "k3s")])
+    controller = WorkerController(client, events=False)
+    report = await controller.reconcile(state_of(KAIROS, TALOS), full=True)
+    assert report.states == {"tenant-example/example-kairos": "refused", "tenant-example/example-talos": "applied"}
+    assert not [key for key in applied(client) if "example-kairos" in key[2]]  # nothing of the Kairos pool
+    assert [key for key in applied(client) if "example-talos" in key[2]]
+
+    client.put(kairos_crd("k0s", "k3s", "kubeadm"))  # the provider upgraded: the next full resync applies it
+    report = await controller.reconcile(state_of(KAIROS, TALOS), full=True)
+    assert report.states["tenant-example/example-kairos"] == "applied"
+    kinds = {key[0] for key in applied(client) if "example-kairos" in key[2]}
+    assert {"KairosConfigTemplate", "KubevirtMachineTemplate", "MachineDeployment"} <= kinds
+
+
+async def test_a_cluster_without_the_provider_refuses_kairos_pools_only() -> None:
+    client = FakeClient()
+    controller = WorkerController(client, events=False)
+    report = await controller.reconcile(state_of(KAIROS), full=True)
+    assert report.states == {"tenant-example/example-kairos": "refused"}
+    assert applied(client) == []
+
+
+async def test_a_restart_sends_nothing_for_pools_already_applied() -> None:
+    client = FakeClient([kairos_crd("kubeadm")])
+    state = state_of(KAIROS, TALOS)
+    await WorkerController(client, events=False).reconcile(state, full=True)
+    before = len(client.writes)
+    report = await WorkerController(client, events=False).reconcile(state, full=True)
+    assert client.writes[before:] == [] and report.applied == 0
+    assert set(report.states.values()) == {"applied"}
+
+
+async def test_a_template_named_under_an_older_hash_rule_keeps_running() -> None:
+    """A bump of the hash rule must rename nothing that runs: the running Kairos templates (named and
+    stamped under another rule) are kept, name and spec, and re-stamped; nothing new is named."""
+    client = FakeClient([kairos_crd("kubeadm")])
+    state = state_of(KAIROS)
+    await WorkerController(client, events=False).reconcile(state, full=True)
+    deployment = client.of("MachineDeployment")[0]
+    machine = deployment["spec"]["template"]["spec"]
+    # what an older workerclass would have left running: the same pool under other template names
+    references = (
+        ("KubevirtMachineTemplate", machine["infrastructureRef"]),
+        ("KairosConfigTemplate", machine["bootstrap"]["configRef"]),
+    )
+    for kind, ref in references:
+        current = client.objects.pop((kind, NAMESPACE, ref["name"]))
+        old_name = ref["name"].rsplit("-", 1)[0] + "-0ld0ld"
+        current["metadata"]["name"] = old_name
+        current["metadata"]["annotations"][HASH_VERSION_ANNOTATION] = "v1"
+        current["metadata"]["annotations"][TEMPLATE_HASH_ANNOTATION] = "0ld0ld"
+        client.put(current)
+        ref["name"] = old_name
+    client.put(deployment)
+    before = len(client.writes)
+    await WorkerController(client, events=False).reconcile(state, full=True)
+    names = {
+        obj["metadata"]["name"] for obj in client.of("KubevirtMachineTemplate") + client.of("KairosConfigTemplate")
+    }
+    assert all(name.endswith("-0ld0ld") for name in names), names  # nothing renamed, nothing new
+    running = client.of("MachineDeployment")[0]["spec"]["template"]["spec"]
+    assert running["infrastructureRef"]["name"].endswith("-0ld0ld")
+    stamped = client.of("KairosConfigTemplate")[0]["metadata"]["annotations"]
+    assert stamped[HASH_VERSION_ANNOTATION] != "v1"  # re-stamped with the current rule
+    assert ("delete", ("KubevirtMachineTemplate", NAMESPACE, next(iter(names)))) not in client.writes[before:]
+
+
+async def test_a_pool_prunes_only_its_own_objects() -> None:
+    other = make_pool("other", workerClassName="talos")
+    client = FakeClient([release_of(TALOS), release_of(other)])
+    state = state_of(TALOS)
+    controller = WorkerController(client, events=False)
+    await controller.reconcile(state, full=True)
+    stranger = copy.deepcopy(client.of("ServiceAccount")[0])  # an object of another pool, whose release lives
+    stranger["metadata"]["name"] = "someone-else"
+    stranger["metadata"]["labels"][POOL_LABEL] = pool_key(NAMESPACE, "kubernetes-nodes-example-other")
+    stranger["metadata"]["annotations"][POOL_ANNOTATION] = f"{NAMESPACE}/kubernetes-nodes-example-other"
+    client.put(stranger)
+    resized = make_pool("talos", workerClassName="talos", instanceType="", resources={"cpu": "4", "memory": "8Gi"})
+    await controller.reconcile(state_of(resized), full=True)
+    await asyncio.sleep(0)
+    assert ("ServiceAccount", NAMESPACE, "someone-else") in client.objects
+    templates = client.of("KubevirtMachineTemplate")
+    assert len(templates) == 1  # the old one went: no MachineSet referenced it
