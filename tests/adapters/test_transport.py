@@ -24,7 +24,7 @@ from lightkube.types import PatchType
 
 from tests.adapters.test_kube import BY_KIND, example_objects, seed, url_of
 from workerclass.adapters.kube import ClusterCache
-from workerclass.adapters.transport import AiohttpTransport, aiohttp_transport
+from workerclass.adapters.transport import AiohttpTransport, aiohttp_transport, environment_proxy
 
 pytestmark = pytest.mark.asyncio
 
@@ -162,3 +162,23 @@ async def test_the_session_closes_with_the_client() -> None:
     session = transport._open()
     await transport.aclose()
     assert session.closed
+
+
+@pytest.mark.parametrize(
+    ("environment", "server", "proxy"),
+    [
+        ({}, "https://10.0.0.1:6443", None),
+        ({"HTTPS_PROXY": "http://proxy.example:3128"}, "https://10.0.0.1:6443", "http://proxy.example:3128"),
+        ({"https_proxy": "http://proxy.example:3128", "NO_PROXY": "10.0.0.1"}, "https://10.0.0.1:6443", None),
+        ({"HTTP_PROXY": "http://proxy.example:3128"}, "https://api.example:6443", None),
+    ],
+    ids=["none", "https-proxy", "no-proxy-exempts", "http-proxy-not-for-https"],
+)
+async def test_the_proxy_is_chosen_once_from_the_environment(
+    monkeypatch: pytest.MonkeyPatch, environment: dict[str, str], server: str, proxy: str | None
+) -> None:
+    for name in ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "NO_PROXY", "no_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in environment.items():
+        monkeypatch.setenv(name, value)
+    assert environment_proxy(server) == proxy
