@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .api.resources import WORKER_CLASS, WORKER_PLATFORM, Resource
+from .api.resources import CLASS_CONDITIONS, WORKER_CLASS, WORKER_PLATFORM, Resource
 from .api.schema import CLASS_SPEC, PLATFORM_SINGLETON, PLATFORM_SPEC, Array, Boolean, Map, Node, String
 
 __all__ = ["GROUP", "crd_manifests", "openapi", "worker_class_crd", "worker_platform_crd"]
@@ -100,7 +100,7 @@ def _object(properties: dict[str, Any], description: str | None = None, **extra:
 def _status() -> dict[str, Any]:
     condition = _object(
         {
-            "type": {"type": "string", "enum": ["Accepted", "InUse"]},
+            "type": {"type": "string", "enum": list(CLASS_CONDITIONS)},
             "status": {"type": "string", "enum": ["True", "False", "Unknown"]},
             "reason": {"type": "string"},
             "message": {"type": "string"},

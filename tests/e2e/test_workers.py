@@ -305,6 +305,15 @@ def test_a_pool_that_no_longer_resolves_is_left_as_it_is(
         kube.delete(obj["apiVersion"], obj["kind"], obj["metadata"]["name"], TENANT)
 
 
+def workers_applied(kube: Kube, name: str) -> tuple[str, str] | None:
+    """The ``WorkersApplied`` condition of WorkerClass ``name`` as (status, reason), if written."""
+    found = kube.find("cozystack.io/v1alpha1", "WorkerClass", name) or {}
+    for condition in (found.get("status") or {}).get("conditions") or []:
+        if condition.get("type") == "WorkersApplied":
+            return str(condition["status"]), str(condition["reason"])
+    return None
+
+
 def reported(kube: Kube, release: str, reason: str, words: str) -> bool:
     """Whether the HelmRelease ``release`` carries an Event of ``reason`` whose message holds ``words``."""
     return any(
@@ -327,11 +336,19 @@ def test_a_kairos_pool_becomes_machines_only_where_the_provider_takes_kubeadm(
     from .test_cluster_api import parent_cluster
 
     parent_cluster(kube)
+    klass = {
+        "apiVersion": "cozystack.io/v1alpha1",
+        "kind": "WorkerClass",
+        "metadata": {"name": "kairos-e2e-r1"},
+        "spec": {"bootstrap": "kairos"},
+    }
+    kube.apply(klass, manager="workerclass-e2e")
     name = "example-e2e-kairos"
     key = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGV4YW1wbGVrZXlleGFtcGxla2V5 admin@example"
     spec = {
-        "cluster": "example", "workerClassName": "kairos", "version": "v1.35", "minReplicas": 1, "maxReplicas": 2,
-        "instanceType": "", "resources": {"cpu": "2", "memory": "4Gi"}, "sshKeys": [key],
+        "cluster": "example", "workerClassName": "kairos-e2e-r1", "version": "v1.35",
+        "minReplicas": 1, "maxReplicas": 2, "instanceType": "", "resources": {"cpu": "2", "memory": "4Gi"},
+        "sshKeys": [key],
     }  # fmt: skip
     release = f"kubernetes-nodes-{name}"
     for obj in pool_objects(name, spec):
@@ -344,6 +361,11 @@ def test_a_kairos_pool_becomes_machines_only_where_the_provider_takes_kubeadm(
         )
         time.sleep(6)  # a full resync more: still nothing
         assert (metric("workerclass_worker_pools", state="refused") or 0) >= 1
+        wait_until(
+            lambda: workers_applied(kube, "kairos-e2e-r1") == ("False", "Refused"),
+            timeout=30,
+            what="the class's WorkersApplied condition Refused:\n" + workers.tail(),
+        )
         assert kube.find(CAPI, "MachineDeployment", f"kubernetes-{name}", TENANT) is None
         assert labelled(kube, KUBEVIRT, "KubevirtMachineTemplate", f"kubernetes-{name}-") == []
         assert labelled(kube, KAIROS, "KairosConfigTemplate", f"kubernetes-{name}-") == []
@@ -377,7 +399,7 @@ def test_a_kairos_pool_becomes_machines_only_where_the_provider_takes_kubeadm(
             assert built["bootstrap"]["configRef"]["name"] == config["metadata"]["name"]
             assert built["infrastructureRef"]["name"] == machine["metadata"]["name"]
             wait_until(
-                lambda: reported(kube, release, "WorkersApplied", "applied for class kairos"),
+                lambda: reported(kube, release, "WorkersApplied", "applied for class kairos-e2e-r1"),
                 timeout=30,
                 what="the WorkersApplied Event",
             )
@@ -385,6 +407,11 @@ def test_a_kairos_pool_becomes_machines_only_where_the_provider_takes_kubeadm(
             wait_until(lambda: metric("workerclass_worker_pools", state="refused") == 0, timeout=15, what="no refusal")
             assert (metric("workerclass_worker_writes_total", verb="apply") or 0) >= 5
             assert (metric("workerclass_worker_reconcile_seconds_count") or 0) >= 1
+            wait_until(
+                lambda: workers_applied(kube, "kairos-e2e-r1") == ("True", "Applied"),
+                timeout=30,
+                what="the class's WorkersApplied condition Applied",
+            )
     finally:
         for obj in pool_objects(name, spec):
             kube.delete(obj["apiVersion"], obj["kind"], obj["metadata"]["name"], TENANT)

@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from workerclass.adapters.folder import load_state
 from workerclass.ops.status import SHOWN_POOLS, class_status, deletion_blocker
 from workerclass.state import State
@@ -136,3 +138,72 @@ def test_a_pool_seen_as_both_kinds_is_counted_once() -> None:
     ]
     status = class_status(make_state(objects), "talos-example-r1")
     assert status is not None and status["pools"] == 1
+
+
+# ---------------------------------------------------------------------- WorkersApplied
+
+
+@pytest.mark.parametrize(
+    ("workers", "status", "reason", "says"),
+    [
+        (None, None, None, None),
+        ({}, "False", "Pending", "tenant-example/example-a, tenant-example/example-b not reconciled yet"),
+        (
+            {"tenant-example/example-a": "applied", "tenant-example/example-b": "applied"},
+            "True",
+            "Applied",
+            "2 pool(s)",
+        ),
+        (
+            {"tenant-example/example-a": "applied", "tenant-example/example-b": "waiting-for-rollout"},
+            "False",
+            "WaitingForRollout",
+            "tenant-example/example-b rolling out its machines; 1 applied",
+        ),
+        (
+            {"tenant-example/example-a": "refused", "tenant-example/example-b": "waiting-for-rollout"},
+            "False",
+            "Refused",
+            "tenant-example/example-a refused",
+        ),
+        (
+            {"tenant-example/example-a": "not-resolvable", "tenant-example/example-b": "failing"},
+            "False",
+            "NotResolvable",
+            "tenant-example/example-b failing to apply",
+        ),
+    ],
+    ids=["no-worker-controller", "not-reconciled", "all-applied", "rolling", "refused-first", "unresolvable-first"],
+)
+def test_workers_applied_summarizes_the_pools_worker_states(
+    workers: dict[str, str] | None, status: str | None, reason: str | None, says: str | None
+) -> None:
+    state = make_state(
+        [make_pool("example-a", workerClassName=TALOS_EXAMPLE), make_pool("example-b", workerClassName=TALOS_EXAMPLE)]
+    )
+    found = conditions(class_status(state, TALOS_EXAMPLE, 1, workers) or {})
+    if status is None:
+        assert "WorkersApplied" not in found  # without the worker controller there is nothing to say
+        return
+    condition = found["WorkersApplied"]
+    assert (condition["status"], condition["reason"]) == (status, reason)
+    assert says is not None and says in condition["message"]
+    assert condition["observedGeneration"] == 1
+
+
+def test_workers_applied_of_an_unused_class_is_true() -> None:
+    found = conditions(class_status(make_state(), TALOS_EXAMPLE, None, {}) or {})
+    assert (found["WorkersApplied"]["status"], found["WorkersApplied"]["reason"]) == ("True", "NoPools")
+
+
+def test_every_condition_written_is_one_the_crd_allows() -> None:
+    from workerclass.api.resources import CLASS_CONDITIONS
+    from workerclass.crds import crd_manifests
+
+    state = make_state([make_pool("example-a", workerClassName=TALOS_EXAMPLE)])
+    written = {condition["type"] for condition in (class_status(state, TALOS_EXAMPLE, 1, {}) or {})["conditions"]}
+    assert written == set(CLASS_CONDITIONS)
+    crd = next(crd for crd in crd_manifests() if crd["spec"]["names"]["kind"] == "WorkerClass")
+    schema = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    allowed = schema["properties"]["status"]["properties"]["conditions"]["items"]["properties"]["type"]["enum"]
+    assert set(allowed) == written

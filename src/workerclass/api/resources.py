@@ -19,6 +19,7 @@ __all__ = [
     "APPLICATION_KIND_LABEL",
     "APPS",
     "AUXILIARY_KINDS",
+    "CLASS_CONDITIONS",
     "COMPUTE_PLANE",
     "CONTROLLER_READS",
     "COZYSTACK",
@@ -55,6 +56,8 @@ RELEASE_PREFIX = "kubernetes-nodes-"
 WEBHOOK_DOMAIN = "workerclass.cozystack.io"
 #: the finalizer that holds a custom class while live pools select it
 FINALIZER = f"{WEBHOOK_DOMAIN}/retain-while-selected"
+#: the condition types of a WorkerClass's status (the controller writes them; the CRD allows only these)
+CLASS_CONDITIONS = ("Accepted", "InUse", "WorkersApplied")
 
 #: what a kind is to workerclass
 Role = Literal["platform", "class", "parent", "pool", "instancetype"]

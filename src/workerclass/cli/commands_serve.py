@@ -224,7 +224,7 @@ def serve_controller(
 ) -> None:
     """Run the controller against the cluster until SIGTERM (any number of replicas, one leader).
 
-    Writes status.conditions (Accepted, InUse) and status.pools of every WorkerClass, keeps a
+    Writes status.conditions (Accepted, InUse, WorkersApplied) and status.pools of every WorkerClass, keeps a
     finalizer on custom classes so that one is not deleted while live pools select it, and applies
     the objects of every classified pool (server-side apply, owner references to the pool's
     HelmRelease), pinning classless pools' Helm-made objects for a handoff without rollout.
@@ -288,7 +288,11 @@ def serve_controller(
 
         async def lead() -> None:
             classes = ClassController(
-                cache, LightkubeStatusWriter(client), LightkubePoolLister(client), settings=settings
+                cache,
+                LightkubeStatusWriter(client),
+                LightkubePoolLister(client),
+                settings=settings,
+                workers=worker if workers else None,
             )
             jobs = [until_stopped(classes.run(stop_flag=stop))]
             if workers:

@@ -2,12 +2,14 @@
 
 A thin door over the core (:mod:`workerclass.ops.status`):
 
-* every WorkerClass in the cluster gets ``status.conditions`` (``Accepted``, ``InUse``) and
-  ``status.pools`` as API.md section 1 lays them out. The controller reads the same cluster cache
-  as the webhook (:class:`~workerclass.adapters.kube.ClusterCache`: classes, pools, the platform
-  and parent clusters); whenever the cache holds a new State it recomputes every class and patches
-  the ``status`` subresource of those whose status differs, so a pool that starts or stops
-  selecting a class shows within ``poll_interval`` seconds and a quiet cluster sees no writes;
+* every WorkerClass in the cluster gets ``status.conditions`` (``Accepted``, ``InUse``, and with the
+  worker controller beside it ``WorkersApplied``) and ``status.pools`` as the contract lays them
+  out. The controller reads the same cluster cache as the webhook
+  (:class:`~workerclass.adapters.kube.ClusterCache`: classes, pools, the platform and parent
+  clusters); whenever the cache holds a new State, or a pool's worker state changes, it recomputes
+  every class and patches the ``status`` subresource of those whose status differs, so a pool that
+  starts or stops selecting a class shows within ``poll_interval`` seconds and a quiet cluster sees
+  no writes;
 * custom classes (every name but the built-in ``talos`` and ``kairos``) carry the finalizer
   :data:`FINALIZER`, through kopf. The design page: "Retain custom classes and the worker
   controller while live classified pools depend on them." A deletion waits, re-checked every
@@ -61,6 +63,7 @@ __all__ = [
     "PoolLister",
     "StateSource",
     "StatusWriter",
+    "WorkerStates",
 ]
 
 logger = logging.getLogger("workerclass.controller")
@@ -103,6 +106,16 @@ class LightkubeStatusWriter:
         from lightkube.types import PatchType
 
         await self._client.patch(self._resource.Status, name, {"status": status}, patch_type=PatchType.MERGE)
+
+
+class WorkerStates(Protocol):
+    """The worker controller's report: each classified pool's state, and a counter bumped on a change."""
+
+    @property
+    def pool_states(self) -> dict[str, str]: ...
+
+    @property
+    def states_version(self) -> int: ...
 
 
 class PoolLister(Protocol):
@@ -180,8 +193,11 @@ class ClassController:
         *,
         settings: ControllerSettings | None = None,
         login: Callable[..., Any] | None = None,
+        workers: WorkerStates | None = None,
     ) -> None:
         self.source = source
+        #: the worker controller's pool states, for the ``WorkersApplied`` condition (None: not run)
+        self.workers = workers
         self.writer = writer
         self.pools = pools
         #: the last status written per class and (uid, generation): never written twice, so a server that
@@ -228,7 +244,8 @@ class ClassController:
                 continue  # the package's embedded class: no object in the cluster to write to
             metadata = record.obj.get("metadata") or {}
             generation = metadata.get("generation")
-            status = class_status(state, name, generation if isinstance(generation, int) else None)
+            workers = self.workers.pool_states if self.workers is not None else None
+            status = class_status(state, name, generation if isinstance(generation, int) else None, workers)
             current = record.obj.get("status") or {}
             if status is None or {key: current.get(key) for key in status} == status:
                 continue
@@ -257,9 +274,11 @@ class ClassController:
 
     async def _status_loop(self) -> None:
         seen: State | None = None
+        seen_workers = -1
         while True:
             state = self.source.state
-            if state is not None and state is not seen:
+            version = self.workers.states_version if self.workers is not None else 0
+            if state is not None and (state is not seen or version != seen_workers):
                 before = self.writes
                 try:
                     complete = await self.refresh(state)
@@ -269,10 +288,11 @@ class ClassController:
                     logger.exception("refreshing WorkerClass status failed")
                     complete = False
                 if complete:
-                    seen = state  # else the same State is tried again after a pause
+                    seen, seen_workers = state, version  # else the same State is tried again after a pause
                 if self.writes > before:
                     logger.info("wrote the status of %d WorkerClass(es)", self.writes - before)
-            await asyncio.sleep(self.settings.poll_interval if state is seen else self.settings.retry_delay)
+            current = state is seen and version == seen_workers
+            await asyncio.sleep(self.settings.poll_interval if current else self.settings.retry_delay)
 
     # ------------------------------------------------------------------ kopf
 

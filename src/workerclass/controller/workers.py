@@ -184,6 +184,8 @@ class WorkerController:
         #: while Kairos pools exist); ``None``: not read yet
         self._kairos: ProviderSupport | None = None
         self.writes = 0  # every write request sent (applies, patches, deletes, events)
+        #: bumped whenever a pool's state changes or a pool goes (the class status follows it)
+        self.states_version = 0
 
     # ------------------------------------------------------------------ lightkube plumbing
 
@@ -311,9 +313,16 @@ class WorkerController:
         if await post_event(self._client, pool, reason, message, warning=warning, component=FIELD_MANAGER):
             self._wrote("event")
 
+    @property
+    def pool_states(self) -> dict[str, str]:
+        """Each classified pool's last state (identity -> ``applied``, ``refused``...), for class status."""
+        return {identity: state for identity, (state, _) in self._pool_states.items()}
+
     async def _report(self, pool: DesiredPool, state: str, message: str, *, wrote: int = 0) -> None:
         previous = self._pool_states.get(pool.identity)
         self._pool_states[pool.identity] = (state, message)
+        if previous is None or previous[0] != state:
+            self.states_version += 1
         if state == "applied":
             if wrote:
                 await self._event(
@@ -438,6 +447,8 @@ class WorkerController:
         gone = set(self._pool_states) - {pool.identity for pool in desired}
         for identity in gone:
             del self._pool_states[identity]
+        if gone:
+            self.states_version += 1
         return report
 
     async def _pool(self, pool: DesiredPool, report: ReconcileReport, *, fresh: bool) -> None:

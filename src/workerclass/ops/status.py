@@ -1,9 +1,9 @@
 """WorkerClass status and deletion: what the controller writes and when it lets a class go.
 
-API.md section 1 fixes the status shape::
+The contract (``docs/contract.md``, section 1) fixes the status shape::
 
     status:
-      conditions: [{type: Accepted|InUse, status, reason, message, observedGeneration}]
+      conditions: [{type: Accepted|InUse|WorkersApplied, status, reason, message, observedGeneration}]
       pools: <int>              # live pools that select this class
 
 * ``Accepted`` is ``True`` when the class passes the class rules (the same rules the validating
@@ -12,6 +12,12 @@ API.md section 1 fixes the status shape::
   cluster without them (GitOps while the webhook was down); pools selecting it are refused.
 * ``InUse`` is ``True`` while live pools (KubernetesNodes and KubernetesNodes HelmReleases) select
   the class; ``pools`` counts them.
+* ``WorkersApplied`` (only where the worker controller runs and reports, ``workers``): ``True`` when
+  the machines of every pool that selects the class are applied as rendered (reason ``Applied``, or
+  ``NoPools``); else ``False`` with the most pressing state as ``reason`` (:data:`WORKER_REASONS`, in
+  that order: ``Refused``, ``NotResolvable``, ``ApplyFailed``, ``WaitingForRelease``,
+  ``WaitingForRollout``) and each state's pools in ``message`` (names and counts, never values).
+  The tenant reads the same states as Events on the pool's HelmRelease.
 
 The design page: "Retain custom classes and the worker controller while live classified pools
 depend on them." :func:`~workerclass.rules.usage.deletion_blocker` (re-exported here) says why a class must be
@@ -24,6 +30,7 @@ Its edge: a State and a class name in, plain values out; no I/O, no clock (condi
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from ..resolve.classes import class_problems, class_rule_violations
@@ -31,11 +38,56 @@ from ..rules.classes import BUILTIN_FAMILIES
 from ..rules.usage import SHOWN_POOLS, deletion_blocker, in_use_message, pool_list, selecting
 from ..state import State
 
-__all__ = ["BUILTIN_FAMILIES", "SHOWN_POOLS", "class_status", "deletion_blocker", "in_use_message"]
+__all__ = [
+    "BUILTIN_FAMILIES",
+    "SHOWN_POOLS",
+    "WORKER_REASONS",
+    "class_status",
+    "deletion_blocker",
+    "in_use_message",
+    "workers_condition",
+]
+
+#: a worker state (the controller's) -> the condition reason and how a message says it, most pressing first
+WORKER_REASONS: dict[str, tuple[str, str]] = {
+    "refused": ("Refused", "refused (see the Events on its HelmRelease)"),
+    "not-resolvable": ("NotResolvable", "no longer resolvable, left as it is"),
+    "failing": ("ApplyFailed", "failing to apply, retried"),
+    "waiting-for-release": ("WaitingForRelease", "waiting for its HelmRelease"),
+    "waiting-for-rollout": ("WaitingForRollout", "rolling out its machines"),
+}
 
 
-def class_status(state: State, name: str, generation: int | None = None) -> dict[str, Any] | None:
-    """The ``status`` of WorkerClass ``name`` in ``state``; ``None`` if the state has no such class."""
+def workers_condition(pools: list[str], workers: Mapping[str, str]) -> dict[str, Any]:
+    """The ``WorkersApplied`` condition of a class ``pools`` select, from each pool's worker state
+    (``workers``: pool identity -> state; a pool not there has not been reconciled yet)."""
+    if not pools:
+        return {"type": "WorkersApplied", "status": "True", "reason": "NoPools", "message": "no live pool selects it"}
+    by_state: dict[str, list[str]] = {}
+    for pool in pools:
+        by_state.setdefault(workers.get(pool, "pending"), []).append(pool)
+    pressing = [state for state in WORKER_REASONS if state in by_state]
+    if not pressing and "pending" not in by_state:
+        return {
+            "type": "WorkersApplied",
+            "status": "True",
+            "reason": "Applied",
+            "message": f"the machines of {len(pools)} pool(s) are applied as rendered",
+        }
+    parts = [f"{pool_list(by_state[state])} {WORKER_REASONS[state][1]}" for state in pressing]
+    if "pending" in by_state:
+        parts.append(f"{pool_list(by_state['pending'])} not reconciled yet")
+    if "applied" in by_state:
+        parts.append(f"{len(by_state['applied'])} applied")
+    reason = WORKER_REASONS[pressing[0]][0] if pressing else "Pending"
+    return {"type": "WorkersApplied", "status": "False", "reason": reason, "message": "; ".join(parts)}
+
+
+def class_status(
+    state: State, name: str, generation: int | None = None, workers: Mapping[str, str] | None = None
+) -> dict[str, Any] | None:
+    """The ``status`` of WorkerClass ``name`` in ``state``; ``None`` if the state has no such class.
+    ``workers``: each classified pool's worker state (the worker controller's), for ``WorkersApplied``."""
     record = state.worker_class(name)
     if record is None:
         return None
@@ -74,6 +126,8 @@ def class_status(state: State, name: str, generation: int | None = None) -> dict
     else:
         in_use = {"type": "InUse", "status": "False", "reason": "NoPools", "message": "no live pool selects this class"}
     conditions: list[dict[str, Any]] = [accepted, in_use]
+    if workers is not None:
+        conditions.append(workers_condition(pools, workers))
     if generation is not None:
         for condition in conditions:
             condition["observedGeneration"] = generation
