@@ -12,8 +12,9 @@ Modules (what lives where, and what of the chart each mirrors):
 - ``context``: :class:`ChartInput` (``.Values``, ``.Release``, what ``lookup`` finds), the
   variants (main, PR 3571) and :class:`ChartFailure` / :class:`ChartRefused`.
 - ``values``: ``values.yaml``, ``files/versions.yaml``, ``images/kubectl.tag``, ``Chart.yaml`` and
-  the shipped instance types; Helm's coalesce, Flux's values merge, YAML as Kubernetes reads it
-  (``k8s_load``, ``plain_scalar``, ``block_load``).
+  the shipped instance types; Helm's coalesce, Flux's values merge.
+- ``kubeyaml``: YAML as Kubernetes reads it (go-yaml v2's resolution, then JSON) on PyYAML's C
+  parser, the package's one reader (``k8s_load``, ``plain_scalar``; STATE folders use it too).
 - ``quantity``: the Go/sprig primitives (``%v``, ``%q``, ``nindent``, ParseFloat/ParseInt, cast,
   shopspring decimal) and cozy-lib's ``toFloat`` / ``cpuToMillicores``.
 - ``sizing``: ``nodegroup.yaml``'s sizing and kubelet reservation arithmetic.

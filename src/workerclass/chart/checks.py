@@ -35,6 +35,7 @@ import yaml
 
 from .context import RELEASE_PREFIX, ChartFailure, ChartInput
 from .kernel_modules import SHELL_SAFE, kernel_module_failures
+from .kubeyaml import k8s_load
 from .nodegroup import (
     POSITIVE_DURATION,
     constraints_text,
@@ -45,7 +46,7 @@ from .nodegroup import (
 )
 from .quantity import cpu_to_millicores, go_str, is_finite_quantity, to_float, to_float64, truthy
 from .sizing import Sizing, sizing
-from .values import k8s_load, version_map
+from .values import version_map
 
 TALOS_K8S_SUPPORT = {"v1.13": ("v1.31", "v1.32", "v1.33", "v1.34", "v1.35", "v1.36")}
 
