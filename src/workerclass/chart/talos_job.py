@@ -30,7 +30,7 @@ from .kubeyaml import k8s_load
 from .labels import common_labels
 from .quantity import go_str, truthy
 from .sizing import Sizing
-from .talos_job_spec import JobContext, command_script, job_name, job_spec_text
+from .talos_job_spec import JobContext, command_script, image_scalar, job_name, job_spec_text
 from .values import kubectl_image, version_map
 
 __all__ = [
@@ -215,7 +215,7 @@ def _job(inp: ChartInput, ctx: JobContext, spec_text: str, labels: Mapping[str, 
     env += [{"name": n, "valueFrom": {"secretKeyRef": {"name": secrets, "key": k}}} for n, k in _SECRET_ENV]
     container = {
         "name": "kubectl",
-        "image": ctx.kubectl_image,
+        "image": image_scalar(ctx.kubectl_image) or ctx.kubectl_image,  # as YAML reads the quoted text
         "env": env,
         "command": ["sh", "-ec", command_script(spec_text)],
         "resources": {"requests": {"cpu": "10m", "memory": "64Mi"}, "limits": {"cpu": "100m", "memory": "256Mi"}},

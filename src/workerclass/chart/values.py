@@ -15,6 +15,7 @@ from typing import Any, TypeGuard
 
 from .context import ChartInput, Variant
 from .kubeyaml import k8s_load, k8s_load_all
+from .schema import null_failures
 
 #: What the oracle (and Cozystack's tests/render-parity.sh) injects when no platform values are given.
 DEFAULT_CLUSTER_VALUES: dict[str, Any] = {"_cluster": {"cluster-domain": "cozy.local"}}
@@ -181,9 +182,11 @@ def chart_input(
     """
     platform = DEFAULT_CLUSTER_VALUES if cluster_values is None else cluster_values
     merged = deep_merge(platform, pool_values)  # a fresh tree: coalesced in place
+    nulls = tuple(null_failures(merged, _defaults()))  # Helm validates its schema before coalescing drops them
     values = _coalesce_owned(merged, _defaults())
     return ChartInput(
         values=values,
+        null_failures=nulls,
         release=release,
         namespace=namespace,
         instancetypes=load_instancetypes() if instancetypes is None else instancetypes,
