@@ -26,7 +26,15 @@ from typing import Any
 from ..builtin import CLASSES_ORIGIN, PLATFORM_ORIGIN, builtin_classes, embedded_platform, embedded_platform_spec
 from ..chart.values import load_instancetypes
 from ..model import Cluster, Platform, parse_class_spec, parse_cluster, parse_platform
-from .kinds import AUXILIARY_KINDS, INSTANCETYPE_GROUP, INSTANCETYPE_KIND, KINDS, POOL_KINDS, RELEASE_PREFIX
+from .kinds import (
+    AUXILIARY_KINDS,
+    CLUSTER_RELEASE_PREFIX,
+    INSTANCETYPE_GROUP,
+    INSTANCETYPE_KIND,
+    KINDS,
+    POOL_KINDS,
+    RELEASE_PREFIX,
+)
 from .memo import Memo
 from .pmap import EMPTY, PMap, as_pmap
 from .records import (
@@ -35,6 +43,7 @@ from .records import (
     LoadError,
     ObjectRecord,
     PoolRecord,
+    cluster_release,
     identify,
     is_pool_release,
     node_group_pools,
@@ -202,8 +211,8 @@ class State:
                 if not kind:
                     said.append(f"{document.origin}: a mapping without kind, not a Kubernetes object: skipped")
                 continue
-            if kind == "HelmRelease" and not is_pool_release(obj):
-                continue  # other releases are none of our business
+            if kind == "HelmRelease" and not is_pool_release(obj) and cluster_release(obj) is None:
+                continue  # other releases are none of our business (a pool's, a parent cluster's are)
             group = KINDS[kind][0]
             api_version = obj.get("apiVersion")
             if not isinstance(api_version, str) or not api_version.startswith(group + "/"):
@@ -238,6 +247,8 @@ class State:
             spec, violations = parse_class_spec(document.obj.get("spec"))
             classes[name] = ClassRecord(name, spec, document.obj, True, tuple(violations))
         clusters: dict[tuple[str, str], Cluster] = {}
+        #: parent clusters stored as their HelmRelease; a Kubernetes object of the same name wins
+        released: dict[tuple[str, str], Cluster] = {}
         compute_planes: dict[tuple[str, str], Cluster] = {}
         pools: dict[tuple[str, str, str], PoolRecord] = {}
         for record in records:
@@ -251,6 +262,9 @@ class State:
             elif record.kind == "Kubernetes":
                 cluster, _ = parse_cluster(record.namespace, record.name, obj.get("spec"))
                 clusters[(record.namespace, record.name)] = cluster
+            elif (parent := cluster_release(obj)) is not None:
+                cluster, _ = parse_cluster(record.namespace, parent[0], parent[1])
+                released[(record.namespace, parent[0])] = cluster
             elif record.kind == "ComputePlane":
                 # A ComputePlane is its node groups' cluster, never a KubernetesNodes pool's parent.
                 cluster, _ = parse_cluster(record.namespace, record.name, obj.get("spec"))
@@ -291,7 +305,7 @@ class State:
             platform=platform,
             platform_object=platform_object,
             classes=PMap(classes),
-            clusters=PMap(clusters),
+            clusters=PMap({**released, **clusters}),
             pools=PMap(pools),
             records=PMap({(r.kind, r.namespace, r.name): r for r in records}),
             warnings=Lines(warnings or ()),
@@ -362,7 +376,7 @@ class State:
         if kind not in KINDS:
             return self
         accepted = isinstance(api_version, str) and api_version.startswith(KINDS[kind][0] + "/")
-        if kind == "HelmRelease" and not is_pool_release(obj):
+        if kind == "HelmRelease" and not is_pool_release(obj) and cluster_release(obj) is None:
             accepted = False
         record = ObjectRecord(kind, namespace, name, obj, f"{origin}:{kind}/{namespace}/{name}") if accepted else None
         return self._apply(kind, namespace, name, record)
@@ -420,10 +434,16 @@ class State:
                 entry = next((c for c in _builtin_class_records() if c.name == name), None)
             return self._next(records=records, classes=as_pmap(self.classes).put(name, entry))
         if kind == "Kubernetes":
-            cluster = parse_cluster(namespace, name, record.obj.get("spec"))[0] if record is not None else None
-            return self._next(records=records, clusters=as_pmap(self.clusters).put((namespace, name), cluster))
-        pools = _PoolIndex(self)
+            return self._next(records=records, clusters=_parent(records, as_pmap(self.clusters), namespace, name))
         changes: dict[str, Any] = {"records": records}
+        parent = cluster_release(record.obj) if record is not None else None
+        before = cluster_release(previous.obj) if previous is not None else None
+        if parent is not None or before is not None:  # a parent cluster's HelmRelease (was or is)
+            clusters = as_pmap(self.clusters)
+            for cluster_name in sorted({entry[0] for entry in (parent, before) if entry is not None}):
+                clusters = _parent(records, clusters, namespace, cluster_name)
+            changes["clusters"] = clusters
+        pools = _PoolIndex(self)
         if kind == "ComputePlane":
             for pool in node_group_pools(previous.obj) if previous is not None else []:
                 pools.put(("ComputePlane", namespace, pool.name), None)
@@ -439,6 +459,19 @@ class State:
         else:
             pools.put(key, pool_from_object(record.obj) if record is not None else None)
         return self._next(**changes, **pools.changes())
+
+
+def _parent(records: PMap, clusters: PMap, namespace: str, name: str) -> PMap:
+    """``clusters`` with parent ``name`` as ``records`` hold it now: its Kubernetes object, else the
+    HelmRelease ``kubernetes-<name>`` Cozystack stores it as, else none."""
+    stored = records.get(("Kubernetes", namespace, name))
+    if stored is not None:
+        return clusters.put((namespace, name), parse_cluster(namespace, name, stored.obj.get("spec"))[0])
+    release = records.get(("HelmRelease", namespace, f"{CLUSTER_RELEASE_PREFIX}{name}"))
+    found = cluster_release(release.obj) if release is not None else None
+    if found is None:
+        return clusters.put((namespace, name), None)
+    return clusters.put((namespace, name), parse_cluster(namespace, name, found[1])[0])
 
 
 _NO_LINES = Lines()
