@@ -19,6 +19,8 @@ Modules (what lives where, and what of the chart each mirrors):
   shopspring decimal) and cozy-lib's ``toFloat`` / ``cpuToMillicores``.
 - ``sizing``: ``nodegroup.yaml``'s sizing and kubelet reservation arithmetic.
 - ``labels``: ``_helpers.tpl``'s ``kubernetes.labels`` and ``kubernetes.selectorLabels``.
+- ``schema``: Helm's values-schema validation where it meets explicit nulls (and the templates a
+  null then breaks), before any template runs.
 - ``checks``: every ``fail`` of ``_helpers.tpl``, ``_versions.tpl``, ``nodegroup.yaml`` and
   cozy-lib's tenant rule, in the order Helm meets them.
 - ``nodegroup``: ``templates/nodegroup.yaml`` (KubevirtMachineTemplate text and object, its name,

@@ -18,12 +18,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..api.resources import KUBERNETES_NODES
-from ..model import PoolSpec, WorkerClassSpec, parse_node_group, parse_pool_spec
+from ..model import Cluster, PoolSpec, WorkerClassSpec, parse_cluster, parse_node_group, parse_pool_spec
 from ..model.reader import key_path
 from ..violations import Violation
 from .kinds import APPLICATION_KIND_LABEL, CLUSTER_RELEASE_PREFIX, KINDS, RELEASE_PREFIX
 
 __all__ = [
+    "CLUSTER_RELEASE_PREFIX",
     "ClassRecord",
     "Document",
     "LoadError",
@@ -34,6 +35,7 @@ __all__ = [
     "identify",
     "is_pool_release",
     "node_group_pools",
+    "parent_cluster",
     "pool_from_object",
     "release_of",
     "stored_nodes",
@@ -88,6 +90,17 @@ def cluster_release(obj: Mapping[str, Any]) -> tuple[str, Any] | None:
         return None
     spec = obj.get("spec")
     return name.removeprefix(CLUSTER_RELEASE_PREFIX), spec.get("values") if isinstance(spec, dict) else None
+
+
+def parent_cluster(
+    namespace: str, name: str, kubernetes: Mapping[str, Any] | None, release: Mapping[str, Any] | None
+) -> Cluster | None:
+    """The parent Kubernetes app ``name``: its ``Kubernetes`` object, else the HelmRelease
+    ``kubernetes-<name>`` Cozystack stores it as (:func:`cluster_release`), else None."""
+    if kubernetes is not None:
+        return parse_cluster(namespace, name, kubernetes.get("spec"))[0]
+    found = cluster_release(release) if release is not None else None
+    return parse_cluster(namespace, name, found[1])[0] if found is not None and found[0] == name else None
 
 
 @dataclass(frozen=True, slots=True)

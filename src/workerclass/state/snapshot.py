@@ -13,6 +13,11 @@ read, shared with the caller's cache and with every later snapshot, and read-onl
 only: their readers test ``isinstance(..., dict)`` throughout (identify, admission, the chart's
 port), and copying or freezing each object would cost per object on every State built and every
 watch event.
+
+Why one module (a little over 500 lines): building a State from records and changing one into
+the next must index every kind alike (pools and their backing releases, parent clusters and
+theirs); kept side by side, a reader sees both at once (tests/state/test_incremental.py holds
+them equal).
 """
 
 from __future__ import annotations
@@ -26,18 +31,11 @@ from typing import Any
 from ..builtin import CLASSES_ORIGIN, PLATFORM_ORIGIN, builtin_classes, embedded_platform, embedded_platform_spec
 from ..chart.values import load_instancetypes
 from ..model import Cluster, Platform, parse_class_spec, parse_cluster, parse_platform
-from .kinds import (
-    AUXILIARY_KINDS,
-    CLUSTER_RELEASE_PREFIX,
-    INSTANCETYPE_GROUP,
-    INSTANCETYPE_KIND,
-    KINDS,
-    POOL_KINDS,
-    RELEASE_PREFIX,
-)
+from .kinds import AUXILIARY_KINDS, INSTANCETYPE_GROUP, INSTANCETYPE_KIND, KINDS, POOL_KINDS, RELEASE_PREFIX
 from .memo import Memo
 from .pmap import EMPTY, PMap, as_pmap
 from .records import (
+    CLUSTER_RELEASE_PREFIX,
     ClassRecord,
     Document,
     LoadError,
@@ -47,6 +45,7 @@ from .records import (
     identify,
     is_pool_release,
     node_group_pools,
+    parent_cluster,
     pool_from_object,
     stored_nodes,
 )
@@ -436,13 +435,9 @@ class State:
         if kind == "Kubernetes":
             return self._next(records=records, clusters=_parent(records, as_pmap(self.clusters), namespace, name))
         changes: dict[str, Any] = {"records": records}
-        parent = cluster_release(record.obj) if record is not None else None
-        before = cluster_release(previous.obj) if previous is not None else None
-        if parent is not None or before is not None:  # a parent cluster's HelmRelease (was or is)
-            clusters = as_pmap(self.clusters)
-            for cluster_name in sorted({entry[0] for entry in (parent, before) if entry is not None}):
-                clusters = _parent(records, clusters, namespace, cluster_name)
-            changes["clusters"] = clusters
+        if any(r is not None and cluster_release(r.obj) is not None for r in (record, previous)):
+            parent = name.removeprefix(CLUSTER_RELEASE_PREFIX)  # a parent cluster's HelmRelease (was or is)
+            changes["clusters"] = _parent(records, as_pmap(self.clusters), namespace, parent)
         pools = _PoolIndex(self)
         if kind == "ComputePlane":
             for pool in node_group_pools(previous.obj) if previous is not None else []:
@@ -462,16 +457,11 @@ class State:
 
 
 def _parent(records: PMap, clusters: PMap, namespace: str, name: str) -> PMap:
-    """``clusters`` with parent ``name`` as ``records`` hold it now: its Kubernetes object, else the
-    HelmRelease ``kubernetes-<name>`` Cozystack stores it as, else none."""
-    stored = records.get(("Kubernetes", namespace, name))
-    if stored is not None:
-        return clusters.put((namespace, name), parse_cluster(namespace, name, stored.obj.get("spec"))[0])
+    """``clusters`` with parent ``name`` as ``records`` now hold it (:func:`parent_cluster`)."""
+    kubernetes = records.get(("Kubernetes", namespace, name))
     release = records.get(("HelmRelease", namespace, f"{CLUSTER_RELEASE_PREFIX}{name}"))
-    found = cluster_release(release.obj) if release is not None else None
-    if found is None:
-        return clusters.put((namespace, name), None)
-    return clusters.put((namespace, name), parse_cluster(namespace, name, found[1])[0])
+    found = parent_cluster(namespace, name, kubernetes and kubernetes.obj, release and release.obj)
+    return clusters.put((namespace, name), found)
 
 
 _NO_LINES = Lines()
