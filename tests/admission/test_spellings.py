@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from tests.chart.oracle import get_oracle, need_oracle
+from tests.chart.oracle import get_oracle, need_oracle, oracle_read
 from workerclass import State, admit
 from workerclass.adapters.folder import parse_documents
 
@@ -84,7 +84,9 @@ def _release(values: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _from_text(line: str) -> dict[str, Any]:
+def _from_text(line: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The values of a HelmRelease in STATE text as workerclass reads them, and as the oracle
+    (Kubernetes' reading) reads the same text."""
     text = (
         "apiVersion: helm.toolkit.fluxcd.io/v2\nkind: HelmRelease\n"
         f"metadata:\n  name: kubernetes-nodes-example-md1\n  namespace: {NAMESPACE}\n"
@@ -92,15 +94,19 @@ def _from_text(line: str) -> dict[str, Any]:
         f"spec:\n  values:\n    cluster: example\n    {line}\n"
     )
     (document,) = parse_documents(text, "pool.yaml")
-    values = document.obj["spec"]["values"]
-    assert isinstance(values, dict)
-    return values
+    (theirs,) = oracle_read(text)
+    return document.obj["spec"]["values"], theirs["spec"]["values"]
 
 
-def _judged_as_the_chart_judges(values: dict[str, Any], *, classified_too: bool = True) -> None:
+def _judged_as_the_chart_judges(
+    values: dict[str, Any], theirs: dict[str, Any] | None = None, *, classified_too: bool = True
+) -> None:
+    """Admission allows ``values`` exactly when the chart renders ``theirs`` (the same values, as
+    the oracle read them: ``values`` when they came as JSON)."""
     need_oracle()
     values = {"version": "v1.35", **values}  # a classified pool names its minor
-    rendered = get_oracle().render(values, release="kubernetes-nodes-example-md1", namespace=NAMESPACE)
+    theirs = {"version": "v1.35", **(values if theirs is None else theirs)}
+    rendered = get_oracle().render(theirs, release="kubernetes-nodes-example-md1", namespace=NAMESPACE)
     for classified in (False, True) if classified_too else (False,):
         obj = _release({**values, "workerClassName": "talos"} if classified else values)
         decision = admit(STATE, "CREATE", obj)
@@ -112,7 +118,8 @@ def _judged_as_the_chart_judges(values: dict[str, Any], *, classified_too: bool 
 
 @pytest.mark.parametrize(("case", "line"), TEXT_CASES.items(), ids=TEXT_CASES.keys())
 def test_state_text_is_judged_as_the_chart_judges_it(case: str, line: str) -> None:
-    _judged_as_the_chart_judges(_from_text(line), classified_too=case not in CLASS_RULES)
+    ours, theirs = _from_text(line)
+    _judged_as_the_chart_judges(ours, theirs, classified_too=case not in CLASS_RULES)
 
 
 @pytest.mark.parametrize("values", JSON_CASES.values(), ids=JSON_CASES.keys())
