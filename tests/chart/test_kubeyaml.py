@@ -34,7 +34,15 @@ class PurePythonKubeLoader(yaml.SafeLoader):
 
 PurePythonKubeLoader.yaml_implicit_resolvers = dict(KubeLoader.yaml_implicit_resolvers)
 PurePythonKubeLoader.yaml_constructors = dict(KubeLoader.yaml_constructors)
-for _name in ("construct_plain", "construct_mapping", "construct_yaml_map", "construct_typed", "construct_text"):
+for _name in (
+    "construct_plain",
+    "construct_mapping",
+    "construct_yaml_map",
+    "construct_typed",
+    "construct_text",
+    "repeated_key",
+    "metadata_read",
+):
     setattr(PurePythonKubeLoader, _name, getattr(KubeLoader, _name))
 
 

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import IO, Any
 
 import yaml
-from yaml.nodes import MappingNode, ScalarNode
+from yaml.nodes import MappingNode, Node, ScalarNode
 
 from ..chart.kubeyaml import PLAIN_TAG, KubeLoader, json_key, plain_scalar
 from ..state import Document, LoadError, State
@@ -59,10 +59,19 @@ class _Loader(KubeLoader):
 
     where = "<input>"
 
-    def construct_mapping(self, node: MappingNode, deep: bool = False) -> dict[str, Any]:  # type: ignore[override]
+    def repeated_key(self, written: list[tuple[Node, Node]], key_node: Node, name: str) -> None:
+        # A pair a merge key brought in and a written one with its key is no duplicate: only keys
+        # written twice are. Rare, so the written pairs are read again here.
+        lines = [k.start_mark.line + 1 for k, _ in written if isinstance(k, ScalarNode) and _key_text(k) == name]
+        if len(lines) > 1:
+            raise LoadError(
+                f"{self.where}:{lines[1]}: duplicate key {name!r} (first at line {lines[0]}): "
+                "kubectl refuses it; keep one"
+            )
+
+    def metadata_read(self, node: Node) -> None:
         if isinstance(node, MappingNode):
-            _check_mapping(node, self.where)
-        return super().construct_mapping(node, deep=deep)
+            _check_names(node, self.where)
 
 
 def _key_text(node: ScalarNode) -> str | None:
@@ -73,25 +82,6 @@ def _key_text(node: ScalarNode) -> str | None:
         except ValueError:
             return None
     return node.value if node.tag == _STR_TAG else None
-
-
-def _check_mapping(node: MappingNode, where: str) -> None:
-    seen: dict[str, int] = {}
-    for key_node, value_node in node.value:
-        if not isinstance(key_node, ScalarNode):
-            continue
-        key = _key_text(key_node)
-        if key is None:  # a merge key (<<), or a key the loader refuses itself
-            continue
-        line = key_node.start_mark.line + 1
-        if key in seen:
-            raise LoadError(
-                f"{where}:{line}: duplicate key {key_node.value!r} (first at line {seen[key]}): "
-                "kubectl refuses it; keep one"
-            )
-        seen[key] = line
-        if key == "metadata" and isinstance(value_node, MappingNode):
-            _check_names(value_node, where)
 
 
 def _check_names(metadata: MappingNode, where: str) -> None:

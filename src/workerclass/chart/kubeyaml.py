@@ -144,6 +144,7 @@ class KubeLoader(_Base):
     def construct_mapping(self, node: MappingNode, deep: bool = False) -> dict[str, Any]:  # type: ignore[override]
         if not isinstance(node, MappingNode):
             raise ConstructorError(None, None, f"expected a mapping, found {node.id}", node.start_mark)
+        written = node.value[:]  # the pairs as written, before merge keys bring others in
         self.flatten_mapping(node)  # merge keys (<<), explicit keys winning, as go-yaml v2
         out: dict[str, Any] = {}
         for key_node, value_node in node.value:
@@ -152,8 +153,19 @@ class KubeLoader(_Base):
                 name = json_key(key)
             except ValueError as error:
                 raise ConstructorError(None, None, str(error), key_node.start_mark) from None
+            if name in out:
+                self.repeated_key(written, key_node, name)
+            if name == "metadata":
+                self.metadata_read(value_node)
             out[name] = self.construct_object(value_node, deep=deep)
         return out
+
+    def repeated_key(self, written: list[tuple[Node, Node]], key_node: Node, name: str) -> None:
+        """A key met a second time in one mapping (as JSON holds keys; a merge key's pair overridden
+        by a written one too): go-yaml v2 keeps the last. A reader that refuses it overrides this."""
+
+    def metadata_read(self, node: Node) -> None:
+        """A ``metadata`` value about to be read (a reader that checks names overrides this)."""
 
     def construct_yaml_map(self, node: MappingNode) -> Iterator[dict[str, Any]]:  # type: ignore[override]
         data: dict[str, Any] = {}
