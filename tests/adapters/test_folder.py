@@ -5,10 +5,12 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 from pathlib import Path
 
 import pytest
 
+from tests.chart.oracle import oracle_read
 from workerclass.adapters.folder import LoadError, parse_documents, read_folder, read_paths
 from workerclass.state import State
 
@@ -140,3 +142,56 @@ def test_objects_of_kinds_not_read_are_skipped_silently_and_kindless_mappings_wa
     ]
     assert state.warnings == []
     assert [record.name for record in state.pools.values()] == ["example-a"]
+
+
+#: Spec lines whose plain scalars kubectl (go-yaml v2, then JSON) and PyYAML's YAML 1.1 read apart:
+#: YAML 1.1 booleans beyond true/false, numbers without a dot, sexagesimal and leading-zero
+#: numbers, dates, Go's integer syntax, non-string keys, merge keys, explicit tags.
+KUBECTL_SPELLINGS = {
+    "y-boolean": "logSerialConsole: y",
+    "N-boolean": "logSerialConsole: N",
+    "on-key": "labels: {on: a, 1: b, 1.5: c}",
+    "exponent": "maxReplicas: 1e2",
+    "sexagesimal": "maxReplicas: 1:30",
+    "leading-zero": "maxReplicas: 08",
+    "octal": "minReplicas: 010",
+    "go-octal": "minReplicas: 0o17",
+    "underscores": "maxReplicas: 1_000",
+    "whole-float": "maxReplicas: 3.0",
+    "date": "nodeStartupTimeout: 2001-12-14",
+    "timestamp": "nodeStartupTimeout: 2001-12-14 21:59:43.10 -5",
+    "list-boolean": "roles: [x, y]",
+    "float-mirror": "talos: {registryMirrors: {a.io: {endpoints: [https://m], x: 1e20}}}",
+    "merge": "base: &b {cpu: 2}\n  resources:\n    <<: *b\n    memory: 4Gi",
+    "explicit-float": "maxReplicas: !!float 3",
+}
+
+
+@pytest.mark.parametrize("line", KUBECTL_SPELLINGS.values(), ids=KUBECTL_SPELLINGS.keys())
+def test_state_files_are_read_as_kubectl_reads_them(line: str) -> None:
+    text = POOL.format(name="example-a") + "  " + line + "\n"
+    documents = parse_documents(text, "pool.yaml")
+    assert [document.obj for document in documents] == oracle_read(text)
+    assert json.loads(json.dumps([document.obj for document in documents])) == oracle_read(text)
+
+
+def test_an_explicit_timestamp_keeps_its_text_as_go_yaml_decodes_it() -> None:
+    """go-yaml v2 decodes a timestamp into ``interface{}`` as its text; JSON can hold nothing else."""
+    text = POOL.format(name="example-a") + "  nodeStartupTimeout: !!timestamp 2001-12-14\n"
+    (document,) = parse_documents(text, "pool.yaml")
+    assert type(document.obj["spec"]["nodeStartupTimeout"]) is str
+
+
+@pytest.mark.parametrize(
+    ("line", "problem"),
+    [
+        ("maxReplicas: !!int 1:30", "cannot decode '1:30' as a !!int"),
+        ("nodeStartupTimeout: !duration 20m", "could not determine a constructor for the tag '!duration'"),
+        ("roles: !!set {a: null}", "could not determine a constructor for the tag 'tag:yaml.org,2002:set'"),
+    ],
+    ids=["int-tag-not-an-integer", "unknown-tag", "set-tag"],
+)
+def test_tags_kubectl_does_not_read_are_refused_with_their_line(line: str, problem: str) -> None:
+    text = POOL.format(name="example-a") + "  " + line + "\n"
+    with pytest.raises(LoadError, match=f"^pool.yaml:8: invalid YAML: {re.escape(problem)}"):
+        parse_documents(text, "pool.yaml")

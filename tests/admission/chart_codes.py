@@ -10,6 +10,10 @@ import re
 
 #: (pattern over the chart's message, code), first match wins
 MAPPING: list[tuple[re.Pattern[str], str]] = [
+    # A values-schema violation is Invalid whatever field it names (a null podCpuLimit is not one of
+    # InvalidPodCPU's rules), but for the version enum, which is UnsupportedVersion.
+    (re.compile(r"^values schema.*at '/version'", re.S), "UnsupportedVersion"),
+    (re.compile(r"^values schema"), "Invalid"),
     (re.compile(r"\.Values\.cluster is required"), "Invalid"),
     (re.compile(r"release name .* must start with"), "InvalidPoolName"),
     (re.compile(r"already managed by release"), "InvalidPoolName"),
@@ -30,8 +34,9 @@ MAPPING: list[tuple[re.Pattern[str], str]] = [
         ),
         "InvalidKubeletReservation",
     ),
-    (re.compile(r"at '/version'"), "UnsupportedVersion"),
-    (re.compile(r"^values schema"), "Invalid"),
+    # Not in the README's table: a template reading a value a null removed, and a value that breaks
+    # the rendered YAML. API.md section 3 gives any other malformed value Invalid.
+    (re.compile(r"nil pointer evaluating|wrong type for value|^YAML parse error"), "Invalid"),
 ]
 
 

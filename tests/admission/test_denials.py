@@ -544,11 +544,11 @@ def test_allowed_neighbour(case: Case) -> None:
             },
         ),
         (
-            make_pool(surprise=True, sshKeys=[SSH_KEY], maxReplicas=-2),
+            make_pool(maxReplicas="two", sshKeys=[SSH_KEY], minReplicas=-2),
             {
-                ("Invalid", ("spec.surprise",)),
+                ("Invalid", ("spec.maxReplicas",)),
                 ("SSHKeysOnTalos", ("spec.sshKeys", "spec.sshKeys[0]")),
-                ("InvalidReplicas", ("spec.maxReplicas",)),
+                ("InvalidReplicas", ("spec.minReplicas",)),
             },
         ),
         (

@@ -10,9 +10,11 @@ chart exactly when admission allows the pool
   application API would default a KubernetesNodes CREATE's class), refused also when the
   parent Kubernetes app still manages the nodeGroup of that name (the chart's ownership
   lookup, which the oracle cannot see offline);
-- as an UPDATE of itself: the KubernetesNodes ``<name>``, classless, whose UPDATE is never
-  refused for its name or namespace: when the chart's first failure is a naming one, the
-  oracle renders the same values under a conforming name to learn what else it refuses.
+- as an UPDATE of itself, judged as stored (``ratcheting=False``: a ratcheted UPDATE that changes
+  nothing is let through, tests/admission/test_ratchet.py): the KubernetesNodes ``<name>``,
+  classless, whose UPDATE is never refused for its name: when the chart's first failure is a
+  naming one, the oracle renders the same values under a conforming name to learn what else it
+  refuses.
 
 When the chart refuses, the denials carry the code the upstream README maps its message to.
 The parents exist in every namespace and carry no version, so the design page's rules that the
@@ -201,7 +203,7 @@ def test_admission_allows_exactly_what_the_chart_renders(pool: tuple[str, str, d
         assert code_for(rendered.error) in create_codes, shown
 
     stored = _nodes(name, namespace, values)
-    update = admit(STATE, "UPDATE", stored, old=stored)
+    update = admit(STATE, "UPDATE", stored, old=stored, ratcheting=False)  # judged as stored, not ratcheted
     update_codes = {v.code for v in update.denials}
     first = rendered
     if not rendered.ok and code_for(rendered.error) == "InvalidPoolName":

@@ -268,7 +268,9 @@ def test_helm_release_updates_are_as_written() -> None:
     values = {**KAIROS_POOL, "talos": {"version": "v1.13.6"}}
     release = backing_release(values)
     release["metadata"]["name"] = f"kubernetes-nodes-{CLUSTER}-direct"
-    decision = admit(make_state(), "UPDATE", release, release)
+    before = copy.deepcopy(release)
+    del before["spec"]["values"]["talos"]
+    decision = admit(make_state(), "UPDATE", release, before)
     assert any(v.code == "TalosSettingOnKairos" for v in decision.denials)
 
 

@@ -201,6 +201,35 @@ def require_oracle() -> None:
     require("tools", "cozystack-render", module=True)
 
 
+def need_oracle() -> None:
+    """Skip the calling test when the oracle is absent; under CI=true that is a failure."""
+    require("tools", "cozystack-render")
+
+
+_MODULE: Any = None
+
+
+def oracle_module() -> Any:
+    """The oracle script imported as a module (its YAML reader ``load_docs`` needs only PyYAML)."""
+    global _MODULE
+    need_oracle()
+    if _MODULE is None:
+        import importlib.machinery
+        import importlib.util
+
+        loader = importlib.machinery.SourceFileLoader("cozystack_render_module", str(ORACLE))
+        spec = importlib.util.spec_from_loader("cozystack_render_module", loader)
+        assert spec is not None
+        _MODULE = importlib.util.module_from_spec(spec)
+        loader.exec_module(_MODULE)
+    return _MODULE
+
+
+def oracle_read(text: str) -> list[Any]:
+    """The documents of ``text`` as the oracle reads its input (Kubernetes' reading: go-yaml v2, then JSON)."""
+    return list(oracle_module().load_docs(text, "<text>"))
+
+
 def get_oracle() -> Oracle:
     """The session's shared driver (started on first use, closed at exit)."""
     global _SHARED

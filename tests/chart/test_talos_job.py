@@ -40,7 +40,7 @@ from workerclass.chart.talos_job import job_context, render_talos_job, talos_con
 from workerclass.chart.talos_job_spec import job_name, job_spec_text
 from workerclass.chart.values import chart_input
 
-from .oracle import ORACLE, OracleResult, diff_paths, get_oracle, require_oracle
+from .oracle import ORACLE, OracleResult, diff_paths, get_oracle, oracle_read, require_oracle
 
 require_oracle()
 
@@ -594,3 +594,39 @@ def test_rendered_objects_validate_against_the_shipped_crds(values: dict[str, An
     ]
     problems = {f"{o['kind']} {o['metadata']['name']}": validation_errors(o) for o in objects}
     assert not {k: v for k, v in problems.items() if v}
+
+
+#: kubectl images the chart renders whose double-quoted scalar reads as something else than the
+#: text written (YAML's escapes), or as itself only because it is plain
+KUBECTL_IMAGES = {
+    "tab-escape": "registry.example/kubectl\\tv1",
+    "unicode-escape": "registry.example/kub\\u00e9ctl:v1",
+    "escaped-backslash": "registry.example\\\\kubectl",
+    "escaped-slash": "registry.example\\/kubectl:v1",
+    "non-ascii": "registry.example/kübectl:v1",
+    "single-quote": "registry.example/kube'ctl",
+}
+
+
+@pytest.mark.parametrize("image", KUBECTL_IMAGES.values(), ids=KUBECTL_IMAGES.keys())
+def test_the_kubectl_image_is_read_as_its_double_quoted_scalar_reads(image: str) -> None:
+    assert not _compare({"cluster": "example", "images": {"kubectl": image}})
+
+
+def test_a_float_in_registry_mirrors_read_from_state_text_names_the_job_as_the_chart_does() -> None:
+    """``1e20`` in a STATE file is a number for kubectl; toYaml writes it as Helm writes a float64."""
+    from workerclass.adapters.folder import parse_documents
+
+    text = (
+        "apiVersion: apps.cozystack.io/v1alpha1\nkind: KubernetesNodes\n"
+        "metadata: {name: example-md1, namespace: tenant-example}\n"
+        "spec:\n  cluster: example\n  talos:\n    registryMirrors:\n"
+        "      a.io: {endpoints: [https://m.example], x: 1e20, y: 1e2, z: 0x10}\n"
+    )
+    (document,) = parse_documents(text, "pool.yaml")
+    (theirs,) = oracle_read(text)
+    result = _oracle(theirs["spec"])  # the oracle reads the text itself, as kubectl would
+    inp = _input(document.obj["spec"], "kubernetes-nodes-example-md1", "tenant-example", None)
+    size = sizing(inp)
+    assert not diff_paths(render_talos_job(inp, sizing=size), _job_documents(result))
+    assert job_spec_text(job_context(inp, sizing=size)) == _job_text(result)

@@ -22,8 +22,8 @@ from workerclass.chart import (
     version_map,
 )
 from workerclass.chart.goyaml import to_yaml
+from workerclass.chart.kubeyaml import k8s_load, plain_scalar
 from workerclass.chart.quantity import cpu_to_millicores, divf, go_float_str, mulf, to_float, to_float64, to_int
-from workerclass.chart.values import k8s_load, plain_scalar
 
 
 @pytest.mark.parametrize(

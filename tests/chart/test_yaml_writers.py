@@ -23,8 +23,8 @@ from workerclass.chart import (
     sizing,
 )
 from workerclass.chart.goyaml import to_yaml
+from workerclass.chart.kubeyaml import from_yaml
 from workerclass.chart.nodegroup import kubevirtmachinetemplate_name
-from workerclass.chart.values import from_yaml
 
 from .cases import NODEGROUP_KINDS, pool_release
 from .oracle import OracleResult, diff_paths, get_oracle, require_oracle

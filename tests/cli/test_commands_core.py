@@ -419,3 +419,16 @@ def test_pool_option_finds_a_direct_helm_release_by_either_spelling(state: Path)
             assert result.exit_code == 0, (command, spelling, result.stderr)
             assert [row["pool"] for row in json.loads(result.stdout)["pools"]] == [own]
     assert run("resolve", str(state), "--pool", "tenant-example/example-zz").exit_code == 2
+
+
+def test_check_json_reads_a_date_as_the_text_kubectl_reads(state: Path) -> None:
+    """``nodeStartupTimeout: 2001-12-14`` is text for kubectl (go-yaml v2), never a date object."""
+    (state / "dated.yaml").write_text(
+        "apiVersion: apps.cozystack.io/v1alpha1\nkind: KubernetesNodes\n"
+        "metadata: {name: example-dated, namespace: tenant-example}\n"
+        "spec: {cluster: example, version: v1.35, nodeStartupTimeout: 2001-12-14}\n"
+    )
+    result = run("check", str(state), "-o", "json")
+    data = json.loads(result.stdout)
+    (dated,) = [item for item in data["objects"] if item["name"] == "example-dated"]
+    assert dated["allowed"] is True, dated

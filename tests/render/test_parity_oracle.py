@@ -329,3 +329,32 @@ def test_kernel_modules_render_as_the_pr3571_chart_renders_them(modules: list[di
 
     assert kernel(mine) == kernel(result.objects)
     assert [module["name"] for module in kernel(mine)["modules"]] == [module["name"] for module in modules]
+
+
+#: Spellings the chart renders that admission once refused (whole-number floats as a webhook's JSON
+#: carries them, a duration ending in a newline, label-name roles, an empty GPU name, keys no one
+#: reads): rendered as the chart renders them, object for object.
+SPELLINGS: dict[str, dict[str, Any]] = {
+    "whole-float-replicas": {"minReplicas": 1.0, "maxReplicas": 3.0},
+    "whole-float-cpu": {"instanceType": "", "resources": {"cpu": 2.0, "memory": "4Gi"}},
+    "whole-float-disk": {"diskSize": 21474836480.0},
+    "duration-with-newline": {"nodeStartupTimeout": "20m\n"},
+    "label-name-roles": {"roles": ["ingress_nginx", "A"]},
+    "empty-gpu-name": {"instanceType": "gn1.xlarge", "gpus": [{"name": ""}]},
+    "unknown-keys": {"someOldKey": True, "kubelet": {"extraArg": "x"}, "talos": {"versoin": "v1"}},
+}
+
+
+@pytest.mark.parametrize("values", SPELLINGS.values(), ids=SPELLINGS.keys())
+def test_spellings_the_chart_renders_render_its_objects(values: dict[str, Any]) -> None:
+    spec = {"cluster": CLUSTER, **values}
+    pool = {
+        "apiVersion": "apps.cozystack.io/v1alpha1",
+        "kind": "KubernetesNodes",
+        "metadata": {"name": f"{CLUSTER}-md1", "namespace": NAMESPACE},
+        "spec": spec,
+    }
+    theirs = get_oracle().render(spec, release=f"kubernetes-nodes-{CLUSTER}-md1", namespace=NAMESPACE)
+    assert theirs.ok, theirs.error
+    state = State.from_objects([PARENT, pool])
+    assert not object_differences(render(resolve(state, pool)), theirs.objects)

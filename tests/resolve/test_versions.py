@@ -30,7 +30,7 @@ def test_an_unsupported_minor_is_unsupported_version_alone_and_first(minor: str)
     pool = make_pool("v", workerClassName=None, version=minor, minReplicas=-1)
     state = _state(pool)
     for operation in ("CREATE", "UPDATE"):
-        decision = admit(state, operation, pool, pool)
+        decision = admit(state, operation, pool, pool, ratcheting=False)  # the stored pool judged as it is
         codes = [v.code for v in decision.denials]
         assert codes[0] == "UnsupportedVersion", (operation, codes)
         assert codes.count("UnsupportedVersion") == 1

@@ -62,6 +62,14 @@ def probe_objects(state: State) -> list[dict[str, Any]]:
             "spec": {"cluster": "pve", "version": "v1.35"},
         }
     )
+    out.append(
+        {
+            "apiVersion": "apps.cozystack.io/v1alpha1",
+            "kind": "KubernetesNodes",
+            "metadata": {"name": "solo-probe", "namespace": NS},
+            "spec": {"cluster": "solo", "version": "v1.35"},
+        }
+    )
     out.append({"apiVersion": "cozystack.io/v1alpha1", "kind": "WorkerClass", "metadata": {"name": "gpu"}, "spec": {}})
     return out
 

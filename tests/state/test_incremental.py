@@ -60,6 +60,19 @@ def _cluster(name: str, version: str, infrastructure: str = "kubevirt") -> dict[
     }
 
 
+def _parent_release(name: str, version: str, infrastructure: str = "kubevirt", labelled: bool = True) -> dict[str, Any]:
+    """The HelmRelease ``kubernetes-<name>`` Cozystack stores a parent Kubernetes app as."""
+    metadata: dict[str, Any] = {"name": f"kubernetes-{name}", "namespace": NS}
+    if labelled:
+        metadata["labels"] = {HR_LABEL: "Kubernetes"}
+    return {
+        "apiVersion": "helm.toolkit.fluxcd.io/v2",
+        "kind": "HelmRelease",
+        "metadata": metadata,
+        "spec": {"values": {"version": version, "infrastructure": infrastructure}},
+    }
+
+
 def _platform(default: str) -> dict[str, Any]:
     base = next(obj for obj in example_objects() if obj["kind"] == "WorkerPlatform")
     out = copy.deepcopy(base)
@@ -106,6 +119,8 @@ VARIANTS: list[list[dict[str, Any]]] = [
     [_platform("talos"), _platform("kairos")],
     [_instancetype("u1.medium", 2), _instancetype("u9.huge", 32)],
     [_plane(workers={"minReplicas": 1}), _plane(workers={"minReplicas": 2}, gpu={"minReplicas": 1})],
+    [_parent_release("pve", "v1.33", "proxmox"), _parent_release("pve", "v1.35"), _hr("kubernetes-pve")],
+    [_parent_release("solo", "v1.35"), _parent_release("solo", "v1.34", labelled=False)],
 ]
 
 EVENT = st.tuples(

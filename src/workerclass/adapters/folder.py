@@ -8,7 +8,10 @@ and the line, so a platform engineer can fix a GitOps repo quickly.
   A file named explicitly is read whatever its name.
 - A document that is not a mapping (a list such as an Ansible playbook, a string, a number) is
   skipped with one warning naming file and document, never an abort.
-- Duplicate keys in one mapping are refused with file and line, as kubectl refuses them.
+- Documents are read as kubectl reads them (:mod:`workerclass.chart.kubeyaml`: go-yaml v2's
+  resolution, then JSON): ``y`` is a boolean, ``1e2`` a number, ``1:30`` and dates are text.
+- Duplicate keys in one mapping (as JSON holds them: ``on`` and ``true`` are one) are refused
+  with file and line, as kubectl refuses them.
 - A ``metadata.name`` or ``metadata.namespace`` that YAML reads as a boolean or a number
   (``name: yes``, ``name: 0123``) is refused with a message saying to quote it.
 """
@@ -17,21 +20,16 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any
 
 import yaml
-from yaml.nodes import MappingNode, ScalarNode
+from yaml.nodes import MappingNode, Node, ScalarNode
 
+from ..chart.kubeyaml import PLAIN_TAG, KubeLoader, json_key, plain_scalar
 from ..state import Document, LoadError, State
-
-try:  # the C parser is several times faster on large folders
-    from yaml import CSafeLoader as _BaseLoader
-except ImportError:  # pragma: no cover - depends on how PyYAML was built
-    from yaml import SafeLoader as _BaseLoader  # type: ignore[assignment]
 
 __all__ = [
     "MANIFEST_SUFFIXES",
@@ -53,60 +51,47 @@ MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
 STDIN = "-"
 
 _STR_TAG = "tag:yaml.org,2002:str"
-_MERGE_TAG = "tag:yaml.org,2002:merge"
-#: Plain scalars that kubectl's YAML readers (go-yaml v2's YAML 1.1 booleans, YAML 1.2 numbers)
-#: take for booleans or numbers although PyYAML reads them as strings.
-_GO_BOOL = re.compile(r"^(y|Y|n|N|on|On|ON|off|Off|OFF)$")
-_YAML12_NUMBER = re.compile(
-    r"^[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?$|^0o[0-7]+$|^0x[0-9a-fA-F]+$|^[-+]?\.(inf|Inf|INF)$|^\.(nan|NaN|NAN)$"
-)
-_WHAT = {
-    "tag:yaml.org,2002:bool": "a boolean",
-    "tag:yaml.org,2002:int": "a number",
-    "tag:yaml.org,2002:float": "a number",
-    "tag:yaml.org,2002:null": "null",
-    "tag:yaml.org,2002:timestamp": "a date",
-}
 
 
-class _Loader(_BaseLoader):
-    """The safe loader, refusing duplicate keys and unquoted non-string names (with their line)."""
+class _Loader(KubeLoader):
+    """Kubernetes' reading of YAML (:class:`~workerclass.chart.kubeyaml.KubeLoader`), refusing
+    duplicate keys and unquoted names kubectl does not read as strings (with their line)."""
 
     where = "<input>"
 
-    def construct_mapping(self, node: MappingNode, deep: bool = False) -> dict[Any, Any]:
-        if isinstance(node, MappingNode):
-            _check_mapping(node, self.where)
-        return super().construct_mapping(node, deep=deep)
-
-
-def _check_mapping(node: MappingNode, where: str) -> None:
-    seen: dict[tuple[str, str], int] = {}
-    for key_node, value_node in node.value:
-        if not isinstance(key_node, ScalarNode) or key_node.tag == _MERGE_TAG:
-            continue
-        key = (key_node.tag, key_node.value)
-        line = key_node.start_mark.line + 1
-        if key in seen:
+    def repeated_key(self, written: list[tuple[Node, Node]], key_node: Node, name: str) -> None:
+        # A pair a merge key brought in and a written one with its key is no duplicate: only keys
+        # written twice are. Rare, so the written pairs are read again here.
+        lines = [k.start_mark.line + 1 for k, _ in written if isinstance(k, ScalarNode) and _key_text(k) == name]
+        if len(lines) > 1:
             raise LoadError(
-                f"{where}:{line}: duplicate key {key_node.value!r} (first at line {seen[key]}): "
+                f"{self.where}:{lines[1]}: duplicate key {name!r} (first at line {lines[0]}): "
                 "kubectl refuses it; keep one"
             )
-        seen[key] = line
-        if key_node.value == "metadata" and isinstance(value_node, MappingNode):
-            _check_names(value_node, where)
+
+    def metadata_read(self, node: Node) -> None:
+        if isinstance(node, MappingNode):
+            _check_names(node, self.where)
+
+
+def _key_text(node: ScalarNode) -> str | None:
+    """A scalar key as JSON will hold it (``on`` and ``true`` are one key), or None when it has none."""
+    if node.tag == PLAIN_TAG:
+        try:
+            return json_key(plain_scalar(node.value))
+        except ValueError:
+            return None
+    return node.value if node.tag == _STR_TAG else None
 
 
 def _check_names(metadata: MappingNode, where: str) -> None:
     for key_node, value_node in metadata.value:
         if not isinstance(key_node, ScalarNode) or key_node.value not in ("name", "namespace"):
             continue
-        if not isinstance(value_node, ScalarNode) or value_node.style not in (None, ""):
-            continue  # quoted, or a block scalar: a string
-        what = (
-            _WHAT.get(value_node.tag, "not a string") if value_node.tag != _STR_TAG else _other_reader(value_node.value)
-        )
-        if what is not None:
+        if not isinstance(value_node, ScalarNode) or value_node.tag != PLAIN_TAG:
+            continue  # quoted, a block scalar or tagged: a string (or refused by its tag)
+        what = _describe(plain_scalar(value_node.value)) if value_node.value else "null"
+        if what != "a string":
             line = value_node.start_mark.line + 1
             raise LoadError(
                 f"{where}:{line}: metadata.{key_node.value} {value_node.value!r} is read by YAML as {what}, "
@@ -114,15 +99,9 @@ def _check_names(metadata: MappingNode, where: str) -> None:
             )
 
 
-def _other_reader(text: str) -> str | None:
-    if _GO_BOOL.match(text):
-        return "a boolean (by kubectl)"
-    if _YAML12_NUMBER.match(text):
-        return "a number (by kubectl)"
-    return None
-
-
 def _describe(item: object) -> str:
+    if item is None:
+        return "null"
     if isinstance(item, list):
         return "a list"
     if isinstance(item, str):

@@ -10,8 +10,9 @@ Its edge: dicts in, a :class:`Decision` out; no I/O.
   pool-change rules, what the API filled in) or in :mod:`workerclass.resolve` when they need
   the resolved settings.
 - :mod:`.decision`: :class:`Decision`, the answer every door shows.
-- :mod:`.names`: the pool-name rules Cozystack's API and chart apply on CREATE (``InvalidPoolName``).
+- :mod:`.names`: the pool-name rules Cozystack's API and chart apply (``InvalidPoolName``).
 - :mod:`.patch`: the object a mutation's ops make (:func:`~.patch.apply_ops`).
+- :mod:`.ratchet`: UPDATEs ratchet as Kubernetes' CRD validation does (what did not change is said, not refused).
 """
 
 from __future__ import annotations
@@ -40,11 +41,12 @@ from ..rules.family import family_of
 from ..rules.pools import cluster_move, family_switch
 from ..rules.supplied import api_filled_paths, json_pointer, kairos_read_paths, strip_paths
 from ..rules.usage import deletion_blocker
-from ..state import KINDS, State, identify, is_pool_release, pool_from_object
+from ..state import KINDS, State, cluster_release, identify, is_pool_release, pool_from_object
 from ..violations import Violation
 from .decision import Decision
 from .names import name_violations, shown_name
 from .patch import apply_ops
+from .ratchet import RATCHETED_KINDS, ratchet
 
 __all__ = ["OPERATIONS", "Decision", "admit", "mutate", "stored_object", "supplied_object", "validate"]
 
@@ -191,11 +193,19 @@ def supplied_object(
 
 
 def validate(
-    state: State, operation: str, obj: Mapping[str, Any] | None, old: Mapping[str, Any] | None = None
+    state: State,
+    operation: str,
+    obj: Mapping[str, Any] | None,
+    old: Mapping[str, Any] | None = None,
+    *,
+    ratcheting: bool = True,
 ) -> Decision:
     """Every rule for the object's kind; no mutation. For DELETE, ``obj`` may be ``None``.
 
     Without ``old``, an UPDATE's or DELETE's old object is the stored one of ``obj``'s identity.
+    A pool's UPDATE ratchets (:mod:`.ratchet`): a denial the stored object already gets, at a
+    field this UPDATE leaves as stored, is a warning; ``ratcheting=False`` judges the object as
+    it is (``check --stored``: is what the cluster stores valid, not may it be left as it is).
     """
     refused = _bad_operation(operation)
     if refused is not None:
@@ -209,22 +219,38 @@ def validate(
     if handler is None:
         return Decision(True, operation, object=obj, warnings=[f"workerclass does not admit kind {kind!r}"])
     denials, warnings = handler(state, operation, obj, old)
+    previous = old
+    ratcheted = denials and operation == "UPDATE" and kind in RATCHETED_KINDS
+    if ratcheting and ratcheted and obj is not None and isinstance(previous, Mapping) and previous.get("kind") == kind:
+        denials, said = ratchet(
+            denials,
+            new=supplied_object(state, operation, obj, previous),
+            old=supplied_object(state, operation, previous, previous),
+            values="spec.values" if kind == "HelmRelease" else "spec",
+            stored=lambda: handler(state, operation, previous, previous)[0],
+        )
+        warnings = warnings + said
     return Decision(not denials, operation, object=obj, warnings=warnings, denials=denials)
 
 
 def admit(
-    state: State, operation: str, obj: Mapping[str, Any] | None, old: Mapping[str, Any] | None = None
+    state: State,
+    operation: str,
+    obj: Mapping[str, Any] | None,
+    old: Mapping[str, Any] | None = None,
+    *,
+    ratcheting: bool = True,
 ) -> Decision:
     """Mutation then validation of the mutated object, as the API server would run them.
 
     Without ``old``, an UPDATE's or DELETE's old object is the stored object of the same identity
-    in ``state`` (API.md section 6, as the CLI reads it from STATE).
+    in ``state`` (API.md section 6, as the CLI reads it from STATE). ``ratcheting``: :func:`validate`'s.
     """
     old = _old_object(state, operation, obj, old)
     mutation = mutate(state, operation, obj, old)
     if not mutation.allowed:
         return mutation
-    validation = validate(state, operation, mutation.object, old)
+    validation = validate(state, operation, mutation.object, old, ratcheting=ratcheting)
     denials = validation.denials
     target = _stored_class(mutation.object)
     if denials and operation == "CREATE" and obj is not None and target is not None and _stored_class(obj) is None:
@@ -281,7 +307,11 @@ def _validate_pool(
     if operation in ("DELETE", "CONNECT") or obj is None:
         return [], []
     if obj.get("kind") == "HelmRelease" and not is_pool_release(obj):
-        return [], []
+        parent = cluster_release(obj)  # a parent Kubernetes app stored as its HelmRelease
+        if parent is None:
+            return [], []
+        _, namespace, _ = identify(obj)
+        return parse_cluster(namespace, parent[0], parent[1], "spec.values")[1], []
     obj = supplied_object(state, operation, obj, old)
     record = pool_from_object(obj)
     if record is None:  # pragma: no cover - the dispatcher only sends pool kinds
@@ -316,9 +346,12 @@ def _validate_pool(
         selected = state.worker_class(name)
         if selected is not None and (selected.obj.get("metadata") or {}).get("deletionTimestamp"):
             denials.append(class_being_deleted(name, f"{record.field}.{CLASS_FIELD}"))
-    if operation == "CREATE":
-        # Names are checked when a pool is created only: Cozystack's API skips name validation
-        # on UPDATE (names are immutable), so a stored pool is never refused for its name.
+    if operation == "CREATE" or record.kind == "HelmRelease":
+        # A KubernetesNodes' name is checked when it is created only: Cozystack's API skips name
+        # validation on UPDATE (names are immutable), so a stored pool is never refused for its
+        # name. A HelmRelease's name is the release name the chart judges at every render: a
+        # name the chart refuses is refused on UPDATE too (an UPDATE that leaves the values as
+        # stored is let through by the ratchet below, with the refusal said as a warning).
         denials.extend(name_violations(state, record, obj))
     _, resolved_denials, warnings = resolve_pool(state, record)
     return denials + resolved_denials, warnings
@@ -357,6 +390,7 @@ def _validate_compute_plane(
     if operation in ("DELETE", "CONNECT") or obj is None:
         return [], []
     denials: list[Violation] = []
+    warnings: list[str] = []
     spec = obj.get("spec")
     groups = spec.get("nodeGroups") if isinstance(spec, dict) else None
     if groups is None:
@@ -367,12 +401,13 @@ def _validate_compute_plane(
         path = key_path("spec.nodeGroups", group)
         parsed, violations = parse_node_group(values, path)
         denials.extend(violations)
+        warnings.extend(parsed.warnings)
         # Node groups keep the classless Talos path: the same pool rules as a legacy pool.
         result = Resolution([], [], {})
         check_replicas(parsed, path, result)
         check_talos_vgpu(parsed, path, result)
         denials.extend(result.denials)
-    return denials, []
+    return denials, warnings
 
 
 def _validate_cluster(

@@ -1,4 +1,5 @@
-"""Pool names, checked when a pool is created (``InvalidPoolName``).
+"""Pool names (``InvalidPoolName``): a KubernetesNodes' when it is created, a HelmRelease's on
+every write (its name is the release name the chart fails at every render).
 
 Cozystack's API validates an application's name on CREATE only (``rest.go``: names are
 immutable, so UPDATE skips it): a DNS-1035 label, and the Helm release prefix plus the name at

@@ -20,6 +20,7 @@ __all__ = [
     "APPS",
     "AUXILIARY_KINDS",
     "CLASS_CONDITIONS",
+    "CLUSTER_RELEASE_PREFIX",
     "COMPUTE_PLANE",
     "CONTROLLER_READS",
     "COZYSTACK",
@@ -51,6 +52,9 @@ INSTANCETYPES = "instancetype.kubevirt.io"
 APPLICATION_KIND_LABEL = "apps.cozystack.io/application.kind"
 #: the ApplicationDefinition's ``release.prefix``: KubernetesNodes ``N`` is HelmRelease ``kubernetes-nodes-N``
 RELEASE_PREFIX = "kubernetes-nodes-"
+#: the Kubernetes app's ``release.prefix``: the parent cluster ``N`` is HelmRelease ``kubernetes-N``
+#: (labelled ``application.kind: Kubernetes``), its CAPI cluster ``kubernetes-N`` too
+CLUSTER_RELEASE_PREFIX = "kubernetes-"
 #: the suffix of the webhook names (``kubernetesnodes.mutate.workerclass.cozystack.io``), the
 #: finalizer's and kopf's annotation prefix
 WEBHOOK_DOMAIN = "workerclass.cozystack.io"

@@ -15,12 +15,15 @@ Modules (what lives where, and what of the chart each mirrors):
 - ``context``: :class:`ChartInput` (``.Values``, ``.Release``, what ``lookup`` finds), the
   variants (main, PR 3571) and :class:`ChartFailure` / :class:`ChartRefused`.
 - ``values``: ``values.yaml``, ``files/versions.yaml``, ``images/kubectl.tag``, ``Chart.yaml`` and
-  the shipped instance types; Helm's coalesce, Flux's values merge, YAML as Kubernetes reads it
-  (``k8s_load``, ``plain_scalar``, ``block_load``).
+  the shipped instance types; Helm's coalesce, Flux's values merge.
+- ``kubeyaml``: YAML as Kubernetes reads it (go-yaml v2's resolution, then JSON) on PyYAML's C
+  parser, the package's one reader (``k8s_load``, ``plain_scalar``; STATE folders use it too).
 - ``quantity``: the Go/sprig primitives (``%v``, ``%q``, ``nindent``, ParseFloat/ParseInt, cast,
   shopspring decimal) and cozy-lib's ``toFloat`` / ``cpuToMillicores``.
 - ``sizing``: ``nodegroup.yaml``'s sizing and kubelet reservation arithmetic.
 - ``labels``: ``_helpers.tpl``'s ``kubernetes.labels`` and ``kubernetes.selectorLabels``.
+- ``schema``: Helm's values-schema validation where it meets explicit nulls (and the templates a
+  null then breaks), before any template runs.
 - ``checks``: every ``fail`` of ``_helpers.tpl``, ``_versions.tpl``, ``nodegroup.yaml`` and
   cozy-lib's tenant rule, in the order Helm meets them.
 - ``nodegroup``: ``templates/nodegroup.yaml`` (KubevirtMachineTemplate text and object, its name,

@@ -35,6 +35,7 @@ import yaml
 
 from .context import RELEASE_PREFIX, ChartFailure, ChartInput
 from .kernel_modules import SHELL_SAFE, kernel_module_failures
+from .kubeyaml import k8s_load
 from .nodegroup import (
     POSITIVE_DURATION,
     constraints_text,
@@ -45,7 +46,8 @@ from .nodegroup import (
 )
 from .quantity import cpu_to_millicores, go_str, is_finite_quantity, to_float, to_float64, truthy
 from .sizing import Sizing, sizing
-from .values import k8s_load, version_map
+from .talos_job_spec import image_scalar
+from .values import version_map
 
 TALOS_K8S_SUPPORT = {"v1.13": ("v1.31", "v1.32", "v1.33", "v1.34", "v1.35", "v1.36")}
 
@@ -96,6 +98,7 @@ def chart_failures(inp: ChartInput, *, size: Sizing | None = None) -> list[Chart
     ``size``: ``sizing(inp)`` when the caller has it already (it is computed otherwise)."""
     v = inp.values
     out = _Collector(inp.group_name if _SAFE_DNS.fullmatch(inp.group_name) else "(pool)")
+    out.failures.extend(inp.null_failures)  # Helm's schema validation, before any template
     cluster = v.get("cluster")
     # talos-reconcile-job.yaml renders first (Helm's reverse path order): the helpers' rules.
     if not truthy(cluster):
@@ -139,6 +142,7 @@ def _check_rest(inp: ChartInput, out: _Collector, *, arithmetic: bool, size: Siz
     if arithmetic:
         _check_kubelet(inp, size, out, missing_type)
         _check_rendered_yaml(inp, size, out)
+    _check_job_image(inp, out)
     if main:
         _check_duration(v, "maxNodeProvisionTime", out)
     _check_max_unhealthy(v, out)
@@ -557,14 +561,32 @@ def _check_rendered_yaml(inp: ChartInput, size: Sizing, out: _Collector) -> None
         except yaml.YAMLError:
             blamed.append(field)
         else:
-            if "\n" in text or "\r" in text:
-                blamed.append(field)  # a line break re-indents the document around it: refused outright
+            # A line break inside the value re-indents the document around it (refused outright);
+            # line breaks and spaces after it are blank lines YAML skips (a ``|`` block's newline).
+            body = text.rstrip("\n ")
+            if "\n" in body or "\r" in text:
+                blamed.append(field)
     for field in dict.fromkeys(blamed):
         out.add(
             "Invalid",
             field,
             f"{field.removeprefix('spec.')} is pasted into the chart's YAML unquoted and this value breaks it: "
             "use a plain value without whitespace, line breaks, quotes, '#' or YAML flow characters",
+        )
+
+
+def _check_job_image(inp: ChartInput, out: _Collector) -> None:
+    """``images.kubectl`` is written into the talos-reconcile Job as ``image: "<value>"``: a value
+    that breaks that double-quoted scalar (a ``"``, an escape YAML does not know, a control
+    character) makes the Job's manifest text that is not YAML, which Helm refuses."""
+    images = inp.values.get("images")
+    image = images.get("kubectl") if isinstance(images, Mapping) else None
+    if truthy(image) and image_scalar(go_str(image)) is None:
+        out.add(
+            "Invalid",
+            "spec.images.kubectl",
+            'images.kubectl is written into the talos-reconcile Job\'s double-quoted image: "..." and this value '
+            "breaks it: use an image reference without double quotes, backslashes or control characters",
         )
 
 

@@ -42,6 +42,9 @@ class ChartInput:
     #: of an existing MachineDeployment ``kubernetes-<cluster>-<pool>`` in the namespace ("" when it
     #: has none), or None when there is no such object or nothing is known (offline, as the oracle).
     existing_machinedeployment_release: str | None = None
+    #: What Helm refuses before any template runs: the nulls of the values as written that its
+    #: schema validation or the unguarded templates meet (:func:`workerclass.chart.schema.null_failures`).
+    null_failures: tuple[ChartFailure, ...] = ()
     # Derived once (the templates read them dozens of times per render); values are not mutated.
     cluster: str = field(init=False, repr=False, compare=False)
     #: The parent Cluster API cluster: ``kubernetes-<cluster>``.

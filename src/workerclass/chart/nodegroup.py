@@ -20,6 +20,7 @@ KubevirtMachineTemplate, whose text and data forms must change together.
 
 from __future__ import annotations
 
+import copy
 import functools
 import hashlib
 import re
@@ -27,11 +28,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
+import yaml
+
 from .context import ChartInput
 from .goyaml import to_yaml
+from .kubeyaml import from_yaml, k8s_load, plain_scalar
 from .quantity import divf, go_quote_text, go_str, nindent, to_float, to_float64, to_int, truthy
 from .sizing import Sizing
-from .values import block_load, chart_version, from_yaml, k8s_load, plain_scalar, version_map
+from .values import chart_version, version_map
 
 KMT_API = "infrastructure.cluster.x-k8s.io/v1alpha1"
 CAPI_API = "cluster.x-k8s.io/v1beta1"
@@ -156,17 +160,19 @@ def constraints_text(raw: str) -> str:
 
 
 @functools.lru_cache(maxsize=64)
-def constraints_block_readable(raw: str) -> bool:
-    """Whether :func:`block_load` reads :func:`constraints_text` as PyYAML does (type-strict).
-
-    go-yaml writes a long string folded over several lines, a multi-line string as a literal
-    block and a key past 128 bytes as a complex ``?`` key: shapes the small reader does not
-    know, so the define's text is then parsed by :func:`k8s_load`."""
-    text = constraints_text(raw)
+def _constraints_block(raw: str, cluster_name: str) -> dict[str, Any] | None:
+    """The define's ``spec`` lines from the platform's constraints to the chart's ``labelSelector``
+    (what precedes ``domain:``), parsed on their own: the same for every pool of a cluster, so the
+    direct build (:func:`_kmt_template_dict`) reads them once. None when they are not a mapping of
+    their own (the caller then parses the whole text)."""
+    text = constraints_text(raw) + (
+        f"\n  labelSelector:\n    matchLabels:\n      cluster.x-k8s.io/cluster-name: {cluster_name}"
+    )
     try:
-        return repr(block_load(text)) == repr(k8s_load(text))
-    except (ValueError, IndexError):  # the small reader met a line it cannot split
-        return False
+        block = k8s_load(text)
+    except yaml.YAMLError:
+        return None
+    return block if isinstance(block, dict) else None
 
 
 def _disk_source_lines(inp: ChartInput, disk: Disk | None) -> list[str]:
@@ -314,15 +320,21 @@ def _quoted(value: Any) -> str | None:
 
 
 def _kmt_template_dict(inp: ChartInput, sizing: Sizing, disk: Disk | None) -> dict[str, Any] | None:
-    """The parsed define, built directly (what :func:`block_load` reads from the text, key order
-    included), for the common case: every unquoted value plain-safe (the caller checks), no
-    scheduling constraints, quoted values that %q leaves alone, plain pod CPU quantities.
-    None otherwise (the caller parses the text). ``tests/chart/test_block_load.py`` checks it
-    equals the parse of the text over the chart's value space."""
+    """The parsed define, built directly (what :func:`k8s_load` reads from the text, key order
+    included), for the common case: every unquoted value plain-safe (the caller checks), platform
+    constraints that parse on their own (:func:`_constraints_block`), quoted values that %q leaves
+    alone, plain pod CPU quantities. None otherwise (the caller parses the text).
+    ``tests/chart/test_fast_paths.py`` checks it equals the parse of the text over the chart's
+    value space."""
     v = inp.values
+    constraints: dict[str, Any] = {}
     scheduling = _get(v.get("_cluster"), "scheduling")
-    if truthy(scheduling) and truthy(_get(scheduling, "globalAppTopologySpreadConstraints")):
-        return None
+    raw = _get(scheduling, "globalAppTopologySpreadConstraints") if truthy(scheduling) else None
+    if truthy(raw):
+        block = _constraints_block(go_str(raw), inp.cluster_name)
+        if block is None or not block.keys().isdisjoint(("domain", "evictionStrategy", "volumes", "networks")):
+            return None  # a shape the whole text's parse decides (a key the define writes after it)
+        constraints = copy.deepcopy(block)
     disk_size = v.get("diskSize")
     storage = _quoted(disk_size if truthy(disk_size) else "20Gi")
     storage_class = v.get("storageClass")
@@ -395,6 +407,7 @@ def _kmt_template_dict(inp: ChartInput, sizing: Sizing, disk: Disk | None) -> di
             "labels": labels,
         },
         "spec": {
+            **constraints,
             "domain": domain,
             "evictionStrategy": "External",
             "volumes": [{"name": "system", "dataVolume": {"name": "disk-system"}}],
@@ -427,7 +440,7 @@ def kubevirtmachinetemplate(inp: ChartInput, sizing: Sizing, disk: Disk | None =
     if all(plain_safe(x) for _, x in kmt_interpolations(inp, disk)):
         template = _kmt_template_dict(inp, sizing, disk)
         if template is None:
-            template = block_load(text) if _constraints_readable(inp) else k8s_load(text)
+            template = k8s_load(text)
     else:
         template = k8s_load(text)
     return {
@@ -436,13 +449,6 @@ def kubevirtmachinetemplate(inp: ChartInput, sizing: Sizing, disk: Disk | None =
         "metadata": {"name": f"{inp.cluster_name}-{inp.group_name}-{template_hash(text)}", "namespace": inp.namespace},
         "spec": {"template": template},
     }
-
-
-def _constraints_readable(inp: ChartInput) -> bool:
-    """The define's constraint lines (if any) are ones :func:`block_load` reads."""
-    scheduling = _get(inp.values.get("_cluster"), "scheduling")
-    raw = _get(scheduling, "globalAppTopologySpreadConstraints") if truthy(scheduling) else None
-    return not truthy(raw) or constraints_block_readable(go_str(raw))
 
 
 def _scalar(value: Any) -> Any:

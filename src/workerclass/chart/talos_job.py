@@ -23,15 +23,14 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import yaml
-
 from .context import ChartInput
 from .goyaml import to_yaml
 from .kernel_modules import heredoc_installer_image, kernel_modules_list, shell_escape
+from .kubeyaml import k8s_load
 from .labels import common_labels
 from .quantity import go_str, truthy
 from .sizing import Sizing
-from .talos_job_spec import JobContext, command_script, job_name, job_spec_text
+from .talos_job_spec import JobContext, command_script, image_scalar, job_name, job_spec_text
 from .values import kubectl_image, version_map
 
 __all__ = [
@@ -216,7 +215,7 @@ def _job(inp: ChartInput, ctx: JobContext, spec_text: str, labels: Mapping[str, 
     env += [{"name": n, "valueFrom": {"secretKeyRef": {"name": secrets, "key": k}}} for n, k in _SECRET_ENV]
     container = {
         "name": "kubectl",
-        "image": ctx.kubectl_image,
+        "image": image_scalar(ctx.kubectl_image) or ctx.kubectl_image,  # as YAML reads the quoted text
         "env": env,
         "command": ["sh", "-ec", command_script(spec_text)],
         "resources": {"requests": {"cpu": "10m", "memory": "64Mi"}, "limits": {"cpu": "100m", "memory": "256Mi"}},
@@ -263,7 +262,6 @@ def render_talos_job(
 
 # ----------------------------------------------------------------------------- the applied TalosConfigTemplate
 
-_FAST_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _HEREDOC = re.compile(r"cat <<EOF \| kubectl apply -f -\n(.*?)\nEOF\n", re.S)
 _EXPANSION = re.compile(r"(\\[$`\\])|\$\{([A-Za-z_][A-Za-z0-9_]*)\}|\$([A-Za-z_][A-Za-z0-9_]*)")
 
@@ -296,11 +294,8 @@ def talos_config_template(
     if match is None:  # the literal template always carries it
         raise AssertionError("the talos-reconcile script has no TalosConfigTemplate heredoc")
     env = {"RELEASE": ctx.cluster_name, "NS": ctx.namespace, "GROUP_NAME": ctx.group_name}
-    # Every plain scalar of the heredoc is the template's own text or a name starting with a letter
-    # (kubernetes-..., tenant-...), which go-yaml v2 (values.k8s_load) and YAML 1.1 read alike; the
-    # C loader is five times faster than k8s_load's pure-Python one. The oracle parses the heredoc
-    # with its go-yaml v2 loader, and the tests compare every template with the oracle's.
-    loaded = yaml.load(expand_heredoc(match.group(1), env), Loader=_FAST_LOADER)
+    # kubectl reads the heredoc as go-yaml v2 does (a mirror's 1e+20 is a number, not text).
+    loaded = k8s_load(expand_heredoc(match.group(1), env))
     if not isinstance(loaded, dict):
         raise AssertionError("the TalosConfigTemplate heredoc is not a mapping")
     return loaded

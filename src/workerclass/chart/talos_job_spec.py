@@ -19,7 +19,10 @@ import hashlib
 import re
 from dataclasses import dataclass
 
+import yaml
+
 from .kernel_modules import shell_escape
+from .kubeyaml import k8s_load
 from .quantity import go_quote_text, nindent
 
 __all__ = [
@@ -30,6 +33,7 @@ __all__ = [
     "TENANT_CLUSTER_DOMAIN",
     "JobContext",
     "command_script",
+    "image_scalar",
     "job_name",
     "job_spec_text",
 ]
@@ -345,6 +349,32 @@ def job_spec_text(ctx: JobContext) -> str:
 def _template_parts() -> list[str]:
     """``JOB_SPEC_TEMPLATE`` split once at its markers: literal text at even, field names at odd places."""
     return _MARKER.split(JOB_SPEC_TEMPLATE)
+
+
+#: an image that reads as itself in the double-quoted scalar: printable ASCII but ``"`` and ``\\``
+_IMAGE_AS_WRITTEN = re.compile(r"[\x20\x21\x23-\x5b\x5d-\x7e]*")
+
+
+@functools.lru_cache(maxsize=256)
+def image_scalar(image: str) -> str | None:
+    """What the container's ``image: "<image>"`` line holds once read (a double-quoted YAML scalar:
+    its escapes apply, line breaks fold), or None when the value breaks that scalar or closes it
+    early and writes keys of its own (Helm refuses such a manifest, or renders other keys)."""
+    if _IMAGE_AS_WRITTEN.fullmatch(image):
+        return image
+    probe = (
+        "spec:\n  template:\n    spec:\n      containers:\n        - name: kubectl\n"
+        f'          image: "{image}"\n          env: []\n'
+    )
+    try:
+        loaded = k8s_load(probe)
+        container = loaded["spec"]["template"]["spec"]["containers"][0]
+    except (yaml.YAMLError, KeyError, IndexError, TypeError):
+        return None
+    if not isinstance(container, dict) or set(container) != {"name", "image", "env"} or container["env"] != []:
+        return None
+    read = container["image"]
+    return read if isinstance(read, str) else None
 
 
 def job_name(release: str, group_name: str, spec_text: str) -> str:

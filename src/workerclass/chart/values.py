@@ -9,15 +9,13 @@ from __future__ import annotations
 
 import copy
 import functools
-import math
-import re
 from collections.abc import Mapping
 from importlib import resources
 from typing import Any, TypeGuard
 
-import yaml
-
 from .context import ChartInput, Variant
+from .kubeyaml import k8s_load, k8s_load_all
+from .schema import null_failures
 
 #: What the oracle (and Cozystack's tests/render-parity.sh) injects when no platform values are given.
 DEFAULT_CLUSTER_VALUES: dict[str, Any] = {"_cluster": {"cluster-domain": "cozy.local"}}
@@ -29,7 +27,7 @@ def _data_text(name: str) -> str:
 
 @functools.cache
 def _defaults() -> dict[str, Any]:
-    loaded = yaml.safe_load(_data_text("values.yaml"))
+    loaded = k8s_load(_data_text("values.yaml"))
     return loaded if isinstance(loaded, dict) else {}
 
 
@@ -116,7 +114,7 @@ def deep_merge(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, An
 
 @functools.cache
 def _version_map() -> dict[str, str]:
-    loaded = yaml.safe_load(_data_text("versions.yaml"))
+    loaded = k8s_load(_data_text("versions.yaml"))
     if not isinstance(loaded, dict):
         return {}
     return {str(k): str(v) for k, v in loaded.items()}
@@ -145,14 +143,14 @@ def app_version() -> str:
 
 @functools.cache
 def _chart_meta() -> dict[str, Any]:
-    loaded = yaml.safe_load(_data_text("Chart.yaml"))
+    loaded = k8s_load(_data_text("Chart.yaml"))
     return loaded if isinstance(loaded, dict) else {}
 
 
 @functools.cache
 def _instancetypes() -> dict[str, dict[str, Any]]:
     table: dict[str, dict[str, Any]] = {}
-    for doc in yaml.safe_load_all(_data_text("instancetypes.yaml")):
+    for doc in k8s_load_all(_data_text("instancetypes.yaml")):
         if isinstance(doc, dict) and doc.get("kind") == "VirtualMachineClusterInstancetype":
             meta = doc.get("metadata")
             name = meta.get("name") if isinstance(meta, dict) else None
@@ -184,203 +182,14 @@ def chart_input(
     """
     platform = DEFAULT_CLUSTER_VALUES if cluster_values is None else cluster_values
     merged = deep_merge(platform, pool_values)  # a fresh tree: coalesced in place
+    nulls = tuple(null_failures(merged, _defaults()))  # Helm validates its schema before coalescing drops them
     values = _coalesce_owned(merged, _defaults())
     return ChartInput(
         values=values,
+        null_failures=nulls,
         release=release,
         namespace=namespace,
         instancetypes=load_instancetypes() if instancetypes is None else instancetypes,
         variant=variant,
         existing_machinedeployment_release=existing_machinedeployment_release,
     )
-
-
-# ------------------------------------------------------------------ YAML as the chart's tools read it
-# (Helm's toYaml, the writer, is go-yaml v2: workerclass.chart.goyaml.to_yaml, the package's one writer)
-
-_NULLS = frozenset({"~", "null", "Null", "NULL", ""})
-_TRUE = frozenset({"y", "Y", "yes", "Yes", "YES", "true", "True", "TRUE", "on", "On", "ON"})
-_FALSE = frozenset({"n", "N", "no", "No", "NO", "false", "False", "FALSE", "off", "Off", "OFF"})
-_SPECIAL_FLOATS: dict[str, float] = {
-    **{
-        f"{sign}.{word}": (-math.inf if sign == "-" else math.inf)
-        for sign in ("", "+", "-")
-        for word in ("inf", "Inf", "INF")
-    },
-    ".nan": math.nan,
-    ".NaN": math.nan,
-    ".NAN": math.nan,
-}
-_GO_INT = re.compile(r"^[-+]?(?:0[xX][0-9a-fA-F]+|0[oO][0-7]+|0[bB][01]+|0[0-7]*|[1-9][0-9]*)$")
-_GO_YAML_FLOAT = re.compile(r"^[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?$")
-
-
-def _json_number(v: float) -> int | float:
-    if math.isfinite(v) and v.is_integer() and abs(v) < 1e21:
-        return int(v)
-    return v
-
-
-def plain_scalar(s: str) -> Any:
-    """A plain (unquoted) YAML scalar as Kubernetes reads it (go-yaml v2, then JSON)."""
-    if s in _NULLS:
-        return None
-    if s in _TRUE:
-        return True
-    if s in _FALSE:
-        return False
-    if s[0] not in "-+.0123456789":
-        return s
-    if s in _SPECIAL_FLOATS:
-        return _SPECIAL_FLOATS[s]
-    if s[0] == ".":
-        try:
-            return _json_number(float(s))
-        except ValueError:
-            return s
-    plain = s.replace("_", "")
-    if _GO_INT.match(plain):
-        sign = -1 if plain[0] == "-" else 1
-        body = plain.lstrip("+-")
-        if body[:2] in ("0x", "0X"):
-            iv = int(body[2:], 16)
-        elif body[:2] in ("0o", "0O"):
-            iv = int(body[2:], 8)
-        elif body[:2] in ("0b", "0B"):
-            iv = int(body[2:], 2)
-        elif len(body) > 1 and body[0] == "0":
-            iv = int(body, 8)
-        else:
-            iv = int(body)
-        iv *= sign
-        if -(1 << 63) <= iv < (1 << 64):
-            return iv
-    if _GO_YAML_FLOAT.match(plain):
-        return _json_number(float(plain))
-    return s
-
-
-@functools.cache
-def _k8s_loader() -> type[yaml.SafeLoader]:
-    class Loader(yaml.SafeLoader):
-        pass
-
-    Loader.yaml_implicit_resolvers = {}
-    Loader.add_implicit_resolver("tag:k8s,plain", re.compile(r"(?s).*"), None)
-
-    def construct_plain(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> Any:
-        return plain_scalar(loader.construct_scalar(node))
-
-    def construct_mapping(loader: yaml.SafeLoader, node: yaml.MappingNode, deep: bool = False) -> dict[str, Any]:
-        loader.flatten_mapping(node)
-        out: dict[str, Any] = {}
-        for key_node, value_node in node.value:
-            key = loader.construct_object(key_node, deep=True)
-            if isinstance(key, bool):
-                key = "true" if key else "false"
-            elif isinstance(key, (int, float)):
-                key = str(key)
-            out[str(key)] = loader.construct_object(value_node, deep=deep)
-        return out
-
-    Loader.add_constructor("tag:k8s,plain", construct_plain)
-    Loader.add_constructor("tag:yaml.org,2002:map", construct_mapping)
-    return Loader
-
-
-def k8s_load(text: str) -> Any:
-    """One YAML document parsed as kubectl/Helm send it to the API server (go-yaml v2, JSON numbers)."""
-    return yaml.load(text, Loader=_k8s_loader())
-
-
-def from_yaml(text: str) -> dict[str, Any]:
-    """Helm's ``fromYaml`` for a mapping (a non-mapping gives Helm's ``{"Error": ...}`` shape)."""
-    try:
-        loaded = k8s_load(text)
-    except yaml.YAMLError as exc:
-        return {"Error": str(exc).splitlines()[0]}
-    if loaded is None:
-        return {}
-    if not isinstance(loaded, dict):
-        return {"Error": "error unmarshaling JSON: cannot unmarshal into a map"}
-    return loaded
-
-
-# ------------------------------------------------------------------ a small reader for text we emit
-
-_ESCAPES = {"0": "\0", "a": "\a", "b": "\b", "t": "\t", "n": "\n", "v": "\v", "f": "\f", "r": "\r", "e": "\x1b"}
-_DQ_ESCAPE = re.compile(r"\\(x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8}|.)")
-
-
-def _scalar_text(text: str) -> Any:
-    if text.startswith('"') and text.endswith('"') and len(text) >= 2:
-
-        def unescape(m: re.Match[str]) -> str:
-            e = m.group(1)
-            if e[0] in "xuU" and len(e) > 1:
-                return chr(int(e[1:], 16))
-            return _ESCAPES.get(e, e)
-
-        return _DQ_ESCAPE.sub(unescape, text[1:-1])
-    if text.startswith("'") and text.endswith("'") and len(text) >= 2:
-        return text[1:-1].replace("''", "'")
-    if text == "{}":
-        return {}
-    if text == "[]":
-        return []
-    return plain_scalar(text)
-
-
-def _split_key(content: str) -> tuple[str, str | None]:
-    """``key: value`` / ``key:`` -> (key, value text or None)."""
-    if content[:1] in "\"'":
-        q = content[0]
-        end = content.index(q, 1)
-        while q == "'" and content[end + 1 : end + 2] == "'":
-            end = content.index(q, end + 2)
-        key, rest = str(_scalar_text(content[: end + 1])), content[end + 1 :]
-        return key, (rest[2:] if rest.startswith(": ") else None)
-    if content.endswith(":"):
-        return content[:-1], None
-    key, _, value = content.partition(": ")
-    return key, value
-
-
-def block_load(text: str) -> Any:
-    """Parse block YAML of the shape this package emits (the KMT define): block mappings and
-    sequences, plain/quoted scalars, ``{}``/``[]``. Equal to :func:`k8s_load` on such text (a test
-    checks it over the chart's value space); about 50x faster than PyYAML's pure-Python loader."""
-    lines = [(len(raw) - len(raw.lstrip(" ")), raw.strip(" ")) for raw in text.split("\n") if raw.strip(" ")]
-    node, _ = _block(lines, 0, lines[0][0] if lines else 0)
-    return node
-
-
-def _block(lines: list[tuple[int, str]], i: int, indent: int) -> tuple[Any, int]:
-    if i >= len(lines) or lines[i][0] < indent:
-        return None, i
-    if lines[i][1] == "-" or lines[i][1].startswith("- "):
-        seq: list[Any] = []
-        while i < len(lines) and lines[i][0] == indent and (lines[i][1] == "-" or lines[i][1].startswith("- ")):
-            rest = lines[i][1][2:]
-            if not rest:
-                item, i = _block(lines, i + 1, indent + 1)
-            elif rest.startswith("- ") or (":" in rest and (": " in rest or rest.endswith(":"))):
-                lines[i] = (indent + 2, rest)
-                item, i = _block(lines, i, indent + 2)
-            else:
-                item, i = _scalar_text(rest), i + 1
-            seq.append(item)
-        return seq, i
-    mapping: dict[str, Any] = {}
-    while i < len(lines) and lines[i][0] == indent and not lines[i][1].startswith("- "):
-        key, value = _split_key(lines[i][1])
-        i += 1
-        if value is not None:
-            mapping[key] = _scalar_text(value)
-        elif i < len(lines) and (
-            lines[i][0] > indent or (lines[i][0] == indent and (lines[i][1].startswith("- ") or lines[i][1] == "-"))
-        ):
-            mapping[key], i = _block(lines, i, lines[i][0])
-        else:
-            mapping[key] = None
-    return mapping, i

@@ -167,8 +167,11 @@ def check(
     operation = "UPDATE" if stored else "CREATE"
     with collector_paused():
         state = load_state(state_path)
+        # --stored judges what the cluster stores as it is: no ratcheting (an UPDATE of an object
+        # onto itself changes nothing, so every denial would ratchet into a warning).
         results = [
-            (record, admit(state, operation, record.obj, record.obj if stored else None)) for record in state.objects
+            (record, admit(state, operation, record.obj, record.obj if stored else None, ratcheting=False))
+            for record in state.objects
         ]
     denied = any(not decision.allowed for _, decision in results)
     if output is CheckFormat.json:

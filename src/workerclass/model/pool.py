@@ -27,6 +27,7 @@ from .reader import (
     label_value_problem,
     looks_private,
     type_name,
+    whole_number,
 )
 from .settings import OsSettings, parse_os
 
@@ -114,6 +115,8 @@ class PoolSpec:
     #: format rules the chart does not have (Talos value patterns, credentials in URLs): they
     #: refuse a *classified* pool only; a classless pool renders whatever the chart renders
     class_violations: tuple[Violation, ...] = ()
+    #: keys no one reads (Cozystack's API stores values unpruned, the chart ignores them): said, not refused
+    warnings: tuple[str, ...] = ()
 
 
 #: Every key of the chart's ``values.schema.json`` (main 3c780acd4), with the chart's types.
@@ -149,8 +152,9 @@ CHART_VERSIONS = ("v1.35", "v1.34", "v1.33", "v1.32", "v1.31")
 #: Label prefixes that are Cluster API's own: its selectors and topology use them. (Its
 #: node.cluster.x-k8s.io/ prefix is the one it copies to Nodes, and stays open to pools.)
 RESERVED_LABEL_PREFIXES = frozenset({"cluster.x-k8s.io", "topology.cluster.x-k8s.io"})
-#: A role becomes the label ``node-role.kubernetes.io/<role>``: a DNS name of at most 63 characters.
-ROLE = re.compile(r"^(?=.{1,63}$)[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
+#: A role becomes the label key ``node-role.kubernetes.io/<role>``: its name part, a label name of
+#: at most 63 characters (letters of either case, digits, ``-``, ``_``, ``.``; alphanumeric at both ends).
+ROLE = re.compile(r"^(?=.{1,63}$)[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
 
 
 def _quantity(reader: Reader, data: Mapping[str, Any], key: str, field: str) -> str | None:
@@ -158,10 +162,11 @@ def _quantity(reader: Reader, data: Mapping[str, Any], key: str, field: str) -> 
     if key not in data or data[key] is None:
         return None
     value = data[key]
-    if isinstance(value, bool) or not isinstance(value, int | str):
+    number = whole_number(value)
+    if number is None and not isinstance(value, str):
         reader.invalid(f"{field}.{key}", f"must be a quantity (an integer or a string), not {type_name(value)}")
         return None
-    text = str(value)
+    text = str(number) if number is not None else str(value)
     if not QUANTITY.fullmatch(text):
         reader.invalid(f"{field}.{key}", "is not a Kubernetes quantity (like 4, 500m, 8Gi); the value is not shown")
         return None
@@ -172,9 +177,13 @@ def _gpus(reader: Reader, data: Mapping[str, Any], field: str) -> tuple[Gpu, ...
     gpus: list[Gpu] = []
     for path, item in reader.object_list(data, "gpus", field) or []:
         reader.only(item, frozenset({"name", "vgpu"}), path)
-        name = reader.string(item, "name", path, required=True)
+        if "name" not in item:
+            reader.invalid(f"{path}.name", "is required")
+        elif item["name"] is None:
+            reader.invalid(f"{path}.name", "must be a string, not null")
+        name = reader.string(item, "name", path) if item.get("name") is not None else None
         vgpu = reader.boolean(item, "vgpu", path)
-        if name:
+        if name is not None:  # "" too: the chart renders a device without a name, as written
             gpus.append(Gpu(name, bool(vgpu)))
     return tuple(gpus)
 
@@ -222,9 +231,11 @@ def parse_pool_spec(spec: object, field: str = "spec") -> tuple[PoolSpec, list[V
     Every key of the chart's ``values.schema.json`` is read with the chart's type (``Invalid``
     otherwise); what the chart checks at render time (durations, ``maxUnhealthy``, kubelet
     reservations, podCpu, half resources, instance types) is left to the chart's checks. A key
-    neither the chart nor the class era knows is ``Invalid``. The raw values are kept verbatim.
+    neither the chart nor the class era knows is a warning (Cozystack's API stores values unpruned
+    and the chart ignores such keys, so refusing one would freeze a pool Cozystack renders), with
+    the known key it is closest to. The raw values are kept verbatim.
     """
-    reader = Reader()
+    reader = Reader(unknown="warn")
     strict = Reader()
     data = reader.mapping(spec if spec is not None else {}, field) or {}
     reader.only(data, _POOL_KEYS, field)
@@ -318,6 +329,7 @@ def parse_pool_spec(spec: object, field: str = "spec") -> tuple[PoolSpec, list[V
         images=_string_map(reader, data, "images", frozenset({"kubectl"}), field),
         values=data,
         class_violations=tuple(strict.violations),
+        warnings=tuple(reader.warnings),
     )
     return pool, reader.violations
 
@@ -339,11 +351,14 @@ COMPUTE_PLANE_ALLOWLIST = frozenset(
 
 
 def parse_node_group(group: object, field: str) -> tuple[PoolSpec, list[Violation]]:
-    """Parse a ComputePlane node group: only allowlisted keys, rendered on the classless path."""
-    reader = Reader()
+    """Parse a ComputePlane node group, rendered on the classless path: a pool key outside the
+    allowlist (a class, a version, Talos settings...) is refused; a key no pool knows is a warning
+    (Cozystack passes it through to the wrapped chart, which ignores it)."""
+    reader = Reader(unknown="warn")
     data = reader.mapping(group if group is not None else {}, field) or {}
+    reader.only({key: None for key in data if key not in _POOL_KEYS}, COMPUTE_PLANE_ALLOWLIST, field)
     for key in data:
-        if key not in COMPUTE_PLANE_ALLOWLIST:
+        if key not in COMPUTE_PLANE_ALLOWLIST and key in _POOL_KEYS:
             allowed = ", ".join(sorted(COMPUTE_PLANE_ALLOWLIST))
             reader.add(
                 "NotAllowedInComputePlane",
@@ -362,5 +377,6 @@ def parse_node_group(group: object, field: str) -> tuple[PoolSpec, list[Violatio
         gpus=_gpus(reader, data, field),
         kubelet=_string_map(reader, data, "kubelet", KUBELET_KEYS, field),
         values=data,
+        warnings=tuple(reader.warnings),
     )
     return pool, reader.violations

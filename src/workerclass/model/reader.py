@@ -2,13 +2,17 @@
 
 Parsing never raises on bad input: every problem becomes a :class:`Violation` and the reader
 returns ``None`` for the value it could not read, so later rules can still run on the rest.
+A key the reader does not know is a violation, or (a reader made with ``unknown="warn"``, as a
+pool's values are read: Cozystack's API stores them unpruned and the chart ignores such keys) a
+warning, with the known key it is closest to when there is one.
 """
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Literal
 
 from ..api.patterns import (
     DNS_LABEL,
@@ -62,6 +66,8 @@ __all__ = [
     "label_value_problem",
     "looks_private",
     "type_name",
+    "unknown_key_message",
+    "whole_number",
 ]
 
 #: ``user[:password]@`` refused: the message (the value is never quoted: it holds a secret)
@@ -110,6 +116,50 @@ def label_value_problem(value: str) -> str | None:
     return None
 
 
+#: an unknown key shown in a message: a field name's shape (a camelCase word). Anything else
+#: (``ghp_...``, ``AKIA...``, a JWT, a key with ``:`` or ``@``) may be a secret pasted as a key.
+_SHOWN_KEY = re.compile(r"[a-z][A-Za-z0-9]{0,39}")
+
+
+def _closest(key: str, known: frozenset[str]) -> str | None:
+    """The known key ``key`` is a typo of: the same but for letter case, else the closest spelling."""
+    folded = {name.lower(): name for name in known}
+    if key.lower() in folded:
+        return folded[key.lower()]
+    match = difflib.get_close_matches(key.lower(), list(folded), n=1, cutoff=0.8)
+    return folded[match[0]] if match else None
+
+
+def unknown_key_message(field: str, key: object, known: frozenset[str], *, text_only: bool) -> tuple[str, str]:
+    """``(path, message)`` for a key of ``field`` outside ``known``; the known key it is closest
+    to, when one is close, is suggested. A violation's path names any key but private key material
+    (each door decides how to show a path); ``text_only`` (a warning, plain text every door prints
+    as it is) names only a key with a field name's shape."""
+    text = key if isinstance(key, str) else str(key)
+    if text_only:
+        shown = _SHOWN_KEY.fullmatch(text) is not None and not looks_private(text)
+        path = key_path(field, text) if shown else field
+    else:
+        path = key_path(field, key)
+        shown = path != field
+    closest = _closest(text, known)
+    what = "unknown field" if shown else "has an unknown field (its name is not shown)"
+    hint = f" (did you mean {closest}?)" if closest is not None and closest != text else ""
+    return path, f"{what}{hint}"
+
+
+def whole_number(value: object) -> int | None:
+    """An integer, or a float with no fractional part as the integer it is (JSON has one number
+    type: a 3.0 the API server, Helm and the chart's schema take for the integer 3); else None."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return None
+
+
 def type_name(value: object) -> str:
     if value is None:
         return "null"
@@ -129,12 +179,16 @@ def type_name(value: object) -> str:
 
 
 class Reader:
-    """Collects violations while typed values are read out of plain dicts."""
+    """Collects violations (and, reading a pool's values, warnings) while typed values are read
+    out of plain dicts. ``unknown``: what a key :meth:`only` does not know is, ``"invalid"`` (a
+    class, the platform: our own CRDs) or ``"warn"`` (a pool's values, which the chart reads)."""
 
-    __slots__ = ("violations",)
+    __slots__ = ("unknown", "violations", "warnings")
 
-    def __init__(self) -> None:
+    def __init__(self, *, unknown: Literal["invalid", "warn"] = "invalid") -> None:
         self.violations: list[Violation] = []
+        self.warnings: list[str] = []
+        self.unknown = unknown
 
     def add(self, code: str, field: str, message: str) -> None:
         self.violations.append(Violation(code, field, message))
@@ -151,10 +205,13 @@ class Reader:
     def only(self, data: Mapping[str, Any], allowed: frozenset[str], field: str) -> None:
         for key in data:
             if key not in allowed:
-                known = ", ".join(sorted(allowed))
-                path = key_path(field, key)
-                what = "unknown field" if path != field else "has an unknown field (its name is not shown)"
-                self.invalid(path, f"{what}; expected one of: {known}")
+                path, message = unknown_key_message(field, key, allowed, text_only=self.unknown == "warn")
+                if self.unknown == "warn":
+                    self.warnings.append(
+                        f"{path}: {message}: neither the chart nor workerclass reads it, so it has no effect"
+                    )
+                else:
+                    self.invalid(path, f"{message}; expected one of: {', '.join(sorted(allowed))}")
 
     def string(
         self,
@@ -194,10 +251,10 @@ class Reader:
         if key not in data or data[key] is None:
             return None
         value = data[key]
-        if isinstance(value, bool) or not isinstance(value, int):
+        number = whole_number(value)
+        if number is None:
             self.invalid(f"{field}.{key}", f"must be an integer, not {type_name(value)}")
-            return None
-        return value
+        return number
 
     def boolean(self, data: Mapping[str, Any], key: str, field: str) -> bool | None:
         if key not in data or data[key] is None:

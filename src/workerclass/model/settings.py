@@ -235,10 +235,12 @@ def _kernel_modules(reader: Reader, data: Mapping[str, Any], field: str) -> tupl
     out: list[KernelModule] = []
     for path, item in items:
         reader.only(item, _KERNEL_MODULE_KEYS, path)
-        name = reader.string(item, "name", path, required=True)
-        if name and not _MODULE_NAME.fullmatch(name):
-            # PR 3571's chart refuses it at render time (its shell-safe module name rule)
-            reader.add("InvalidKernelModule", f"{path}.name", f"is not {_MODULE_WHAT}; not shown")
+        name = reader.string(item, "name", path)
+        if (name is not None and not _MODULE_NAME.fullmatch(name)) or "name" not in item:
+            # PR 3571's chart refuses it at render time (its module name rule; an empty or missing
+            # name fails it too: the chart's failure table maps each to InvalidKernelModule)
+            shown = "is required" if "name" not in item else "must not be empty" if not name else "not shown"
+            reader.add("InvalidKernelModule", f"{path}.name", f"is not {_MODULE_WHAT}; {shown}")
             name = None
         parameters = reader.string_list(item, "parameters", path) or ()
         if name:

@@ -66,7 +66,7 @@ def resolve_pool(state: State, record: PoolRecord) -> tuple[Effective | None, li
 def _resolve_pool(state: State, record: PoolRecord) -> tuple[Effective | None, list[Violation], list[str]]:
     field = record.field
     spec = record.spec
-    result = Resolution(list(record.violations), [], {})
+    result = Resolution(list(record.violations), list(spec.warnings), {})
     for path in private_key_paths(record.values, field):
         result.deny(
             "PrivateKeyMaterial",

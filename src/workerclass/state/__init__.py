@@ -10,7 +10,7 @@ controller's cache). Its edge: it indexes and parses; it decides nothing. Its mo
 - :mod:`~workerclass.state.records`: one object into one record: :class:`ObjectRecord`,
   :class:`ClassRecord`, :class:`PoolRecord`, :class:`Document`, :class:`LoadError`,
   :func:`identify`, :func:`pool_from_object`, :func:`node_group_pools`, :func:`helm_release_name`,
-  :func:`release_of`, :func:`is_pool_release`;
+  :func:`release_of`, :func:`is_pool_release`, :func:`cluster_release`;
 - :mod:`~workerclass.state.memo`: :class:`Memo`, the facts derived from one snapshot (its one
   mutable part, and why that is safe);
 - :mod:`~workerclass.state.pmap`: :class:`PMap`, the persistent mapping the indexes are kept in;
@@ -42,6 +42,7 @@ from .records import (
     LoadError,
     ObjectRecord,
     PoolRecord,
+    cluster_release,
     helm_release_name,
     identify,
     is_pool_release,
@@ -71,6 +72,7 @@ __all__ = [
     "PMap",
     "PoolRecord",
     "State",
+    "cluster_release",
     "embedded_instancetypes",
     "embedded_platform_spec",
     "helm_release_name",

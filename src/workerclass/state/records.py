@@ -18,21 +18,24 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..api.resources import KUBERNETES_NODES
-from ..model import PoolSpec, WorkerClassSpec, parse_node_group, parse_pool_spec
+from ..model import Cluster, PoolSpec, WorkerClassSpec, parse_cluster, parse_node_group, parse_pool_spec
 from ..model.reader import key_path
 from ..violations import Violation
-from .kinds import APPLICATION_KIND_LABEL, KINDS, RELEASE_PREFIX
+from .kinds import APPLICATION_KIND_LABEL, CLUSTER_RELEASE_PREFIX, KINDS, RELEASE_PREFIX
 
 __all__ = [
+    "CLUSTER_RELEASE_PREFIX",
     "ClassRecord",
     "Document",
     "LoadError",
     "ObjectRecord",
     "PoolRecord",
+    "cluster_release",
     "helm_release_name",
     "identify",
     "is_pool_release",
     "node_group_pools",
+    "parent_cluster",
     "pool_from_object",
     "pool_values",
     "release_of",
@@ -71,6 +74,34 @@ def is_pool_release(obj: Mapping[str, Any]) -> bool:
     metadata = obj.get("metadata")
     labels = metadata.get("labels") if isinstance(metadata, dict) else None
     return isinstance(labels, dict) and labels.get(APPLICATION_KIND_LABEL) == "KubernetesNodes"
+
+
+def cluster_release(obj: Mapping[str, Any]) -> tuple[str, Any] | None:
+    """``(cluster name, values)`` of a HelmRelease that stores a parent Kubernetes app (labelled
+    ``application.kind: Kubernetes``, named ``kubernetes-<cluster>``: what Cozystack's API writes
+    for a Kubernetes app, and what a GitOps repository holds of it); None for any other object."""
+    if obj.get("kind") != "HelmRelease":
+        return None
+    metadata = obj.get("metadata")
+    labels = metadata.get("labels") if isinstance(metadata, dict) else None
+    name = metadata.get("name") if isinstance(metadata, dict) else None
+    if not isinstance(labels, dict) or labels.get(APPLICATION_KIND_LABEL) != "Kubernetes":
+        return None
+    if not isinstance(name, str) or not name.startswith(CLUSTER_RELEASE_PREFIX) or name == CLUSTER_RELEASE_PREFIX:
+        return None
+    spec = obj.get("spec")
+    return name.removeprefix(CLUSTER_RELEASE_PREFIX), spec.get("values") if isinstance(spec, dict) else None
+
+
+def parent_cluster(
+    namespace: str, name: str, kubernetes: Mapping[str, Any] | None, release: Mapping[str, Any] | None
+) -> Cluster | None:
+    """The parent Kubernetes app ``name``: its ``Kubernetes`` object, else the HelmRelease
+    ``kubernetes-<name>`` Cozystack stores it as (:func:`cluster_release`), else None."""
+    if kubernetes is not None:
+        return parse_cluster(namespace, name, kubernetes.get("spec"))[0]
+    found = cluster_release(release) if release is not None else None
+    return parse_cluster(namespace, name, found[1])[0] if found is not None and found[0] == name else None
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,6 +13,11 @@ read, shared with the caller's cache and with every later snapshot, and read-onl
 only: their readers test ``isinstance(..., dict)`` throughout (identify, admission, the chart's
 port), and copying or freezing each object would cost per object on every State built and every
 watch event.
+
+Why one module (a little over 500 lines): building a State from records and changing one into
+the next must index every kind alike (pools and their backing releases, parent clusters and
+theirs); kept side by side, a reader sees both at once (tests/state/test_incremental.py holds
+them equal).
 """
 
 from __future__ import annotations
@@ -30,14 +35,17 @@ from .kinds import AUXILIARY_KINDS, INSTANCETYPE_GROUP, INSTANCETYPE_KIND, KINDS
 from .memo import Memo
 from .pmap import EMPTY, PMap, as_pmap
 from .records import (
+    CLUSTER_RELEASE_PREFIX,
     ClassRecord,
     Document,
     LoadError,
     ObjectRecord,
     PoolRecord,
+    cluster_release,
     identify,
     is_pool_release,
     node_group_pools,
+    parent_cluster,
     pool_from_object,
     pool_values,
     stored_nodes,
@@ -203,8 +211,8 @@ class State:
                 if not kind:
                     said.append(f"{document.origin}: a mapping without kind, not a Kubernetes object: skipped")
                 continue
-            if kind == "HelmRelease" and not is_pool_release(obj):
-                continue  # other releases are none of our business
+            if kind == "HelmRelease" and not is_pool_release(obj) and cluster_release(obj) is None:
+                continue  # other releases are none of our business (a pool's, a parent cluster's are)
             group = KINDS[kind][0]
             api_version = obj.get("apiVersion")
             if not isinstance(api_version, str) or not api_version.startswith(group + "/"):
@@ -305,7 +313,7 @@ class State:
         if kind not in KINDS:
             return self
         accepted = isinstance(api_version, str) and api_version.startswith(KINDS[kind][0] + "/")
-        if kind == "HelmRelease" and not is_pool_release(obj):
+        if kind == "HelmRelease" and not is_pool_release(obj) and cluster_release(obj) is None:
             accepted = False
         record = ObjectRecord(kind, namespace, name, obj, f"{origin}:{kind}/{namespace}/{name}") if accepted else None
         return self._apply(kind, namespace, name, record)
@@ -359,10 +367,12 @@ class State:
                 entry = next((c for c in _builtin_class_records() if c.name == name), None)
             return self._next(records=records, classes=as_pmap(self.classes).put(name, entry))
         if kind == "Kubernetes":
-            cluster = parse_cluster(namespace, name, record.obj.get("spec"))[0] if record is not None else None
-            return self._next(records=records, clusters=as_pmap(self.clusters).put((namespace, name), cluster))
-        pools = _PoolIndex(self)
+            return self._next(records=records, clusters=_parent(records, as_pmap(self.clusters), namespace, name))
         changes: dict[str, Any] = {"records": records}
+        if any(r is not None and cluster_release(r.obj) is not None for r in (record, previous)):
+            parent = name.removeprefix(CLUSTER_RELEASE_PREFIX)  # a parent cluster's HelmRelease (was or is)
+            changes["clusters"] = _parent(records, as_pmap(self.clusters), namespace, parent)
+        pools = _PoolIndex(self)
         if kind == "ComputePlane":
             for pool in node_group_pools(previous.obj) if previous is not None else []:
                 pools.put(("ComputePlane", namespace, pool.name), None)
@@ -378,6 +388,14 @@ class State:
         else:
             pools.put(key, pool_from_object(record.obj) if record is not None else None)
         return self._next(**changes, **pools.changes())
+
+
+def _parent(records: PMap, clusters: PMap, namespace: str, name: str) -> PMap:
+    """``clusters`` with parent ``name`` as ``records`` now hold it (:func:`parent_cluster`)."""
+    kubernetes = records.get(("Kubernetes", namespace, name))
+    release = records.get(("HelmRelease", namespace, f"{CLUSTER_RELEASE_PREFIX}{name}"))
+    found = parent_cluster(namespace, name, kubernetes and kubernetes.obj, release and release.obj)
+    return clusters.put((namespace, name), found)
 
 
 _NO_LINES = Lines()

@@ -1,0 +1,130 @@
+"""Ratcheting of UPDATEs, as Kubernetes' CRD validation ratcheting does: validate what changed.
+
+An UPDATE of a pool whose stored values no longer validate (its class removed by force, a
+platform edit that dropped its minor, a rule added since it was stored) must still go through
+when it leaves those values as stored: a label, an annotation, a finalizer removed from a pool
+being deleted, a scale-up beside an unchanged broken field. Refusing it strands the pool (in
+Terminating, with ``failurePolicy: Fail``).
+
+Kubernetes' rule (KEP-4008, ``apiextensions-apiserver``'s ratcheting validator): an error at a
+field whose value is unchanged from the old object's correlated value is dropped; maps correlate
+by key, atomic lists as a whole (an element of a list is unchanged only when the whole list is).
+Our rules also read other objects (classes, the platform, the parent cluster) and sibling fields,
+so a denial is let through only when both hold:
+
+- the stored object already gets it, judged against the same State (same code, field and
+  message): the refusal is not this UPDATE's doing;
+- what it judges is unchanged: the value at its field (an atomic list whole) in the values the
+  tenant supplied; for a denial outside the values (the object's name or namespace, which the
+  chart judges against the values), the whole values.
+
+Each such denial becomes a warning that says so. Only pool kinds ratchet (KubernetesNodes, a pool
+HelmRelease, ComputePlane node groups); a WorkerClass has its own rule (its spec is immutable).
+Its edge: decisions in, decisions out; the rules are the validators'.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from ..api.paths import is_within
+from ..violations import Violation
+
+__all__ = ["MISSING", "RATCHETED_KINDS", "ratchet", "value_at"]
+
+#: the kinds whose UPDATEs ratchet (the pools: the kinds a tenant writes and Cozystack renders)
+RATCHETED_KINDS = frozenset({"KubernetesNodes", "HelmRelease", "ComputePlane"})
+
+#: what :func:`value_at` finds where a path leads nowhere
+MISSING: Any = object()
+_INDEX = re.compile(r"\[(\d+)\]")
+#: a path segment a warning shows: a field name, a DNS label (a node group, a registry host part)
+_SHOWN_SEGMENT = re.compile(r"[a-z][A-Za-z0-9]{0,39}|[a-z0-9]([-a-z0-9]{0,28}[a-z0-9])?")
+
+Outcome = tuple[list[Violation], list[str]]
+
+
+def value_at(root: Any, field: str) -> Any:
+    """The value at a field path in ``root``, or the atomic list that holds it; ``MISSING`` when
+    the path leads nowhere. Map keys may hold dots (``docker.io``): the longest key that the
+    rest of the path starts with is taken."""
+    rest, value = field, root
+    while rest:
+        if isinstance(value, list):
+            return value  # atomic: an element is unchanged only when the whole list is
+        if not isinstance(value, Mapping):
+            return MISSING
+        match = None
+        for key in value:
+            text = str(key)
+            if (rest == text or rest.startswith((text + ".", text + "["))) and (
+                match is None or len(text) > len(str(match))
+            ):
+                match = key
+        if match is None:
+            return MISSING
+        value = value[match]
+        rest = rest[len(str(match)) :]
+        if rest.startswith("["):  # an index below the key: the list itself decides
+            return value if isinstance(value, list) else MISSING
+        rest = rest.removeprefix(".")
+    return value
+
+
+def _same(left: Any, right: Any) -> bool:
+    """Equal values (a ``true`` is not a ``1``; a ``3.0`` is the JSON number ``3``); values nested
+    too deep to compare are not the same."""
+    if isinstance(left, bool) is not isinstance(right, bool):
+        return False
+    try:
+        return bool(left == right)
+    except RecursionError:
+        return False
+
+
+def _shown(field: str) -> str:
+    """``field`` cut before a segment that is not a field name or a DNS label (a map key taken from
+    the request may be anything: a warning is plain text every door prints as it is)."""
+    shown: list[str] = []
+    for segment in field.split("."):
+        if not _SHOWN_SEGMENT.fullmatch(_INDEX.sub("", segment)):
+            return ".".join(shown) + ".(a key that is not shown)" if shown else "(a key that is not shown)"
+        shown.append(segment)
+    return field
+
+
+def ratchet(
+    denials: list[Violation],
+    *,
+    new: Mapping[str, Any],
+    old: Mapping[str, Any],
+    values: str,
+    stored: Callable[[], list[Violation]],
+) -> Outcome:
+    """``(denials kept, warnings)``: each denial the stored object already gets (``stored()``,
+    called only when there is a denial) whose field is unchanged between ``new`` and ``old`` (the
+    objects as supplied) becomes a warning. ``values``: the field path of the object's values."""
+    if not denials:
+        return denials, []
+    before = set(stored())
+    if not before:
+        return denials, []
+    all_values_same = _same(value_at(new, values), value_at(old, values))
+    kept: list[Violation] = []
+    said: list[str] = []
+    for violation in denials:
+        if violation in before:
+            if is_within(violation.field, values) or violation.field.startswith(values + "["):
+                unchanged = _same(value_at(new, violation.field), value_at(old, violation.field))
+            else:
+                unchanged = all_values_same
+            if unchanged:
+                said.append(
+                    f"{violation.code} {_shown(violation.field)}: {violation.message} (allowed: the stored object is "
+                    "refused for this already, and this update leaves what it judges as stored)"
+                )
+                continue
+        kept.append(violation)
+    return kept, said

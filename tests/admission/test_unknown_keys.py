@@ -1,0 +1,105 @@
+"""Keys no one reads are said, not refused; keys whose meaning is refused stay refusals.
+
+Cozystack's API stores a pool's values without pruning and the chart ignores keys it does not
+know, so a pool holding a stale or unknown key renders today: refusing it would freeze the pool
+(with ``failurePolicy: Fail`` even a scale-up). Such a key, at the top or nested, is a warning
+that names it (when it has a field name's shape) and the known key it is closest to, on classless
+and classified pools, CREATE and UPDATE, KubernetesNodes and HelmRelease. Talos settings on a
+Kairos pool, and pool keys a ComputePlane node group does not carry, stay refusals; our own
+resources (WorkerClass) keep refusing unknown fields.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from tests.builders import (
+    make_class,
+    make_compute_plane,
+    make_pool,
+    make_release,
+    make_state,
+    pairs,
+)
+from workerclass import admit
+
+#: (spec overrides, the path the warning names, the known key it suggests or None)
+UNKNOWN = {
+    "top-level": ({"someOldKey": True}, "someOldKey", None),
+    "top-level-typo": ({"maxReplica": 4}, "maxReplica", "maxReplicas"),
+    "top-level-case": ({"workerclassname": "talos"}, "workerclassname", "workerClassName"),
+    "kubelet": ({"kubelet": {"extraArg": "x"}}, "kubelet.extraArg", None),
+    "kubelet-typo": ({"kubelet": {"evictionHardMemroy": "5%"}}, "kubelet.evictionHardMemroy", "evictionHardMemory"),
+    "resources": ({"resources": {"cpu": "2", "memory": "4Gi", "gpu": 1}}, "resources.gpu", None),
+    "gpus": ({"gpus": [{"name": "nvidia.com/AD102GL_L40S", "count": 2}]}, "gpus[0].count", None),
+    "images": ({"images": {"kubectl": "", "talosctl": "x"}}, "images.talosctl", None),
+    "talos": ({"talos": {"versoin": "v1.13.6"}}, "talos.versoin", "version"),
+    "kernel-modules": ({"kernelModules": [{"name": "nvme_tcp", "options": []}]}, "kernelModules[0].options", None),
+    "os-image": ({"kubevirt": {"osImage": {"factory": {}, "golden": {}}}}, "kubevirt.osImage.golden", None),
+    "taints": ({"taints": [{"key": "a", "effect": "NoSchedule", "operator": "Exists"}]}, "taints[0].operator", None),
+}
+
+
+def _pool(kind: str, classified: bool, spec: dict[str, Any]) -> dict[str, Any]:
+    if kind == "HelmRelease":
+        return make_release("md1", **({"workerClassName": "talos"} if classified else {}), **spec)
+    return make_pool("md1", **({} if classified else {"workerClassName": None}), **spec)
+
+
+@pytest.mark.parametrize(("spec", "path", "closest"), UNKNOWN.values(), ids=UNKNOWN.keys())
+@pytest.mark.parametrize("kind", ["KubernetesNodes", "HelmRelease"])
+@pytest.mark.parametrize("classified", [False, True], ids=["classless", "classified"])
+@pytest.mark.parametrize("operation", ["CREATE", "UPDATE"])
+def test_an_unknown_key_is_a_warning_naming_it(
+    spec: dict[str, Any], path: str, closest: str | None, kind: str, classified: bool, operation: str
+) -> None:
+    obj = _pool(kind, classified, spec)
+    base = "spec.values" if kind == "HelmRelease" else "spec"
+    old = copy.deepcopy(obj) if operation == "UPDATE" else None
+    state = make_state([obj] if old is not None else [])
+    decision = admit(state, operation, obj, old)
+    assert decision.allowed, [str(v) for v in decision.denials]
+    said = [w for w in decision.warnings if w.startswith(f"{base}.{path}: unknown field")]
+    assert len(said) == 1, decision.warnings
+    assert (f"did you mean {closest}?" in said[0]) if closest else ("did you mean" not in said[0])
+
+
+def test_a_key_that_may_be_a_secret_is_not_named() -> None:
+    token = "ghp_" + "a1B2c3D4" * 5
+    decision = admit(make_state(), "CREATE", make_pool("md1", **{token: "x"}))
+    assert decision.allowed
+    (said,) = [w for w in decision.warnings if "unknown field" in w]
+    assert token not in said and said.startswith("spec: has an unknown field (its name is not shown)")
+
+
+def test_talos_settings_on_kairos_stay_refused() -> None:
+    pool = make_pool("md1", workerClassName="kairos", talos={"version": "v1.13.6"})
+    assert ("TalosSettingOnKairos", "spec.talos.version") in pairs(admit(make_state(), "CREATE", pool).denials)
+
+
+@pytest.mark.parametrize("key", ["workerClassName", "version", "talos", "kernelModules", "sshKeys"])
+def test_a_pool_key_outside_the_compute_plane_allowlist_stays_refused(key: str) -> None:
+    plane = make_compute_plane(node_groups={"workers": {"maxReplicas": 2, key: "x"}})
+    assert ("NotAllowedInComputePlane", f"spec.nodeGroups.workers.{key}") in pairs(
+        admit(make_state(), "CREATE", plane).denials
+    )
+
+
+def test_a_key_no_pool_knows_in_a_compute_plane_node_group_is_a_warning() -> None:
+    plane = make_compute_plane(node_groups={"workers": {"maxReplicas": 2, "maxReplica": 3, "kubelet": {"x": "1"}}})
+    decision = admit(make_state(), "CREATE", plane)
+    assert decision.allowed, [str(v) for v in decision.denials]
+    assert any(
+        w.startswith("spec.nodeGroups.workers.maxReplica: unknown field (did you mean maxReplicas?)")
+        for w in decision.warnings
+    )
+    assert any(w.startswith("spec.nodeGroups.workers.kubelet.x: unknown field") for w in decision.warnings)
+
+
+def test_a_worker_class_keeps_refusing_unknown_fields() -> None:
+    decision = admit(make_state(), "CREATE", make_class("custom", talos={"versoin": "v1.13.6"}))
+    assert ("Invalid", "spec.talos.versoin") in pairs(decision.denials)
+    assert any("did you mean version?" in v.message for v in decision.denials)
