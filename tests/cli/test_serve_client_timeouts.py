@@ -33,10 +33,21 @@ class RecordingClient:
         return None
 
 
+def kubeconfig() -> lightkube.KubeConfig:
+    return lightkube.KubeConfig.from_dict(
+        {
+            "clusters": [{"name": "c", "cluster": {"server": "https://10.0.0.1:6443"}}],
+            "users": [{"name": "u", "user": {"token": "t"}}],
+            "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
+            "current-context": "c",
+        }
+    )
+
+
 @pytest.fixture
 def recorded(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
     RecordingClient.made = []
-    monkeypatch.setattr(lightkube.KubeConfig, "from_file", staticmethod(lambda path: object()))
+    monkeypatch.setattr(lightkube.KubeConfig, "from_file", staticmethod(lambda path: kubeconfig()))
     monkeypatch.setattr(lightkube, "AsyncClient", RecordingClient)
     return RecordingClient.made
 
@@ -67,10 +78,12 @@ def test_serve_webhook(recorded: list[dict[str, Any]], monkeypatch: pytest.Monke
 
 def test_the_cluster_client_of_both_commands(recorded: list[dict[str, Any]]) -> None:
     """``_cache_client``: what ``serve webhook`` and ``serve controller`` make their cluster client with."""
+    from workerclass.adapters.transport import AiohttpTransport
     from workerclass.cli.commands_serve import _cache_client
 
-    config = object()
+    config = kubeconfig()
     client = _cache_client(config, "workerclass-controller")
     assert isinstance(client, RecordingClient) and recorded[0]["config"] is config
     assert recorded[0]["field_manager"] == "workerclass-controller"
     assert fits_the_cache(recorded[0]), recorded[0]
+    assert isinstance(recorded[0]["transport"], AiohttpTransport)  # its requests go through aiohttp

@@ -11,6 +11,7 @@ import yaml
 from typer.testing import CliRunner
 
 import workerclass.webhook.server as server_module
+from tests.cli.test_serve_client_timeouts import kubeconfig
 from workerclass.cli.main import _register, app
 
 _register()
@@ -38,7 +39,7 @@ def test_serve_webhook_limits_reach_the_server_and_the_cluster_cache(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     _tls(monkeypatch)
-    monkeypatch.setattr(lightkube.KubeConfig, "from_file", staticmethod(lambda path: object()))
+    monkeypatch.setattr(lightkube.KubeConfig, "from_file", staticmethod(lambda path: kubeconfig()))
     monkeypatch.setattr(lightkube, "AsyncClient", lambda **kwargs: object())
     args = ["serve", "webhook", "--tls-cert", "c", "--tls-key", "k", "--kubeconfig", str(tmp_path / "kc")]
     result = CliRunner().invoke(app, [*args, "--max-connections", "7", "--header-timeout", "2.5", "--stale-after", "9"])
