@@ -240,3 +240,29 @@ def test_plan_turns_a_render_error_that_escapes_it_into_a_denial_line(monkeypatc
     assert result.exit_code == 1
     assert result.stderr.splitlines()[-1].endswith(": Invalid spec: the chart refuses the pool: no such StorageClass")
     assert result.stderr.splitlines()[-1].startswith("tenant-example/")
+
+
+def test_plan_to_takes_several_paths_as_state_does(tmp_path: Path) -> None:
+    """``--to STATE2...``: every path up to the next option is STATE2, as STATE takes several."""
+    after = tmp_path / "after"
+    shutil.copytree(EXAMPLES, after)
+    extra = tmp_path / "extra.yaml"
+    new = {
+        "apiVersion": "apps.cozystack.io/v1alpha1",
+        "kind": "KubernetesNodes",
+        "metadata": {"name": "example-extra", "namespace": "tenant-example"},
+        "spec": {"cluster": "example", "workerClassName": "talos"},
+    }
+    extra.write_text(yaml.safe_dump(new))
+    for args in (
+        ["plan", str(EXAMPLES), "--to", str(after), str(extra), "-o", "json"],
+        ["plan", str(EXAMPLES), "-o", "json", "--to", str(after), str(extra)],
+        ["plan", str(EXAMPLES), "--to", str(after), "--to", str(extra), "-o", "json"],
+    ):
+        result = run(*args)
+        assert result.exit_code == 0, (args, result.stderr)
+        rows = {row["pool"]: row for row in json.loads(result.stdout)["pools"]}
+        assert rows["tenant-example/example-extra"]["action"] == "create", args
+        assert rows["tenant-example/example-talos"]["action"] == "unchanged", args
+    usage = run("plan", "--help")
+    assert "--to STATE2..." in usage.stdout

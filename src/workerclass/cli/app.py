@@ -16,7 +16,7 @@ import typer
 from typer import _click
 from typer.core import TyperGroup
 
-from .output import EXIT_BROKEN_PIPE, EXIT_INTERRUPTED, SETTINGS
+from .output import EXIT_BROKEN_PIPE, EXIT_INTERRUPTED, EXIT_USAGE, SETTINGS
 
 __all__ = ["CONTEXT", "Group", "QuietOption", "app", "set_quiet", "silence_stdout", "version"]
 
@@ -53,7 +53,8 @@ app = typer.Typer(
     help="Worker classes and Kairos pools for managed Kubernetes: admit, resolve, render and plan "
     "a folder of manifests (STATE) offline, or serve the admission webhook and the controller against "
     "a cluster.\n\nExit codes: 0 ok, 1 denied, 2 unreadable input or usage error, 130 interrupted, "
-    "141 output pipe closed (plan --detailed-exitcode: 2 machines replaced or deleted).",
+    "141 output pipe closed (plan --detailed-exitcode: 2 machines replaced or deleted and nothing else, "
+    "1 refused, denied or any error).",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
@@ -90,6 +91,7 @@ def _root(
     ] = False,
 ) -> None:
     SETTINGS.quiet = quiet  # reset on every invocation (tests run many in one process)
+    SETTINGS.error_exit = EXIT_USAGE
 
 
 QuietOption = Annotated[

@@ -16,6 +16,8 @@ from enum import StrEnum
 from typing import Annotated, Any
 
 import typer
+from typer import _click
+from typer.core import TyperCommand
 
 from ..ops.plan import IN_PLACE, NEW_MACHINES_ONLY, REBUILD_ONLY, REFUSED, Plan, plan
 from ..render import RenderError, render, sort_manifests
@@ -27,7 +29,9 @@ from .app import QuietOption, app, set_quiet
 from .commands_core import StateArgument, load_state, render_denials, selected_pool
 from .output import (
     EXIT_DENIED,
+    EXIT_DETAILED_ERROR,
     EXIT_OK,
+    SETTINGS,
     Format,
     Styled,
     collector_paused,
@@ -197,15 +201,63 @@ def _print_plan(result: Plan) -> None:
     summary(console, text, "red" if bad else "green")
 
 
-@app.command("plan")
+_TO = "--to"
+_DETAILED = "--detailed-exitcode"
+
+
+def spread_to(args: list[str]) -> list[str]:
+    """``--to A B C`` as ``--to A --to B --to C``: ``--to`` takes every path up to the next option
+    (``-`` is a path: stdin), as STATE takes several; ``--to=A`` and anything after ``--`` stay."""
+    out: list[str] = []
+    taking = False
+    for index, arg in enumerate(args):
+        if arg == "--":
+            return out + args[index:]
+        if arg == _TO:
+            taking = False
+            out.append(arg)
+            if index + 1 < len(args) and args[index + 1] != "--":
+                taking = True
+            continue
+        if taking and out[-1] != _TO:
+            if arg.startswith("-") and arg != "-":
+                taking = False
+            else:
+                out.append(_TO)
+        elif taking and arg.startswith("-") and arg != "-":
+            taking = False  # ``--to`` followed by an option: click says the value is missing
+        out.append(arg)
+    return out
+
+
+class PlanCommand(TyperCommand):
+    """``plan``'s parsing: ``--to`` takes several paths (:func:`spread_to`), and under
+    ``--detailed-exitcode`` a usage error exits 1, as every other error there (2 keeps one meaning)."""
+
+    def make_context(
+        self, info_name: str | None, args: list[str], parent: _click.Context | None = None, **extra: Any
+    ) -> _click.Context:
+        options = args[: args.index("--")] if "--" in args else args
+        detailed = _DETAILED in options
+        if detailed:
+            SETTINGS.error_exit = EXIT_DETAILED_ERROR
+        try:
+            return super().make_context(info_name, spread_to(list(args)), parent=parent, **extra)
+        except _click.exceptions.UsageError as error:
+            if detailed:
+                error.exit_code = EXIT_DETAILED_ERROR
+            raise
+
+
+@app.command("plan", cls=PlanCommand)
 def plan_command(
     state_path: StateArgument,
     to: Annotated[
         list[str],
         typer.Option(
             "--to",
-            metavar="STATE2",
-            help="The STATE after the change (repeat for several paths; - for stdin).",
+            metavar="STATE2...",
+            help="The STATE after the change: every path up to the next option (or --to again); - for stdin.",
             show_default=False,
         ),
     ],
@@ -216,8 +268,8 @@ def plan_command(
         bool,
         typer.Option(
             "--detailed-exitcode",
-            help="Exit 0 nothing replaced, deleted or refused; 2 machines would be replaced or deleted; "
-            "1 a change is refused or a pool denied.",
+            help="Exit 0 nothing replaced, deleted or refused; 2 machines would be replaced or deleted, and "
+            "nothing else; 1 a change is refused, a pool denied, or an error (unreadable STATE, usage).",
         ),
     ] = False,
     quiet: QuietOption = False,
@@ -237,12 +289,15 @@ def plan_command(
     -o json prints {"pools": [{"pool", "action", "replace", "refused", "rebuildOnly",
     "newMachinesOnly", "reasons"}]}.
 
-    Exit 0; 2 when a STATE cannot be read. With --detailed-exitcode, as terraform plan: 0 nothing
-    replaced and nothing refused (creates and in-place updates are fine), 2 machines would be
-    replaced or deleted (a destroy is a change: deleting a pool removes its machines), 1 a change
-    is refused or a pool denied (refusals win over replacements).
+    Exit 0; 2 when a STATE cannot be read or the command line is wrong. With --detailed-exitcode, as
+    terraform plan: 0 nothing replaced and nothing refused (creates and in-place updates are fine),
+    2 machines would be replaced or deleted and nothing else (a destroy is a change: deleting a pool
+    removes its machines), 1 a change is refused, a pool denied, or an error (an unreadable STATE,
+    a usage error): refusals and errors win over replacements.
     """
     set_quiet(quiet)
+    if detailed_exitcode:
+        SETTINGS.error_exit = EXIT_DETAILED_ERROR
     if "-" in state_path and "-" in to:
         fail("stdin (-) can be STATE or STATE2, not both")
     with collector_paused():

@@ -2,7 +2,8 @@
 
 Exit codes every command shares: 0 ok, 1 denied (or not safe, not restorable), 2 unreadable
 input or a usage error, 130 interrupted (Ctrl-C), 141 stdout closed early (``| head``), as
-shells report SIGINT and SIGPIPE; ``plan --detailed-exitcode`` adds 2 for replaced machines.
+shells report SIGINT and SIGPIPE; under ``plan --detailed-exitcode`` 2 means replaced or deleted
+machines and nothing else (errors exit 1 there, as terraform's do).
 
 The app and the shared options live in :mod:`.app`; the command modules add themselves to it when
 imported (:func:`_register`), and this module is the entry point (``workerclass.cli.main:main``).

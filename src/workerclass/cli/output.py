@@ -28,6 +28,9 @@ EXIT_DENIED = 1
 EXIT_USAGE = 2
 #: ``plan --detailed-exitcode``: machines would be replaced (or deleted).
 EXIT_REPLACE = 2
+#: ``plan --detailed-exitcode``: an error (unreadable input, a usage error), as terraform says it,
+#: so that 2 keeps its one meaning there
+EXIT_DETAILED_ERROR = 1
 #: Ctrl-C, as shells report a process ended by SIGINT (128 + 2).
 EXIT_INTERRUPTED = 130
 #: The reader of stdout went away (``| head``), as shells report SIGPIPE (128 + 13).
@@ -42,6 +45,8 @@ class Format(StrEnum):
 @dataclass
 class Settings:
     quiet: bool = False
+    #: the exit code of :func:`fail` (input or usage errors): 2, or 1 under ``plan --detailed-exitcode``
+    error_exit: int = EXIT_USAGE
 
 
 SETTINGS = Settings()
@@ -178,10 +183,11 @@ def summary(printer: Printer, text: str, style: str = "") -> None:
         printer.line(Styled(text, style))
 
 
-def fail(message: str, code: int = EXIT_USAGE) -> NoReturn:
-    """One clean line on stderr, then exit (2: bad input or unreadable state)."""
+def fail(message: str, code: int | None = None) -> NoReturn:
+    """One clean line on stderr, then exit (by default :attr:`Settings.error_exit`: 2, bad input or
+    unreadable state; 1 under ``plan --detailed-exitcode``)."""
     stderr().line(Styled("error:", "bold red"), " ", message)
-    raise typer.Exit(code)
+    raise typer.Exit(SETTINGS.error_exit if code is None else code)
 
 
 def no_pool(pool: str, state_path: object) -> str:
