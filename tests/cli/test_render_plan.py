@@ -110,7 +110,7 @@ def test_plan_json(state: Path) -> None:
     result = run("plan", str(EXAMPLES), "--to", str(state), "-o", "json")
     assert result.exit_code == 0, result.stderr
     document = json.loads(result.stdout)
-    assert list(document) == ["pools"]
+    assert list(document) == ["pools", "refusals"]
     by_pool = {row["pool"]: row for row in document["pools"]}
     assert len(by_pool) == 4
     # the platform Kairos image's new digest renames the Kairos machine template: a rebuild-only roll
@@ -266,3 +266,25 @@ def test_plan_to_takes_several_paths_as_state_does(tmp_path: Path) -> None:
         assert rows["tenant-example/example-talos"]["action"] == "unchanged", args
     usage = run("plan", "--help")
     assert "--to STATE2..." in usage.stdout
+
+
+def test_plan_shows_class_and_platform_refusals_as_rows_and_counts_what_it_names(state: Path) -> None:
+    """A refused class edit is a row of its own (table and JSON); the summary counts pools as pools
+    and the refused class change apart."""
+    cls = state / "classes" / "talos-example-r1.yaml"
+    cls.write_text(cls.read_text().replace("version: v1.13.6", "version: v1.13.7"))
+    document = run("plan", str(EXAMPLES), "--to", str(state), "-o", "json")
+    assert document.exit_code == 0, document.stderr
+    data = json.loads(document.stdout)
+    assert [(row["kind"], row["name"], row["refused"]) for row in data["refusals"]] == [
+        ("WorkerClass", "talos-example-r1", ["ClassImmutable"])
+    ]
+    refused_pools = [row["pool"] for row in data["pools"] if row["refused"]]
+    assert refused_pools == ["tenant-example/example-talos"]
+    result = run("plan", str(EXAMPLES), "--to", str(state))
+    lines = result.stdout.splitlines()
+    assert any(line.startswith("WorkerClass talos-example-r1") and "ClassImmutable" in line for line in lines), lines
+    summary = lines[-1]
+    assert summary.startswith("4 pools, "), summary
+    assert "1 refused by admission or denied" in summary, summary
+    assert "1 WorkerClass or WorkerPlatform change refused" in summary, summary

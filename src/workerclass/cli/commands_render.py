@@ -163,42 +163,61 @@ def _reasons_cell(reasons: tuple[str, ...]) -> list[Styled]:
 _ACTION_STYLE = {"create": "green", "delete": "red", "replace": "red", "update": "yellow", "unchanged": "dim"}
 
 
-def _print_plan(result: Plan) -> None:
-    console = stdout()
-    for refusal in result.refusals:
-        for violation in refusal.denials:
-            console_err = stderr()
-            console_err.line(*denial_line(f"{refusal.kind} {refusal.name}", violation))
-    if not result.rows:
-        summary(console, "no pools in either STATE")
-        return
-    out = table("POOL", "ACTION", "REPLACE", "REFUSED", "REASONS")
-    for row in result.rows:
-        if row.replace:
-            verdict = Styled("yes" + (" (rebuild only)" if row.rebuild_only else ""), "red")
-        else:
-            verdict = Styled("no", "green")
-        out.add_row(
-            row.pool,
-            Styled(row.action, _ACTION_STYLE.get(row.action, "")),
-            verdict,
-            Styled(", ".join(row.refused), "red"),
-            _reasons_cell(row.reasons) or [Styled("unchanged", "dim")],
-        )
-    console.table(out)
+def _plural(count: int, word: str) -> str:
+    return f"{count} {word}" + ("" if count == 1 else "s")
+
+
+def plan_summary(result: Plan) -> str:
+    """The plan's last line: pools counted as pools, and the refused class and platform changes apart."""
     replacing = result.replacing
     rebuilds = sum(1 for row in replacing if row.rebuild_only)
-    count = len(result.rows)
-    text = f"{count} pool{'' if count == 1 else 's'}, {len(replacing)} would replace machines"
+    text = f"{_plural(len(result.rows), 'pool')}, {len(replacing)} would replace machines"
     if rebuilds:
         text += f", {rebuilds} only because a platform Kairos image was rebuilt"
-    deleting, refused = len(result.deleting), len(result.refused)
-    if deleting:
-        text += f", {deleting} deleted"
-    if refused or result.refusals:
-        text += f", {refused + len(result.refusals)} refused by admission or denied"
-    bad = replacing or deleting or refused or result.refusals
-    summary(console, text, "red" if bad else "green")
+    if result.deleting:
+        text += f", {len(result.deleting)} deleted"
+    if result.refused:
+        text += f", {len(result.refused)} refused by admission or denied"
+    if result.refusals:
+        text += f"; {len(result.refusals)} WorkerClass or WorkerPlatform change{'' if len(result.refusals) == 1 else 's'} refused"
+    return text
+
+
+def _print_plan(result: Plan) -> None:
+    console = stdout()
+    if result.rows:
+        out = table("POOL", "ACTION", "REPLACE", "REFUSED", "REASONS")
+        for row in result.rows:
+            if row.replace:
+                verdict = Styled("yes" + (" (rebuild only)" if row.rebuild_only else ""), "red")
+            else:
+                verdict = Styled("no", "green")
+            out.add_row(
+                row.pool,
+                Styled(row.action, _ACTION_STYLE.get(row.action, "")),
+                verdict,
+                Styled(", ".join(row.refused), "red"),
+                _reasons_cell(row.reasons) or [Styled("unchanged", "dim")],
+            )
+        console.table(out)
+    if result.refusals:
+        # Class and platform changes admission refuses: rows of their own (the pools that select
+        # the class say so too).
+        changes = table("OBJECT", "REFUSED", "REASONS")
+        for refusal in result.refusals:
+            changes.add_row(
+                f"{refusal.kind} {refusal.name}",
+                Styled(", ".join(refusal.refused), "red"),
+                [Styled(f"{REFUSED} ({v.code}) {v.field}: {v.message}", "red") for v in refusal.denials],
+            )
+        if result.rows:
+            console.line("")
+        console.table(changes)
+    if not result.rows and not result.refusals:
+        summary(console, "no pools in either STATE")
+        return
+    bad = result.replacing or result.deleting or result.refused or result.refusals
+    summary(console, plan_summary(result), "red" if bad else "green")
 
 
 _TO = "--to"
@@ -286,8 +305,9 @@ def plan_command(
     store it: an UPDATE of the pool in STATE (a pool that omits its class keeps the stored one),
     a CREATE for a new pool.
 
-    -o json prints {"pools": [{"pool", "action", "replace", "refused", "rebuildOnly",
-    "newMachinesOnly", "reasons"}]}.
+    Class and platform changes admission refuses are rows of their own: -o json prints {"pools":
+    [{"pool", "action", "replace", "refused", "rebuildOnly", "newMachinesOnly", "reasons"}],
+    "refusals": [{"kind", "name", "refused", "denials"}]}.
 
     Exit 0; 2 when a STATE cannot be read or the command line is wrong. With --detailed-exitcode, as
     terraform plan: 0 nothing replaced and nothing refused (creates and in-place updates are fine),
