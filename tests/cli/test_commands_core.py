@@ -419,3 +419,49 @@ def test_pool_option_finds_a_direct_helm_release_by_either_spelling(state: Path)
             assert result.exit_code == 0, (command, spelling, result.stderr)
             assert [row["pool"] for row in json.loads(result.stdout)["pools"]] == [own]
     assert run("resolve", str(state), "--pool", "tenant-example/example-zz").exit_code == 2
+
+
+# ------------------------------------------------------------------ check --stored: classes and the platform
+
+
+def _class(name: str, spec: Any) -> dict[str, Any]:
+    return {"apiVersion": "cozystack.io/v1alpha1", "kind": "WorkerClass", "metadata": {"name": name}, "spec": spec}
+
+
+@pytest.mark.parametrize(
+    ("obj", "code", "field"),
+    [
+        (_class("bad-null", None), "Invalid", "spec.bootstrap"),
+        (_class("bad-unknown", {"bootstrap": "talos", "someField": 1}), "Invalid", "spec.someField"),
+        (
+            _class("bad-unpinned", {"bootstrap": "kairos", "image": {"reference": "ghcr.io/x/kairos-worker:v1"}}),
+            None,
+            "spec.image.reference",
+        ),
+    ],
+    ids=["spec-null", "unknown-field", "unpinned-image"],
+)
+def test_check_stored_judges_a_stored_class_as_on_create(
+    state: Path, obj: dict[str, Any], code: str | None, field: str
+) -> None:
+    write(state / "classes" / "bad.yaml", obj)
+    created = {o["name"]: o for o in json.loads(run("check", str(state), "-o", "json").stdout)["objects"]}
+    result = run("check", str(state), "--stored", "-o", "json")
+    assert result.exit_code == 1, result.stdout
+    stored = {o["name"]: o for o in json.loads(result.stdout)["objects"]}
+    name = obj["metadata"]["name"]
+    assert stored[name]["allowed"] is False
+    assert stored[name]["operation"] == "UPDATE"  # read as stored
+    assert [(d["code"], d["field"]) for d in stored[name]["denials"]] == [
+        (d["code"], d["field"]) for d in created[name]["denials"]
+    ]
+    assert any(d["field"] == field and (code is None or d["code"] == code) for d in stored[name]["denials"])
+
+
+def test_check_stored_judges_the_stored_platform(state: Path) -> None:
+    platform = state / "platform" / "workerplatform.yaml"
+    platform.write_text(platform.read_text().replace("defaultWorkerClass: talos", "defaultWorkerClass: missing"))
+    result = run("check", str(state), "--stored", "-o", "json")
+    assert result.exit_code == 1
+    (item,) = [o for o in json.loads(result.stdout)["objects"] if o["kind"] == "WorkerPlatform"]
+    assert [(d["code"], d["field"]) for d in item["denials"]] == [("ClassNotFound", "spec.defaultWorkerClass")]

@@ -351,7 +351,8 @@ def test_an_edited_class_spec_is_flagged_as_refused() -> None:
     assert list(document) == ["pools", "refusals"]
     (refusal,) = document["refusals"]
     assert list(refusal) == ["kind", "name", "refused", "denials"]
-    assert (refusal["kind"], refusal["name"], refusal["refused"]) == ("WorkerClass", "talos-example-r1", ["ClassImmutable"])
+    assert (refusal["kind"], refusal["name"]) == ("WorkerClass", "talos-example-r1")
+    assert refusal["refused"] == ["ClassImmutable"]
     assert refusal["denials"][0]["code"] == "ClassImmutable"
     assert "registry mirrors: none -> docker.io=https://m.example (new machines only)" in row.reasons
     assert any(reason.startswith(f"{REFUSED} (ClassImmutable)") for reason in row.reasons)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import socket
 import sys
 from datetime import UTC, datetime
@@ -76,6 +77,23 @@ def _decision_cell(decision: Decision) -> list[Styled]:
     lines += [Styled(f"patch {op['op']} {op['path']} = {op.get('value')}", "cyan") for op in decision.patch]
     lines += [Styled(f"warning {w}", "yellow") for w in decision.warnings]
     return lines
+
+
+#: kinds whose stored object ``check --stored`` judges as it would be created: admission lets an
+#: UPDATE that leaves their spec alone through (a finalizer removed, a label), so an UPDATE of itself
+#: would say nothing of a stored class with ``spec: null`` or an unpinned image
+JUDGED_AS_CREATED = ("WorkerClass", "WorkerPlatform")
+
+
+def checked(state: State, record: ObjectRecord, stored: bool) -> Decision:
+    """``check``'s decision on one object: a CREATE of it, or (``stored``) an UPDATE of itself;
+    a stored class or platform is judged by every rule of its spec, the decision still an UPDATE."""
+    if not stored:
+        return admit(state, "CREATE", record.obj, None)
+    if record.kind in JUDGED_AS_CREATED:
+        judged = validate(state, "CREATE", record.obj, None)
+        return dataclasses.replace(judged, operation="UPDATE")
+    return admit(state, "UPDATE", record.obj, record.obj)
 
 
 class CheckFormat(StrEnum):
@@ -156,7 +174,8 @@ def check(
     cluster: a pool that omits workerClassName gets the platform default class (the patch is
     shown). --stored reads the folder as what the cluster already stores: each object is an
     UPDATE of itself, so a classless pool stays a legacy Talos pool (the reading resolve, render,
-    plan and restore use) and an unchanged class spec is not judged again.
+    plan and restore use); a stored WorkerClass or WorkerPlatform is judged by every rule of its
+    spec, as on CREATE (admission lets an UPDATE that leaves a spec alone through).
 
     -o junit writes one JUnit testcase per object (classname = kind); a denied object's failure
     carries its denials as CODE field: message.
@@ -167,9 +186,7 @@ def check(
     operation = "UPDATE" if stored else "CREATE"
     with collector_paused():
         state = load_state(state_path)
-        results = [
-            (record, admit(state, operation, record.obj, record.obj if stored else None)) for record in state.objects
-        ]
+        results = [(record, checked(state, record, stored)) for record in state.objects]
     denied = any(not decision.allowed for _, decision in results)
     if output is CheckFormat.json:
         print_json(

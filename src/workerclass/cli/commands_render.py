@@ -35,11 +35,9 @@ from .output import (
     Format,
     Styled,
     collector_paused,
-    denial_line,
     fail,
     print_denials,
     print_json,
-    stderr,
     stdout,
     summary,
     table,
@@ -179,7 +177,8 @@ def plan_summary(result: Plan) -> str:
     if result.refused:
         text += f", {len(result.refused)} refused by admission or denied"
     if result.refusals:
-        text += f"; {len(result.refusals)} WorkerClass or WorkerPlatform change{'' if len(result.refusals) == 1 else 's'} refused"
+        changes = _plural(len(result.refusals), "WorkerClass or WorkerPlatform change")
+        text += f"; {changes} refused"
     return text
 
 
