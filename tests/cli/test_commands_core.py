@@ -117,19 +117,72 @@ def test_check_duplicate_identity_exits_two(state: Path) -> None:
     assert "pools.yaml" in result.stderr
 
 
-def test_check_unknown_kind_is_skipped_silently_and_a_non_object_with_a_warning(state: Path) -> None:
+def test_check_warns_of_every_skipped_kind_and_document(state: Path) -> None:
     write(state / "cm.yaml", {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}})
     write(state / "notes.yaml", {"title": "not an object"})
+    write(state / "typo.yaml", {**pool("example-typo"), "kind": "KubernetesNode"})
     result = run("check", str(state))
     assert result.exit_code == 0
-    assert "cm.yaml" not in result.stderr and "ConfigMap" not in result.stderr  # API.md section 4
+    assert f"skipped 1 ConfigMap object (first at {state / 'cm.yaml'}:1): workerclass does not read" in result.stderr
     assert f"{state / 'notes.yaml'}#1: a mapping without kind, not a Kubernetes object: skipped" in result.stderr
+    assert "did you mean KubernetesNodes?" in result.stderr
 
 
+def test_one_unparsable_file_is_reported_and_the_rest_checked(state: Path) -> None:
+    (state / "broken.yaml").write_text("apiVersion: v1\nkind: [unclosed\n")
+    write(state / "bad.yaml", pool("example-bad", workerClassName="talos", sshKeys=["ssh-ed25519 AAAA x"]))
+    for output in ("table", "json", "junit"):
+        result = run("check", str(state), "-o", output)
+        assert result.exit_code == 2, output  # an error wins over a denial
+        assert f"error: {state / 'broken.yaml'}:3: invalid YAML" in result.stderr, result.stderr
+        assert "example-talos" in result.stdout and "example-bad" in result.stdout, output
+    table = run("check", str(state)).stdout.splitlines()
+    assert table[-1].endswith("; 1 part of STATE could not be read"), table[-1]
+    assert run("resolve", str(state), "--pool", "tenant-example/example-talos").exit_code == 2
+
+
+def test_exclude_is_repeatable_and_skips_what_it_matches(state: Path) -> None:
+    (state / "vendor").mkdir()
+    (state / "vendor" / "broken.yaml").write_text("kind: [unclosed\n")
+    write(state / "bad.enc.yaml", pool("example-bad", workerClassName="talos", sshKeys=["ssh-ed25519 AAAA x"]))
+    assert run("check", str(state)).exit_code == 2
+    result = run("check", str(state), "--exclude", "vendor", "--exclude", "*.enc.yaml")
+    assert result.exit_code == 0, result.stderr
+    assert "example-bad" not in result.stdout
+
+
+def test_an_empty_state_is_an_error(tmp_path: Path) -> None:
+    (tmp_path / "empty").mkdir()
+    write(tmp_path / "other" / "cm.yaml", {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}})
+    for folder in ("empty", "other"):
+        for command in ("check", "resolve", "render"):
+            result = run(command, str(tmp_path / folder))
+            assert result.exit_code == 2, (command, folder)
+            assert "no object workerclass reads" in result.stderr, result.stderr
+
+
+def test_table_json_and_junit_name_the_file_and_line_of_each_object(state: Path) -> None:
+    pools_file = state / "tenant-example" / "pools.yaml"
+    lines = pools_file.read_text().splitlines()
+    talos_line = next(i for i, line in enumerate(lines) if "name: example-talos" in line)
+    start = max(i for i in range(talos_line) if lines[i].startswith("apiVersion")) + 1
+    where = f"{pools_file}:{start}"
+    data = json.loads(run("check", str(state), "-o", "json").stdout)
+    (talos,) = [item for item in data["objects"] if item["name"] == "example-talos"]
+    assert (talos["file"], talos["line"]) == (str(pools_file), start)
+    table = run("check", str(state)).stdout.splitlines()
+    assert table[0].split() == ["OBJECT", "FILE", "RESULT", "DETAILS"]
+    (row,) = [line for line in table if line.startswith("KubernetesNodes tenant-example/example-talos ")]
+    assert where in row
+    cls = state / "classes" / "talos-example-r1.yaml"
+    cls.write_text(cls.read_text().replace("bootstrap: talos", "bootstrap: talos\n  someField: 1"))
+    junit = run("check", str(state), "-o", "junit").stdout
+    assert where in junit
+    assert f"at {cls}:1" in junit
 def test_check_missing_folder_exits_two(tmp_path: Path) -> None:
     result = run("check", str(tmp_path / "nope"))
     assert result.exit_code == 2
-    assert "no such folder" in result.stderr
+    assert "no such file or folder" in result.stderr
 
 
 # ------------------------------------------------------------------ admit

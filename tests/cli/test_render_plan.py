@@ -101,7 +101,7 @@ def test_load_errors_are_one_clean_line(state: Path, command: str) -> None:
     assert result.stderr.startswith("error: ")
     assert "broken.yaml" in result.stderr and "invalid YAML" in result.stderr
     missing = run("plan", str(EXAMPLES), "--to", str(state / "missing"))
-    assert missing.exit_code == 2 and "no such folder" in missing.stderr
+    assert missing.exit_code == 2 and "no such file or folder" in missing.stderr
 
 
 def test_plan_json(state: Path) -> None:

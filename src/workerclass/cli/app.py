@@ -92,6 +92,7 @@ def _root(
 ) -> None:
     SETTINGS.quiet = quiet  # reset on every invocation (tests run many in one process)
     SETTINGS.error_exit = EXIT_USAGE
+    SETTINGS.read_errors = 0
 
 
 QuietOption = Annotated[

@@ -31,8 +31,10 @@ from .output import (
     Format,
     Styled,
     collector_paused,
+    error,
     fail,
     no_pool,
+    outcome,
     print_denials,
     print_json,
     stdout,
@@ -51,20 +53,49 @@ StateArgument = Annotated[
     ),
 ]
 OutputOption = Annotated[Format, typer.Option("--output", "-o", help="table for people, json for scripts.")]
+ExcludeOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--exclude",
+        metavar="GLOB",
+        help="Do not read paths matching GLOB (by the path below a STATE folder, or by name: vendor, "
+        "'*.enc.yaml', 'apps/*/secrets.yaml'); repeatable. Helm chart folders (Chart.yaml beside templates/) "
+        "are skipped anyway.",
+        show_default=False,
+    ),
+]
 
 
 def state_label(paths: list[str]) -> str:
     return " ".join(paths)
 
 
-def load_state(paths: list[str]) -> State:
-    """The State of STATE paths; its warnings (read ones, such as skipped documents, first), unless -q."""
-    try:
-        state = read_state(paths)
-    except LoadError as error:
-        fail(str(error))
+def load_state(paths: list[str], exclude: list[str] | None = None, *, whole: bool = False) -> State:
+    """The State of STATE paths; its warnings (read ones, such as skipped documents, first), unless -q.
+
+    What cannot be read (a file's invalid YAML, a duplicate identity) is said on stderr with file
+    and line, one line each, and the rest is read: the command goes on and exits 2 at the end
+    (:func:`~.output.outcome`). ``whole``: a command that needs all of STATE (``plan`` compares two,
+    ``admit`` decides against it, ``preflight`` judges an install) stops there instead. A STATE
+    without any object workerclass reads is an error, never a success over nothing.
+    """
+    errors: list[str] = []
+    state = read_state(paths, errors=errors, exclude=exclude or ())
+    for line in errors:
+        error(line)
+    if errors and whole:
+        count = len(errors)
+        fail(
+            f"{state_label(paths)}: {count} part{'' if count == 1 else 's'} could not be read (above): nothing decided"
+        )
+    SETTINGS.read_errors += len(errors)
     for warning in state.warnings:
         warn(warning)
+    if not state.records and not state.auxiliary and not state.cluster_instancetypes:
+        fail(
+            f"{state_label(paths)}: no object workerclass reads (no WorkerPlatform, WorkerClass, Kubernetes, "
+            "KubernetesNodes, pool HelmRelease or ComputePlane): check the paths and --exclude"
+        )
     return state
 
 
@@ -129,24 +160,25 @@ def _junit(paths: list[str], operation: str, results: list[tuple[ObjectRecord, D
     ElementTree.SubElement(properties, "property", {"name": "operation", "value": operation})
     out_lines: list[str] = []
     for record, decision in results:
-        case = ElementTree.SubElement(
-            suite,
-            "testcase",
-            {"classname": record.kind, "name": _name(record.kind, record.namespace, record.name), "time": "0"},
-        )
+        name = _name(record.kind, record.namespace, record.name)
+        # The Ant schema gives a testcase no attribute for its file: where each object is read from
+        # goes in system-out (every object) and in its failure (a denied one), never in its name, so
+        # that a CI's history of a test case survives lines moving in the file.
+        out_lines.append(f"{name}: at {record.where}")
+        case = ElementTree.SubElement(suite, "testcase", {"classname": record.kind, "name": name, "time": "0"})
         if not decision.allowed:
             first = decision.denials[0] if decision.denials else None
             failure = ElementTree.SubElement(
                 case,
                 "failure",
                 {
-                    "message": str(first) if first is not None else "denied",
+                    "message": (str(first) if first is not None else "denied") + f" (at {record.where})",
                     "type": first.code if first is not None else "Denied",
                 },
             )
-            failure.text = "\n".join(str(v) for v in decision.denials) + f"\n(from {record.origin})"
+            failure.text = "\n".join(str(v) for v in decision.denials) + f"\nat {record.where}"
         for warning in decision.warnings:
-            out_lines.append(f"{_name(record.kind, record.namespace, record.name)}: warning: {warning}")
+            out_lines.append(f"{name}: warning: {warning}")
     ElementTree.SubElement(suite, "system-out").text = "\n".join(out_lines)
     ElementTree.SubElement(suite, "system-err").text = ""
     ElementTree.indent(root)
@@ -166,6 +198,7 @@ def check(
             help="Admit each object as an UPDATE of itself (as already stored), not as a CREATE.",
         ),
     ] = False,
+    exclude: ExcludeOption = None,
     quiet: QuietOption = False,
 ) -> None:
     """Admit every object in STATE, in dependency order: platform, classes, parent clusters, then pools.
@@ -177,15 +210,18 @@ def check(
     plan and restore use); a stored WorkerClass or WorkerPlatform is judged by every rule of its
     spec, as on CREATE (admission lets an UPDATE that leaves a spec alone through).
 
-    -o junit writes one JUnit testcase per object (classname = kind); a denied object's failure
-    carries its denials as CODE field: message.
+    Every object is shown with the file and line it was read from (FILE; -o json: "file",
+    "line"). -o junit writes one JUnit testcase per object (classname = kind); a denied object's
+    failure carries its denials as CODE field: message, and where the object is.
 
-    Exit 0 when all are allowed, 1 when any is denied, 2 when STATE cannot be read.
+    A file that cannot be read is said on stderr with its line, and the rest is checked.
+    Exit 0 when all are allowed, 1 when any is denied, 2 when part of STATE cannot be read (that
+    wins over a denial) or STATE holds no object workerclass reads.
     """
     set_quiet(quiet)
     operation = "UPDATE" if stored else "CREATE"
     with collector_paused():
-        state = load_state(state_path)
+        state = load_state(state_path, exclude)
         results = [(record, checked(state, record, stored)) for record in state.objects]
     denied = any(not decision.allowed for _, decision in results)
     if output is CheckFormat.json:
@@ -198,6 +234,8 @@ def check(
                         "namespace": record.namespace or None,
                         "name": record.name,
                         "origin": record.origin,
+                        "file": record.file,
+                        "line": record.line or None,
                         **decision.as_dict(),
                     }
                     for record, decision in results
@@ -208,18 +246,28 @@ def check(
     elif output is CheckFormat.junit:
         sys.stdout.write(_junit(state_path, operation, results))
     else:
-        out = table("OBJECT", "RESULT", "DETAILS")
+        out = table("OBJECT", "FILE", "RESULT", "DETAILS")
         for record, decision in results:
             verdict = Styled("allowed", "green") if decision.allowed else Styled("denied", "red")
-            out.add_row(_name(record.kind, record.namespace, record.name), verdict, _decision_cell(decision))
+            out.add_row(
+                _name(record.kind, record.namespace, record.name), record.where, verdict, _decision_cell(decision)
+            )
         console = stdout()
         if results:
             console.table(out)
         count = sum(1 for _, decision in results if not decision.allowed)
-        text = f"{len(results)} objects, {count} denied" if results else "no objects in STATE"
+        text = f"{_count(len(results), 'object')}, {count} denied" if results else "no objects in STATE"
         reading = " (read as stored: each an UPDATE of itself)" if stored else " (each admitted as a CREATE)"
-        summary(console, text + reading, "red" if denied else "green")
-    raise typer.Exit(EXIT_DENIED if denied else EXIT_OK)
+        unread = SETTINGS.read_errors
+        if unread:
+            reading += f"; {_count(unread, 'part')} of STATE could not be read"
+        summary(console, text + reading, "red" if denied or unread else "green")
+    raise typer.Exit(outcome(denied))
+
+
+def _count(count: int, word: str) -> str:
+    """``1 object``, ``2 objects``."""
+    return f"{count} {word}" + ("" if count == 1 else "s")
 
 
 def _read_request(path: str) -> dict[str, Any]:
@@ -261,6 +309,7 @@ def admit_command(
         ),
     ] = "CREATE",
     output: OutputOption = Format.table,
+    exclude: ExcludeOption = None,
     quiet: QuietOption = False,
 ) -> None:
     """Admit one request against STATE, as the webhooks would (mutation, then validation).
@@ -275,7 +324,7 @@ def admit_command(
         fail(f"--operation must be {_ADMITTED_TEXT}, not {operation!r}")
     if file == "-" and "-" in state_path:
         fail("stdin (-) can be STATE or FILE, not both")
-    state = load_state(state_path)
+    state = load_state(state_path, exclude, whole=True)
     obj = _read_request(file)
     kind, namespace, name = identify(obj)
     old = None
@@ -422,6 +471,7 @@ def resolve_command(
     state_path: StateArgument,
     pool: Annotated[str | None, typer.Option("--pool", metavar="NS/NAME", help="Only this pool.")] = None,
     output: OutputOption = Format.table,
+    exclude: ExcludeOption = None,
     quiet: QuietOption = False,
 ) -> None:
     """The effective settings of each pool, and why each value won.
@@ -434,11 +484,11 @@ def resolve_command(
     """
     set_quiet(quiet)
     with collector_paused():
-        _resolve(state_path, pool, output)
+        _resolve(state_path, pool, output, exclude)
 
 
-def _resolve(state_path: list[str], pool: str | None, output: Format) -> None:
-    state = load_state(state_path)
+def _resolve(state_path: list[str], pool: str | None, output: Format, exclude: list[str] | None) -> None:
+    state = load_state(state_path, exclude)
     pool = selected_pool(state, pool, state_path)
     resolved = [row for row in resolve_all(state) if pool is None or row[0].identity == pool]
     denied = False
@@ -475,7 +525,7 @@ def _resolve(state_path: list[str], pool: str | None, output: Format) -> None:
         print_json({"pools": rows})
     elif not resolved:
         summary(console, "no pools in STATE")
-    raise typer.Exit(EXIT_DENIED if denied else EXIT_OK)
+    raise typer.Exit(outcome(denied))
 
 
 __all__ = [

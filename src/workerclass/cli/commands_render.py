@@ -26,7 +26,7 @@ from ..resolve import resolve_all
 from ..state import State
 from ..violations import Violation
 from .app import QuietOption, app, set_quiet
-from .commands_core import StateArgument, load_state, render_denials, selected_pool
+from .commands_core import ExcludeOption, StateArgument, load_state, render_denials, selected_pool
 from .output import (
     EXIT_DENIED,
     EXIT_DETAILED_ERROR,
@@ -36,6 +36,7 @@ from .output import (
     Styled,
     collector_paused,
     fail,
+    outcome,
     print_denials,
     print_json,
     stdout,
@@ -78,6 +79,7 @@ def render_command(
             "Job's run-time inputs as ${NAME} placeholders.",
         ),
     ] = False,
+    exclude: ExcludeOption = None,
     quiet: QuietOption = False,
 ) -> None:
     """The Cluster API objects for the pools of STATE, sorted by kind, then name.
@@ -93,7 +95,7 @@ def render_command(
     if talos_config_template and not RENDER_TALOS_CONFIG_TEMPLATE:
         fail("--talos-config-template: this renderer cannot print the TalosConfigTemplate yet")
     with collector_paused():
-        state = load_state(state_path)
+        state = load_state(state_path, exclude)
         pool = selected_pool(state, pool, state_path)
         manifests, rows, denied = _render_pools(state, pool, talos_config_template)
         ordered = sort_manifests(manifests)
@@ -103,7 +105,7 @@ def render_command(
         write = sys.stdout.write
         for chunk in chunks:
             write(chunk)
-    raise typer.Exit(EXIT_DENIED if denied else EXIT_OK)
+    raise typer.Exit(outcome(denied))
 
 
 #: Whether the renderer takes ``talos_config_template=True`` (print the stable-named TalosConfigTemplate).
@@ -290,6 +292,7 @@ def plan_command(
             "nothing else; 1 a change is refused, a pool denied, or an error (unreadable STATE, usage).",
         ),
     ] = False,
+    exclude: ExcludeOption = None,
     quiet: QuietOption = False,
 ) -> None:
     """What going from STATE to STATE2 does to each pool's machines, and why.
@@ -320,8 +323,9 @@ def plan_command(
     if "-" in state_path and "-" in to:
         fail("stdin (-) can be STATE or STATE2, not both")
     with collector_paused():
-        before = load_state(state_path)
-        after = load_state(to)
+        # Both whole: a pool whose file could not be read would show as deleted.
+        before = load_state(state_path, exclude, whole=True)
+        after = load_state(to, exclude, whole=True)
         try:
             result = plan(before, after)
         except RenderError as error:

@@ -47,6 +47,9 @@ class Settings:
     quiet: bool = False
     #: the exit code of :func:`fail` (input or usage errors): 2, or 1 under ``plan --detailed-exitcode``
     error_exit: int = EXIT_USAGE
+    #: parts of STATE that could not be read (said on stderr): the command goes on with the rest
+    #: and exits :attr:`error_exit` at the end (:func:`outcome`)
+    read_errors: int = 0
 
 
 SETTINGS = Settings()
@@ -181,6 +184,18 @@ def summary(printer: Printer, text: str, style: str = "") -> None:
     """A summary line for people, unless ``-q``."""
     if not SETTINGS.quiet:
         printer.line(Styled(text, style))
+
+
+def error(message: str) -> None:
+    """``error: message`` on stderr (never silenced by ``-q``), without ending the command."""
+    stderr().line(Styled("error:", "bold red"), " ", message)
+
+
+def outcome(denied: bool) -> int:
+    """A command's exit code: an error first (part of STATE unreadable), then a denial, else 0."""
+    if SETTINGS.read_errors:
+        return SETTINGS.error_exit
+    return EXIT_DENIED if denied else EXIT_OK
 
 
 def fail(message: str, code: int | None = None) -> NoReturn:

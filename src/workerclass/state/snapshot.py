@@ -17,6 +17,7 @@ watch event.
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cache, cached_property
@@ -26,7 +27,15 @@ from typing import Any
 from ..builtin import CLASSES_ORIGIN, PLATFORM_ORIGIN, builtin_classes, embedded_platform, embedded_platform_spec
 from ..chart.values import load_instancetypes
 from ..model import Cluster, Platform, parse_class_spec, parse_cluster, parse_platform
-from .kinds import AUXILIARY_KINDS, INSTANCETYPE_GROUP, INSTANCETYPE_KIND, KINDS, POOL_KINDS, RELEASE_PREFIX
+from .kinds import (
+    APPLICATION_KIND_LABEL,
+    AUXILIARY_KINDS,
+    INSTANCETYPE_GROUP,
+    INSTANCETYPE_KIND,
+    KINDS,
+    POOL_KINDS,
+    RELEASE_PREFIX,
+)
 from .memo import Memo
 from .pmap import EMPTY, PMap, as_pmap
 from .records import (
@@ -172,52 +181,86 @@ class State:
 
     @classmethod
     def from_documents(
-        cls, documents: Iterable[Document], *, strict: bool = True, warnings: Iterable[str] = ()
+        cls,
+        documents: Iterable[Document],
+        *,
+        strict: bool = True,
+        warnings: Iterable[str] = (),
+        errors: list[str] | None = None,
     ) -> State:
         """Index documents. ``strict``: duplicate identities are an error, not a replacement.
 
         ``warnings``: lines said before indexing (what the folder reader skipped); the State's
-        :attr:`warnings` list them first, then what indexing skipped.
+        :attr:`warnings` list them first, then what indexing skipped: every object of a kind not
+        read (one line per kind, a kind close to one read by name), a pool-named HelmRelease
+        without its label. ``errors``: when given, a duplicate identity or a nameless object is
+        appended to it (``FILE:LINE: ...: skipped``) and indexing goes on; without it, raised as
+        :class:`LoadError`.
         """
         said: list[str] = list(warnings)
         seen: dict[tuple[str, str, str], ObjectRecord] = {}
         auxiliary: list[ObjectRecord] = []
         instancetypes: dict[str, Mapping[str, Any]] = {}
+        #: (kind, why) -> how many were skipped and where the first was
+        skipped: dict[tuple[str, str], list[Any]] = {}
+
+        def refuse(message: str) -> None:
+            if errors is None:
+                raise LoadError(message)
+            errors.append(f"{message}: skipped")
+
         for document in documents:
             obj = document.obj
             kind, namespace, name = identify(obj)
             if kind in AUXILIARY_KINDS:
-                auxiliary.append(ObjectRecord(kind, namespace, name, obj, document.origin))
+                auxiliary.append(ObjectRecord(kind, namespace, name, obj, document.origin, document.line))
                 continue
             if kind == INSTANCETYPE_KIND:
                 api_version = obj.get("apiVersion")
                 if isinstance(api_version, str) and api_version.startswith(INSTANCETYPE_GROUP + "/") and name:
                     instancetypes[name] = obj
                 else:
-                    said.append(f"{document.origin}: skipped {kind} {name or '?'}: not {INSTANCETYPE_GROUP}")
+                    said.append(f"{document.where}: skipped {kind} {name or '?'}: not {INSTANCETYPE_GROUP}")
                 continue
+            shown = f"{namespace}/{name}" if namespace else name or "?"
             if kind not in KINDS:
-                # API.md section 4: only documents that are not Kubernetes objects are warned about
-                # (the folder reader does); objects of other kinds are skipped silently.
                 if not kind:
                     said.append(f"{document.origin}: a mapping without kind, not a Kubernetes object: skipped")
+                    continue
+                meant = _meant_kind(kind)
+                if meant is not None:
+                    said.append(
+                        f"{document.where}: skipped {kind} {shown}: workerclass does not read kind {kind}; "
+                        f"did you mean {meant}?"
+                    )
+                else:
+                    _count(skipped, kind, "workerclass does not read this kind", document)
                 continue
             if kind == "HelmRelease" and not is_pool_release(obj):
-                continue  # other releases are none of our business
+                if name.startswith(RELEASE_PREFIX):
+                    said.append(
+                        f"{document.where}: skipped HelmRelease {shown}: named like a pool's release but without "
+                        f"the label {APPLICATION_KIND_LABEL}: KubernetesNodes, so not read as a pool"
+                    )
+                else:
+                    _count(skipped, kind, "not a KubernetesNodes pool's release", document)
+                continue
             group = KINDS[kind][0]
             api_version = obj.get("apiVersion")
             if not isinstance(api_version, str) or not api_version.startswith(group + "/"):
-                said.append(
-                    f"{document.origin}: skipped {kind} {name or '?'}: apiVersion {api_version!r} is not in {group}"
-                )
+                version = "absent" if api_version is None else _shown_value(api_version)
+                said.append(f"{document.where}: skipped {kind} {shown}: apiVersion {version} is not in {group}")
                 continue
             if not name:
-                raise LoadError(f"{document.origin}: {kind} has no metadata.name")
+                refuse(f"{document.where}: {kind} has no metadata.name")
+                continue
             key = (kind, namespace, name)
             if key in seen and strict:
-                where = f"{namespace}/{name}" if namespace else name
-                raise LoadError(f"{document.origin}: duplicate {kind} {where}, also defined at {seen[key].origin}")
-            seen[key] = ObjectRecord(kind, namespace, name, obj, document.origin)
+                refuse(f"{document.where}: duplicate {kind} {shown}, also defined at {seen[key].where}")
+                continue
+            seen[key] = ObjectRecord(kind, namespace, name, obj, document.origin, document.line)
+        for (kind, why), (count, first) in skipped.items():
+            said.append(f"skipped {count} {kind} object{'' if count == 1 else 's'} (first at {first}): {why}")
         return cls.from_records(list(seen.values()), warnings=said, auxiliary=auxiliary, instancetypes=instancetypes)
 
     @classmethod
@@ -439,6 +482,28 @@ class State:
         else:
             pools.put(key, pool_from_object(record.obj) if record is not None else None)
         return self._next(**changes, **pools.changes())
+
+
+def _count(skipped: dict[tuple[str, str], list[Any]], kind: str, why: str, document: Document) -> None:
+    entry = skipped.setdefault((kind, why), [0, document.where])
+    entry[0] += 1
+
+
+#: the kinds a near miss is compared with (lower case -> as written)
+_READ_KINDS = {kind.lower(): kind for kind in (*KINDS, INSTANCETYPE_KIND)}
+
+
+def _meant_kind(kind: str) -> str | None:
+    """The kind read that ``kind`` is a near miss of (a letter off, another case), else ``None``."""
+    close = difflib.get_close_matches(kind.lower(), list(_READ_KINDS), n=1, cutoff=0.8)
+    return _READ_KINDS[close[0]] if close else None
+
+
+def _shown_value(value: object) -> str:
+    """A value read from a file, in a message: a short string as it is, anything else by its type."""
+    if isinstance(value, str):
+        return value if len(value) <= 80 and value.isprintable() else f"{value[:80]!r}..."
+    return f"of type {type(value).__name__}"
 
 
 _NO_LINES = Lines()
