@@ -187,7 +187,7 @@ def test_check_missing_folder_exits_two(tmp_path: Path) -> None:
 
 # ------------------------------------------------------------------ admit
 
-ADMIT_KEYS = {"allowed", "operation", "patch", "object", "warnings", "denials"}
+ADMIT_KEYS = {"kind", "namespace", "name", "allowed", "operation", "patch", "warnings", "denials"}
 
 
 def test_admit_create_json_shape_and_default_patch(state: Path, tmp_path: Path) -> None:
@@ -198,7 +198,7 @@ def test_admit_create_json_shape_and_default_patch(state: Path, tmp_path: Path) 
     assert set(data) == ADMIT_KEYS
     assert data["operation"] == "CREATE"
     assert data["patch"] == [{"op": "add", "path": "/spec/workerClassName", "value": "talos"}]
-    assert data["object"]["spec"]["workerClassName"] == "talos"
+    assert "object" not in data  # the request is named, never printed whole (its values may hold a secret)
     assert data["denials"] == []
 
 
@@ -518,3 +518,45 @@ def test_check_stored_judges_the_stored_platform(state: Path) -> None:
     assert result.exit_code == 1
     (item,) = [o for o in json.loads(result.stdout)["objects"] if o["kind"] == "WorkerPlatform"]
     assert [(d["code"], d["field"]) for d in item["denials"]] == [("ClassNotFound", "spec.defaultWorkerClass")]
+
+
+# ------------------------------------------------------------------ no output echoes a value that may be a secret
+
+PRIVATE_KEY_TEXT = (
+    "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQ\n-----END OPENSSH PRIVATE KEY-----"
+)
+AWS_KEY_ID = "AKIAIOSFODNN7EXAMPLE"
+
+
+def test_check_and_admit_json_print_no_whole_object(state: Path, tmp_path: Path) -> None:
+    """A private key pasted in sshKeys (or anywhere in an object) must not land in a CI artifact:
+    the JSON names each object and its decision, never its contents."""
+    leaky = pool("example-leaky", workerClassName="kairos", sshKeys=[PRIVATE_KEY_TEXT])
+    write(state / "leaky.yaml", leaky)
+    for output in ("json", "junit", "table"):
+        result = run("check", str(state), "-o", output)
+        assert "b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQ" not in result.stdout + result.stderr, output
+    data = json.loads(run("check", str(state), "-o", "json").stdout)
+    assert all("object" not in item for item in data["objects"])
+    request = write(tmp_path / "req.yaml", pool("example-new", workerClassName="", sshKeys=[PRIVATE_KEY_TEXT]))
+    for operation in ("CREATE",):
+        result = run("admit", str(state), "-f", str(request), "--operation", operation, "-o", "json")
+        assert "b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQ" not in result.stdout + result.stderr
+        document = json.loads(result.stdout)
+        assert "object" not in document
+        assert (document["kind"], document["namespace"], document["name"]) == (
+            "KubernetesNodes",
+            "tenant-example",
+            "example-new",
+        )
+
+
+def test_no_output_quotes_a_map_key_shaped_like_a_token(state: Path, tmp_path: Path) -> None:
+    write(state / "leaky.yaml", pool("example-leaky", workerClassName="talos", **{AWS_KEY_ID: True}))
+    for output in ("json", "junit", "table"):
+        result = run("check", str(state), "-o", output)
+        assert result.exit_code == 1, output
+        assert AWS_KEY_ID not in result.stdout + result.stderr, output
+    for command in ("resolve", "render"):
+        result = run(command, str(state), "--pool", "tenant-example/example-leaky")
+        assert AWS_KEY_ID not in result.stdout + result.stderr, command

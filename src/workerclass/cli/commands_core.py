@@ -335,7 +335,8 @@ def admit_command(
             fail(f"{operation} needs the old object: no {_name(kind or '?', namespace, name or '?')} in {where}")
     decision = validate(state, "DELETE", None, old) if operation == "DELETE" else admit(state, operation, obj, old)
     if output is Format.json:
-        print_json(decision.as_dict())
+        # the request named, never printed whole: its values may hold a secret
+        print_json({"kind": kind, "namespace": namespace or None, "name": name, **decision.as_dict()})
     else:
         console = stdout()
         verdict = Styled("allowed", "green") if decision.allowed else Styled("denied", "red")
