@@ -305,6 +305,7 @@ POOL_KEYS = {
     "templateHash",
     "denials",
     "warnings",
+    "why",
 }
 
 

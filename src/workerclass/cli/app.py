@@ -14,11 +14,11 @@ from typing import Annotated, Any
 
 import typer
 from typer import _click
-from typer.core import TyperGroup
+from typer.core import TyperArgument, TyperCommand, TyperGroup
 
 from .output import EXIT_BROKEN_PIPE, EXIT_INTERRUPTED, EXIT_USAGE, SETTINGS
 
-__all__ = ["CONTEXT", "Group", "QuietOption", "app", "set_quiet", "silence_stdout", "version"]
+__all__ = ["CONTEXT", "Command", "Group", "QuietOption", "app", "set_quiet", "silence_stdout", "version"]
 
 CONTEXT = {"help_option_names": ["-h", "--help"]}
 
@@ -45,6 +45,23 @@ class Group(TyperGroup):
         except KeyboardInterrupt:
             sys.stderr.write("\n")
             raise typer.Exit(EXIT_INTERRUPTED) from None
+
+
+class Command(TyperCommand):
+    """A command whose usage line names its arguments as people write them: ``STATE...`` (or
+    ``[STATE...]`` when optional), not Typer's ``{STATE...}...``."""
+
+    def collect_usage_pieces(self, ctx: _click.Context) -> list[str]:
+        pieces = [self.options_metavar] if self.options_metavar else []
+        for param in self.get_params(ctx):
+            if isinstance(param, TyperArgument):
+                name = param.metavar or (param.name or "").upper()
+                if param.nargs != 1 and not name.endswith("..."):
+                    name += "..."
+                pieces.append(name if param.required else f"[{name}]")
+            else:
+                pieces.extend(param.get_usage_pieces(ctx))
+        return pieces
 
 
 app = typer.Typer(

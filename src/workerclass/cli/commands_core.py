@@ -23,7 +23,7 @@ from ..render import RenderError, template_hash
 from ..resolve import Effective, resolve_all
 from ..state import ObjectRecord, PoolRecord, State, identify
 from ..violations import Violation
-from .app import QuietOption, app, set_quiet
+from .app import Command, QuietOption, app, set_quiet
 from .output import (
     EXIT_DENIED,
     EXIT_OK,
@@ -185,7 +185,7 @@ def _junit(paths: list[str], operation: str, results: list[tuple[ObjectRecord, D
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ElementTree.tostring(root, encoding="unicode") + "\n"
 
 
-@app.command()
+@app.command(cls=Command)
 def check(
     state_path: StateArgument,
     output: Annotated[
@@ -293,7 +293,7 @@ def _read_request(path: str) -> dict[str, Any]:
 _ADMITTED_TEXT = f"{', '.join(ADMITTED_OPERATIONS[:-1])} or {ADMITTED_OPERATIONS[-1]}"
 
 
-@app.command("admit")
+@app.command("admit", cls=Command)
 def admit_command(
     state_path: StateArgument,
     file: Annotated[
@@ -382,10 +382,14 @@ def render_denials(record: PoolRecord, error: RenderError) -> list[Violation]:
 def effective_json(
     effective: Effective, warnings: list[str] | None = None, *, template_hash_value: str | None = None
 ) -> dict[str, Any]:
-    """One row of ``resolve -o json`` (API.md section 4), with ``denials`` (none) and ``warnings``.
+    """One row of ``resolve -o json`` (API.md section 4), with ``denials`` (none), ``warnings`` and
+    ``why``: each setting's reason, the table's WHY column (``{"class": "spec.workerClassName",
+    "talos.version": "pool", ...}``).
 
     Raises :class:`RenderError` when ``template_hash_value`` is not given and the pool cannot be rendered.
     """
+    why = {setting: reason for setting, _, reason in _rows(effective)}
+    why["templateHash"] = "render"
     return {
         "pool": effective.identity,
         "class": effective.class_name,
@@ -398,6 +402,7 @@ def effective_json(
         "templateHash": template_hash_value if template_hash_value is not None else template_hash(effective),
         "denials": [],
         "warnings": list(warnings or []),
+        "why": why,
     }
 
 
@@ -467,7 +472,7 @@ def selected_pool(state: State, pool: str | None, state_path: list[str]) -> str 
     return found.identity
 
 
-@app.command("resolve")
+@app.command("resolve", cls=Command)
 def resolve_command(
     state_path: StateArgument,
     pool: Annotated[str | None, typer.Option("--pool", metavar="NS/NAME", help="Only this pool.")] = None,

@@ -18,7 +18,7 @@ import typer
 
 from ..ops.preflight import Preflight, preflight
 from ..ops.uninstall import uninstall
-from .app import QuietOption, app, set_quiet
+from .app import Command, QuietOption, app, set_quiet
 from .commands_core import ExcludeOption, OutputOption, load_state
 from .output import EXIT_DENIED, EXIT_OK, Format, Styled, fail, print_json, stdout, summary, table
 
@@ -122,7 +122,7 @@ def _uninstall_state(paths: list[str], exclude: list[str] | None) -> Preflight:
     return uninstall(state, [doc.obj for doc in documents if doc.obj.get("kind") in kinds])
 
 
-@app.command("preflight")
+@app.command("preflight", cls=Command)
 def preflight_command(
     state_path: OptionalStateArgument = None,
     live: LiveOption = False,

@@ -17,7 +17,6 @@ from typing import Annotated, Any
 
 import typer
 from typer import _click
-from typer.core import TyperCommand
 
 from ..ops.plan import IN_PLACE, NEW_MACHINES_ONLY, REBUILD_ONLY, REFUSED, Plan, plan
 from ..render import RenderError, render, sort_manifests
@@ -25,7 +24,7 @@ from ..render.text import iter_manifests_yaml
 from ..resolve import resolve_all
 from ..state import State
 from ..violations import Violation
-from .app import QuietOption, app, set_quiet
+from .app import Command, QuietOption, app, set_quiet
 from .commands_core import ExcludeOption, StateArgument, load_state, render_denials, selected_pool
 from .output import (
     EXIT_DENIED,
@@ -63,7 +62,7 @@ def _iter_render_json(items: Iterable[dict[str, Any]], pools: list[dict[str, Any
     yield ',\n  "pools": ' + json.dumps(pools, indent=2, ensure_ascii=False).replace("\n", "\n  ") + "\n}\n"
 
 
-@app.command("render")
+@app.command("render", cls=Command)
 def render_command(
     state_path: StateArgument,
     pool: Annotated[str | None, typer.Option("--pool", metavar="NS/NAME", help="Only this pool.")] = None,
@@ -250,7 +249,7 @@ def spread_to(args: list[str]) -> list[str]:
     return out
 
 
-class PlanCommand(TyperCommand):
+class PlanCommand(Command):
     """``plan``'s parsing: ``--to`` takes several paths (:func:`spread_to`), and under
     ``--detailed-exitcode`` a usage error exits 1, as every other error there (2 keeps one meaning)."""
 

@@ -14,7 +14,7 @@ import typer
 
 from ..ops.restore import GUIDANCE, Restore, RestoreRow, restore
 from ..render.text import yaml_document
-from .app import QuietOption, app, set_quiet
+from .app import Command, QuietOption, app, set_quiet
 from .commands_core import ExcludeOption, OutputOption, StateArgument, load_state, pool_option_check
 from .output import SETTINGS, Format, Styled, outcome, print_json, stdout, summary, table
 
@@ -81,7 +81,7 @@ def _print_restore(result: Restore) -> None:
     summary(console, text, "red" if blocked else "green")
 
 
-@app.command("restore")
+@app.command("restore", cls=Command)
 def restore_command(
     state_path: StateArgument,
     pool: Annotated[str | None, typer.Option("--pool", metavar="NS/NAME", help="Only this pool.")] = None,

@@ -35,7 +35,7 @@ from ..deploy import (
     to_yaml,
 )
 from ..webhook.sources import FolderSource, StateSource
-from .app import app
+from .app import Command, app
 from .output import fail
 
 serve_app = typer.Typer(
@@ -68,6 +68,22 @@ def _config_error(error: BaseException) -> str:
     return short_error(error)
 
 
+def _kube_config(kube_config: Any, kubeconfig: Path | None) -> Any:
+    """lightkube's configuration from ``kubeconfig``, else from the environment (in-cluster, then
+    ``KUBECONFIG``, then ``~/.kube/config``); when none of those is there, the error names each
+    source tried, and any other failure is one line (exit 2), never a traceback."""
+    from ..adapters.live import no_configuration
+
+    if kubeconfig is None:
+        missing = no_configuration()
+        if missing is not None:
+            fail(missing)
+    try:
+        return kube_config.from_file(kubeconfig) if kubeconfig is not None else kube_config.from_env()
+    except Exception as error:  # lightkube's ConfigError and file errors: one line, no traceback
+        fail(f"no Kubernetes configuration: {_config_error(error)}")
+
+
 def _cache_client(config: Any, field_manager: str) -> Any:
     """A ``lightkube.AsyncClient`` for a :class:`~workerclass.adapters.kube.ClusterCache` made with its
     default deadlines: its read timeout fits them (:func:`~workerclass.adapters.kube.client_timeout`:
@@ -86,14 +102,11 @@ def _cluster_source(kubeconfig: Path | None, *, stale_after: float = 60.0) -> St
         fail("reading a cluster needs lightkube: install workerclass[controller], or serve a folder with --state DIR")
     from ..adapters.kube import ClusterCache
 
-    try:
-        config = KubeConfig.from_file(kubeconfig) if kubeconfig is not None else KubeConfig.from_env()
-    except Exception as error:  # lightkube's ConfigError and file errors: one line, no traceback
-        fail(f"no Kubernetes configuration: {_config_error(error)}")
+    config = _kube_config(KubeConfig, kubeconfig)
     return ClusterCache(_cache_client(config, "workerclass-webhook"), stale_after=stale_after)
 
 
-@serve_app.command("webhook")
+@serve_app.command("webhook", cls=Command)
 def serve_webhook(
     tls_cert: Annotated[
         Path, typer.Option("--tls-cert", metavar="FILE", help="PEM certificate chain; reloaded when the file changes.")
@@ -179,7 +192,7 @@ def serve_webhook(
         fail(f"cannot listen on {host}:{port}: {detail}")
 
 
-@serve_app.command("controller")
+@serve_app.command("controller", cls=Command)
 def serve_controller(
     kubeconfig: Annotated[
         Path | None,
@@ -243,10 +256,7 @@ def serve_controller(
     )
     for chatty in ("httpx", "httpx2", "aiohttp.access"):  # a line per API request or probe
         logging.getLogger(chatty).setLevel(max(logging.WARNING, logging.getLogger().level))
-    try:
-        config = KubeConfig.from_file(kubeconfig) if kubeconfig is not None else KubeConfig.from_env()
-    except Exception as error:  # lightkube's ConfigError and file errors: one line, no traceback
-        fail(f"no Kubernetes configuration: {_config_error(error)}")
+    config = _kube_config(KubeConfig, kubeconfig)
     if kubeconfig is not None:
         os.environ["KUBECONFIG"] = str(kubeconfig)  # kopf logs in through the same file as the cache
     settings = ControllerSettings(poll_interval=poll_interval, retain_recheck=retain_recheck)
@@ -323,7 +333,7 @@ class NetworkPolicyKind(StrEnum):
     none = "none"
 
 
-@app.command("manifests")
+@app.command("manifests", cls=Command)
 def manifests_command(
     namespace: Annotated[str, typer.Option("--namespace", "-n", help="Namespace of the webhook.")] = DEFAULT_NAMESPACE,
     image: Annotated[
