@@ -131,8 +131,14 @@ def serve_webhook(
     state_interval: Annotated[float, typer.Option(min=0.1, help="Seconds between checks of the STATE folder.")] = 1.0,
     tls_reload_interval: Annotated[float, typer.Option(min=0.1, help="Seconds between checks of the TLS files.")] = 5.0,
     shutdown_delay: Annotated[
-        float, typer.Option(min=0.0, help="On SIGTERM, keep answering (not ready) this long before draining.")
-    ] = 0.0,
+        float,
+        typer.Option(
+            min=0.0,
+            help="On SIGTERM, keep answering this long (not ready, each answer closing its connection) so the "
+            "endpoints drop the pod and the API server moves its kept-alive connections off it; then stop "
+            "accepting and drain. 0 stops at once and may drop a request already sent on a kept-alive connection.",
+        ),
+    ] = 5.0,
     shutdown_timeout: Annotated[
         float, typer.Option(min=0.0, help="Longest wait for in-flight requests on shutdown.")
     ] = 20.0,
@@ -155,6 +161,11 @@ def serve_webhook(
 
     Paths: /mutate/kubernetesnodes, /validate/kubernetesnodes, /validate/workerclasses,
     /validate/computeplanes; /healthz, /readyz (ready once the state has synced) and /metrics.
+
+    SIGTERM (or Ctrl-C): not ready at once, answers go on for --shutdown-delay (each closing its
+    connection), then the listener closes and requests in flight finish (--shutdown-timeout); a
+    second SIGTERM does not cut the drain short. SIGHUP reloads the TLS files and the STATE folder
+    now (both are reloaded on change anyway) and is logged; it never ends the server.
     """
     from ..webhook.server import Settings, WebhookServer
 
@@ -270,6 +281,11 @@ def serve_controller(
         for signum in (signal.SIGTERM, signal.SIGINT):
             with contextlib.suppress(NotImplementedError, RuntimeError):
                 loop.add_signal_handler(signum, stop.set)
+        with contextlib.suppress(NotImplementedError, RuntimeError, AttributeError):
+            # the controller reads the cluster continuously: nothing to reload, and a hangup never ends it
+            loop.add_signal_handler(
+                signal.SIGHUP, lambda: logging.getLogger("workerclass.controller").info("SIGHUP: ignored")
+            )
         # one client for the cache's lists and watches and every write: its read timeout fits the cache's
         client = _cache_client(config, "workerclass-controller")
         cache = ClusterCache(client, resources=CONTROLLER_WATCHED)

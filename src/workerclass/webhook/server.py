@@ -30,7 +30,7 @@ from aiohttp import web
 from aiohttp.abc import AbstractAccessLogger
 from aiohttp.web_protocol import RequestHandler
 
-from ..adapters.tls import ReloadingContext, stop_task
+from ..adapters.tls import ReloadingContext, TLSFileError, stop_task
 from ..api import HEALTH_PATH, METRICS_PATH, READY_PATH
 from ..state import State
 from .connections import ConnectionGuard
@@ -148,6 +148,8 @@ class WebhookServer(ReviewHandler):
     def _tracked(self, handler: Callable[[web.Request], Any]) -> Callable[[web.Request], Any]:
         async def tracked(request: web.Request) -> web.StreamResponse:
             response: web.StreamResponse = await handler(request)
+            if self._draining:
+                response.force_close()  # as the reviews' answers: the client reconnects elsewhere
             self._answered(request, response)
             return response
 
@@ -255,13 +257,20 @@ class WebhookServer(ReviewHandler):
         logger.info("webhook listening on %s:%d (%s)", settings.host, self._port, "https" if self.tls else "http")
 
     async def stop(self) -> None:
-        """Drain: report not ready, optionally wait, stop accepting, let in-flight requests finish.
+        """Drain: report not ready, keep answering for ``shutdown_delay``, stop accepting, let
+        in-flight requests finish.
 
-        In flight means the headers have arrived: a review whose body is still on its way is
-        waited for (up to ``shutdown_timeout``) and answered, not cut off.
+        During the delay every answer closes its connection (``Connection: close``), so the API
+        server, whose kept-alive connections stay on this pod after its endpoints are gone, moves
+        each one to a replica that stays as soon as it is used, instead of losing a request sent
+        on it when the server closes it. In flight means the headers have arrived: a review whose
+        body is still on its way is waited for (up to ``shutdown_timeout``) and answered, not cut off.
         """
         self._draining = True
         if self.settings.shutdown_delay > 0:
+            logger.info(
+                "not ready; answering for %.1f s more, each answer closing its connection", self.settings.shutdown_delay
+            )
             await asyncio.sleep(self.settings.shutdown_delay)
         if self._listener is not None:
             self._listener.close()
@@ -283,20 +292,53 @@ class WebhookServer(ReviewHandler):
         await self.source.stop()
         logger.info("webhook stopped")
 
+    async def reload_now(self) -> None:
+        """Reload the TLS files and the state source now (SIGHUP), each only if it changed: both are
+        reloaded on change anyway; this is for an operator who does not want to wait. A pair that
+        does not load, or a folder that cannot be read, is logged and the previous one kept."""
+        if self.tls is not None:
+            try:
+                changed = await asyncio.to_thread(self.tls.reload)
+            except TLSFileError as error:
+                logger.warning("SIGHUP: the TLS files do not load, keeping the previous pair: %s", error)
+            else:
+                logger.info("SIGHUP: TLS certificate %s", "reloaded" if changed else "unchanged")
+        reload = getattr(self.source, "reload", None)
+        if callable(reload):
+            try:
+                changed = await reload()
+            except OSError as error:
+                logger.warning("SIGHUP: the state cannot be read, keeping the previous one (%s)", type(error).__name__)
+            else:
+                logger.info("SIGHUP: state %s", "reloaded" if changed else "unchanged")
+        else:
+            logger.info("SIGHUP: the state follows the cluster's watches: nothing to reload")
+
     async def serve(self, *, stop: asyncio.Event | None = None) -> None:
-        """Run until SIGTERM/SIGINT (or ``stop`` is set), then drain and return."""
+        """Run until SIGTERM/SIGINT (or ``stop`` is set), then drain and return. SIGHUP reloads the
+        TLS files and the state now (:meth:`reload_now`) and is logged: it never ends the server."""
         stop = stop or asyncio.Event()
         loop = asyncio.get_running_loop()
         installed: list[signal.Signals] = []
+        reloads: set[asyncio.Task[None]] = set()
 
         def on_signal() -> None:
             if stop.is_set():  # a second signal while draining: the drain goes on, nothing is dropped
                 logger.info("already shutting down: in-flight requests are still being answered")
             stop.set()
 
-        for sig in (signal.SIGTERM, signal.SIGINT):
+        def on_hangup() -> None:
+            logger.info("SIGHUP: reloading the TLS files and the state (the server goes on)")
+            task = asyncio.create_task(self.reload_now(), name="workerclass-sighup")
+            reloads.add(task)
+            task.add_done_callback(reloads.discard)
+
+        handlers = [(signal.SIGTERM, on_signal), (signal.SIGINT, on_signal)]
+        if hasattr(signal, "SIGHUP"):
+            handlers.append((signal.SIGHUP, on_hangup))
+        for sig, callback in handlers:
             with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
-                loop.add_signal_handler(sig, on_signal)
+                loop.add_signal_handler(sig, callback)
                 installed.append(sig)
         try:
             await self.start()
