@@ -30,6 +30,8 @@ from ..deploy import (
     CONTROLLER_LEASE,
     DEFAULT_IMAGE,
     DEFAULT_NAMESPACE,
+    MONITORING_NAMESPACE,
+    SHARED_NAMESPACES,
     InstallOptions,
     install_manifests,
     to_yaml,
@@ -113,6 +115,16 @@ def serve_webhook(
     ],
     tls_key: Annotated[Path, typer.Option("--tls-key", metavar="FILE", help="PEM private key of that certificate.")],
     port: Annotated[int, typer.Option("--port", min=0, max=65535, help="HTTPS port (0: any free port).")] = 8443,
+    metrics_port: Annotated[
+        int,
+        typer.Option(
+            "--metrics-port",
+            min=0,
+            max=65535,
+            help="Serve /metrics on this port (plain HTTP, nothing else) so a NetworkPolicy can admit the "
+            "scrapers to it alone; 0: /metrics on the HTTPS port.",
+        ),
+    ] = 0,
     host: Annotated[
         str, typer.Option("--host", help="Address to listen on (127.0.0.1 for a local trial).")
     ] = "0.0.0.0",
@@ -186,6 +198,7 @@ def serve_webhook(
     settings = Settings(
         host=host,
         port=port,
+        metrics_port=metrics_port,
         tls_reload_interval=tls_reload_interval,
         shutdown_delay=shutdown_delay,
         shutdown_timeout=shutdown_timeout,
@@ -384,11 +397,38 @@ def manifests_command(
             "(API server and node only); none: no policy.",
         ),
     ] = NetworkPolicyKind.kubernetes,
+    metrics_namespace: Annotated[
+        str,
+        typer.Option(
+            "--metrics-namespace",
+            metavar="NS",
+            help="The namespace whose pods may scrape /metrics (the NetworkPolicy's only source for the "
+            "metrics ports); empty: none may.",
+        ),
+    ] = MONITORING_NAMESPACE,
+    create_namespace: Annotated[
+        bool,
+        typer.Option(
+            "--create-namespace",
+            help="Also a Namespace object, so that deleting the bundle deletes it: only for a namespace the "
+            "install creates (refused for cozy-system, kube-system and the other shared ones).",
+        ),
+    ] = False,
+    webhook_configurations: Annotated[
+        bool,
+        typer.Option(
+            "--webhook-configurations/--no-webhook-configurations",
+            help="Include the webhook configurations (apply them last, once the webhook is ready; remove "
+            "them first: README, installing and uninstalling).",
+        ),
+    ] = True,
 ) -> None:
-    """The install manifests: the CRDs the package owns (WorkerClass, WorkerPlatform), webhook configurations,
-    Service, Deployment, PodDisruptionBudget, RBAC, and the controller.
+    """The install manifests: the CRDs the package owns (WorkerClass, WorkerPlatform), RBAC, Service,
+    Deployments, PodDisruptionBudget, NetworkPolicies, the controller, and the webhook configurations.
 
-    The image defaults to the one the Dockerfile builds for this version (README: Building the image).
+    No Namespace unless --create-namespace: the namespace exists first (kubectl create namespace
+    cozy-workerclass), so deleting the bundle never deletes a namespace it did not create. The image
+    defaults to the one the Dockerfile builds for this version (README: Building the image).
     """
     bundle: bytes | None = None
     if ca_bundle is not None:
@@ -400,6 +440,8 @@ def manifests_command(
             fail(f"{ca_bundle!s}: not a PEM certificate bundle")
         if b"PRIVATE KEY" in bundle:
             fail(f"{ca_bundle!s}: holds a private key; give the CA certificate only")
+    if create_namespace and namespace in SHARED_NAMESPACES:
+        fail(f"--create-namespace: {namespace} exists in every cluster; the install must not create or own it")
     options = InstallOptions(
         namespace=namespace,
         image=image,
@@ -407,6 +449,9 @@ def manifests_command(
         ca_bundle=bundle,
         timeout_seconds=timeout,
         network_policy=network_policy.value,
+        metrics_namespace=metrics_namespace or None,
+        create_namespace=create_namespace,
+        webhook_configurations=webhook_configurations,
     )
     objects = install_manifests(options, controller=controller)
     if output is ManifestFormat.json:

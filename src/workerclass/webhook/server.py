@@ -125,10 +125,13 @@ class WebhookServer(ReviewHandler):
         self._guard: ConnectionGuard | None = None
         self._budget = ByteBudget(self.settings.body_budget)
         self._listener: asyncio.AbstractServer | None = None
+        self._metrics_runner: web.AppRunner | None = None
         self._tls_task: asyncio.Task[None] | None = None
         self._port: int | None = None
         self._state_seen: State | None = None
         self._generation = 0
+        #: the paths this server answers on its HTTPS port
+        self._served = _SERVED_PATHS
         self.app = self._make_app()
 
     # ------------------------------------------------------------------ application
@@ -139,7 +142,10 @@ class WebhookServer(ReviewHandler):
             app.router.add_post(route.path, self._handler(route))
         app.router.add_get(HEALTH_PATH, self._tracked(self._healthz))
         app.router.add_get(READY_PATH, self._tracked(self._readyz))
-        app.router.add_get(METRICS_PATH, self._tracked(self._metrics))
+        if not self.settings.metrics_port:
+            app.router.add_get(METRICS_PATH, self._tracked(self._metrics))
+        else:  # on a port of its own (:meth:`_start_metrics`): not found here
+            self._served = self._served - {METRICS_PATH}
         # every other method and path, so that the connection guard hears of each answer (a
         # middleware would too, at a cost per request aiohttp makes noticeable: ~10 µs under load)
         app.router.add_route("*", "/{path:.*}", self._tracked(self._other))
@@ -156,7 +162,7 @@ class WebhookServer(ReviewHandler):
         return tracked
 
     async def _other(self, request: web.Request) -> web.Response:
-        if request.path in _SERVED_PATHS:
+        if request.path in self._served:
             allowed = "POST" if request.path in _REVIEW_PATHS else "GET"
             return web.Response(status=405, text="405: Method Not Allowed", headers={"Allow": allowed})
         return web.Response(status=404, text="404: Not Found")
@@ -251,10 +257,26 @@ class WebhookServer(ReviewHandler):
         )
         sockets = self._listener.sockets
         self._port = sockets[0].getsockname()[1] if sockets else settings.port
+        if settings.metrics_port:
+            await self._start_metrics()
         if self.tls is not None:
             self.tls.interval = settings.tls_reload_interval
             self._tls_task = self.tls.start()
         logger.info("webhook listening on %s:%d (%s)", settings.host, self._port, "https" if self.tls else "http")
+
+    async def _start_metrics(self) -> None:
+        """``/metrics`` alone, over plain HTTP on ``metrics_port`` (the scrapers' port)."""
+        metrics = web.Application()
+        metrics.router.add_get(METRICS_PATH, self._metrics)
+        runner = web.AppRunner(metrics, handle_signals=False, access_log=None, logger=http_logger)
+        await runner.setup()
+        try:
+            await web.TCPSite(runner, self.settings.host, self.settings.metrics_port, reuse_address=True).start()
+        except BaseException:
+            await runner.cleanup()
+            raise
+        self._metrics_runner = runner
+        logger.info("metrics on %s:%d (http)", self.settings.host, self.settings.metrics_port)
 
     async def stop(self) -> None:
         """Drain: report not ready, keep answering for ``shutdown_delay``, stop accepting, let
@@ -287,6 +309,9 @@ class WebhookServer(ReviewHandler):
             with contextlib.suppress(Exception):
                 await self._listener.wait_closed()
             self._listener = None
+        if self._metrics_runner is not None:
+            await self._metrics_runner.cleanup()
+            self._metrics_runner = None
         await stop_task(self._tls_task)
         self._tls_task = None
         await self.source.stop()

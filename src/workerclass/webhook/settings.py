@@ -20,6 +20,10 @@ class Settings:
 
     host: str = "0.0.0.0"
     port: int = 8443
+    #: serve ``/metrics`` on this port (plain HTTP, nothing else there) instead of the HTTPS port,
+    #: which the API server reaches from anywhere: a NetworkPolicy can then admit the scrapers to
+    #: this port alone. 0: ``/metrics`` on the HTTPS port
+    metrics_port: int = 0
     #: bodies over this get 413 (an object is at most ~1.5 MiB in etcd; a review carries two)
     max_body: int = 3 * MIB
     #: a client that has not sent its whole body after this many seconds gets 408
