@@ -22,6 +22,7 @@ from workerclass.deploy import (
     InstallOptions,
     controller_manifests,
     install_manifests,
+    kept_crds,
     to_yaml,
     webhook_manifests,
 )
@@ -48,7 +49,8 @@ def test_committed_manifests_match_the_generator() -> None:
     assert result.stdout == COMMITTED.read_text()
     assert list(yaml.safe_load_all(COMMITTED.read_text())) == install_manifests()
     alone = CliRunner().invoke(app, ["manifests", "--without-controller"])
-    assert list(yaml.safe_load_all(alone.stdout)) == [*crd_manifests(), *webhook_manifests()]
+    assert list(yaml.safe_load_all(alone.stdout)) == [*kept_crds(), *webhook_manifests()]
+    assert [crd["spec"] for crd in kept_crds()] == [crd["spec"] for crd in crd_manifests()]
 
 
 def test_controller_install_is_two_replicas_one_leader_with_the_rbac_it_writes_with() -> None:

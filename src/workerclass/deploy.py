@@ -15,19 +15,24 @@ It imports neither the webhook nor the adapters: it is their sibling, and reads 
   ``sideEffects: None``, ``admissionReviewVersions: [v1]``, with a timeout. DELETE of a pool and
   every other operation are deliberately not matched: a Fail webhook that matches more than it
   needs can refuse requests its handler would allow (the design page's warning);
+* no Namespace (unless ``create_namespace``, never for one of :data:`SHARED_NAMESPACES`): the
+  namespace exists first, so deleting the bundle never deletes a namespace it did not create;
 * a Service, a Deployment of 2 replicas spread over nodes with readiness on ``/readyz`` (cache
   synced and current) and liveness on ``/healthz``, memory requests and limits from the measured
   figures (:data:`WEBHOOK_MEMORY_REQUEST_MIB`, :data:`WEBHOOK_MEMORY_LIMIT_MIB`), a
-  PodDisruptionBudget keeping one up;
-* a NetworkPolicy admitting ingress to the webhook pods on the HTTPS port only (the API server's
-  calls, the kubelet's probes and a scrape of ``/metrics`` all use it). A portable policy cannot
-  name the API server (it is not a pod, and its addresses depend on the cluster), so it does not
-  restrict the source; on Cilium (Cozystack's CNI), :func:`cilium_network_policy` narrows it to
-  the ``kube-apiserver`` and ``host`` entities (plus a Prometheus namespace when given): apply it
-  beside or instead of the portable one (``InstallOptions(network_policy="cilium")``). Without a
-  CNI that enforces NetworkPolicy neither does anything; the server's own connection cap and
+  PodDisruptionBudget of ``maxUnavailable: 1`` (one replica at a time; a drain never waits on it,
+  even with one replica or an unhealthy one);
+* a NetworkPolicy per Deployment: the webhook's HTTPS port (the API server's calls, the kubelet's
+  probes) from any source, since a portable policy cannot name the API server (it is not a pod,
+  and its addresses depend on the cluster), and each Deployment's ``metrics`` port (``/metrics``
+  is served apart from the HTTPS port: ``--metrics-port``) only from the pods of
+  ``metrics_namespace`` (Cozystack's ``cozy-monitoring``; none without one). On Cilium
+  (Cozystack's CNI), :func:`cilium_network_policy` narrows the HTTPS port to the
+  ``kube-apiserver`` and ``host`` entities (``InstallOptions(network_policy="cilium")``). Without
+  a CNI that enforces NetworkPolicy neither does anything; the server's own connection cap and
   deadlines hold regardless;
-* a ServiceAccount with a ClusterRole of get/list/watch on exactly the watched resources;
+* a ServiceAccount with a ClusterRole of get/list/watch on exactly the watched resources; every
+  RBAC rule's reason is written beside it in the YAML (:func:`rule_reasons`, :func:`to_yaml`);
 * the serving certificate from cert-manager (a self-signed Issuer and a Certificate, the CA
   injected into both configurations), unless a CA bundle is given for a Secret made elsewhere;
 * the WorkerClass controller (:func:`controller_manifests`, included unless
@@ -38,10 +43,11 @@ It imports neither the webhook nor the adapters: it is their sibling, and reads 
   of the Lease acts (kopf runs standalone, so it runs on the leader only), liveness on ``/healthz``
   and metrics on ``/metrics``.
 
-Why one module over the house ~500 lines (about 550): it is the one generator of the install,
-document by document in apply order, and the webhook's and the controller's halves share its
-names, labels, identity and RBAC helpers; split, both halves would import a third module of those
-helpers and the apply order would live in two places.
+Why one module over the house ~500 lines (about 720): it is the one generator of the install,
+document by document in apply order, with the reason of each RBAC rule beside the rule, and the
+webhook's and the controller's halves share its names, labels, identity, network policy and RBAC
+helpers; split, both halves would import a third module of those helpers and the apply order would
+live in two places. The package's Helm chart is generated from it (:mod:`workerclass.helm_chart`).
 """
 
 from __future__ import annotations
@@ -668,9 +674,22 @@ HEADER = (
 )
 
 
-def install_manifests(options: InstallOptions | None = None, *, controller: bool = True) -> list[dict[str, Any]]:
+def kept_crds() -> list[dict[str, Any]]:
+    """The CRDs the package owns, marked ``helm.sh/resource-policy: keep``: deleting a CRD deletes
+    every object of its kind (every WorkerClass, the WorkerPlatform), so uninstalling the package's
+    chart leaves them; ``workerclass manifests --no-crds`` leaves them out of a bundle to delete."""
+    out = []
+    for crd in crd_manifests():
+        metadata = {**crd["metadata"], "annotations": {"helm.sh/resource-policy": "keep"}}
+        out.append({**crd, "metadata": metadata})
+    return out
+
+
+def install_manifests(
+    options: InstallOptions | None = None, *, controller: bool = True, crds: bool = True
+) -> list[dict[str, Any]]:
     """The whole install: the CRDs the package owns, the webhook, then (by default) the controller."""
-    objects = [*crd_manifests(), *webhook_manifests(options)]
+    objects = [*(kept_crds() if crds else []), *webhook_manifests(options)]
     if controller:
         objects += controller_manifests(options)
     return objects

@@ -1,4 +1,4 @@
-"""``serve webhook``, ``serve controller`` and ``manifests``: the servers against a cluster, and the install.
+"""``serve webhook`` and ``serve controller``: the servers against a cluster.
 
 ``serve`` is a Typer group (:data:`serve_app`): ``workerclass serve webhook`` and
 ``workerclass serve controller``. Both read the cluster through a
@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import os
 import socket
@@ -28,13 +27,7 @@ from ..adapters.tls import ReloadingContext, TLSFileError
 from ..api.webhooks import HEALTH_PATH
 from ..deploy import (
     CONTROLLER_LEASE,
-    DEFAULT_IMAGE,
     DEFAULT_NAMESPACE,
-    MONITORING_NAMESPACE,
-    SHARED_NAMESPACES,
-    InstallOptions,
-    install_manifests,
-    to_yaml,
 )
 from ..webhook.sources import FolderSource, StateSource
 from .app import Command, app
@@ -349,113 +342,3 @@ def serve_controller(
         from ..adapters.kube import short_error  # never the message: it may quote a server URL
 
         fail(f"the controller stopped: {short_error(error)}", code=1)
-
-
-class ManifestFormat(StrEnum):
-    yaml = "yaml"
-    json = "json"
-
-
-class NetworkPolicyKind(StrEnum):
-    kubernetes = "kubernetes"
-    cilium = "cilium"
-    none = "none"
-
-
-@app.command("manifests", cls=Command)
-def manifests_command(
-    namespace: Annotated[str, typer.Option("--namespace", "-n", help="Namespace of the webhook.")] = DEFAULT_NAMESPACE,
-    image: Annotated[
-        str, typer.Option("--image", help="Container image with the workerclass command.")
-    ] = DEFAULT_IMAGE,
-    replicas: Annotated[int, typer.Option("--replicas", min=1, help="Webhook replicas (a PDB keeps one up).")] = 2,
-    ca_bundle: Annotated[
-        Path | None,
-        typer.Option(
-            "--ca-bundle",
-            metavar="FILE",
-            help="PEM CA of a serving Secret you provide (workerclass-webhook-tls); without it cert-manager "
-            "issues the certificate and injects its CA.",
-        ),
-    ] = None,
-    timeout: Annotated[int, typer.Option("--timeout", min=1, max=30, help="Webhook timeoutSeconds.")] = 10,
-    output: Annotated[
-        ManifestFormat, typer.Option("--output", "-o", help="yaml: documents separated by ---; json: one v1 List.")
-    ] = ManifestFormat.yaml,
-    controller: Annotated[
-        bool,
-        typer.Option(
-            "--with-controller/--without-controller",
-            help="Also install the WorkerClass controller (one replica, its own least-privilege RBAC).",
-        ),
-    ] = True,
-    network_policy: Annotated[
-        NetworkPolicyKind,
-        typer.Option(
-            "--network-policy",
-            help="kubernetes: a portable NetworkPolicy (the port only); cilium: a CiliumNetworkPolicy "
-            "(API server and node only); none: no policy.",
-        ),
-    ] = NetworkPolicyKind.kubernetes,
-    metrics_namespace: Annotated[
-        str,
-        typer.Option(
-            "--metrics-namespace",
-            metavar="NS",
-            help="The namespace whose pods may scrape /metrics (the NetworkPolicy's only source for the "
-            "metrics ports); empty: none may.",
-        ),
-    ] = MONITORING_NAMESPACE,
-    create_namespace: Annotated[
-        bool,
-        typer.Option(
-            "--create-namespace",
-            help="Also a Namespace object, so that deleting the bundle deletes it: only for a namespace the "
-            "install creates (refused for cozy-system, kube-system and the other shared ones).",
-        ),
-    ] = False,
-    webhook_configurations: Annotated[
-        bool,
-        typer.Option(
-            "--webhook-configurations/--no-webhook-configurations",
-            help="Include the webhook configurations (apply them last, once the webhook is ready; remove "
-            "them first: README, installing and uninstalling).",
-        ),
-    ] = True,
-) -> None:
-    """The install manifests: the CRDs the package owns (WorkerClass, WorkerPlatform), RBAC, Service,
-    Deployments, PodDisruptionBudget, NetworkPolicies, the controller, and the webhook configurations.
-
-    No Namespace unless --create-namespace: the namespace exists first (kubectl create namespace
-    cozy-workerclass), so deleting the bundle never deletes a namespace it did not create. The image
-    defaults to the one the Dockerfile builds for this version (README: Building the image).
-    """
-    bundle: bytes | None = None
-    if ca_bundle is not None:
-        try:
-            bundle = ca_bundle.read_bytes()
-        except OSError as error:
-            fail(f"{ca_bundle!s}: cannot read ({error.strerror or type(error).__name__})")
-        if b"-----BEGIN CERTIFICATE-----" not in bundle:
-            fail(f"{ca_bundle!s}: not a PEM certificate bundle")
-        if b"PRIVATE KEY" in bundle:
-            fail(f"{ca_bundle!s}: holds a private key; give the CA certificate only")
-    if create_namespace and namespace in SHARED_NAMESPACES:
-        fail(f"--create-namespace: {namespace} exists in every cluster; the install must not create or own it")
-    options = InstallOptions(
-        namespace=namespace,
-        image=image,
-        replicas=replicas,
-        ca_bundle=bundle,
-        timeout_seconds=timeout,
-        network_policy=network_policy.value,
-        metrics_namespace=metrics_namespace or None,
-        create_namespace=create_namespace,
-        webhook_configurations=webhook_configurations,
-    )
-    objects = install_manifests(options, controller=controller)
-    if output is ManifestFormat.json:
-        data: dict[str, Any] = {"apiVersion": "v1", "kind": "List", "items": objects}
-        sys.stdout.write(json.dumps(data, indent=2) + "\n")
-    else:
-        sys.stdout.write(to_yaml(objects))

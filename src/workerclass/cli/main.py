@@ -23,11 +23,13 @@ __all__ = ["app", "main"]
 def _register() -> None:
     # Each command module adds itself to ``app``; importing them here keeps start-up explicit.
     from . import (
-        commands_core,  # noqa: F401  check, admit, resolve
+        commands_check,  # noqa: F401  check
+        commands_core,  # noqa: F401  admit, resolve
+        commands_manifests,  # noqa: F401  manifests
         commands_preflight,  # noqa: F401  preflight
         commands_render,  # noqa: F401  render, plan
         commands_restore,  # noqa: F401  restore
-        commands_serve,  # noqa: F401  serve webhook, manifests
+        commands_serve,  # noqa: F401  serve webhook, serve controller
     )
 
 

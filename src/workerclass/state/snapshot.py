@@ -17,7 +17,6 @@ watch event.
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cache, cached_property
@@ -27,21 +26,12 @@ from typing import Any
 from ..builtin import CLASSES_ORIGIN, PLATFORM_ORIGIN, builtin_classes, embedded_platform, embedded_platform_spec
 from ..chart.values import load_instancetypes
 from ..model import Cluster, Platform, parse_class_spec, parse_cluster, parse_platform
-from .kinds import (
-    APPLICATION_KIND_LABEL,
-    AUXILIARY_KINDS,
-    INSTANCETYPE_GROUP,
-    INSTANCETYPE_KIND,
-    KINDS,
-    POOL_KINDS,
-    RELEASE_PREFIX,
-)
+from .kinds import AUXILIARY_KINDS, INSTANCETYPE_GROUP, INSTANCETYPE_KIND, KINDS, POOL_KINDS, RELEASE_PREFIX
 from .memo import Memo
 from .pmap import EMPTY, PMap, as_pmap
 from .records import (
     ClassRecord,
     Document,
-    LoadError,
     ObjectRecord,
     PoolRecord,
     identify,
@@ -50,6 +40,7 @@ from .records import (
     pool_from_object,
     stored_nodes,
 )
+from .skipped import Skipped
 
 __all__ = ["Lines", "State", "embedded_instancetypes"]
 
@@ -190,24 +181,14 @@ class State:
     ) -> State:
         """Index documents. ``strict``: duplicate identities are an error, not a replacement.
 
-        ``warnings``: lines said before indexing (what the folder reader skipped); the State's
-        :attr:`warnings` list them first, then what indexing skipped: every object of a kind not
-        read (one line per kind, a kind close to one read by name), a pool-named HelmRelease
-        without its label. ``errors``: when given, a duplicate identity or a nameless object is
-        appended to it (``FILE:LINE: ...: skipped``) and indexing goes on; without it, raised as
-        :class:`LoadError`.
+        ``warnings``: what the folder reader skipped, kept first, then what indexing skips (:class:`~.skipped.Skipped`);
+        ``errors``: a duplicate identity or a nameless object goes there, else it is raised.
         """
         said: list[str] = list(warnings)
         seen: dict[tuple[str, str, str], ObjectRecord] = {}
         auxiliary: list[ObjectRecord] = []
         instancetypes: dict[str, Mapping[str, Any]] = {}
-        #: (kind, why) -> how many were skipped and where the first was
-        skipped: dict[tuple[str, str], list[Any]] = {}
-
-        def refuse(message: str) -> None:
-            if errors is None:
-                raise LoadError(message)
-            errors.append(f"{message}: skipped")
+        skipped = Skipped(errors)
 
         for document in documents:
             obj = document.obj
@@ -222,45 +203,26 @@ class State:
                 else:
                     said.append(f"{document.where}: skipped {kind} {name or '?'}: not {INSTANCETYPE_GROUP}")
                 continue
-            shown = f"{namespace}/{name}" if namespace else name or "?"
             if kind not in KINDS:
-                if not kind:
-                    said.append(f"{document.origin}: a mapping without kind, not a Kubernetes object: skipped")
-                    continue
-                meant = _meant_kind(kind)
-                if meant is not None:
-                    said.append(
-                        f"{document.where}: skipped {kind} {shown}: workerclass does not read kind {kind}; "
-                        f"did you mean {meant}?"
-                    )
-                else:
-                    _count(skipped, kind, "workerclass does not read this kind", document)
+                said.extend(skipped.kind_not_read(document, kind, namespace, name))
                 continue
             if kind == "HelmRelease" and not is_pool_release(obj):
-                if name.startswith(RELEASE_PREFIX):
-                    said.append(
-                        f"{document.where}: skipped HelmRelease {shown}: named like a pool's release but without "
-                        f"the label {APPLICATION_KIND_LABEL}: KubernetesNodes, so not read as a pool"
-                    )
-                else:
-                    _count(skipped, kind, "not a KubernetesNodes pool's release", document)
+                said.extend(skipped.release_not_a_pool(document, namespace, name))
                 continue
             group = KINDS[kind][0]
-            api_version = obj.get("apiVersion")
-            if not isinstance(api_version, str) or not api_version.startswith(group + "/"):
-                version = "absent" if api_version is None else _shown_value(api_version)
-                said.append(f"{document.where}: skipped {kind} {shown}: apiVersion {version} is not in {group}")
+            if not isinstance(obj.get("apiVersion"), str) or not obj["apiVersion"].startswith(group + "/"):
+                said.append(skipped.api_version_not_in_group(document, kind, namespace, name, group))
                 continue
             if not name:
-                refuse(f"{document.where}: {kind} has no metadata.name")
+                skipped.refuse(f"{document.where}: {kind} has no metadata.name")
                 continue
             key = (kind, namespace, name)
             if key in seen and strict:
-                refuse(f"{document.where}: duplicate {kind} {shown}, also defined at {seen[key].where}")
+                shown = f"{namespace}/{name}" if namespace else name
+                skipped.refuse(f"{document.where}: duplicate {kind} {shown}, also defined at {seen[key].where}")
                 continue
             seen[key] = ObjectRecord(kind, namespace, name, obj, document.origin, document.line)
-        for (kind, why), (count, first) in skipped.items():
-            said.append(f"skipped {count} {kind} object{'' if count == 1 else 's'} (first at {first}): {why}")
+        said.extend(skipped.counted())
         return cls.from_records(list(seen.values()), warnings=said, auxiliary=auxiliary, instancetypes=instancetypes)
 
     @classmethod
@@ -482,28 +444,6 @@ class State:
         else:
             pools.put(key, pool_from_object(record.obj) if record is not None else None)
         return self._next(**changes, **pools.changes())
-
-
-def _count(skipped: dict[tuple[str, str], list[Any]], kind: str, why: str, document: Document) -> None:
-    entry = skipped.setdefault((kind, why), [0, document.where])
-    entry[0] += 1
-
-
-#: the kinds a near miss is compared with (lower case -> as written)
-_READ_KINDS = {kind.lower(): kind for kind in (*KINDS, INSTANCETYPE_KIND)}
-
-
-def _meant_kind(kind: str) -> str | None:
-    """The kind read that ``kind`` is a near miss of (a letter off, another case), else ``None``."""
-    close = difflib.get_close_matches(kind.lower(), list(_READ_KINDS), n=1, cutoff=0.8)
-    return _READ_KINDS[close[0]] if close else None
-
-
-def _shown_value(value: object) -> str:
-    """A value read from a file, in a message: a short string as it is, anything else by its type."""
-    if isinstance(value, str):
-        return value if len(value) <= 80 and value.isprintable() else f"{value[:80]!r}..."
-    return f"of type {type(value).__name__}"
 
 
 _NO_LINES = Lines()
