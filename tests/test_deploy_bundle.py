@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -125,3 +126,41 @@ def test_every_rbac_rule_has_its_reason_written_beside_it() -> None:
             reasons.append(comment)
         assert len(set(reasons)) == len(reasons), "each rule says its own reason"
     assert list(yaml.safe_load_all(text)) == install_manifests()  # the comments change no object
+
+
+def _section(title: str) -> str:
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text("utf-8")
+    start = readme.index(f"\n## {title}\n")
+    end = readme.find("\n## ", start + 1)
+    return readme[start:end]
+
+
+def test_the_readme_says_how_it_runs_in_a_cluster() -> None:
+    text = _section("How it runs in a cluster")
+    gate = Path(__file__).resolve().parents[1] / "deploy" / "chart-gate"
+    # the chart versions the gate has a patch for, each named (a new patch must be documented here)
+    named = {"kubernetes-nodes-main.patch": "main `3c780acd4`", "kubernetes-nodes-pr3315.patch": "PR 3315"}
+    assert sorted(path.name for path in gate.glob("*.patch")) == sorted(named)
+    assert "`deploy/chart-gate/`" in text and all(words in text for words in named.values())
+    needed = ("cert-manager", "KubeVirt", "CDI", "kubeadm", "`k0s`", "`k3s`", "preflight --live", "Kubernetes 1.29")
+    for word in needed:
+        assert word in text, word
+    assert "Without cert-manager" in text and "caBundle" in text and "--ca-bundle" in text
+    for step in ("Installing", "Upgrading", "Uninstalling", "Finalizers"):
+        assert f"**{step}" in text, step
+
+
+def test_the_runbooks_commands_are_ones_the_tools_take() -> None:
+    text = _section("How it runs in a cluster")
+    commands = re.findall(r"^\$ workerclass (manifests[^|\n]*)", text, re.M)
+    assert len(commands) >= 3
+    for command in commands:
+        result = manifests(*command.split()[1:])
+        assert result.exit_code == 0, (command, result.stderr)
+    from workerclass.helm_chart import default_values
+
+    for key in re.findall(r"--set(?:-file)? ([A-Za-z.]+)=", text):
+        node: Any = default_values()
+        for part in key.split("."):
+            assert isinstance(node, dict) and part in node, f"--set {key}: no such value"
+            node = node[part]
