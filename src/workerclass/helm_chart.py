@@ -116,16 +116,21 @@ def _base() -> InstallOptions:
     return InstallOptions(namespace=_NAMESPACE, image=_IMAGE, replicas=_REPLICAS, timeout_seconds=_TIMEOUT)
 
 
-def _texts(combination: Combination, reasons: dict[str, str]) -> dict[tuple[str, str], str]:
-    """The bundle of one combination of the switches: each object's YAML by (kind, name), in order."""
+def _texts(combination: Combination, reasons: dict[str, str], dumped: dict[str, str]) -> dict[tuple[str, str], str]:
+    """The bundle of one combination of the switches: each object's YAML by (kind, name), in order
+    (``dumped``: the YAML of each object already written, by its JSON: most are the same in every
+    combination, and dumping the CRDs 48 times is most of the cost)."""
     options = _base()
     for switch, value in zip(SWITCHES, combination, strict=True):
         options = switch.apply(options, value)
     controller = combination[[switch.name for switch in SWITCHES].index("controller")]
-    return {
-        (obj["kind"], obj["metadata"]["name"]): document_yaml(obj, reasons)
-        for obj in install_manifests(options, controller=controller)
-    }
+    out: dict[tuple[str, str], str] = {}
+    for obj in install_manifests(options, controller=controller):
+        key = json.dumps(obj, sort_keys=True)
+        if key not in dumped:
+            dumped[key] = document_yaml(obj, reasons)
+        out[(obj["kind"], obj["metadata"]["name"])] = dumped[key]
+    return out
 
 
 def _substituted(text: str) -> str:
@@ -170,7 +175,8 @@ def templates() -> dict[str, str]:
     each wrapped in the conditions of the switches its text depends on."""
     reasons = rule_reasons()
     combinations = list(itertools.product(*(switch.values for switch in SWITCHES)))
-    bundles = {combination: _texts(combination, reasons) for combination in combinations}
+    dumped: dict[str, str] = {}
+    bundles = {combination: _texts(combination, reasons, dumped) for combination in combinations}
     order: list[tuple[str, str]] = []
     for bundle in bundles.values():
         order.extend(key for key in bundle if key not in order)
