@@ -22,6 +22,7 @@ from workerclass.deploy import (
     InstallOptions,
     controller_manifests,
     install_manifests,
+    kept_crds,
     to_yaml,
     webhook_manifests,
 )
@@ -48,7 +49,8 @@ def test_committed_manifests_match_the_generator() -> None:
     assert result.stdout == COMMITTED.read_text()
     assert list(yaml.safe_load_all(COMMITTED.read_text())) == install_manifests()
     alone = CliRunner().invoke(app, ["manifests", "--without-controller"])
-    assert list(yaml.safe_load_all(alone.stdout)) == [*crd_manifests(), *webhook_manifests()]
+    assert list(yaml.safe_load_all(alone.stdout)) == [*kept_crds(), *webhook_manifests()]
+    assert [crd["spec"] for crd in kept_crds()] == [crd["spec"] for crd in crd_manifests()]
 
 
 def test_controller_install_is_two_replicas_one_leader_with_the_rbac_it_writes_with() -> None:
@@ -56,8 +58,16 @@ def test_controller_install_is_two_replicas_one_leader_with_the_rbac_it_writes_w
 
     objects = controller_manifests()
     kinds = [obj["kind"] for obj in objects]
-    assert kinds == ["ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "Deployment"]
-    deployment = objects[-1]
+    assert kinds == [
+        "ServiceAccount",
+        "ClusterRole",
+        "ClusterRoleBinding",
+        "Role",
+        "RoleBinding",
+        "Deployment",
+        "NetworkPolicy",
+    ]
+    deployment = objects[-2]
     assert deployment["spec"]["replicas"] == 2  # one leader on the Lease; the other takes over
     container = deployment["spec"]["template"]["spec"]["containers"][0]
     assert container["args"][:2] == ["serve", "controller"]
@@ -147,7 +157,7 @@ def test_deployment_service_and_budget_fit_together() -> None:
         objects["PodDisruptionBudget"]["spec"]["selector"]["matchLabels"],
     ):
         assert selector.items() <= labels.items()
-    assert objects["PodDisruptionBudget"]["spec"]["minAvailable"] == 1
+    assert objects["PodDisruptionBudget"]["spec"]["maxUnavailable"] == 1  # never holds a drain (test_deploy_bundle)
     assert objects["Service"]["spec"]["ports"][0]["targetPort"] == container["ports"][0]["name"] == "https"
     assert container["readinessProbe"]["httpGet"] == {"path": "/readyz", "scheme": "HTTPS", "port": "https"}
     assert container["livenessProbe"]["httpGet"] == {"path": "/healthz", "scheme": "HTTPS", "port": "https"}
@@ -206,16 +216,17 @@ def test_ingress_is_restricted_to_the_webhook_port() -> None:
         objects["Deployment"]["spec"]["template"]["metadata"]["labels"].items()
     )
     assert policy["spec"]["policyTypes"] == ["Ingress"]
-    assert policy["spec"]["ingress"] == [
-        {"ports": [{"protocol": "TCP", "port": container["ports"][0]["containerPort"]}]}
-    ]
+    assert policy["spec"]["ingress"][0] == {
+        "ports": [{"protocol": "TCP", "port": container["ports"][0]["containerPort"]}]
+    }  # the HTTPS port from anywhere; /metrics has its own port and source (test_deploy_bundle)
 
     cilium = by_kind(webhook_manifests(InstallOptions(network_policy="cilium", metrics_namespace="monitoring")))
     assert "NetworkPolicy" not in cilium
     rules = cilium["CiliumNetworkPolicy"]["spec"]["ingress"]
     assert rules[0]["fromEntities"] == ["kube-apiserver", "host"]  # the API server's calls, the kubelet's probes
     assert rules[1]["fromEndpoints"] == [{"matchLabels": {"k8s:io.kubernetes.pod.namespace": "monitoring"}}]
-    assert all(rule["toPorts"] == [{"ports": [{"port": "8443", "protocol": "TCP"}]}] for rule in rules)
+    assert rules[0]["toPorts"] == [{"ports": [{"port": "8443", "protocol": "TCP"}]}]
+    assert rules[1]["toPorts"] == [{"ports": [{"port": "9090", "protocol": "TCP"}]}]
     assert "NetworkPolicy" not in by_kind(webhook_manifests(InstallOptions(network_policy="none")))
 
 

@@ -15,19 +15,24 @@ It imports neither the webhook nor the adapters: it is their sibling, and reads 
   ``sideEffects: None``, ``admissionReviewVersions: [v1]``, with a timeout. DELETE of a pool and
   every other operation are deliberately not matched: a Fail webhook that matches more than it
   needs can refuse requests its handler would allow (the design page's warning);
+* no Namespace (unless ``create_namespace``, never for one of :data:`SHARED_NAMESPACES`): the
+  namespace exists first, so deleting the bundle never deletes a namespace it did not create;
 * a Service, a Deployment of 2 replicas spread over nodes with readiness on ``/readyz`` (cache
   synced and current) and liveness on ``/healthz``, memory requests and limits from the measured
   figures (:data:`WEBHOOK_MEMORY_REQUEST_MIB`, :data:`WEBHOOK_MEMORY_LIMIT_MIB`), a
-  PodDisruptionBudget keeping one up;
-* a NetworkPolicy admitting ingress to the webhook pods on the HTTPS port only (the API server's
-  calls, the kubelet's probes and a scrape of ``/metrics`` all use it). A portable policy cannot
-  name the API server (it is not a pod, and its addresses depend on the cluster), so it does not
-  restrict the source; on Cilium (Cozystack's CNI), :func:`cilium_network_policy` narrows it to
-  the ``kube-apiserver`` and ``host`` entities (plus a Prometheus namespace when given): apply it
-  beside or instead of the portable one (``InstallOptions(network_policy="cilium")``). Without a
-  CNI that enforces NetworkPolicy neither does anything; the server's own connection cap and
+  PodDisruptionBudget of ``maxUnavailable: 1`` (one replica at a time; a drain never waits on it,
+  even with one replica or an unhealthy one);
+* a NetworkPolicy per Deployment: the webhook's HTTPS port (the API server's calls, the kubelet's
+  probes) from any source, since a portable policy cannot name the API server (it is not a pod,
+  and its addresses depend on the cluster), and each Deployment's ``metrics`` port (``/metrics``
+  is served apart from the HTTPS port: ``--metrics-port``) only from the pods of
+  ``metrics_namespace`` (Cozystack's ``cozy-monitoring``; none without one). On Cilium
+  (Cozystack's CNI), :func:`cilium_network_policy` narrows the HTTPS port to the
+  ``kube-apiserver`` and ``host`` entities (``InstallOptions(network_policy="cilium")``). Without
+  a CNI that enforces NetworkPolicy neither does anything; the server's own connection cap and
   deadlines hold regardless;
-* a ServiceAccount with a ClusterRole of get/list/watch on exactly the watched resources;
+* a ServiceAccount with a ClusterRole of get/list/watch on exactly the watched resources; every
+  RBAC rule's reason is written beside it in the YAML (:func:`rule_reasons`, :func:`to_yaml`);
 * the serving certificate from cert-manager (a self-signed Issuer and a Certificate, the CA
   injected into both configurations), unless a CA bundle is given for a Secret made elsewhere;
 * the WorkerClass controller (:func:`controller_manifests`, included unless
@@ -38,15 +43,17 @@ It imports neither the webhook nor the adapters: it is their sibling, and reads 
   of the Lease acts (kopf runs standalone, so it runs on the leader only), liveness on ``/healthz``
   and metrics on ``/metrics``.
 
-Why one module over the house ~500 lines (about 550): it is the one generator of the install,
-document by document in apply order, and the webhook's and the controller's halves share its
-names, labels, identity and RBAC helpers; split, both halves would import a third module of those
-helpers and the apply order would live in two places.
+Why one module over the house ~500 lines (about 720): it is the one generator of the install,
+document by document in apply order, with the reason of each RBAC rule beside the rule, and the
+webhook's and the controller's halves share its names, labels, identity, network policy and RBAC
+helpers; split, both halves would import a third module of those helpers and the apply order would
+live in two places. The package's Helm chart is generated from it (:mod:`workerclass.helm_chart`).
 """
 
 from __future__ import annotations
 
 import base64
+import json
 from collections import defaultdict
 from dataclasses import dataclass
 from importlib import metadata
@@ -65,6 +72,9 @@ NAME = "workerclass-webhook"
 DEFAULT_NAMESPACE = "cozy-workerclass"
 TLS_SECRET = f"{NAME}-tls"
 PORT = 8443
+#: the webhook's ``/metrics``, off the HTTPS port the API server reaches from anywhere, so that a
+#: NetworkPolicy can admit the scrapers to it alone
+METRICS_PORT = 9090
 
 #: the operations each path is matched for (the smallest set its rules need), from the API table
 OPERATIONS: dict[str, list[str]] = {webhook.path: list(webhook.operations) for webhook in WEBHOOKS}
@@ -80,6 +90,15 @@ def package_version() -> str:
 DEFAULT_IMAGE = f"ghcr.io/cozystack/cozystack/workerclass:v{package_version()}"
 
 
+#: namespaces every Cozystack (or Kubernetes) cluster already has: the bundle never creates one,
+#: since deleting the bundle would delete it, and everything in it
+SHARED_NAMESPACES = frozenset(
+    {"cozy-system", "cozy-public", "cozy-monitoring", "default", "kube-system", "kube-public", "kube-node-lease"}
+)
+#: Cozystack's monitoring namespace: where the scrapers of ``/metrics`` run
+MONITORING_NAMESPACE = "cozy-monitoring"
+
+
 @dataclass(frozen=True)
 class InstallOptions:
     namespace: str = DEFAULT_NAMESPACE
@@ -90,11 +109,18 @@ class InstallOptions:
     timeout_seconds: int = 10
     #: on SIGTERM, keep answering (reported not ready) this long so endpoints drop the pod first
     shutdown_delay: int = 5
-    #: "kubernetes": a portable NetworkPolicy (the port only); "cilium": a CiliumNetworkPolicy
+    #: "kubernetes": a portable NetworkPolicy (the ports only); "cilium": a CiliumNetworkPolicy
     #: admitting the API server and the node (probes) only; "none": no policy
     network_policy: str = "kubernetes"
-    #: with ``network_policy="cilium"``: a namespace whose pods may scrape ``/metrics`` (``None``: none)
-    metrics_namespace: str | None = None
+    #: a namespace whose pods may scrape ``/metrics`` (each Deployment's ``metrics`` port; ``None``:
+    #: none may, the port is closed by the policy)
+    metrics_namespace: str | None = MONITORING_NAMESPACE
+    #: also a Namespace object: only for a namespace the install creates, so that deleting the
+    #: bundle deletes it (never one of :data:`SHARED_NAMESPACES`)
+    create_namespace: bool = False
+    #: the webhook configurations: the runbook applies them last, once the webhook is ready, and
+    #: removes them first (README: installing, upgrading, uninstalling)
+    webhook_configurations: bool = True
 
 
 #: Memory of one webhook replica, from ``bench/README.md`` (issues 10 and 21): ~55 MiB resident
@@ -107,7 +133,11 @@ WEBHOOK_MEMORY_LIMIT_MIB = 320
 
 
 def _labels() -> dict[str, str]:
-    return {"app.kubernetes.io/name": NAME, "app.kubernetes.io/part-of": "workerclass"}
+    return _labels_of(NAME)
+
+
+def _labels_of(name: str) -> dict[str, str]:
+    return {"app.kubernetes.io/name": name, "app.kubernetes.io/part-of": "workerclass"}
 
 
 def _metadata(name: str, namespace: str | None = None, **extra: Any) -> dict[str, Any]:
@@ -182,15 +212,46 @@ def _identity(
     ]
 
 
+#: what each kind the caches read is to the install, for the reasons written beside the RBAC
+_ROLE_WORDS = {
+    "platform": "the platform's defaults, version map and images",
+    "class": "the classes pools select",
+    "parent": "the parent clusters (their version and infrastructure)",
+    "pool": "the pools (KubernetesNodes, their HelmReleases, ComputePlane node groups)",
+    "instancetype": "KubeVirt's instance types (a pool's size)",
+}
+
+Reasoned = list[tuple[dict[str, Any], str]]
+
+
+def _read_rules(watched_resources: tuple[Resource, ...], who: str) -> Reasoned:
+    """get/list/watch on exactly what a cluster cache reads, one rule per API group, with its reason."""
+    by_group: dict[str, list[Resource]] = defaultdict(list)
+    for watched in watched_resources:
+        by_group[watched.group].append(watched)
+    out: Reasoned = []
+    for group, resources in sorted(by_group.items()):
+        plurals = sorted(resource.plural for resource in resources)
+        roles = list(dict.fromkeys(_ROLE_WORDS[resource.role] for resource in resources))
+        reason = f"{', '.join(plurals)}: {'; '.join(roles)}: read into the cache {who}; nothing is written"
+        out.append(({"apiGroups": [group], "resources": plurals, "verbs": ["get", "list", "watch"]}, reason))
+    return out
+
+
 def rbac_rules(watched_resources: tuple[Resource, ...] = WATCHED) -> list[dict[str, Any]]:
     """get/list/watch on exactly what a cluster cache reads, one rule per API group."""
-    by_group: dict[str, list[str]] = defaultdict(list)
-    for watched in watched_resources:
-        by_group[watched.group].append(watched.plural)
-    return [
-        {"apiGroups": [group], "resources": sorted(plurals), "verbs": ["get", "list", "watch"]}
-        for group, plurals in sorted(by_group.items())
+    return [rule for rule, _ in _read_rules(watched_resources, "admission decides against")]
+
+
+def rule_reasons() -> dict[str, str]:
+    """Why each RBAC rule of the install is there, by the rule (its JSON, keys sorted): what
+    :func:`to_yaml` writes beside each rule."""
+    reasoned = [
+        *_read_rules(WATCHED, "admission decides against"),
+        *_controller_rules(),
+        *_lease_rules(),
     ]
+    return {json.dumps(rule, sort_keys=True): reason for rule, reason in reasoned}
 
 
 CONTROLLER = "workerclass-controller"
@@ -201,6 +262,11 @@ CONTROLLER_LEASE = CONTROLLER
 
 
 def controller_rbac_rules() -> list[dict[str, Any]]:
+    """The controller's ClusterRole rules (:func:`_controller_rules`, without their reasons)."""
+    return [rule for rule, _ in _controller_rules()]
+
+
+def _controller_rules() -> Reasoned:
     """The controller cache's reads, plus what it writes: the class finalizer and status, the objects
     of classified pools, kopf's Events.
 
@@ -219,35 +285,75 @@ def controller_rbac_rules() -> list[dict[str, Any]]:
     by_group: dict[str, list[str]] = defaultdict(list)
     for kind in WORKER_KINDS:
         by_group[kind.group].append(kind.plural)
-    worker_rows = [
-        {
-            "apiGroups": [group],
-            "resources": sorted(plurals),
-            "verbs": ["get", "list", "watch", "create", "update", "patch", "delete"],
-        }
+    worker_rows: Reasoned = [
+        (
+            {
+                "apiGroups": [group],
+                "resources": sorted(plurals),
+                "verbs": ["get", "list", "watch", "create", "update", "patch", "delete"],
+            },
+            f"{', '.join(sorted(plurals))}: the objects the chart renders for a classified pool: applied "
+            "(server-side), pinned for a handoff from Helm (patch) and pruned when the pool changes or goes",
+        )
         for group, plurals in sorted(by_group.items())
     ]
     return [
-        *rbac_rules(CONTROLLER_READS),
-        {"apiGroups": [WORKER_CLASS.group], "resources": [WORKER_CLASS.plural], "verbs": ["patch"]},
-        {"apiGroups": [WORKER_CLASS.group], "resources": [f"{WORKER_CLASS.plural}/status"], "verbs": ["patch"]},
+        *_read_rules(CONTROLLER_READS, "the controller renders pools and writes class status from"),
+        (
+            {"apiGroups": [WORKER_CLASS.group], "resources": [WORKER_CLASS.plural], "verbs": ["patch"]},
+            "workerclasses: add and release the finalizer that holds a custom class while pools select it",
+        ),
+        (
+            {"apiGroups": [WORKER_CLASS.group], "resources": [f"{WORKER_CLASS.plural}/status"], "verbs": ["patch"]},
+            "workerclasses/status: the Accepted and InUse conditions and the count of pools",
+        ),
         *worker_rows,
-        {"apiGroups": ["cluster.x-k8s.io"], "resources": ["machinesets"], "verbs": ["get", "list", "watch"]},
-        {
-            "apiGroups": ["rbac.authorization.k8s.io"],
-            "resources": ["roles", "clusterroles"],
-            "verbs": ["bind", "escalate"],
-        },
+        (
+            {"apiGroups": ["cluster.x-k8s.io"], "resources": ["machinesets"], "verbs": ["get", "list", "watch"]},
+            "machinesets: an old machine template is deleted only once no MachineSet uses it",
+        ),
+        (
+            {
+                "apiGroups": ["rbac.authorization.k8s.io"],
+                "resources": ["roles", "clusterroles"],
+                "verbs": ["bind", "escalate"],
+            },
+            "bind and escalate roles: the chart renders RBAC for a pool (the talos-reconcile Job's Role and "
+            "ClusterRole, the dashboard's Role), which the API server lets only a holder of those "
+            "permissions, or of these two verbs, create",
+        ),
         # kopf's own needs and ours: Events (listed, so that a restart does not say one again), and CRD discovery
-        {"apiGroups": [""], "resources": ["events"], "verbs": ["create", "list"]},
-        {"apiGroups": ["apiextensions.k8s.io"], "resources": ["customresourcedefinitions"], "verbs": ["list", "watch"]},
-        # whether the Kairos bootstrap provider takes the render (kubeadm), read before any Kairos pool is applied
-        {
-            "apiGroups": ["apiextensions.k8s.io"],
-            "resources": ["customresourcedefinitions"],
-            "resourceNames": [KAIROS_TEMPLATE_CRD],
-            "verbs": ["get"],
-        },
+        (
+            {"apiGroups": [""], "resources": ["events"], "verbs": ["create", "list"]},
+            "events: each pool's state on its HelmRelease, listed so that a restart does not say one again",
+        ),
+        (
+            {
+                "apiGroups": ["apiextensions.k8s.io"],
+                "resources": ["customresourcedefinitions"],
+                "verbs": ["list", "watch"],
+            },
+            "customresourcedefinitions: kopf, the controller's framework, discovers the resources it handles",
+        ),
+        (
+            {
+                "apiGroups": ["apiextensions.k8s.io"],
+                "resources": ["customresourcedefinitions"],
+                "resourceNames": [KAIROS_TEMPLATE_CRD],
+                "verbs": ["get"],
+            },
+            "the Kairos bootstrap provider's template CRD, read by name: whether it takes the kubeadm path the "
+            "render writes (the controller applies no Kairos pool until it does)",
+        ),
+    ]
+
+
+def _lease_rules() -> Reasoned:
+    return [
+        (
+            {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["get", "create", "update"]},
+            "leases, in this namespace only: the replicas elect the one that writes",
+        )
     ]
 
 
@@ -259,9 +365,7 @@ def controller_lease_role(namespace: str) -> list[dict[str, Any]]:
             "apiVersion": "rbac.authorization.k8s.io/v1",
             "kind": "Role",
             "metadata": dict(meta),
-            "rules": [
-                {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["get", "create", "update"]}
-            ],
+            "rules": [rule for rule, _ in _lease_rules()],
         },
         {
             "apiVersion": "rbac.authorization.k8s.io/v1",
@@ -352,6 +456,7 @@ def controller_manifests(options: InstallOptions | None = None) -> list[dict[str
                 },
             },
         },
+        *_policies(options, CONTROLLER, CONTROLLER_LIVENESS_PORT),
     ]
 
 
@@ -368,6 +473,8 @@ def _deployment(options: InstallOptions) -> dict[str, Any]:
         str(PORT),
         "--shutdown-delay",
         str(options.shutdown_delay),
+        "--metrics-port",
+        str(METRICS_PORT),
     ]
     return {
         "apiVersion": "apps/v1",
@@ -403,7 +510,10 @@ def _deployment(options: InstallOptions) -> dict[str, Any]:
                             "image": options.image,
                             "command": ["workerclass"],
                             "args": args,
-                            "ports": [{"name": "https", "containerPort": PORT, "protocol": "TCP"}],
+                            "ports": [
+                                {"name": "https", "containerPort": PORT, "protocol": "TCP"},
+                                {"name": "metrics", "containerPort": METRICS_PORT, "protocol": "TCP"},
+                            ],
                             "readinessProbe": {
                                 "httpGet": {"path": READY_PATH, **probe},
                                 "periodSeconds": 5,
@@ -436,41 +546,53 @@ def _deployment(options: InstallOptions) -> dict[str, Any]:
     }
 
 
-def network_policy(options: InstallOptions) -> dict[str, Any]:
-    """Ingress to the webhook pods on the HTTPS port only, from any source (see the module docstring)."""
+def network_policy(
+    options: InstallOptions, name: str = NAME, open_port: int = PORT, metrics_port: int = METRICS_PORT
+) -> dict[str, Any]:
+    """Ingress to ``name``'s pods: ``open_port`` from any source (the webhook's HTTPS port, which
+    the API server calls from an address a portable policy cannot name; the controller's liveness
+    port), and ``metrics_port`` from the pods of ``metrics_namespace`` only (none without one)."""
+    ingress: list[dict[str, Any]] = [{"ports": [{"protocol": "TCP", "port": open_port}]}]
+    if options.metrics_namespace:
+        namespace = {"matchLabels": {"kubernetes.io/metadata.name": options.metrics_namespace}}
+        ingress.append(
+            {"from": [{"namespaceSelector": namespace}], "ports": [{"protocol": "TCP", "port": metrics_port}]}
+        )
     return {
         "apiVersion": "networking.k8s.io/v1",
         "kind": "NetworkPolicy",
-        "metadata": _metadata(NAME, options.namespace),
+        "metadata": {**_metadata(name, options.namespace), "labels": _labels_of(name)},
         "spec": {
-            "podSelector": {"matchLabels": {"app.kubernetes.io/name": NAME}},
+            "podSelector": {"matchLabels": {"app.kubernetes.io/name": name}},
             "policyTypes": ["Ingress"],
-            "ingress": [{"ports": [{"protocol": "TCP", "port": PORT}]}],
+            "ingress": ingress,
         },
     }
 
 
-def cilium_network_policy(options: InstallOptions) -> dict[str, Any]:
-    """Cilium: the HTTPS port from the API server (``kube-apiserver``: its calls) and the pod's own
-    node (``host``: the kubelet's probes) only, plus pods of ``metrics_namespace`` when given."""
+def cilium_network_policy(
+    options: InstallOptions, name: str = NAME, open_port: int = PORT, metrics_port: int = METRICS_PORT
+) -> dict[str, Any]:
+    """Cilium: ``open_port`` from the API server (``kube-apiserver``: its calls) and the pod's own
+    node (``host``: the kubelet's probes) only, ``metrics_port`` from pods of ``metrics_namespace``."""
     ingress: list[dict[str, Any]] = [
         {
             "fromEntities": ["kube-apiserver", "host"],
-            "toPorts": [{"ports": [{"port": str(PORT), "protocol": "TCP"}]}],
+            "toPorts": [{"ports": [{"port": str(open_port), "protocol": "TCP"}]}],
         }
     ]
     if options.metrics_namespace:
         ingress.append(
             {
                 "fromEndpoints": [{"matchLabels": {"k8s:io.kubernetes.pod.namespace": options.metrics_namespace}}],
-                "toPorts": [{"ports": [{"port": str(PORT), "protocol": "TCP"}]}],
+                "toPorts": [{"ports": [{"port": str(metrics_port), "protocol": "TCP"}]}],
             }
         )
     return {
         "apiVersion": "cilium.io/v2",
         "kind": "CiliumNetworkPolicy",
-        "metadata": _metadata(NAME, options.namespace),
-        "spec": {"endpointSelector": {"matchLabels": {"app.kubernetes.io/name": NAME}}, "ingress": ingress},
+        "metadata": {**_metadata(name, options.namespace), "labels": _labels_of(name)},
+        "spec": {"endpointSelector": {"matchLabels": {"app.kubernetes.io/name": name}}, "ingress": ingress},
     }
 
 
@@ -505,10 +627,12 @@ def webhook_manifests(options: InstallOptions | None = None) -> list[dict[str, A
     namespace = options.namespace
     mutating = [webhook for webhook in WEBHOOKS if webhook.mutating]
     validating = [webhook for webhook in WEBHOOKS if not webhook.mutating]
-    objects: list[dict[str, Any]] = [
-        {"apiVersion": "v1", "kind": "Namespace", "metadata": _metadata(namespace)},
-        *_identity(_metadata(NAME, namespace), _metadata(NAME), rbac_rules()),
-    ]
+    objects: list[dict[str, Any]] = []
+    if options.create_namespace:
+        if namespace in SHARED_NAMESPACES:
+            raise ValueError(f"{namespace} exists in every cluster: the install must not create or own it")
+        objects.append({"apiVersion": "v1", "kind": "Namespace", "metadata": _metadata(namespace)})
+    objects.extend(_identity(_metadata(NAME, namespace), _metadata(NAME), rbac_rules()))
     if options.ca_bundle is None:
         objects.extend(_certificate_objects(options))
     objects.extend(
@@ -529,22 +653,30 @@ def webhook_manifests(options: InstallOptions | None = None) -> list[dict[str, A
                 "apiVersion": "policy/v1",
                 "kind": "PodDisruptionBudget",
                 "metadata": _metadata(NAME, namespace),
-                "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app.kubernetes.io/name": NAME}}},
+                # one replica at a time, never none: with 1 replica a drain still evicts it (a
+                # minAvailable of 1 would hold the drain forever), and a replica that is not
+                # healthy never holds one either
+                "spec": {
+                    "maxUnavailable": 1,
+                    "unhealthyPodEvictionPolicy": "AlwaysAllow",
+                    "selector": {"matchLabels": {"app.kubernetes.io/name": NAME}},
+                },
             },
-            _configuration("MutatingWebhookConfiguration", mutating, options),
-            _configuration("ValidatingWebhookConfiguration", validating, options),
         ]
     )
+    if options.webhook_configurations:
+        objects.append(_configuration("MutatingWebhookConfiguration", mutating, options))
+        objects.append(_configuration("ValidatingWebhookConfiguration", validating, options))
     return objects
 
 
-def _policies(options: InstallOptions) -> list[dict[str, Any]]:
+def _policies(options: InstallOptions, name: str = NAME, open_port: int = PORT) -> list[dict[str, Any]]:
     if options.network_policy == "none":
         return []
     if options.network_policy == "cilium":
-        return [cilium_network_policy(options)]
+        return [cilium_network_policy(options, name, open_port)]
     if options.network_policy == "kubernetes":
-        return [network_policy(options)]
+        return [network_policy(options, name, open_port)]
     raise ValueError(f"network_policy must be kubernetes, cilium or none, not {options.network_policy!r}")
 
 
@@ -554,15 +686,50 @@ HEADER = (
 )
 
 
-def install_manifests(options: InstallOptions | None = None, *, controller: bool = True) -> list[dict[str, Any]]:
+def kept_crds() -> list[dict[str, Any]]:
+    """The CRDs the package owns, marked ``helm.sh/resource-policy: keep``: deleting a CRD deletes
+    every object of its kind (every WorkerClass, the WorkerPlatform), so uninstalling the package's
+    chart leaves them; ``workerclass manifests --no-crds`` leaves them out of a bundle to delete."""
+    out = []
+    for crd in crd_manifests():
+        metadata = {**crd["metadata"], "annotations": {"helm.sh/resource-policy": "keep"}}
+        out.append({**crd, "metadata": metadata})
+    return out
+
+
+def install_manifests(
+    options: InstallOptions | None = None, *, controller: bool = True, crds: bool = True
+) -> list[dict[str, Any]]:
     """The whole install: the CRDs the package owns, the webhook, then (by default) the controller."""
-    objects = [*crd_manifests(), *webhook_manifests(options)]
+    objects = [*(kept_crds() if crds else []), *webhook_manifests(options)]
     if controller:
         objects += controller_manifests(options)
     return objects
 
 
+def _dump(obj: Any) -> str:
+    return yaml.safe_dump(obj, sort_keys=False, default_flow_style=False, width=1000)
+
+
+def document_yaml(obj: dict[str, Any], reasons: dict[str, str] | None = None) -> str:
+    """One object as YAML, keys in the order written above; a Role's or ClusterRole's rules each
+    with its reason as a comment above it (:func:`rule_reasons`; a rule without one is an error)."""
+    if obj.get("kind") not in ("Role", "ClusterRole") or not obj.get("rules"):
+        return _dump(obj)
+    reasons = rule_reasons() if reasons is None else reasons
+    head = _dump({key: value for key, value in obj.items() if key != "rules"})
+    lines = [head.rstrip("\n"), "rules:"]
+    for rule in obj["rules"]:
+        reason = reasons.get(json.dumps(rule, sort_keys=True))
+        if reason is None:
+            raise ValueError(f"no reason is written for the {obj['kind']} rule {rule}")
+        lines.append(f"# {reason}")
+        lines.append(_dump([rule]).rstrip("\n"))
+    return "\n".join(lines) + "\n"
+
+
 def to_yaml(objects: list[dict[str, Any]]) -> str:
-    """Multi-document YAML, keys in the order written above (stable across runs)."""
-    body = yaml.safe_dump_all(objects, sort_keys=False, default_flow_style=False, explicit_start=True, width=1000)
-    return HEADER + body
+    """Multi-document YAML, keys in the order written above (stable across runs), with the reason
+    of every RBAC rule written beside it."""
+    reasons = rule_reasons()
+    return HEADER + "".join(f"---\n{document_yaml(obj, reasons)}" for obj in objects)

@@ -123,7 +123,7 @@ def test_quoted_names_and_other_keys_named_name_are_fine() -> None:
 
 
 def test_missing_path_is_an_error(tmp_path: Path) -> None:
-    with pytest.raises(LoadError, match="no such folder"):
+    with pytest.raises(LoadError, match="no such file or folder"):
         read_paths([str(tmp_path / "nope")])
 
 

@@ -117,24 +117,79 @@ def test_check_duplicate_identity_exits_two(state: Path) -> None:
     assert "pools.yaml" in result.stderr
 
 
-def test_check_unknown_kind_is_skipped_silently_and_a_non_object_with_a_warning(state: Path) -> None:
+def test_check_warns_of_every_skipped_kind_and_document(state: Path) -> None:
     write(state / "cm.yaml", {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}})
     write(state / "notes.yaml", {"title": "not an object"})
+    write(state / "typo.yaml", {**pool("example-typo"), "kind": "KubernetesNode"})
     result = run("check", str(state))
     assert result.exit_code == 0
-    assert "cm.yaml" not in result.stderr and "ConfigMap" not in result.stderr  # API.md section 4
+    assert f"skipped 1 ConfigMap object (first at {state / 'cm.yaml'}:1): workerclass does not read" in result.stderr
     assert f"{state / 'notes.yaml'}#1: a mapping without kind, not a Kubernetes object: skipped" in result.stderr
+    assert "did you mean KubernetesNodes?" in result.stderr
+
+
+def test_one_unparsable_file_is_reported_and_the_rest_checked(state: Path) -> None:
+    (state / "broken.yaml").write_text("apiVersion: v1\nkind: [unclosed\n")
+    write(state / "bad.yaml", pool("example-bad", workerClassName="talos", sshKeys=["ssh-ed25519 AAAA x"]))
+    for output in ("table", "json", "junit"):
+        result = run("check", str(state), "-o", output)
+        assert result.exit_code == 2, output  # an error wins over a denial
+        assert f"error: {state / 'broken.yaml'}:3: invalid YAML" in result.stderr, result.stderr
+        assert "example-talos" in result.stdout and "example-bad" in result.stdout, output
+    table = run("check", str(state)).stdout.splitlines()
+    assert table[-1].endswith("; 1 part of STATE could not be read"), table[-1]
+    assert run("resolve", str(state), "--pool", "tenant-example/example-talos").exit_code == 2
+
+
+def test_exclude_is_repeatable_and_skips_what_it_matches(state: Path) -> None:
+    (state / "vendor").mkdir()
+    (state / "vendor" / "broken.yaml").write_text("kind: [unclosed\n")
+    write(state / "bad.enc.yaml", pool("example-bad", workerClassName="talos", sshKeys=["ssh-ed25519 AAAA x"]))
+    assert run("check", str(state)).exit_code == 2
+    result = run("check", str(state), "--exclude", "vendor", "--exclude", "*.enc.yaml")
+    assert result.exit_code == 0, result.stderr
+    assert "example-bad" not in result.stdout
+
+
+def test_an_empty_state_is_an_error(tmp_path: Path) -> None:
+    (tmp_path / "empty").mkdir()
+    write(tmp_path / "other" / "cm.yaml", {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}})
+    for folder in ("empty", "other"):
+        for command in ("check", "resolve", "render"):
+            result = run(command, str(tmp_path / folder))
+            assert result.exit_code == 2, (command, folder)
+            assert "no object workerclass reads" in result.stderr, result.stderr
+
+
+def test_table_json_and_junit_name_the_file_and_line_of_each_object(state: Path) -> None:
+    pools_file = state / "tenant-example" / "pools.yaml"
+    lines = pools_file.read_text().splitlines()
+    talos_line = next(i for i, line in enumerate(lines) if "name: example-talos" in line)
+    start = max(i for i in range(talos_line) if lines[i].startswith("apiVersion")) + 1
+    where = f"{pools_file}:{start}"
+    data = json.loads(run("check", str(state), "-o", "json").stdout)
+    (talos,) = [item for item in data["objects"] if item["name"] == "example-talos"]
+    assert (talos["file"], talos["line"]) == (str(pools_file), start)
+    table = run("check", str(state)).stdout.splitlines()
+    assert table[0].split() == ["OBJECT", "FILE", "RESULT", "DETAILS"]
+    (row,) = [line for line in table if line.startswith("KubernetesNodes tenant-example/example-talos ")]
+    assert where in row
+    cls = state / "classes" / "talos-example-r1.yaml"
+    cls.write_text(cls.read_text().replace("bootstrap: talos", "bootstrap: talos\n  someField: 1"))
+    junit = run("check", str(state), "-o", "junit").stdout
+    assert where in junit
+    assert f"at {cls}:1" in junit
 
 
 def test_check_missing_folder_exits_two(tmp_path: Path) -> None:
     result = run("check", str(tmp_path / "nope"))
     assert result.exit_code == 2
-    assert "no such folder" in result.stderr
+    assert "no such file or folder" in result.stderr
 
 
 # ------------------------------------------------------------------ admit
 
-ADMIT_KEYS = {"allowed", "operation", "patch", "object", "warnings", "denials"}
+ADMIT_KEYS = {"kind", "namespace", "name", "allowed", "operation", "patch", "warnings", "denials"}
 
 
 def test_admit_create_json_shape_and_default_patch(state: Path, tmp_path: Path) -> None:
@@ -145,7 +200,7 @@ def test_admit_create_json_shape_and_default_patch(state: Path, tmp_path: Path) 
     assert set(data) == ADMIT_KEYS
     assert data["operation"] == "CREATE"
     assert data["patch"] == [{"op": "add", "path": "/spec/workerClassName", "value": "talos"}]
-    assert data["object"]["spec"]["workerClassName"] == "talos"
+    assert "object" not in data  # the request is named, never printed whole (its values may hold a secret)
     assert data["denials"] == []
 
 
@@ -252,6 +307,7 @@ POOL_KEYS = {
     "templateHash",
     "denials",
     "warnings",
+    "why",
 }
 
 
@@ -432,3 +488,95 @@ def test_check_json_reads_a_date_as_the_text_kubectl_reads(state: Path) -> None:
     data = json.loads(result.stdout)
     (dated,) = [item for item in data["objects"] if item["name"] == "example-dated"]
     assert dated["allowed"] is True, dated
+
+
+# ------------------------------------------------------------------ check --stored: classes and the platform
+
+
+def _class(name: str, spec: Any) -> dict[str, Any]:
+    return {"apiVersion": "cozystack.io/v1alpha1", "kind": "WorkerClass", "metadata": {"name": name}, "spec": spec}
+
+
+@pytest.mark.parametrize(
+    ("obj", "code", "field"),
+    [
+        (_class("bad-null", None), "Invalid", "spec.bootstrap"),
+        (_class("bad-unknown", {"bootstrap": "talos", "someField": 1}), "Invalid", "spec.someField"),
+        (
+            _class("bad-unpinned", {"bootstrap": "kairos", "image": {"reference": "ghcr.io/x/kairos-worker:v1"}}),
+            None,
+            "spec.image.reference",
+        ),
+    ],
+    ids=["spec-null", "unknown-field", "unpinned-image"],
+)
+def test_check_stored_judges_a_stored_class_as_on_create(
+    state: Path, obj: dict[str, Any], code: str | None, field: str
+) -> None:
+    write(state / "classes" / "bad.yaml", obj)
+    created = {o["name"]: o for o in json.loads(run("check", str(state), "-o", "json").stdout)["objects"]}
+    result = run("check", str(state), "--stored", "-o", "json")
+    assert result.exit_code == 1, result.stdout
+    stored = {o["name"]: o for o in json.loads(result.stdout)["objects"]}
+    name = obj["metadata"]["name"]
+    assert stored[name]["allowed"] is False
+    assert stored[name]["operation"] == "UPDATE"  # read as stored
+    assert [(d["code"], d["field"]) for d in stored[name]["denials"]] == [
+        (d["code"], d["field"]) for d in created[name]["denials"]
+    ]
+    assert any(d["field"] == field and (code is None or d["code"] == code) for d in stored[name]["denials"])
+
+
+def test_check_stored_judges_the_stored_platform(state: Path) -> None:
+    platform = state / "platform" / "workerplatform.yaml"
+    platform.write_text(platform.read_text().replace("defaultWorkerClass: talos", "defaultWorkerClass: missing"))
+    result = run("check", str(state), "--stored", "-o", "json")
+    assert result.exit_code == 1
+    (item,) = [o for o in json.loads(result.stdout)["objects"] if o["kind"] == "WorkerPlatform"]
+    assert [(d["code"], d["field"]) for d in item["denials"]] == [("ClassNotFound", "spec.defaultWorkerClass")]
+
+
+# ------------------------------------------------------------------ no output echoes a value that may be a secret
+
+PRIVATE_KEY_TEXT = (
+    "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQ\n-----END OPENSSH PRIVATE KEY-----"
+)
+AWS_KEY_ID = "AKIAIOSFODNN7EXAMPLE"
+
+
+def test_check_and_admit_json_print_no_whole_object(state: Path, tmp_path: Path) -> None:
+    """A private key pasted in sshKeys (or anywhere in an object) must not land in a CI artifact:
+    the JSON names each object and its decision, never its contents."""
+    leaky = pool("example-leaky", workerClassName="kairos", sshKeys=[PRIVATE_KEY_TEXT])
+    write(state / "leaky.yaml", leaky)
+    for output in ("json", "junit", "table"):
+        result = run("check", str(state), "-o", output)
+        assert "b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQ" not in result.stdout + result.stderr, output
+    data = json.loads(run("check", str(state), "-o", "json").stdout)
+    assert all("object" not in item for item in data["objects"])
+    request = write(tmp_path / "req.yaml", pool("example-new", workerClassName="", sshKeys=[PRIVATE_KEY_TEXT]))
+    for operation in ("CREATE",):
+        result = run("admit", str(state), "-f", str(request), "--operation", operation, "-o", "json")
+        assert "b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQ" not in result.stdout + result.stderr
+        document = json.loads(result.stdout)
+        assert "object" not in document
+        assert (document["kind"], document["namespace"], document["name"]) == (
+            "KubernetesNodes",
+            "tenant-example",
+            "example-new",
+        )
+
+
+def test_no_output_quotes_a_map_key_shaped_like_a_token(state: Path, tmp_path: Path) -> None:
+    write(state / "leaky.yaml", pool("example-leaky", workerClassName="talos", **{AWS_KEY_ID: True}))
+    for output in ("json", "junit", "table"):
+        result = run("check", str(state), "-o", output)
+        assert result.exit_code == 0, output  # a key nothing reads is a warning (the chart ignores it)
+        assert AWS_KEY_ID not in result.stdout + result.stderr, output
+    (leaky,) = [
+        o for o in json.loads(run("check", str(state), "-o", "json").stdout)["objects"] if o["name"] == "example-leaky"
+    ]
+    assert any("unknown field" in warning for warning in leaky["warnings"]), leaky
+    for command in ("resolve", "render"):
+        result = run(command, str(state), "--pool", "tenant-example/example-leaky")
+        assert AWS_KEY_ID not in result.stdout + result.stderr, command

@@ -87,7 +87,7 @@ def plan_json(before: Path, after: Path, *extra: str) -> tuple[int, dict[str, di
     result = cli("plan", str(before), "--to", str(after), "-o", "json", *extra)
     assert result.returncode in (0, 1, 2), result.stderr
     document = json.loads(result.stdout)
-    assert list(document) == ["pools"]
+    assert list(document) == ["pools", "refusals"]
     return result.returncode, {row["pool"]: row for row in document["pools"]}
 
 

@@ -101,7 +101,7 @@ def test_load_errors_are_one_clean_line(state: Path, command: str) -> None:
     assert result.stderr.startswith("error: ")
     assert "broken.yaml" in result.stderr and "invalid YAML" in result.stderr
     missing = run("plan", str(EXAMPLES), "--to", str(state / "missing"))
-    assert missing.exit_code == 2 and "no such folder" in missing.stderr
+    assert missing.exit_code == 2 and "no such file or folder" in missing.stderr
 
 
 def test_plan_json(state: Path) -> None:
@@ -110,7 +110,7 @@ def test_plan_json(state: Path) -> None:
     result = run("plan", str(EXAMPLES), "--to", str(state), "-o", "json")
     assert result.exit_code == 0, result.stderr
     document = json.loads(result.stdout)
-    assert list(document) == ["pools"]
+    assert list(document) == ["pools", "refusals"]
     by_pool = {row["pool"]: row for row in document["pools"]}
     assert len(by_pool) == 4
     # the platform Kairos image's new digest renames the Kairos machine template: a rebuild-only roll
@@ -240,3 +240,51 @@ def test_plan_turns_a_render_error_that_escapes_it_into_a_denial_line(monkeypatc
     assert result.exit_code == 1
     assert result.stderr.splitlines()[-1].endswith(": Invalid spec: the chart refuses the pool: no such StorageClass")
     assert result.stderr.splitlines()[-1].startswith("tenant-example/")
+
+
+def test_plan_to_takes_several_paths_as_state_does(tmp_path: Path) -> None:
+    """``--to STATE2...``: every path up to the next option is STATE2, as STATE takes several."""
+    after = tmp_path / "after"
+    shutil.copytree(EXAMPLES, after)
+    extra = tmp_path / "extra.yaml"
+    new = {
+        "apiVersion": "apps.cozystack.io/v1alpha1",
+        "kind": "KubernetesNodes",
+        "metadata": {"name": "example-extra", "namespace": "tenant-example"},
+        "spec": {"cluster": "example", "workerClassName": "talos"},
+    }
+    extra.write_text(yaml.safe_dump(new))
+    for args in (
+        ["plan", str(EXAMPLES), "--to", str(after), str(extra), "-o", "json"],
+        ["plan", str(EXAMPLES), "-o", "json", "--to", str(after), str(extra)],
+        ["plan", str(EXAMPLES), "--to", str(after), "--to", str(extra), "-o", "json"],
+    ):
+        result = run(*args)
+        assert result.exit_code == 0, (args, result.stderr)
+        rows = {row["pool"]: row for row in json.loads(result.stdout)["pools"]}
+        assert rows["tenant-example/example-extra"]["action"] == "create", args
+        assert rows["tenant-example/example-talos"]["action"] == "unchanged", args
+    usage = run("plan", "--help")
+    assert "--to STATE2..." in usage.stdout
+
+
+def test_plan_shows_class_and_platform_refusals_as_rows_and_counts_what_it_names(state: Path) -> None:
+    """A refused class edit is a row of its own (table and JSON); the summary counts pools as pools
+    and the refused class change apart."""
+    cls = state / "classes" / "talos-example-r1.yaml"
+    cls.write_text(cls.read_text().replace("version: v1.13.6", "version: v1.13.7"))
+    document = run("plan", str(EXAMPLES), "--to", str(state), "-o", "json")
+    assert document.exit_code == 0, document.stderr
+    data = json.loads(document.stdout)
+    assert [(row["kind"], row["name"], row["refused"]) for row in data["refusals"]] == [
+        ("WorkerClass", "talos-example-r1", ["ClassImmutable"])
+    ]
+    refused_pools = [row["pool"] for row in data["pools"] if row["refused"]]
+    assert refused_pools == ["tenant-example/example-talos"]
+    result = run("plan", str(EXAMPLES), "--to", str(state))
+    lines = result.stdout.splitlines()
+    assert any(line.startswith("WorkerClass talos-example-r1") and "ClassImmutable" in line for line in lines), lines
+    summary = lines[-1]
+    assert summary.startswith("4 pools, "), summary
+    assert "1 refused by admission or denied" in summary, summary
+    assert "1 WorkerClass or WorkerPlatform change refused" in summary, summary

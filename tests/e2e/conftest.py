@@ -339,9 +339,9 @@ def install(kube: Kube, webhook_certs: WebhookCerts) -> Install:
     rest = [obj for obj in applied if obj["kind"] != "CustomResourceDefinition"]
     webhooks = [obj for obj in rest if obj["kind"].endswith("WebhookConfiguration")]
     others = [obj for obj in rest if obj not in webhooks]
-    for obj in others:  # a dry run first: the namespace must exist for the namespaced objects' dry run
-        if obj["kind"] == "Namespace":
-            kube.apply(obj, manager="workerclass-e2e-install")
+    # The bundle creates no namespace (deleting it must never delete one it did not create): the
+    # namespace exists first, as the README's runbook says; a dry run needs it too.
+    kube.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}}, manager="workerclass-e2e")
     for obj in others:
         kube.apply(obj, manager="workerclass-e2e-install", dry_run=True)
     for obj in others:

@@ -223,3 +223,34 @@ def test_the_server_and_the_parser_refuse_alike(kube: Kube, webhook: Served, cas
         assert case.parser in codes, codes
     if (case.server is None) != (case.parser is None):
         assert case.why, "server and parser differ: say why in the table"
+
+
+# ------------------------------------------------------------------ the namespace the bundle does not own
+
+
+def test_deleting_the_bundle_never_deletes_a_namespace_it_did_not_create(
+    kube: Kube, install: Install, webhook_certs: WebhookCerts
+) -> None:
+    """``cozy-system`` exists in every Cozystack cluster. The bundle generated for it applies into
+    it as it is, and deleting every object the bundle lists (``kubectl delete -f``) leaves the
+    namespace and what else lives there. Its cluster-wide objects are the session's install's (the
+    same names), so this one applies and deletes the namespaced ones, and checks it lists no Namespace.
+
+    Seen to fail against the former bundle, which listed ``Namespace cozy-system`` first."""
+    shared = "cozy-system"
+    kube.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": shared}}, manager="cozystack")
+    bystander = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cozystack", "namespace": shared}}
+    kube.apply(bystander, manager="cozystack")
+    bundle = manifests(webhook_certs.ca_file, "-n", shared)
+    assert [obj for obj in bundle if obj["kind"] == "Namespace"] == []
+    namespaced = [obj for obj in bundle if obj["metadata"].get("namespace") == shared]
+    assert {obj["kind"] for obj in namespaced} >= {"Deployment", "Service", "ServiceAccount", "PodDisruptionBudget"}
+    for obj in namespaced:
+        kube.apply(obj, manager="workerclass-e2e-cozy-system")
+    for obj in namespaced:  # what `kubectl delete -f` does with the bundle's namespaced documents
+        kube.delete(obj["apiVersion"], obj["kind"], obj["metadata"]["name"], shared)
+    live = kube.get("v1", "Namespace", shared)
+    assert live["status"].get("phase") == "Active" and "deletionTimestamp" not in live["metadata"]
+    assert kube.get("v1", "ConfigMap", "cozystack", shared)["metadata"]["name"] == "cozystack"
+    for obj in namespaced:
+        assert kube.find(obj["apiVersion"], obj["kind"], obj["metadata"]["name"], shared) is None, obj["kind"]

@@ -250,7 +250,7 @@ def test_added_removed_and_denied_pools_have_rows_and_replace_nothing() -> None:
 
 def test_json_rows_have_exactly_the_api_keys() -> None:
     document = plan(state(), state(WorkerPlatform=_kairos_digest)).as_dict()
-    assert set(document) == {"pools"}
+    assert set(document) == {"pools", "refusals"}  # refusals: class and platform changes, rows of their own
     keys = {"pool", "action", "replace", "refused", "rebuildOnly", "newMachinesOnly", "reasons"}
     assert [set(row) for row in document["pools"]] == [keys] * len(ALL)
     kairos = next(row for row in document["pools"] if row["pool"] == "tenant-example/example-kairos")
@@ -272,27 +272,51 @@ def test_bootstrap_family_change_is_flagged_as_refused_without_empty_reasons() -
     assert not any("none -> none" in reason for reason in row.reasons), row.reasons
 
 
-def test_family_change_of_a_direct_helm_release_is_not_guarded() -> None:
-    """No webhook validates HelmRelease writers (API.md section 5): the switch would go through."""
+DIRECT: dict[str, Any] = {
+    "apiVersion": "helm.toolkit.fluxcd.io/v2",
+    "kind": "HelmRelease",
+    "metadata": {
+        "name": "kubernetes-nodes-example-direct",
+        "namespace": "tenant-example",
+        "labels": {"apps.cozystack.io/application.kind": "KubernetesNodes"},
+    },
+    "spec": {"values": {"cluster": "example", "version": "v1.35"}},
+}
 
-    direct: dict[str, Any] = {
-        "apiVersion": "helm.toolkit.fluxcd.io/v2",
-        "kind": "HelmRelease",
-        "metadata": {
-            "name": "kubernetes-nodes-example-direct",
-            "namespace": "tenant-example",
-            "labels": {"apps.cozystack.io/application.kind": "KubernetesNodes"},
-        },
-        "spec": {"values": {"cluster": "example", "version": "v1.35"}},
-    }
-    switched = copy.deepcopy(direct)
-    switched["spec"]["values"]["workerClassName"] = "kairos"
 
-    result = rows(plan(extra(state(), direct), extra(state(), switched)))
-    row = result["tenant-example/kubernetes-nodes-example-direct"]
-    assert row.replace and row.action == "replace" and row.refused == (), row
-    assert "bootstrap family: talos -> kairos" in row.reasons
-    assert not any(reason.startswith(REFUSED) for reason in row.reasons)
+def _direct(**values: Any) -> dict[str, Any]:
+    out = copy.deepcopy(DIRECT)
+    out["spec"]["values"].update(values)
+    return out
+
+
+@pytest.mark.parametrize(
+    ("before", "after", "code"),
+    [
+        ({}, {"workerClassName": "kairos"}, "BootstrapFamilyChange"),
+        ({"workerClassName": "talos"}, {"workerClassName": "kairos"}, "BootstrapFamilyChange"),
+        ({"workerClassName": "kairos"}, {"workerClassName": "talos"}, "BootstrapFamilyChange"),
+        ({}, {"cluster": "other"}, "Invalid"),
+    ],
+    ids=["classless-to-kairos", "talos-to-kairos", "kairos-to-talos", "cluster-move"],
+)
+def test_a_pool_stored_as_a_helm_release_gets_the_update_rules(
+    before: dict[str, Any], after: dict[str, Any], code: str
+) -> None:
+    """A pool written as its HelmRelease is changed by the same rules as a KubernetesNodes (no
+    webhook sees that write, so plan is where the change is caught)."""
+    result = plan(extra(state(), _direct(**before)), extra(state(), _direct(**after)))
+    row = rows(result)["tenant-example/kubernetes-nodes-example-direct"]
+    assert code in row.refused, row
+    assert any(reason.startswith(f"{REFUSED} ({code})") for reason in row.reasons), row.reasons
+    assert any("no webhook" in reason for reason in row.reasons), row.reasons
+    assert result.detailed_exit_code() == 1
+
+
+def test_an_unchanged_helm_release_pool_is_not_refused() -> None:
+    result = plan(extra(state(), _direct(workerClassName="kairos")), extra(state(), _direct(workerClassName="kairos")))
+    row = rows(result)["tenant-example/kubernetes-nodes-example-direct"]
+    assert (row.action, row.refused) == ("unchanged", ())
 
 
 def test_moving_a_pool_to_another_cluster_is_refused() -> None:
@@ -323,6 +347,13 @@ def test_an_edited_class_spec_is_flagged_as_refused() -> None:
     assert row.refused == ("ClassImmutable",) and row.new_machines_only == ("talos.registryMirrors",)
     assert [(refusal.kind, refusal.name) for refusal in result.refusals] == [("WorkerClass", "talos-example-r1")]
     assert result.detailed_exit_code() == 1
+    document = result.as_dict()
+    assert list(document) == ["pools", "refusals"]
+    (refusal,) = document["refusals"]
+    assert list(refusal) == ["kind", "name", "refused", "denials"]
+    assert (refusal["kind"], refusal["name"]) == ("WorkerClass", "talos-example-r1")
+    assert refusal["refused"] == ["ClassImmutable"]
+    assert refusal["denials"][0]["code"] == "ClassImmutable"
     assert "registry mirrors: none -> docker.io=https://m.example (new machines only)" in row.reasons
     assert any(reason.startswith(f"{REFUSED} (ClassImmutable)") for reason in row.reasons)
 

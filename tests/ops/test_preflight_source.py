@@ -20,7 +20,8 @@ LIVE = Source(live=True)
 def install(
     *, ready: int = 2, ca: bytes | None = b"-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"
 ) -> Objects:
-    objects = copy.deepcopy(webhook_manifests(InstallOptions()))
+    # the namespace exists before the install (the bundle creates none), as in a cluster
+    objects = [namespace(NAMESPACE), *copy.deepcopy(webhook_manifests(InstallOptions()))]
     for obj in objects:
         if obj["kind"] == "Deployment":
             obj["status"] = {"replicas": 2, "readyReplicas": ready}

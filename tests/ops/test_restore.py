@@ -329,13 +329,13 @@ def test_cli_usage_errors_exit_2(tmp_path: Path, args: tuple[str, ...]) -> None:
     assert result.stdout == ""
 
 
-def test_cli_empty_state_exit_0(tmp_path: Path) -> None:
+def test_cli_empty_state_is_an_error(tmp_path: Path) -> None:
+    """An empty STATE (a wrong path, everything excluded) is an error, never a success over nothing."""
     folder = tmp_path / "empty"
     folder.mkdir()
     result = run("restore", str(folder), "-o", "json")
-    assert result.exit_code == 0
-    assert json.loads(result.stdout) == {"pools": []}
-    assert "nothing to restore" in run("restore", str(folder)).stdout
+    assert result.exit_code == 2
+    assert result.stdout == "" and "no object workerclass reads" in result.stderr
 
 
 def test_cli_prints_values_verbatim(tmp_path: Path) -> None:

@@ -23,7 +23,13 @@ def certs(tmp_path_factory: pytest.TempPathFactory) -> CertFiles:
 def fast_settings(**overrides: float) -> Settings:
     """Loopback, any free port, and short waits (a fuzzed Content-Length that promises more body
     than is sent costs the test 2 s, not 10)."""
-    values: dict[str, object] = {"host": "127.0.0.1", "port": 0, "shutdown_timeout": 5.0, "body_timeout": 2.0}
+    values: dict[str, object] = {
+        "host": "127.0.0.1",
+        "port": 0,
+        "shutdown_timeout": 5.0,
+        "shutdown_delay": 0.0,
+        "body_timeout": 2.0,
+    }
     values.update(overrides)
     return Settings(**values)  # type: ignore[arg-type]
 

@@ -24,7 +24,7 @@ from .cases import table_state
 
 
 async def main(cert: Path, key: Path, port_file: Path, overrides: dict[str, object]) -> None:
-    values: dict[str, object] = {"host": "127.0.0.1", "port": 0}
+    values: dict[str, object] = {"host": "127.0.0.1", "port": 0, "shutdown_delay": 0.0}
     values.update(overrides)
     server = WebhookServer(
         StaticSource(table_state()),

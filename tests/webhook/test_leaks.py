@@ -168,6 +168,41 @@ def test_object_values(answered: tuple[Running, Client], logged: pytest.LogCaptu
     assert_log_clean(logged)
 
 
+#: map keys shaped like credentials: an AWS access key id, a GitHub token, a JWT (its dots split it
+#: into what a field path would show as three segments), each carrying the marker where it can
+TOKEN_KEYS = [
+    "AKIAIOSFODNN7EXAMPLE",
+    f"ghp_{MARK}16C7e42F292c6912E7710c838347Ae178B4a",
+    f"eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJ{MARK}IxIn0.SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c",
+]
+
+
+@pytest.mark.parametrize("key", TOKEN_KEYS, ids=["aws-key-id", "github-token", "jwt"])
+def test_map_keys_shaped_like_tokens_are_not_quoted(
+    answered: tuple[Running, Client], logged: pytest.LogCaptureFixture, key: str
+) -> None:
+    """A credential pasted as a map key (under spec, or as a registry mirror's host) is named by
+    where it is, never quoted: in answers (message, fields, warnings) and in logs."""
+    _, client = answered
+    logged.set_level(logging.DEBUG, logger="workerclass")
+    objects = [
+        pool(workerClassName="talos", **{key: True}),
+        pool(workerClassName="talos", talos={"registryMirrors": {key: {"endpoints": ["https://m.example"]}}}),
+        pool(workerClassName="talos", registryMirrors={key: ["https://m.example"]}),
+        pool(workerClassName="talos", labels={key: "x"}),
+    ]
+    secret = key.replace(MARK, "") if MARK in key else key
+    for obj in objects:
+        for path in (MUTATE, VALIDATE):
+            answer = post(client, path, review(obj))
+            for part in {secret[:20], secret[-20:]} - {""}:
+                assert part not in answer, f"the answer quotes the key: {answer[:400]}"
+            assert_clean(answer, "the answer")
+    for record in logged.records:
+        line = record.getMessage()
+        assert secret[:20] not in line and secret[-20:] not in line, f"a log line quotes the key: {line[:300]}"
+
+
 def test_core_failure_message(certs: CertFiles, logged: pytest.LogCaptureFixture) -> None:
     def explode(*args: Any) -> Any:
         raise ValueError(f"cannot parse {URL_SECRET}")

@@ -104,7 +104,7 @@ def test_missing_folder_is_not_ready(tmp_path: Path, certs: CertFiles) -> None:
     client = Client(running.port, certs.client_context())
     try:
         reply = client.request("GET", "/readyz")
-        assert reply.status == 503 and b"no such folder" in reply.body
+        assert reply.status == 503 and b"no such file or folder" in reply.body
     finally:
         client.close()
         running.close()

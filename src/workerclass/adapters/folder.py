@@ -4,8 +4,13 @@ Its edge: bytes on disk in, plain dicts (with where they came from) out. Errors 
 and the line, so a platform engineer can fix a GitOps repo quickly.
 
 - Files ``.yaml``, ``.yml`` and ``.json`` in any letter case, at any depth; hidden folders
-  (``.git``) are skipped; symlinked folders are followed, each real folder once (loops end).
-  A file named explicitly is read whatever its name.
+  (``.git``), paths matching an ``exclude`` glob and Helm chart folders (``Chart.yaml`` beside
+  ``templates/``: templates, not manifests; warned) are skipped; symlinked folders are followed,
+  each real folder once (loops end). A file named explicitly is read whatever its name.
+- Every document carries its first line (a ``kind: List``'s members theirs), for messages and
+  the CLI's FILE column.
+- A file that cannot be read is an error naming file and line: raised, or (with an ``errors``
+  list) appended to it while the rest is read.
 - A document that is not a mapping (a list such as an Ansible playbook, a string, a number) is
   skipped with one warning naming file and document, never an abort.
 - Documents are read as kubectl reads them (:mod:`workerclass.chart.kubeyaml`: go-yaml v2's
@@ -18,15 +23,16 @@ and the line, so a platform engineer can fix a GitOps repo quickly.
 
 from __future__ import annotations
 
+import fnmatch
 import json
 import os
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any
 
 import yaml
-from yaml.nodes import MappingNode, Node, ScalarNode
+from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from ..chart.kubeyaml import PLAIN_TAG, KubeLoader, json_key, plain_scalar
 from ..state import Document, LoadError, State
@@ -36,6 +42,8 @@ __all__ = [
     "YAML_SUFFIXES",
     "Document",
     "LoadError",
+    "excluded",
+    "is_helm_chart",
     "iter_manifest_files",
     "iter_yaml_files",
     "load_state",
@@ -113,36 +121,51 @@ def _describe(item: object) -> str:
     return type(item).__name__
 
 
-def _documents(items: Iterator[object], where: str, warnings: list[str] | None) -> list[Document]:
+def _member_lines(node: Node | None) -> list[int]:
+    """The first line of each member of a ``kind: List`` document's ``items`` (from its node)."""
+    if not isinstance(node, MappingNode):
+        return []
+    for key, value in node.value:
+        if isinstance(key, ScalarNode) and key.value == "items" and isinstance(value, SequenceNode):
+            return [member.start_mark.line + 1 for member in value.value]
+    return []
+
+
+def _documents(items: Iterator[tuple[Node | None, object]], where: str, warnings: list[str] | None) -> list[Document]:
     out: list[Document] = []
-    for index, item in enumerate(items):
+    for index, (node, item) in enumerate(items):
         if item is None:
             continue
+        line = node.start_mark.line + 1 if node is not None else 1
         if isinstance(item, dict) and item.get("kind") == "List" and isinstance(item.get("items"), list):
+            lines = _member_lines(node)
             for sub, member in enumerate(item["items"]):
-                _append(out, member, f"{where}#{index + 1}.{sub + 1}", warnings)
+                origin = f"{where}#{index + 1}.{sub + 1}"
+                _append(out, member, origin, lines[sub] if sub < len(lines) else line, warnings)
             continue
-        _append(out, item, f"{where}#{index + 1}", warnings)
+        _append(out, item, f"{where}#{index + 1}", line, warnings)
     return out
 
 
-def _append(out: list[Document], item: object, origin: str, warnings: list[str] | None) -> None:
+def _append(out: list[Document], item: object, origin: str, line: int, warnings: list[str] | None) -> None:
     """A document that is a Kubernetes object (a mapping with a kind) is kept; any other is skipped
     with one warning ``FILE#N: ...`` (API.md section 4). Objects of kinds workerclass does not read
-    are the State's to skip, silently."""
+    are the State's to skip (and say so)."""
     if isinstance(item, dict) and isinstance(item.get("kind"), str) and item["kind"]:
-        out.append(Document(item, origin))
+        out.append(Document(item, origin, line))
     elif warnings is not None:
         what = "a mapping without kind" if isinstance(item, dict) else _describe(item)
         warnings.append(f"{origin}: {what}, not a Kubernetes object: skipped")
 
 
-def _yaml_items(text: str, where: str) -> Iterator[object]:
+def _yaml_items(text: str, where: str) -> Iterator[tuple[Node | None, object]]:
+    """Each document's node (for its lines) and its value."""
     loader = _Loader(text)
     loader.where = where
     try:
-        while loader.check_data():  # type: ignore[no-untyped-call]
-            yield loader.get_data()
+        while loader.check_node():
+            node = loader.get_node()
+            yield node, loader.construct_document(node)
     except yaml.YAMLError as error:
         mark = getattr(error, "problem_mark", None)
         line = f":{mark.line + 1}" if mark is not None else ""
@@ -184,7 +207,7 @@ def parse_json(text: str, where: str, *, warnings: list[str] | None = None) -> l
         raise LoadError(f"{where}:{error.lineno}: invalid JSON: {error.msg}") from None
     except ValueError as error:
         raise LoadError(f"{where}: invalid JSON: {error}: kubectl refuses it; keep one") from None
-    return _documents(iter([value]), where, warnings)
+    return _documents(iter([(None, value)]), where, warnings)
 
 
 def read_documents(path: Path, *, label: str | None = None, warnings: list[str] | None = None) -> list[Document]:
@@ -201,12 +224,31 @@ def read_documents(path: Path, *, label: str | None = None, warnings: list[str] 
     return parse_documents(text, where, warnings=warnings)
 
 
-def iter_manifest_files(root: Path, *, warnings: list[str] | None = None) -> Iterator[Path]:
+def is_helm_chart(folder: Path) -> bool:
+    """A Helm chart's folder: ``Chart.yaml`` beside ``templates/`` (its templates are not manifests)."""
+    return (folder / "Chart.yaml").is_file() and (folder / "templates").is_dir()
+
+
+def excluded(path: Path, relative: str, exclude: Sequence[str]) -> bool:
+    """Whether ``path`` matches one of the ``--exclude`` globs: by its path below the STATE root
+    given (``vendor/*``, ``apps/*/secrets.yaml``) or by its name (``vendor``, ``*.enc.yaml``)."""
+    return any(fnmatch.fnmatchcase(relative, glob) or fnmatch.fnmatchcase(path.name, glob) for glob in exclude)
+
+
+def iter_manifest_files(
+    root: Path,
+    *,
+    warnings: list[str] | None = None,
+    exclude: Sequence[str] = (),
+    errors: list[str] | None = None,
+) -> Iterator[Path]:
     """Manifest files below ``root`` in a stable order.
 
-    Hidden entries (``.git``) are skipped. Symlinked folders are followed; a folder whose real
-    path was already walked (a symlink loop, or two links to one folder) is walked once, and a
-    loop is reported in ``warnings``.
+    Hidden entries (``.git``) and entries matching an ``exclude`` glob are skipped; so is a Helm
+    chart's folder (:func:`is_helm_chart`), with a warning. Symlinked folders are followed; a
+    folder whose real path was already walked (a symlink loop, or two links to one folder) is
+    walked once, and a loop is reported in ``warnings``. A folder that cannot be listed is an
+    error: appended to ``errors`` when given (the walk goes on), else raised.
     """
     seen: set[tuple[int, int]] = set()
 
@@ -223,14 +265,27 @@ def iter_manifest_files(root: Path, *, warnings: list[str] | None = None) -> Ite
         if key in seen:
             return
         seen.add(key)
+        if is_helm_chart(folder):
+            if warnings is not None:
+                warnings.append(
+                    f"{folder}: a Helm chart (Chart.yaml beside templates/): skipped; render it (helm template) "
+                    "to check what it makes"
+                )
+            return
         try:
             entries = sorted(os.scandir(folder), key=lambda entry: entry.name)
         except OSError as error:
-            raise LoadError(f"{folder}: cannot read: {error.strerror or error}") from None
+            message = f"{folder}: cannot read: {error.strerror or error}"
+            if errors is None:
+                raise LoadError(message) from None
+            errors.append(message)
+            return
         for entry in entries:
             if entry.name.startswith("."):
                 continue
             path = Path(entry.path)
+            if exclude and excluded(path, path.relative_to(root).as_posix(), exclude):
+                continue
             try:
                 is_dir = entry.is_dir()  # follows symbolic links
                 is_file = not is_dir and entry.is_file()
@@ -259,44 +314,85 @@ def read_paths(
     *,
     warnings: list[str] | None = None,
     stdin: IO[str] | None = None,
+    errors: list[str] | None = None,
+    exclude: Sequence[str] = (),
 ) -> list[Document]:
     """The documents of several folders, files and ``-`` (stdin), in the order given.
 
     A file reached twice (named twice, or through a symlinked folder) is read once. Skipped
-    documents and symlink loops are appended to ``warnings`` when it is given.
+    documents, Helm chart folders and symlink loops are appended to ``warnings`` when it is given.
+    ``exclude``: globs of paths not to read (:func:`excluded`). ``errors``: when given, a path or
+    file that cannot be read (missing, invalid YAML, a duplicate key, an unquoted name) is
+    appended to it as one line with file and line, and the rest is read; without it, the first
+    is raised as :class:`LoadError`.
     """
     documents: list[Document] = []
     read: set[str] = set()
     stdin_read = False
+
+    def attempt(read_one: Callable[..., list[Document]], *args: Any) -> None:
+        try:
+            documents.extend(read_one(*args))
+        except LoadError as error:
+            if errors is None:
+                raise
+            errors.append(str(error))
+
     for entry in paths:
         if str(entry) == STDIN:
             if stdin_read:
                 continue
             stdin_read = True
             stream = stdin if stdin is not None else sys.stdin
-            documents.extend(parse_documents(stream.read(), "<stdin>", warnings=warnings))
+            attempt(_read_stream, stream, warnings)
             continue
         root = Path(entry)
         if not root.exists():
-            raise LoadError(f"{root}: no such folder")
-        files = [root] if root.is_file() else iter_manifest_files(root, warnings=warnings)
+            attempt(_missing, root)
+            continue
+        if exclude and excluded(root, root.as_posix(), exclude):
+            continue
+        files = (
+            [root] if root.is_file() else iter_manifest_files(root, warnings=warnings, exclude=exclude, errors=errors)
+        )
         for path in files:
             real = os.path.realpath(path)
             if real in read:
                 continue
             read.add(real)
-            documents.extend(read_documents(path, warnings=warnings))
+            attempt(_read_file, path, warnings)
     return documents
 
 
-def load_state(path_or_paths: str | Path | Sequence[str | Path], *, stdin: IO[str] | None = None) -> State:
+def _missing(root: Path) -> list[Document]:
+    raise LoadError(f"{root}: no such file or folder")
+
+
+def _read_file(path: Path, warnings: list[str] | None) -> list[Document]:
+    return read_documents(path, warnings=warnings)
+
+
+def _read_stream(stream: IO[str], warnings: list[str] | None) -> list[Document]:
+    return parse_documents(stream.read(), "<stdin>", warnings=warnings)
+
+
+def load_state(
+    path_or_paths: str | Path | Sequence[str | Path],
+    *,
+    stdin: IO[str] | None = None,
+    errors: list[str] | None = None,
+    exclude: Sequence[str] = (),
+) -> State:
     """Build a state from STATE: a folder or file, or several of them (``-`` reads stdin).
 
     The paths are read as :func:`read_paths` reads them (in the order given, a file reached twice
-    read once); what the loader skipped (documents that are not Kubernetes objects, symlink loops)
-    comes first in the state's warnings, then what indexing skipped. Raises :class:`LoadError`.
+    read once, ``exclude`` globs and Helm chart folders skipped); what the loader skipped
+    (documents that are not Kubernetes objects, charts, symlink loops) comes first in the state's
+    warnings, then what indexing skipped. Without ``errors`` the first thing that cannot be read
+    (a file, a duplicate identity) raises :class:`LoadError`; with it, each is appended to it as a
+    line naming file and line, and the State holds the rest.
     """
     paths = [path_or_paths] if isinstance(path_or_paths, str | Path) else list(path_or_paths)
     read_warnings: list[str] = []
-    documents = read_paths(paths, warnings=read_warnings, stdin=stdin)
-    return State.from_documents(documents, warnings=read_warnings)
+    documents = read_paths(paths, warnings=read_warnings, stdin=stdin, errors=errors, exclude=exclude)
+    return State.from_documents(documents, warnings=read_warnings, errors=errors)

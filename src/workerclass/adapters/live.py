@@ -79,6 +79,7 @@ __all__ = [
     "kube_client",
     "live_preflight",
     "load_kubeconfig",
+    "no_configuration",
     "read_install",
     "read_uninstall",
 ]
@@ -405,6 +406,30 @@ def _in_cluster() -> Target | None:
         return None
 
 
+def no_configuration() -> str | None:
+    """When no source of a configuration is there at all, the error naming each source tried and
+    why it gave none (in-cluster, ``KUBECONFIG``, ``~/.kube/config``, in lightkube's order);
+    ``None`` when one is there to read (which may still fail, with its own error)."""
+    host = os.environ.get("KUBERNETES_SERVICE_HOST")
+    token = Path(SERVICE_ACCOUNT) / "token"
+    if host and token.is_file():
+        return None
+    in_cluster = "KUBERNETES_SERVICE_HOST is unset" if not host else f"no token at {token}"
+    listed = [part for part in os.environ.get("KUBECONFIG", "").split(os.pathsep) if part]
+    if listed:
+        if any(Path(part).expanduser().is_file() for part in listed):
+            return None
+        files = f"KUBECONFIG ({', '.join(listed)}: no such file)"
+    else:
+        if Path(DEFAULT_KUBECONFIG).expanduser().is_file():
+            return None
+        files = f"KUBECONFIG (unset), then {DEFAULT_KUBECONFIG} (no such file)"
+    return (
+        f"no Kubernetes configuration: tried the in-cluster service account ({in_cluster}), {files}; "
+        "give --kubeconfig FILE"
+    )
+
+
 def load_kubeconfig(kubeconfig: str | Path | None = None, context: str | None = None) -> Target:
     """The API server and credentials to read with.
 
@@ -430,7 +455,8 @@ def load_kubeconfig(kubeconfig: str | Path | None = None, context: str | None = 
         present = [path for path in files if path.is_file()]
         if not present:
             raise LiveError(
-                f"no Kubernetes configuration: not in a cluster, and no kubeconfig file at {label}; "
+                no_configuration()
+                or f"no Kubernetes configuration: not in a cluster, and no kubeconfig file at {label}; "
                 "give --kubeconfig FILE"
             )
         files = present

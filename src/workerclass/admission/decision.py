@@ -21,12 +21,14 @@ class Decision:
     denials: list[Violation] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
-        """The ``admit -o json`` shape of API.md section 4."""
+        """The decision for ``admit -o json`` and ``check -o json``: allowed, operation, patch,
+        warnings and denials. Never :attr:`object`: an object's values may hold a secret (a private
+        key pasted in ``sshKeys``), and a JSON answer ends up in CI artifacts; the patch says what
+        admission changes, and the object is the caller's already."""
         return {
             "allowed": self.allowed,
             "operation": self.operation,
             "patch": list(self.patch),
-            "object": self.object,
             "warnings": list(self.warnings),
             "denials": [violation.as_dict() for violation in self.denials],
         }

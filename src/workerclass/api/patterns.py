@@ -48,7 +48,9 @@ __all__ = [
     "REPOSITORY",
     "SCHEMATIC_ID",
     "TALOS_VERSION",
+    "TOKEN",
     "URL_CREDENTIALS",
+    "looks_like_token",
     "looks_private",
 ]
 
@@ -101,6 +103,31 @@ PRIVATE_KEY = re.compile(
     r"-{4,5} ?BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)? ?-{4,5}|PuTTY-User-Key-File-\d+:",
     re.IGNORECASE,
 )
+
+
+#: Credentials by the shapes their issuers publish (a search): AWS access key ids, GitHub, GitLab
+#: and Slack tokens, Google API keys, Stripe live keys, JSON Web Tokens (``eyJ...`` header and
+#: payload, dot-separated). A value of these shapes is never an identifier a pool or class needs.
+TOKEN = re.compile(
+    r"(?:A3T[A-Z0-9]|AKIA|ASIA|AGPA|AIDA|AROA|AIPA|ANPA|ANVA)[A-Z0-9]{16}"
+    r"|gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}|glpat-[A-Za-z0-9_-]{20,}"
+    r"|xox[abposr]-[A-Za-z0-9-]{10,}|AIza[0-9A-Za-z_-]{35}|[sr]k_live_[0-9A-Za-z]{20,}"
+    r"|eyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{4,}"
+)
+#: a run of base64 or base64url characters long enough to be a random secret (judged by :func:`looks_like_token`)
+_SECRET_RUN = re.compile(r"[A-Za-z0-9+/=_-]{32,}")
+
+
+def looks_like_token(text: str) -> bool:
+    """True for text holding a credential of a published shape (:data:`TOKEN`), or a run of 32 or
+    more base64 characters mixing upper case, lower case and digits (a random secret: identifiers,
+    schematic IDs and digests are not shaped so)."""
+    if TOKEN.search(text):
+        return True
+    return any(
+        any(c.isupper() for c in run) and any(c.islower() for c in run) and any(c.isdigit() for c in run)
+        for run in _SECRET_RUN.findall(text)
+    )
 
 
 def looks_private(text: str) -> bool:

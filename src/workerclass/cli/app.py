@@ -14,11 +14,11 @@ from typing import Annotated, Any
 
 import typer
 from typer import _click
-from typer.core import TyperGroup
+from typer.core import TyperArgument, TyperCommand, TyperGroup
 
-from .output import EXIT_BROKEN_PIPE, EXIT_INTERRUPTED, SETTINGS
+from .output import EXIT_BROKEN_PIPE, EXIT_INTERRUPTED, EXIT_USAGE, SETTINGS
 
-__all__ = ["CONTEXT", "Group", "QuietOption", "app", "set_quiet", "silence_stdout", "version"]
+__all__ = ["CONTEXT", "Command", "Group", "QuietOption", "app", "set_quiet", "silence_stdout", "version"]
 
 CONTEXT = {"help_option_names": ["-h", "--help"]}
 
@@ -47,13 +47,31 @@ class Group(TyperGroup):
             raise typer.Exit(EXIT_INTERRUPTED) from None
 
 
+class Command(TyperCommand):
+    """A command whose usage line names its arguments as people write them: ``STATE...`` (or
+    ``[STATE...]`` when optional), not Typer's ``{STATE...}...``."""
+
+    def collect_usage_pieces(self, ctx: _click.Context) -> list[str]:
+        pieces = [self.options_metavar] if self.options_metavar else []
+        for param in self.get_params(ctx):
+            if isinstance(param, TyperArgument):
+                name = param.metavar or (param.name or "").upper()
+                if param.nargs != 1 and not name.endswith("..."):
+                    name += "..."
+                pieces.append(name if param.required else f"[{name}]")
+            else:
+                pieces.extend(param.get_usage_pieces(ctx))
+        return pieces
+
+
 app = typer.Typer(
     name="workerclass",
     cls=Group,
     help="Worker classes and Kairos pools for managed Kubernetes: admit, resolve, render and plan "
     "a folder of manifests (STATE) offline, or serve the admission webhook and the controller against "
     "a cluster.\n\nExit codes: 0 ok, 1 denied, 2 unreadable input or usage error, 130 interrupted, "
-    "141 output pipe closed (plan --detailed-exitcode: 2 machines replaced or deleted).",
+    "141 output pipe closed (plan --detailed-exitcode: 2 machines replaced or deleted and nothing else, "
+    "1 refused, denied or any error).",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
@@ -90,6 +108,8 @@ def _root(
     ] = False,
 ) -> None:
     SETTINGS.quiet = quiet  # reset on every invocation (tests run many in one process)
+    SETTINGS.error_exit = EXIT_USAGE
+    SETTINGS.read_errors = 0
 
 
 QuietOption = Annotated[

@@ -1,28 +1,24 @@
-"""``check``, ``admit`` and ``resolve``: the core decisions over STATE, offline."""
+"""``admit`` and ``resolve``: the core decisions over STATE, offline, and what every STATE command
+shares: the STATE argument and ``--exclude``, reading STATE (:func:`load_state`), object names."""
 
 from __future__ import annotations
 
-import socket
-import sys
-from datetime import UTC, datetime
-from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
-from xml.etree import ElementTree
 
 import typer
 
 from ..adapters.folder import LoadError, parse_documents, read_documents
 from ..adapters.folder import load_state as read_state
-from ..admission import Decision, admit, stored_object, validate
+from ..admission import admit, stored_object, validate
 from ..api.resources import RELEASE_PREFIX
 from ..api.webhooks import ADMITTED_OPERATIONS
 from ..chart import ChartFailure
 from ..render import RenderError, template_hash
 from ..resolve import Effective, resolve_all
-from ..state import ObjectRecord, PoolRecord, State, identify
+from ..state import PoolRecord, State, identify
 from ..violations import Violation
-from .app import QuietOption, app, set_quiet
+from .app import Command, QuietOption, app, set_quiet
 from .output import (
     EXIT_DENIED,
     EXIT_OK,
@@ -30,8 +26,10 @@ from .output import (
     Format,
     Styled,
     collector_paused,
+    error,
     fail,
     no_pool,
+    outcome,
     print_denials,
     print_json,
     stdout,
@@ -50,162 +48,55 @@ StateArgument = Annotated[
     ),
 ]
 OutputOption = Annotated[Format, typer.Option("--output", "-o", help="table for people, json for scripts.")]
+ExcludeOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--exclude",
+        metavar="GLOB",
+        help="Do not read paths matching GLOB (by the path below a STATE folder, or by name: vendor, "
+        "'*.enc.yaml', 'apps/*/secrets.yaml'); repeatable. Helm chart folders (Chart.yaml beside templates/) "
+        "are skipped anyway.",
+        show_default=False,
+    ),
+]
 
 
 def state_label(paths: list[str]) -> str:
     return " ".join(paths)
 
 
-def load_state(paths: list[str]) -> State:
-    """The State of STATE paths; its warnings (read ones, such as skipped documents, first), unless -q."""
-    try:
-        state = read_state(paths)
-    except LoadError as error:
-        fail(str(error))
+def load_state(paths: list[str], exclude: list[str] | None = None, *, whole: bool = False) -> State:
+    """The State of STATE paths; its warnings (read ones, such as skipped documents, first), unless -q.
+
+    What cannot be read (a file's invalid YAML, a duplicate identity) is said on stderr with file
+    and line, one line each, and the rest is read: the command goes on and exits 2 at the end
+    (:func:`~.output.outcome`). ``whole``: a command that needs all of STATE (``plan`` compares two,
+    ``admit`` decides against it, ``preflight`` judges an install) stops there instead. A STATE
+    without any object workerclass reads is an error, never a success over nothing.
+    """
+    errors: list[str] = []
+    state = read_state(paths, errors=errors, exclude=exclude or ())
+    for line in errors:
+        error(line)
+    if errors and whole:
+        count = len(errors)
+        fail(
+            f"{state_label(paths)}: {count} part{'' if count == 1 else 's'} could not be read (above): nothing decided"
+        )
+    SETTINGS.read_errors += len(errors)
     for warning in state.warnings:
         warn(warning)
+    if not state.records and not state.auxiliary and not state.cluster_instancetypes:
+        fail(
+            f"{state_label(paths)}: no object workerclass reads (no WorkerPlatform, WorkerClass, Kubernetes, "
+            "KubernetesNodes, pool HelmRelease or ComputePlane): check the paths and --exclude"
+        )
     return state
 
 
-def _name(kind: str, namespace: str, name: str) -> str:
+def object_name(kind: str, namespace: str, name: str) -> str:
+    """``Kind ns/name`` (``Kind name`` when cluster-scoped)."""
     return f"{kind} {namespace}/{name}" if namespace else f"{kind} {name}"
-
-
-def _decision_cell(decision: Decision) -> list[Styled]:
-    lines = [Styled(str(v), "red") for v in decision.denials]
-    lines += [Styled(f"patch {op['op']} {op['path']} = {op.get('value')}", "cyan") for op in decision.patch]
-    lines += [Styled(f"warning {w}", "yellow") for w in decision.warnings]
-    return lines
-
-
-class CheckFormat(StrEnum):
-    table = "table"
-    json = "json"
-    junit = "junit"
-
-
-def _junit(paths: list[str], operation: str, results: list[tuple[ObjectRecord, Decision]]) -> str:
-    """JUnit XML: one testcase per object (classname = kind), a failure carrying its denials."""
-    failures = sum(1 for _, decision in results if not decision.allowed)
-    suite_name = f"workerclass check {state_label(paths)}"
-    # The Ant JUnit schema (JUnit.xsd, as Jenkins, GitLab and most CI readers take it): testsuites
-    # carries no attributes; each testsuite has package and id, the counts, time, timestamp and
-    # hostname, then properties, the testcases, system-out and system-err, in that order.
-    root = ElementTree.Element("testsuites")
-    suite = ElementTree.SubElement(
-        root,
-        "testsuite",
-        {
-            "name": suite_name,
-            "package": "workerclass",
-            "id": "0",
-            "timestamp": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S"),
-            "hostname": socket.gethostname() or "localhost",
-            "tests": str(len(results)),
-            "failures": str(failures),
-            "errors": "0",
-            "time": "0",
-        },
-    )
-    properties = ElementTree.SubElement(suite, "properties")
-    ElementTree.SubElement(properties, "property", {"name": "operation", "value": operation})
-    out_lines: list[str] = []
-    for record, decision in results:
-        case = ElementTree.SubElement(
-            suite,
-            "testcase",
-            {"classname": record.kind, "name": _name(record.kind, record.namespace, record.name), "time": "0"},
-        )
-        if not decision.allowed:
-            first = decision.denials[0] if decision.denials else None
-            failure = ElementTree.SubElement(
-                case,
-                "failure",
-                {
-                    "message": str(first) if first is not None else "denied",
-                    "type": first.code if first is not None else "Denied",
-                },
-            )
-            failure.text = "\n".join(str(v) for v in decision.denials) + f"\n(from {record.origin})"
-        for warning in decision.warnings:
-            out_lines.append(f"{_name(record.kind, record.namespace, record.name)}: warning: {warning}")
-    ElementTree.SubElement(suite, "system-out").text = "\n".join(out_lines)
-    ElementTree.SubElement(suite, "system-err").text = ""
-    ElementTree.indent(root)
-    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ElementTree.tostring(root, encoding="unicode") + "\n"
-
-
-@app.command()
-def check(
-    state_path: StateArgument,
-    output: Annotated[
-        CheckFormat, typer.Option("--output", "-o", help="table for people, json for scripts, junit for CI reports.")
-    ] = CheckFormat.table,
-    stored: Annotated[
-        bool,
-        typer.Option(
-            "--stored",
-            help="Admit each object as an UPDATE of itself (as already stored), not as a CREATE.",
-        ),
-    ] = False,
-    quiet: QuietOption = False,
-) -> None:
-    """Admit every object in STATE, in dependency order: platform, classes, parent clusters, then pools.
-
-    The default reading is CREATE for every object, as if the folder were applied to an empty
-    cluster: a pool that omits workerClassName gets the platform default class (the patch is
-    shown). --stored reads the folder as what the cluster already stores: each object is an
-    UPDATE of itself, so a classless pool stays a legacy Talos pool (the reading resolve, render,
-    plan and restore use) and an unchanged class spec is not judged again.
-
-    -o junit writes one JUnit testcase per object (classname = kind); a denied object's failure
-    carries its denials as CODE field: message.
-
-    Exit 0 when all are allowed, 1 when any is denied, 2 when STATE cannot be read.
-    """
-    set_quiet(quiet)
-    operation = "UPDATE" if stored else "CREATE"
-    with collector_paused():
-        state = load_state(state_path)
-        # --stored judges what the cluster stores as it is: no ratcheting (an UPDATE of an object
-        # onto itself changes nothing, so every denial would ratchet into a warning).
-        results = [
-            (record, admit(state, operation, record.obj, record.obj if stored else None, ratcheting=False))
-            for record in state.objects
-        ]
-    denied = any(not decision.allowed for _, decision in results)
-    if output is CheckFormat.json:
-        print_json(
-            {
-                "allowed": not denied,
-                "objects": [
-                    {
-                        "kind": record.kind,
-                        "namespace": record.namespace or None,
-                        "name": record.name,
-                        "origin": record.origin,
-                        **decision.as_dict(),
-                    }
-                    for record, decision in results
-                ],
-                "warnings": state.warnings,
-            }
-        )
-    elif output is CheckFormat.junit:
-        sys.stdout.write(_junit(state_path, operation, results))
-    else:
-        out = table("OBJECT", "RESULT", "DETAILS")
-        for record, decision in results:
-            verdict = Styled("allowed", "green") if decision.allowed else Styled("denied", "red")
-            out.add_row(_name(record.kind, record.namespace, record.name), verdict, _decision_cell(decision))
-        console = stdout()
-        if results:
-            console.table(out)
-        count = sum(1 for _, decision in results if not decision.allowed)
-        text = f"{len(results)} objects, {count} denied" if results else "no objects in STATE"
-        reading = " (read as stored: each an UPDATE of itself)" if stored else " (each admitted as a CREATE)"
-        summary(console, text + reading, "red" if denied else "green")
-    raise typer.Exit(EXIT_DENIED if denied else EXIT_OK)
 
 
 def _read_request(path: str) -> dict[str, Any]:
@@ -231,7 +122,7 @@ def _read_request(path: str) -> dict[str, Any]:
 _ADMITTED_TEXT = f"{', '.join(ADMITTED_OPERATIONS[:-1])} or {ADMITTED_OPERATIONS[-1]}"
 
 
-@app.command("admit")
+@app.command("admit", cls=Command)
 def admit_command(
     state_path: StateArgument,
     file: Annotated[
@@ -247,6 +138,7 @@ def admit_command(
         ),
     ] = "CREATE",
     output: OutputOption = Format.table,
+    exclude: ExcludeOption = None,
     quiet: QuietOption = False,
 ) -> None:
     """Admit one request against STATE, as the webhooks would (mutation, then validation).
@@ -261,7 +153,7 @@ def admit_command(
         fail(f"--operation must be {_ADMITTED_TEXT}, not {operation!r}")
     if file == "-" and "-" in state_path:
         fail("stdin (-) can be STATE or FILE, not both")
-    state = load_state(state_path)
+    state = load_state(state_path, exclude, whole=True)
     obj = _read_request(file)
     kind, namespace, name = identify(obj)
     old = None
@@ -269,14 +161,15 @@ def admit_command(
         old = _stored_object(state, kind, namespace, name)
         if old is None:
             where = state_label(state_path)
-            fail(f"{operation} needs the old object: no {_name(kind or '?', namespace, name or '?')} in {where}")
+            fail(f"{operation} needs the old object: no {object_name(kind or '?', namespace, name or '?')} in {where}")
     decision = validate(state, "DELETE", None, old) if operation == "DELETE" else admit(state, operation, obj, old)
     if output is Format.json:
-        print_json(decision.as_dict())
+        # the request named, never printed whole: its values may hold a secret
+        print_json({"kind": kind, "namespace": namespace or None, "name": name, **decision.as_dict()})
     else:
         console = stdout()
         verdict = Styled("allowed", "green") if decision.allowed else Styled("denied", "red")
-        console.line(f"{operation} {_name(kind, namespace, name)}: ", verdict)
+        console.line(f"{operation} {object_name(kind, namespace, name)}: ", verdict)
         if decision.denials:
             out = table("CODE", "FIELD", "MESSAGE")
             for violation in decision.denials:
@@ -318,10 +211,14 @@ def render_denials(record: PoolRecord, error: RenderError) -> list[Violation]:
 def effective_json(
     effective: Effective, warnings: list[str] | None = None, *, template_hash_value: str | None = None
 ) -> dict[str, Any]:
-    """One row of ``resolve -o json`` (API.md section 4), with ``denials`` (none) and ``warnings``.
+    """One row of ``resolve -o json`` (API.md section 4), with ``denials`` (none), ``warnings`` and
+    ``why``: each setting's reason, the table's WHY column (``{"class": "spec.workerClassName",
+    "talos.version": "pool", ...}``).
 
     Raises :class:`RenderError` when ``template_hash_value`` is not given and the pool cannot be rendered.
     """
+    why = {setting: reason for setting, _, reason in _rows(effective)}
+    why["templateHash"] = "render"
     return {
         "pool": effective.identity,
         "class": effective.class_name,
@@ -334,6 +231,7 @@ def effective_json(
         "templateHash": template_hash_value if template_hash_value is not None else template_hash(effective),
         "denials": [],
         "warnings": list(warnings or []),
+        "why": why,
     }
 
 
@@ -403,11 +301,12 @@ def selected_pool(state: State, pool: str | None, state_path: list[str]) -> str 
     return found.identity
 
 
-@app.command("resolve")
+@app.command("resolve", cls=Command)
 def resolve_command(
     state_path: StateArgument,
     pool: Annotated[str | None, typer.Option("--pool", metavar="NS/NAME", help="Only this pool.")] = None,
     output: OutputOption = Format.table,
+    exclude: ExcludeOption = None,
     quiet: QuietOption = False,
 ) -> None:
     """The effective settings of each pool, and why each value won.
@@ -420,11 +319,11 @@ def resolve_command(
     """
     set_quiet(quiet)
     with collector_paused():
-        _resolve(state_path, pool, output)
+        _resolve(state_path, pool, output, exclude)
 
 
-def _resolve(state_path: list[str], pool: str | None, output: Format) -> None:
-    state = load_state(state_path)
+def _resolve(state_path: list[str], pool: str | None, output: Format, exclude: list[str] | None) -> None:
+    state = load_state(state_path, exclude)
     pool = selected_pool(state, pool, state_path)
     resolved = [row for row in resolve_all(state) if pool is None or row[0].identity == pool]
     denied = False
@@ -461,15 +360,17 @@ def _resolve(state_path: list[str], pool: str | None, output: Format) -> None:
         print_json({"pools": rows})
     elif not resolved:
         summary(console, "no pools in STATE")
-    raise typer.Exit(EXIT_DENIED if denied else EXIT_OK)
+    raise typer.Exit(outcome(denied))
 
 
 __all__ = [
+    "ExcludeOption",
     "OutputOption",
     "StateArgument",
     "denied_json",
     "effective_json",
     "load_state",
+    "object_name",
     "pool_option_check",
     "render_denials",
     "selected_pool",

@@ -18,8 +18,8 @@ import typer
 
 from ..ops.preflight import Preflight, preflight
 from ..ops.uninstall import uninstall
-from .app import QuietOption, app, set_quiet
-from .commands_core import OutputOption, load_state
+from .app import Command, QuietOption, app, set_quiet
+from .commands_core import ExcludeOption, OutputOption, load_state
 from .output import EXIT_DENIED, EXIT_OK, Format, Styled, fail, print_json, stdout, summary, table
 
 _STYLE = {"ok": "green", "warn": "yellow", "fail": "red"}
@@ -102,7 +102,7 @@ def _live(kubeconfig: Path | None, context: str | None, *, removing: bool = Fals
     return install.preflight()
 
 
-def _uninstall_state(paths: list[str]) -> Preflight:
+def _uninstall_state(paths: list[str], exclude: list[str] | None) -> Preflight:
     """What removing the package would leave, from STATE: its classes and pools, and the objects of
     the controller's kinds it holds (labelled or pinned)."""
     from ..adapters.folder import LoadError, read_paths
@@ -113,7 +113,7 @@ def _uninstall_state(paths: list[str]) -> Preflight:
     kinds = {kind.kind for kind in WORKER_KINDS}
     warnings: list[str] = []
     try:
-        documents = read_paths(paths, warnings=warnings)
+        documents = read_paths(paths, warnings=warnings, exclude=exclude or ())
         state = State.from_documents(documents, warnings=warnings)
     except LoadError as error:
         fail(str(error))
@@ -122,7 +122,7 @@ def _uninstall_state(paths: list[str]) -> Preflight:
     return uninstall(state, [doc.obj for doc in documents if doc.obj.get("kind") in kinds])
 
 
-@app.command("preflight")
+@app.command("preflight", cls=Command)
 def preflight_command(
     state_path: OptionalStateArgument = None,
     live: LiveOption = False,
@@ -130,6 +130,7 @@ def preflight_command(
     context: ContextOption = None,
     removing: UninstallOption = False,
     output: OutputOption = Format.table,
+    exclude: ExcludeOption = None,
     quiet: QuietOption = False,
 ) -> None:
     """Verify the installed webhook's matching, failure policy and readiness, from STATE or the cluster.
@@ -160,9 +161,9 @@ def preflight_command(
     if reading_live:
         result = _live(kubeconfig, context, removing=removing)
     elif removing:
-        result = _uninstall_state(state_path or [])
+        result = _uninstall_state(state_path or [], exclude)
     else:
-        result = preflight(load_state(state_path or []))
+        result = preflight(load_state(state_path or [], exclude, whole=True))
     if output is Format.json:
         print_json(result.as_dict())
     else:

@@ -16,6 +16,7 @@ from enum import StrEnum
 from typing import Annotated, Any
 
 import typer
+from typer import _click
 
 from ..ops.plan import IN_PLACE, NEW_MACHINES_ONLY, REBUILD_ONLY, REFUSED, Plan, plan
 from ..render import RenderError, render, sort_manifests
@@ -23,19 +24,20 @@ from ..render.text import iter_manifests_yaml
 from ..resolve import resolve_all
 from ..state import State
 from ..violations import Violation
-from .app import QuietOption, app, set_quiet
-from .commands_core import StateArgument, load_state, render_denials, selected_pool
+from .app import Command, QuietOption, app, set_quiet
+from .commands_core import ExcludeOption, StateArgument, load_state, render_denials, selected_pool
 from .output import (
     EXIT_DENIED,
+    EXIT_DETAILED_ERROR,
     EXIT_OK,
+    SETTINGS,
     Format,
     Styled,
     collector_paused,
-    denial_line,
     fail,
+    outcome,
     print_denials,
     print_json,
-    stderr,
     stdout,
     summary,
     table,
@@ -60,7 +62,7 @@ def _iter_render_json(items: Iterable[dict[str, Any]], pools: list[dict[str, Any
     yield ',\n  "pools": ' + json.dumps(pools, indent=2, ensure_ascii=False).replace("\n", "\n  ") + "\n}\n"
 
 
-@app.command("render")
+@app.command("render", cls=Command)
 def render_command(
     state_path: StateArgument,
     pool: Annotated[str | None, typer.Option("--pool", metavar="NS/NAME", help="Only this pool.")] = None,
@@ -76,6 +78,7 @@ def render_command(
             "Job's run-time inputs as ${NAME} placeholders.",
         ),
     ] = False,
+    exclude: ExcludeOption = None,
     quiet: QuietOption = False,
 ) -> None:
     """The Cluster API objects for the pools of STATE, sorted by kind, then name.
@@ -91,7 +94,7 @@ def render_command(
     if talos_config_template and not RENDER_TALOS_CONFIG_TEMPLATE:
         fail("--talos-config-template: this renderer cannot print the TalosConfigTemplate yet")
     with collector_paused():
-        state = load_state(state_path)
+        state = load_state(state_path, exclude)
         pool = selected_pool(state, pool, state_path)
         manifests, rows, denied = _render_pools(state, pool, talos_config_template)
         ordered = sort_manifests(manifests)
@@ -101,7 +104,7 @@ def render_command(
         write = sys.stdout.write
         for chunk in chunks:
             write(chunk)
-    raise typer.Exit(EXIT_DENIED if denied else EXIT_OK)
+    raise typer.Exit(outcome(denied))
 
 
 #: Whether the renderer takes ``talos_config_template=True`` (print the stable-named TalosConfigTemplate).
@@ -159,53 +162,121 @@ def _reasons_cell(reasons: tuple[str, ...]) -> list[Styled]:
 _ACTION_STYLE = {"create": "green", "delete": "red", "replace": "red", "update": "yellow", "unchanged": "dim"}
 
 
-def _print_plan(result: Plan) -> None:
-    console = stdout()
-    for refusal in result.refusals:
-        for violation in refusal.denials:
-            console_err = stderr()
-            console_err.line(*denial_line(f"{refusal.kind} {refusal.name}", violation))
-    if not result.rows:
-        summary(console, "no pools in either STATE")
-        return
-    out = table("POOL", "ACTION", "REPLACE", "REFUSED", "REASONS")
-    for row in result.rows:
-        if row.replace:
-            verdict = Styled("yes" + (" (rebuild only)" if row.rebuild_only else ""), "red")
-        else:
-            verdict = Styled("no", "green")
-        out.add_row(
-            row.pool,
-            Styled(row.action, _ACTION_STYLE.get(row.action, "")),
-            verdict,
-            Styled(", ".join(row.refused), "red"),
-            _reasons_cell(row.reasons) or [Styled("unchanged", "dim")],
-        )
-    console.table(out)
+def _plural(count: int, word: str) -> str:
+    return f"{count} {word}" + ("" if count == 1 else "s")
+
+
+def plan_summary(result: Plan) -> str:
+    """The plan's last line: pools counted as pools, and the refused class and platform changes apart."""
     replacing = result.replacing
     rebuilds = sum(1 for row in replacing if row.rebuild_only)
-    count = len(result.rows)
-    text = f"{count} pool{'' if count == 1 else 's'}, {len(replacing)} would replace machines"
+    text = f"{_plural(len(result.rows), 'pool')}, {len(replacing)} would replace machines"
     if rebuilds:
         text += f", {rebuilds} only because a platform Kairos image was rebuilt"
-    deleting, refused = len(result.deleting), len(result.refused)
-    if deleting:
-        text += f", {deleting} deleted"
-    if refused or result.refusals:
-        text += f", {refused + len(result.refusals)} refused by admission or denied"
-    bad = replacing or deleting or refused or result.refusals
-    summary(console, text, "red" if bad else "green")
+    if result.deleting:
+        text += f", {len(result.deleting)} deleted"
+    if result.refused:
+        text += f", {len(result.refused)} refused by admission or denied"
+    if result.refusals:
+        changes = _plural(len(result.refusals), "WorkerClass or WorkerPlatform change")
+        text += f"; {changes} refused"
+    return text
 
 
-@app.command("plan")
+def _print_plan(result: Plan) -> None:
+    console = stdout()
+    if result.rows:
+        out = table("POOL", "ACTION", "REPLACE", "REFUSED", "REASONS")
+        for row in result.rows:
+            if row.replace:
+                verdict = Styled("yes" + (" (rebuild only)" if row.rebuild_only else ""), "red")
+            else:
+                verdict = Styled("no", "green")
+            out.add_row(
+                row.pool,
+                Styled(row.action, _ACTION_STYLE.get(row.action, "")),
+                verdict,
+                Styled(", ".join(row.refused), "red"),
+                _reasons_cell(row.reasons) or [Styled("unchanged", "dim")],
+            )
+        console.table(out)
+    if result.refusals:
+        # Class and platform changes admission refuses: rows of their own (the pools that select
+        # the class say so too).
+        changes = table("OBJECT", "REFUSED", "REASONS")
+        for refusal in result.refusals:
+            changes.add_row(
+                f"{refusal.kind} {refusal.name}",
+                Styled(", ".join(refusal.refused), "red"),
+                [Styled(f"{REFUSED} ({v.code}) {v.field}: {v.message}", "red") for v in refusal.denials],
+            )
+        if result.rows:
+            console.line("")
+        console.table(changes)
+    if not result.rows and not result.refusals:
+        summary(console, "no pools in either STATE")
+        return
+    bad = result.replacing or result.deleting or result.refused or result.refusals
+    summary(console, plan_summary(result), "red" if bad else "green")
+
+
+_TO = "--to"
+_DETAILED = "--detailed-exitcode"
+
+
+def spread_to(args: list[str]) -> list[str]:
+    """``--to A B C`` as ``--to A --to B --to C``: ``--to`` takes every path up to the next option
+    (``-`` is a path: stdin), as STATE takes several; ``--to=A`` and anything after ``--`` stay."""
+    out: list[str] = []
+    taking = False
+    for index, arg in enumerate(args):
+        if arg == "--":
+            return out + args[index:]
+        if arg == _TO:
+            taking = False
+            out.append(arg)
+            if index + 1 < len(args) and args[index + 1] != "--":
+                taking = True
+            continue
+        if taking and out[-1] != _TO:
+            if arg.startswith("-") and arg != "-":
+                taking = False
+            else:
+                out.append(_TO)
+        elif taking and arg.startswith("-") and arg != "-":
+            taking = False  # ``--to`` followed by an option: click says the value is missing
+        out.append(arg)
+    return out
+
+
+class PlanCommand(Command):
+    """``plan``'s parsing: ``--to`` takes several paths (:func:`spread_to`), and under
+    ``--detailed-exitcode`` a usage error exits 1, as every other error there (2 keeps one meaning)."""
+
+    def make_context(
+        self, info_name: str | None, args: list[str], parent: _click.Context | None = None, **extra: Any
+    ) -> _click.Context:
+        options = args[: args.index("--")] if "--" in args else args
+        detailed = _DETAILED in options
+        if detailed:
+            SETTINGS.error_exit = EXIT_DETAILED_ERROR
+        try:
+            return super().make_context(info_name, spread_to(list(args)), parent=parent, **extra)
+        except _click.exceptions.UsageError as error:
+            if detailed:
+                error.exit_code = EXIT_DETAILED_ERROR
+            raise
+
+
+@app.command("plan", cls=PlanCommand)
 def plan_command(
     state_path: StateArgument,
     to: Annotated[
         list[str],
         typer.Option(
             "--to",
-            metavar="STATE2",
-            help="The STATE after the change (repeat for several paths; - for stdin).",
+            metavar="STATE2...",
+            help="The STATE after the change: every path up to the next option (or --to again); - for stdin.",
             show_default=False,
         ),
     ],
@@ -216,10 +287,11 @@ def plan_command(
         bool,
         typer.Option(
             "--detailed-exitcode",
-            help="Exit 0 nothing replaced, deleted or refused; 2 machines would be replaced or deleted; "
-            "1 a change is refused or a pool denied.",
+            help="Exit 0 nothing replaced, deleted or refused; 2 machines would be replaced or deleted, and "
+            "nothing else; 1 a change is refused, a pool denied, or an error (unreadable STATE, usage).",
         ),
     ] = False,
+    exclude: ExcludeOption = None,
     quiet: QuietOption = False,
 ) -> None:
     """What going from STATE to STATE2 does to each pool's machines, and why.
@@ -234,20 +306,25 @@ def plan_command(
     store it: an UPDATE of the pool in STATE (a pool that omits its class keeps the stored one),
     a CREATE for a new pool.
 
-    -o json prints {"pools": [{"pool", "action", "replace", "refused", "rebuildOnly",
-    "newMachinesOnly", "reasons"}]}.
+    Class and platform changes admission refuses are rows of their own: -o json prints {"pools":
+    [{"pool", "action", "replace", "refused", "rebuildOnly", "newMachinesOnly", "reasons"}],
+    "refusals": [{"kind", "name", "refused", "denials"}]}.
 
-    Exit 0; 2 when a STATE cannot be read. With --detailed-exitcode, as terraform plan: 0 nothing
-    replaced and nothing refused (creates and in-place updates are fine), 2 machines would be
-    replaced or deleted (a destroy is a change: deleting a pool removes its machines), 1 a change
-    is refused or a pool denied (refusals win over replacements).
+    Exit 0; 2 when a STATE cannot be read or the command line is wrong. With --detailed-exitcode, as
+    terraform plan: 0 nothing replaced and nothing refused (creates and in-place updates are fine),
+    2 machines would be replaced or deleted and nothing else (a destroy is a change: deleting a pool
+    removes its machines), 1 a change is refused, a pool denied, or an error (an unreadable STATE,
+    a usage error): refusals and errors win over replacements.
     """
     set_quiet(quiet)
+    if detailed_exitcode:
+        SETTINGS.error_exit = EXIT_DETAILED_ERROR
     if "-" in state_path and "-" in to:
         fail("stdin (-) can be STATE or STATE2, not both")
     with collector_paused():
-        before = load_state(state_path)
-        after = load_state(to)
+        # Both whole: a pool whose file could not be read would show as deleted.
+        before = load_state(state_path, exclude, whole=True)
+        after = load_state(to, exclude, whole=True)
         try:
             result = plan(before, after)
         except RenderError as error:

@@ -14,9 +14,9 @@ import typer
 
 from ..ops.restore import GUIDANCE, Restore, RestoreRow, restore
 from ..render.text import yaml_document
-from .app import QuietOption, app, set_quiet
-from .commands_core import OutputOption, StateArgument, load_state, pool_option_check
-from .output import EXIT_DENIED, EXIT_OK, SETTINGS, Format, Styled, print_json, stdout, summary, table
+from .app import Command, QuietOption, app, set_quiet
+from .commands_core import ExcludeOption, OutputOption, StateArgument, load_state, pool_option_check
+from .output import SETTINGS, Format, Styled, outcome, print_json, stdout, summary, table
 
 _RESULTS = {
     "classless": Styled("no restore needed", "green"),
@@ -81,11 +81,12 @@ def _print_restore(result: Restore) -> None:
     summary(console, text, "red" if blocked else "green")
 
 
-@app.command("restore")
+@app.command("restore", cls=Command)
 def restore_command(
     state_path: StateArgument,
     pool: Annotated[str | None, typer.Option("--pool", metavar="NS/NAME", help="Only this pool.")] = None,
     output: OutputOption = Format.table,
+    exclude: ExcludeOption = None,
     quiet: QuietOption = False,
 ) -> None:
     """The legacy-layout values of each classified Talos pool of STATE, with the template-hash proof.
@@ -109,14 +110,14 @@ def restore_command(
     denied, a class-era setting, hash mismatch), 2 when STATE cannot be read.
     """
     set_quiet(quiet)
-    state = load_state(state_path)
+    state = load_state(state_path, exclude)
     pool_option_check(state, pool, state_path)
     result = restore(state, pool=pool)
     if output is Format.json:
         print_json(result.as_dict())
     else:
         _print_restore(result)
-    raise typer.Exit(EXIT_DENIED if result.blocked else EXIT_OK)
+    raise typer.Exit(outcome(bool(result.blocked)))
 
 
 __all__ = ["restore_command"]

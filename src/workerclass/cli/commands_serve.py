@@ -1,4 +1,4 @@
-"""``serve webhook``, ``serve controller`` and ``manifests``: the servers against a cluster, and the install.
+"""``serve webhook`` and ``serve controller``: the servers against a cluster.
 
 ``serve`` is a Typer group (:data:`serve_app`): ``workerclass serve webhook`` and
 ``workerclass serve controller``. Both read the cluster through a
@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import os
 import socket
@@ -28,14 +27,10 @@ from ..adapters.tls import ReloadingContext, TLSFileError
 from ..api.webhooks import HEALTH_PATH
 from ..deploy import (
     CONTROLLER_LEASE,
-    DEFAULT_IMAGE,
     DEFAULT_NAMESPACE,
-    InstallOptions,
-    install_manifests,
-    to_yaml,
 )
 from ..webhook.sources import FolderSource, StateSource
-from .app import app
+from .app import Command, app
 from .output import fail
 
 serve_app = typer.Typer(
@@ -68,6 +63,22 @@ def _config_error(error: BaseException) -> str:
     return short_error(error)
 
 
+def _kube_config(kube_config: Any, kubeconfig: Path | None) -> Any:
+    """lightkube's configuration from ``kubeconfig``, else from the environment (in-cluster, then
+    ``KUBECONFIG``, then ``~/.kube/config``); when none of those is there, the error names each
+    source tried, and any other failure is one line (exit 2), never a traceback."""
+    from ..adapters.live import no_configuration
+
+    if kubeconfig is None:
+        missing = no_configuration()
+        if missing is not None:
+            fail(missing)
+    try:
+        return kube_config.from_file(kubeconfig) if kubeconfig is not None else kube_config.from_env()
+    except Exception as error:  # lightkube's ConfigError and file errors: one line, no traceback
+        fail(f"no Kubernetes configuration: {_config_error(error)}")
+
+
 def _cache_client(config: Any, field_manager: str) -> Any:
     """A ``lightkube.AsyncClient`` for a :class:`~workerclass.adapters.kube.ClusterCache` made with its
     default deadlines: its read timeout fits them (:func:`~workerclass.adapters.kube.client_timeout`:
@@ -91,20 +102,27 @@ def _cluster_source(kubeconfig: Path | None, *, stale_after: float = 60.0) -> St
         fail("reading a cluster needs lightkube: install workerclass[controller], or serve a folder with --state DIR")
     from ..adapters.kube import ClusterCache
 
-    try:
-        config = KubeConfig.from_file(kubeconfig) if kubeconfig is not None else KubeConfig.from_env()
-    except Exception as error:  # lightkube's ConfigError and file errors: one line, no traceback
-        fail(f"no Kubernetes configuration: {_config_error(error)}")
+    config = _kube_config(KubeConfig, kubeconfig)
     return ClusterCache(_cache_client(config, "workerclass-webhook"), stale_after=stale_after)
 
 
-@serve_app.command("webhook")
+@serve_app.command("webhook", cls=Command)
 def serve_webhook(
     tls_cert: Annotated[
         Path, typer.Option("--tls-cert", metavar="FILE", help="PEM certificate chain; reloaded when the file changes.")
     ],
     tls_key: Annotated[Path, typer.Option("--tls-key", metavar="FILE", help="PEM private key of that certificate.")],
     port: Annotated[int, typer.Option("--port", min=0, max=65535, help="HTTPS port (0: any free port).")] = 8443,
+    metrics_port: Annotated[
+        int,
+        typer.Option(
+            "--metrics-port",
+            min=0,
+            max=65535,
+            help="Serve /metrics on this port (plain HTTP, nothing else) so a NetworkPolicy can admit the "
+            "scrapers to it alone; 0: /metrics on the HTTPS port.",
+        ),
+    ] = 0,
     host: Annotated[
         str, typer.Option("--host", help="Address to listen on (127.0.0.1 for a local trial).")
     ] = "0.0.0.0",
@@ -123,8 +141,14 @@ def serve_webhook(
     state_interval: Annotated[float, typer.Option(min=0.1, help="Seconds between checks of the STATE folder.")] = 1.0,
     tls_reload_interval: Annotated[float, typer.Option(min=0.1, help="Seconds between checks of the TLS files.")] = 5.0,
     shutdown_delay: Annotated[
-        float, typer.Option(min=0.0, help="On SIGTERM, keep answering (not ready) this long before draining.")
-    ] = 0.0,
+        float,
+        typer.Option(
+            min=0.0,
+            help="On SIGTERM, keep answering this long (not ready, each answer closing its connection) so the "
+            "endpoints drop the pod and the API server moves its kept-alive connections off it; then stop "
+            "accepting and drain. 0 stops at once and may drop a request already sent on a kept-alive connection.",
+        ),
+    ] = 5.0,
     shutdown_timeout: Annotated[
         float, typer.Option(min=0.0, help="Longest wait for in-flight requests on shutdown.")
     ] = 20.0,
@@ -147,6 +171,11 @@ def serve_webhook(
 
     Paths: /mutate/kubernetesnodes, /validate/kubernetesnodes, /validate/workerclasses,
     /validate/computeplanes; /healthz, /readyz (ready once the state has synced) and /metrics.
+
+    SIGTERM (or Ctrl-C): not ready at once, answers go on for --shutdown-delay (each closing its
+    connection), then the listener closes and requests in flight finish (--shutdown-timeout); a
+    second SIGTERM does not cut the drain short. SIGHUP reloads the TLS files and the STATE folder
+    now (both are reloaded on change anyway) and is logged; it never ends the server.
     """
     from ..webhook.server import Settings, WebhookServer
 
@@ -167,6 +196,7 @@ def serve_webhook(
     settings = Settings(
         host=host,
         port=port,
+        metrics_port=metrics_port,
         tls_reload_interval=tls_reload_interval,
         shutdown_delay=shutdown_delay,
         shutdown_timeout=shutdown_timeout,
@@ -184,7 +214,7 @@ def serve_webhook(
         fail(f"cannot listen on {host}:{port}: {detail}")
 
 
-@serve_app.command("controller")
+@serve_app.command("controller", cls=Command)
 def serve_controller(
     kubeconfig: Annotated[
         Path | None,
@@ -248,10 +278,7 @@ def serve_controller(
     )
     for chatty in ("httpx", "httpx2", "aiohttp.access"):  # a line per API request or probe
         logging.getLogger(chatty).setLevel(max(logging.WARNING, logging.getLogger().level))
-    try:
-        config = KubeConfig.from_file(kubeconfig) if kubeconfig is not None else KubeConfig.from_env()
-    except Exception as error:  # lightkube's ConfigError and file errors: one line, no traceback
-        fail(f"no Kubernetes configuration: {_config_error(error)}")
+    config = _kube_config(KubeConfig, kubeconfig)
     if kubeconfig is not None:
         os.environ["KUBECONFIG"] = str(kubeconfig)  # kopf logs in through the same file as the cache
     settings = ControllerSettings(poll_interval=poll_interval, retain_recheck=retain_recheck)
@@ -265,6 +292,11 @@ def serve_controller(
         for signum in (signal.SIGTERM, signal.SIGINT):
             with contextlib.suppress(NotImplementedError, RuntimeError):
                 loop.add_signal_handler(signum, stop.set)
+        with contextlib.suppress(NotImplementedError, RuntimeError, AttributeError):
+            # the controller reads the cluster continuously: nothing to reload, and a hangup never ends it
+            loop.add_signal_handler(
+                signal.SIGHUP, lambda: logging.getLogger("workerclass.controller").info("SIGHUP: ignored")
+            )
         # one client for the cache's lists and watches and every write: its read timeout fits the cache's
         client = _cache_client(config, "workerclass-controller")
         cache = ClusterCache(client, resources=CONTROLLER_WATCHED)
@@ -319,81 +351,3 @@ def serve_controller(
         from ..adapters.kube import short_error  # never the message: it may quote a server URL
 
         fail(f"the controller stopped: {short_error(error)}", code=1)
-
-
-class ManifestFormat(StrEnum):
-    yaml = "yaml"
-    json = "json"
-
-
-class NetworkPolicyKind(StrEnum):
-    kubernetes = "kubernetes"
-    cilium = "cilium"
-    none = "none"
-
-
-@app.command("manifests")
-def manifests_command(
-    namespace: Annotated[str, typer.Option("--namespace", "-n", help="Namespace of the webhook.")] = DEFAULT_NAMESPACE,
-    image: Annotated[
-        str, typer.Option("--image", help="Container image with the workerclass command.")
-    ] = DEFAULT_IMAGE,
-    replicas: Annotated[int, typer.Option("--replicas", min=1, help="Webhook replicas (a PDB keeps one up).")] = 2,
-    ca_bundle: Annotated[
-        Path | None,
-        typer.Option(
-            "--ca-bundle",
-            metavar="FILE",
-            help="PEM CA of a serving Secret you provide (workerclass-webhook-tls); without it cert-manager "
-            "issues the certificate and injects its CA.",
-        ),
-    ] = None,
-    timeout: Annotated[int, typer.Option("--timeout", min=1, max=30, help="Webhook timeoutSeconds.")] = 10,
-    output: Annotated[
-        ManifestFormat, typer.Option("--output", "-o", help="yaml: documents separated by ---; json: one v1 List.")
-    ] = ManifestFormat.yaml,
-    controller: Annotated[
-        bool,
-        typer.Option(
-            "--with-controller/--without-controller",
-            help="Also install the WorkerClass controller (one replica, its own least-privilege RBAC).",
-        ),
-    ] = True,
-    network_policy: Annotated[
-        NetworkPolicyKind,
-        typer.Option(
-            "--network-policy",
-            help="kubernetes: a portable NetworkPolicy (the port only); cilium: a CiliumNetworkPolicy "
-            "(API server and node only); none: no policy.",
-        ),
-    ] = NetworkPolicyKind.kubernetes,
-) -> None:
-    """The install manifests: the CRDs the package owns (WorkerClass, WorkerPlatform), webhook configurations,
-    Service, Deployment, PodDisruptionBudget, RBAC, and the controller.
-
-    The image defaults to the one the Dockerfile builds for this version (README: Building the image).
-    """
-    bundle: bytes | None = None
-    if ca_bundle is not None:
-        try:
-            bundle = ca_bundle.read_bytes()
-        except OSError as error:
-            fail(f"{ca_bundle!s}: cannot read ({error.strerror or type(error).__name__})")
-        if b"-----BEGIN CERTIFICATE-----" not in bundle:
-            fail(f"{ca_bundle!s}: not a PEM certificate bundle")
-        if b"PRIVATE KEY" in bundle:
-            fail(f"{ca_bundle!s}: holds a private key; give the CA certificate only")
-    options = InstallOptions(
-        namespace=namespace,
-        image=image,
-        replicas=replicas,
-        ca_bundle=bundle,
-        timeout_seconds=timeout,
-        network_policy=network_policy.value,
-    )
-    objects = install_manifests(options, controller=controller)
-    if output is ManifestFormat.json:
-        data: dict[str, Any] = {"apiVersion": "v1", "kind": "List", "items": objects}
-        sys.stdout.write(json.dumps(data, indent=2) + "\n")
-    else:
-        sys.stdout.write(to_yaml(objects))

@@ -2,7 +2,8 @@
 
 Exit codes every command shares: 0 ok, 1 denied (or not safe, not restorable), 2 unreadable
 input or a usage error, 130 interrupted (Ctrl-C), 141 stdout closed early (``| head``), as
-shells report SIGINT and SIGPIPE; ``plan --detailed-exitcode`` adds 2 for replaced machines.
+shells report SIGINT and SIGPIPE; under ``plan --detailed-exitcode`` 2 means replaced or deleted
+machines and nothing else (errors exit 1 there, as terraform's do).
 
 The app and the shared options live in :mod:`.app`; the command modules add themselves to it when
 imported (:func:`_register`), and this module is the entry point (``workerclass.cli.main:main``).
@@ -22,11 +23,13 @@ __all__ = ["app", "main"]
 def _register() -> None:
     # Each command module adds itself to ``app``; importing them here keeps start-up explicit.
     from . import (
-        commands_core,  # noqa: F401  check, admit, resolve
+        commands_check,  # noqa: F401  check
+        commands_core,  # noqa: F401  admit, resolve
+        commands_manifests,  # noqa: F401  manifests
         commands_preflight,  # noqa: F401  preflight
         commands_render,  # noqa: F401  render, plan
         commands_restore,  # noqa: F401  restore
-        commands_serve,  # noqa: F401  serve webhook, manifests
+        commands_serve,  # noqa: F401  serve webhook, serve controller
     )
 
 

@@ -28,6 +28,9 @@ EXIT_DENIED = 1
 EXIT_USAGE = 2
 #: ``plan --detailed-exitcode``: machines would be replaced (or deleted).
 EXIT_REPLACE = 2
+#: ``plan --detailed-exitcode``: an error (unreadable input, a usage error), as terraform says it,
+#: so that 2 keeps its one meaning there
+EXIT_DETAILED_ERROR = 1
 #: Ctrl-C, as shells report a process ended by SIGINT (128 + 2).
 EXIT_INTERRUPTED = 130
 #: The reader of stdout went away (``| head``), as shells report SIGPIPE (128 + 13).
@@ -42,6 +45,11 @@ class Format(StrEnum):
 @dataclass
 class Settings:
     quiet: bool = False
+    #: the exit code of :func:`fail` (input or usage errors): 2, or 1 under ``plan --detailed-exitcode``
+    error_exit: int = EXIT_USAGE
+    #: parts of STATE that could not be read (said on stderr): the command goes on with the rest
+    #: and exits :attr:`error_exit` at the end (:func:`outcome`)
+    read_errors: int = 0
 
 
 SETTINGS = Settings()
@@ -178,10 +186,23 @@ def summary(printer: Printer, text: str, style: str = "") -> None:
         printer.line(Styled(text, style))
 
 
-def fail(message: str, code: int = EXIT_USAGE) -> NoReturn:
-    """One clean line on stderr, then exit (2: bad input or unreadable state)."""
+def error(message: str) -> None:
+    """``error: message`` on stderr (never silenced by ``-q``), without ending the command."""
     stderr().line(Styled("error:", "bold red"), " ", message)
-    raise typer.Exit(code)
+
+
+def outcome(denied: bool) -> int:
+    """A command's exit code: an error first (part of STATE unreadable), then a denial, else 0."""
+    if SETTINGS.read_errors:
+        return SETTINGS.error_exit
+    return EXIT_DENIED if denied else EXIT_OK
+
+
+def fail(message: str, code: int | None = None) -> NoReturn:
+    """One clean line on stderr, then exit (by default :attr:`Settings.error_exit`: 2, bad input or
+    unreadable state; 1 under ``plan --detailed-exitcode``)."""
+    stderr().line(Styled("error:", "bold red"), " ", message)
+    raise typer.Exit(SETTINGS.error_exit if code is None else code)
 
 
 def no_pool(pool: str, state_path: object) -> str:

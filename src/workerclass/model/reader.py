@@ -33,6 +33,7 @@ from ..api.patterns import (
     SCHEMATIC_ID,
     TALOS_VERSION,
     URL_CREDENTIALS,
+    looks_like_token,
     looks_private,
 )
 from ..violations import Violation
@@ -80,12 +81,14 @@ URL = HTTP_URL
 
 
 def key_path(field: str, key: object) -> str:
-    """``field.key``; a key that holds private key material is never put in a path (``field``).
+    """``field.key``; a key that holds private key material or looks like a credential (an AWS key
+    id, a ``ghp_`` token, a JWT: :func:`~workerclass.api.patterns.looks_like_token`) is never put in
+    a path (``field``), so no door echoes it.
 
     Other keys stay: a field path names where the problem is, and each door decides how to show
     one (the webhook cuts a path before a key that is not label-key shaped, the CLI escapes it).
     """
-    if isinstance(key, str) and looks_private(key):
+    if isinstance(key, str) and (looks_private(key) or looks_like_token(key)):
         return field
     return f"{field}.{key}"
 

@@ -14,6 +14,8 @@ controller's cache). Its edge: it indexes and parses; it decides nothing. Its mo
 - :mod:`~workerclass.state.memo`: :class:`Memo`, the facts derived from one snapshot (its one
   mutable part, and why that is safe);
 - :mod:`~workerclass.state.pmap`: :class:`PMap`, the persistent mapping the indexes are kept in;
+- :mod:`~workerclass.state.skipped`: :class:`Skipped`, what indexing skips, said one line each (or
+  counted per kind), with "did you mean" for a near miss of a kind read;
 - :mod:`~workerclass.state.kinds`: the kinds read (:data:`KINDS`, :data:`POOL_KINDS`,
   :data:`AUXILIARY_KINDS`, the API groups, :data:`RELEASE_PREFIX`...), views of
   :mod:`workerclass.api.resources`, kept importable from here.

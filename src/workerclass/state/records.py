@@ -34,7 +34,9 @@ __all__ = [
     "helm_release_name",
     "identify",
     "is_pool_release",
+    "located",
     "node_group_pools",
+    "origin_file",
     "parent_cluster",
     "pool_from_object",
     "pool_values",
@@ -47,12 +49,30 @@ class LoadError(Exception):
     """A STATE folder or manifest file that cannot be read as Kubernetes objects."""
 
 
+def origin_file(origin: str) -> str:
+    """The file of an origin ``FILE#N`` (``FILE#N.M`` for a member of a ``kind: List``)."""
+    head, sep, tail = origin.rpartition("#")
+    return head if sep and tail.replace(".", "").isdigit() else origin
+
+
+def located(origin: str, line: int) -> str:
+    """``FILE:LINE`` when the line is known, else the origin (``FILE#N``)."""
+    return f"{origin_file(origin)}:{line}" if line > 0 else origin
+
+
 @dataclass(frozen=True, slots=True)
 class Document:
-    """One YAML document: the object and where it was read from (``file#index``)."""
+    """One YAML document: the object, where it was read from (``file#index``) and its first line
+    (0: not known, such as an object from the cluster)."""
 
     obj: dict[str, Any]
     origin: str
+    line: int = 0
+
+    @property
+    def where(self) -> str:
+        """``FILE:LINE``, for messages (the origin when the line is not known)."""
+        return located(self.origin, self.line)
 
 
 def identify(obj: Mapping[str, Any]) -> tuple[str, str, str]:
@@ -113,10 +133,22 @@ class ObjectRecord:
     name: str
     obj: Mapping[str, Any]
     origin: str
+    #: the object's first line in its file (0: not known)
+    line: int = 0
 
     @property
     def rank(self) -> int:
         return KINDS[self.kind][2]
+
+    @property
+    def file(self) -> str:
+        """The file it was read from (the origin without its ``#N``)."""
+        return origin_file(self.origin)
+
+    @property
+    def where(self) -> str:
+        """``FILE:LINE``, for messages (the origin when the line is not known)."""
+        return located(self.origin, self.line)
 
 
 @dataclass(frozen=True, slots=True)

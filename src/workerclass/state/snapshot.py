@@ -38,7 +38,6 @@ from .records import (
     CLUSTER_RELEASE_PREFIX,
     ClassRecord,
     Document,
-    LoadError,
     ObjectRecord,
     PoolRecord,
     cluster_release,
@@ -50,6 +49,7 @@ from .records import (
     pool_values,
     stored_nodes,
 )
+from .skipped import Skipped
 
 __all__ = ["Lines", "State", "embedded_instancetypes"]
 
@@ -181,52 +181,57 @@ class State:
 
     @classmethod
     def from_documents(
-        cls, documents: Iterable[Document], *, strict: bool = True, warnings: Iterable[str] = ()
+        cls,
+        documents: Iterable[Document],
+        *,
+        strict: bool = True,
+        warnings: Iterable[str] = (),
+        errors: list[str] | None = None,
     ) -> State:
         """Index documents. ``strict``: duplicate identities are an error, not a replacement.
 
-        ``warnings``: lines said before indexing (what the folder reader skipped); the State's
-        :attr:`warnings` list them first, then what indexing skipped.
+        ``warnings``: what the folder reader skipped, kept first, then what indexing skips (:class:`~.skipped.Skipped`);
+        ``errors``: a duplicate identity or a nameless object goes there, else it is raised.
         """
         said: list[str] = list(warnings)
         seen: dict[tuple[str, str, str], ObjectRecord] = {}
         auxiliary: list[ObjectRecord] = []
         instancetypes: dict[str, Mapping[str, Any]] = {}
+        skipped = Skipped(errors)
+
         for document in documents:
             obj = document.obj
             kind, namespace, name = identify(obj)
             if kind in AUXILIARY_KINDS:
-                auxiliary.append(ObjectRecord(kind, namespace, name, obj, document.origin))
+                auxiliary.append(ObjectRecord(kind, namespace, name, obj, document.origin, document.line))
                 continue
             if kind == INSTANCETYPE_KIND:
                 api_version = obj.get("apiVersion")
                 if isinstance(api_version, str) and api_version.startswith(INSTANCETYPE_GROUP + "/") and name:
                     instancetypes[name] = obj
                 else:
-                    said.append(f"{document.origin}: skipped {kind} {name or '?'}: not {INSTANCETYPE_GROUP}")
+                    said.append(f"{document.where}: skipped {kind} {name or '?'}: not {INSTANCETYPE_GROUP}")
                 continue
             if kind not in KINDS:
-                # API.md section 4: only documents that are not Kubernetes objects are warned about
-                # (the folder reader does); objects of other kinds are skipped silently.
-                if not kind:
-                    said.append(f"{document.origin}: a mapping without kind, not a Kubernetes object: skipped")
+                said.extend(skipped.kind_not_read(document, kind, namespace, name))
                 continue
             if kind == "HelmRelease" and not is_pool_release(obj) and cluster_release(obj) is None:
+                said.extend(skipped.release_not_a_pool(document, namespace, name))
                 continue  # other releases are none of our business (a pool's, a parent cluster's are)
             group = KINDS[kind][0]
-            api_version = obj.get("apiVersion")
-            if not isinstance(api_version, str) or not api_version.startswith(group + "/"):
-                said.append(
-                    f"{document.origin}: skipped {kind} {name or '?'}: apiVersion {api_version!r} is not in {group}"
-                )
+            if not isinstance(obj.get("apiVersion"), str) or not obj["apiVersion"].startswith(group + "/"):
+                said.append(skipped.api_version_not_in_group(document, kind, namespace, name, group))
                 continue
             if not name:
-                raise LoadError(f"{document.origin}: {kind} has no metadata.name")
+                skipped.refuse(f"{document.where}: {kind} has no metadata.name")
+                continue
             key = (kind, namespace, name)
             if key in seen and strict:
-                where = f"{namespace}/{name}" if namespace else name
-                raise LoadError(f"{document.origin}: duplicate {kind} {where}, also defined at {seen[key].origin}")
-            seen[key] = ObjectRecord(kind, namespace, name, obj, document.origin)
+                shown = f"{namespace}/{name}" if namespace else name
+                skipped.refuse(f"{document.where}: duplicate {kind} {shown}, also defined at {seen[key].where}")
+                continue
+            seen[key] = ObjectRecord(kind, namespace, name, obj, document.origin, document.line)
+        said.extend(skipped.counted())
         return cls.from_records(list(seen.values()), warnings=said, auxiliary=auxiliary, instancetypes=instancetypes)
 
     @classmethod

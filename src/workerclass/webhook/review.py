@@ -29,6 +29,7 @@ from typing import Any, NamedTuple
 import orjson
 
 from ..admission.decision import Decision
+from ..api.patterns import TOKEN, looks_like_token, looks_private
 from ..api.webhooks import ADMITTED_OPERATIONS
 
 API_VERSION = "admission.k8s.io/v1"
@@ -253,18 +254,28 @@ def encode(response: Mapping[str, Any]) -> bytes:
 #: what a field path is made of: field names, ``[index]``, and map keys that are label-key shaped
 #: (``[prefix/]name``: no ``:``, ``@``, space or quote, so no URL credentials or key material)
 _FIELD = re.compile(r"[A-Za-z0-9_.\[\]/-]{0,256}")
+#: the runs :func:`~workerclass.api.patterns.looks_like_token` judges, to find where one starts
+_SECRET_RUNS = re.compile(r"[A-Za-z0-9+/=_-]{32,}")
 
 
 def shown_field(field: str) -> str:
     """A violation's field path as answered: whole when every character is one a path or a
-    label-key-shaped map key has; otherwise cut before the segment that is not (a map key taken
-    from the request, which may be anything) and that segment named, not shown."""
-    if _FIELD.fullmatch(field):
+    label-key-shaped map key has and no part looks like a credential (an AWS key id, a ``ghp_``
+    token, a JWT, whose dots would make it look like three segments); otherwise cut before the
+    segment that is not (a map key taken from the request, which may be anything) and that
+    segment named, not shown."""
+    token = TOKEN.search(field)
+    if _FIELD.fullmatch(field) and token is None and not looks_like_token(field):
         return field
     index = next(
         (at for at, char in enumerate(field) if not (char.isascii() and (char.isalnum() or char in "_.[]/-"))),
         len(field),
     )
+    if token is not None:
+        index = min(index, token.start())
+    elif looks_like_token(field):
+        run = next(run for run in _SECRET_RUNS.finditer(field) if looks_like_token(run.group()))
+        index = min(index, run.start())
     head = field[: min(index, 256)]
     cut = head.rfind(".")
     return (head[:cut] if cut > 0 else "") + ".(a key that is not shown)"
@@ -288,9 +299,11 @@ def request_values(*objects: object) -> list[str]:
     """String values of the request (walked without recursion) that could be a secret: every one
     that is not :data:`_SAFE_VALUE`-shaped, longest first.
 
-    Map keys are not collected: they are the object's structure (``sshKeys``, ``workerClassName``),
-    and hiding them would turn messages that name a field into ones a tenant cannot act on. The
-    rules never quote a client's key that is not label-key shaped (field paths stop before one)."""
+    Map keys are not collected, but for those shaped like a credential (an AWS key id, a ``ghp_``
+    token, a JWT) or holding key material: the others are the object's structure (``sshKeys``,
+    ``workerClassName``), and hiding them would turn messages that name a field into ones a tenant
+    cannot act on. The rules never quote a client's key that is not label-key shaped (field paths
+    stop before one)."""
     found: set[str] = set()
     stack = [obj for obj in objects if obj is not None]
     while stack and len(found) < MAX_VALUES:
@@ -300,6 +313,7 @@ def request_values(*objects: object) -> list[str]:
                 found.add(item)
         elif isinstance(item, dict):
             stack.extend(item.values())
+            found.update(key for key in item if isinstance(key, str) and (looks_like_token(key) or looks_private(key)))
         elif isinstance(item, list):
             stack.extend(item)
     return sorted(found, key=len, reverse=True)

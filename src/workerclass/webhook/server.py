@@ -30,7 +30,7 @@ from aiohttp import web
 from aiohttp.abc import AbstractAccessLogger
 from aiohttp.web_protocol import RequestHandler
 
-from ..adapters.tls import ReloadingContext, stop_task
+from ..adapters.tls import ReloadingContext, TLSFileError, stop_task
 from ..api import HEALTH_PATH, METRICS_PATH, READY_PATH
 from ..state import State
 from .connections import ConnectionGuard
@@ -125,10 +125,13 @@ class WebhookServer(ReviewHandler):
         self._guard: ConnectionGuard | None = None
         self._budget = ByteBudget(self.settings.body_budget)
         self._listener: asyncio.AbstractServer | None = None
+        self._metrics_runner: web.AppRunner | None = None
         self._tls_task: asyncio.Task[None] | None = None
         self._port: int | None = None
         self._state_seen: State | None = None
         self._generation = 0
+        #: the paths this server answers on its HTTPS port
+        self._served = _SERVED_PATHS
         self.app = self._make_app()
 
     # ------------------------------------------------------------------ application
@@ -139,7 +142,10 @@ class WebhookServer(ReviewHandler):
             app.router.add_post(route.path, self._handler(route))
         app.router.add_get(HEALTH_PATH, self._tracked(self._healthz))
         app.router.add_get(READY_PATH, self._tracked(self._readyz))
-        app.router.add_get(METRICS_PATH, self._tracked(self._metrics))
+        if not self.settings.metrics_port:
+            app.router.add_get(METRICS_PATH, self._tracked(self._metrics))
+        else:  # on a port of its own (:meth:`_start_metrics`): not found here
+            self._served = self._served - {METRICS_PATH}
         # every other method and path, so that the connection guard hears of each answer (a
         # middleware would too, at a cost per request aiohttp makes noticeable: ~10 µs under load)
         app.router.add_route("*", "/{path:.*}", self._tracked(self._other))
@@ -148,13 +154,15 @@ class WebhookServer(ReviewHandler):
     def _tracked(self, handler: Callable[[web.Request], Any]) -> Callable[[web.Request], Any]:
         async def tracked(request: web.Request) -> web.StreamResponse:
             response: web.StreamResponse = await handler(request)
+            if self._draining:
+                response.force_close()  # as the reviews' answers: the client reconnects elsewhere
             self._answered(request, response)
             return response
 
         return tracked
 
     async def _other(self, request: web.Request) -> web.Response:
-        if request.path in _SERVED_PATHS:
+        if request.path in self._served:
             allowed = "POST" if request.path in _REVIEW_PATHS else "GET"
             return web.Response(status=405, text="405: Method Not Allowed", headers={"Allow": allowed})
         return web.Response(status=404, text="404: Not Found")
@@ -249,19 +257,42 @@ class WebhookServer(ReviewHandler):
         )
         sockets = self._listener.sockets
         self._port = sockets[0].getsockname()[1] if sockets else settings.port
+        if settings.metrics_port:
+            await self._start_metrics()
         if self.tls is not None:
             self.tls.interval = settings.tls_reload_interval
             self._tls_task = self.tls.start()
         logger.info("webhook listening on %s:%d (%s)", settings.host, self._port, "https" if self.tls else "http")
 
-    async def stop(self) -> None:
-        """Drain: report not ready, optionally wait, stop accepting, let in-flight requests finish.
+    async def _start_metrics(self) -> None:
+        """``/metrics`` alone, over plain HTTP on ``metrics_port`` (the scrapers' port)."""
+        metrics = web.Application()
+        metrics.router.add_get(METRICS_PATH, self._metrics)
+        runner = web.AppRunner(metrics, handle_signals=False, access_log=None, logger=http_logger)
+        await runner.setup()
+        try:
+            await web.TCPSite(runner, self.settings.host, self.settings.metrics_port, reuse_address=True).start()
+        except BaseException:
+            await runner.cleanup()
+            raise
+        self._metrics_runner = runner
+        logger.info("metrics on %s:%d (http)", self.settings.host, self.settings.metrics_port)
 
-        In flight means the headers have arrived: a review whose body is still on its way is
-        waited for (up to ``shutdown_timeout``) and answered, not cut off.
+    async def stop(self) -> None:
+        """Drain: report not ready, keep answering for ``shutdown_delay``, stop accepting, let
+        in-flight requests finish.
+
+        During the delay every answer closes its connection (``Connection: close``), so the API
+        server, whose kept-alive connections stay on this pod after its endpoints are gone, moves
+        each one to a replica that stays as soon as it is used, instead of losing a request sent
+        on it when the server closes it. In flight means the headers have arrived: a review whose
+        body is still on its way is waited for (up to ``shutdown_timeout``) and answered, not cut off.
         """
         self._draining = True
         if self.settings.shutdown_delay > 0:
+            logger.info(
+                "not ready; answering for %.1f s more, each answer closing its connection", self.settings.shutdown_delay
+            )
             await asyncio.sleep(self.settings.shutdown_delay)
         if self._listener is not None:
             self._listener.close()
@@ -278,25 +309,61 @@ class WebhookServer(ReviewHandler):
             with contextlib.suppress(Exception):
                 await self._listener.wait_closed()
             self._listener = None
+        if self._metrics_runner is not None:
+            await self._metrics_runner.cleanup()
+            self._metrics_runner = None
         await stop_task(self._tls_task)
         self._tls_task = None
         await self.source.stop()
         logger.info("webhook stopped")
 
+    async def reload_now(self) -> None:
+        """Reload the TLS files and the state source now (SIGHUP), each only if it changed: both are
+        reloaded on change anyway; this is for an operator who does not want to wait. A pair that
+        does not load, or a folder that cannot be read, is logged and the previous one kept."""
+        if self.tls is not None:
+            try:
+                changed = await asyncio.to_thread(self.tls.reload)
+            except TLSFileError as error:
+                logger.warning("SIGHUP: the TLS files do not load, keeping the previous pair: %s", error)
+            else:
+                logger.info("SIGHUP: TLS certificate %s", "reloaded" if changed else "unchanged")
+        reload = getattr(self.source, "reload", None)
+        if callable(reload):
+            try:
+                changed = await reload()
+            except OSError as error:
+                logger.warning("SIGHUP: the state cannot be read, keeping the previous one (%s)", type(error).__name__)
+            else:
+                logger.info("SIGHUP: state %s", "reloaded" if changed else "unchanged")
+        else:
+            logger.info("SIGHUP: the state follows the cluster's watches: nothing to reload")
+
     async def serve(self, *, stop: asyncio.Event | None = None) -> None:
-        """Run until SIGTERM/SIGINT (or ``stop`` is set), then drain and return."""
+        """Run until SIGTERM/SIGINT (or ``stop`` is set), then drain and return. SIGHUP reloads the
+        TLS files and the state now (:meth:`reload_now`) and is logged: it never ends the server."""
         stop = stop or asyncio.Event()
         loop = asyncio.get_running_loop()
         installed: list[signal.Signals] = []
+        reloads: set[asyncio.Task[None]] = set()
 
         def on_signal() -> None:
             if stop.is_set():  # a second signal while draining: the drain goes on, nothing is dropped
                 logger.info("already shutting down: in-flight requests are still being answered")
             stop.set()
 
-        for sig in (signal.SIGTERM, signal.SIGINT):
+        def on_hangup() -> None:
+            logger.info("SIGHUP: reloading the TLS files and the state (the server goes on)")
+            task = asyncio.create_task(self.reload_now(), name="workerclass-sighup")
+            reloads.add(task)
+            task.add_done_callback(reloads.discard)
+
+        handlers = [(signal.SIGTERM, on_signal), (signal.SIGINT, on_signal)]
+        if hasattr(signal, "SIGHUP"):
+            handlers.append((signal.SIGHUP, on_hangup))
+        for sig, callback in handlers:
             with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
-                loop.add_signal_handler(sig, on_signal)
+                loop.add_signal_handler(sig, callback)
                 installed.append(sig)
         try:
             await self.start()

@@ -20,6 +20,10 @@ class Settings:
 
     host: str = "0.0.0.0"
     port: int = 8443
+    #: serve ``/metrics`` on this port (plain HTTP, nothing else there) instead of the HTTPS port,
+    #: which the API server reaches from anywhere: a NetworkPolicy can then admit the scrapers to
+    #: this port alone. 0: ``/metrics`` on the HTTPS port
+    metrics_port: int = 0
     #: bodies over this get 413 (an object is at most ~1.5 MiB in etcd; a review carries two)
     max_body: int = 3 * MIB
     #: a client that has not sent its whole body after this many seconds gets 408
@@ -49,8 +53,11 @@ class Settings:
     handshake_timeout: float = 10.0
     #: on shutdown, in-flight requests get this long to finish
     shutdown_timeout: float = 20.0
-    #: on shutdown, keep serving (reported not ready) this long so endpoints drop the pod first
-    shutdown_delay: float = 0.0
+    #: on shutdown, keep serving (reported not ready, every answer closing its connection) this long
+    #: so endpoints drop the pod first and the API server moves its kept-alive connections off it;
+    #: 0 closes the listener and the idle connections at once (a request already on its way on one
+    #: of them is lost: the API server counts it as a failed call)
+    shutdown_delay: float = 5.0
     #: how often the certificate files are checked for rotation
     tls_reload_interval: float = 5.0
     #: log every request line (off by default: denials are logged anyway)

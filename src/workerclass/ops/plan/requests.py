@@ -20,7 +20,13 @@ from ...state import PoolRecord, State, pool_from_object
 from ...violations import Violation
 from .rows import Refusal
 
-__all__ = ["Requests", "objects_by_key"]
+__all__ = ["UNGUARDED", "Requests", "objects_by_key"]
+
+#: the note on a refused change to a pool stored as its HelmRelease
+UNGUARDED = (
+    "a HelmRelease written directly passes no webhook: nothing in the cluster stops this change, so "
+    "review it here (the rules are those of a KubernetesNodes)"
+)
 
 
 def objects_by_key(state: State) -> dict[tuple[str, str, str], Mapping[str, Any]]:
@@ -57,9 +63,12 @@ class Requests:
         return tuple(out)
 
     def pool(self, old: PoolRecord | None, new: PoolRecord) -> tuple[PoolRecord, list[Violation], list[str]]:
-        """The new pool as admission would store it, the denials of its request, and notes."""
-        if new.kind == "HelmRelease":
-            return new, [], []  # direct HelmRelease writers pass no pool webhook (API.md section 5)
+        """The new pool as admission would store it, the denials of its request, and notes.
+
+        A pool stored as its HelmRelease gets the same request (CREATE, or an UPDATE with the
+        family and cluster rules): no webhook sees a HelmRelease written directly (API.md section
+        5), so nothing in the cluster stops that change, and the plan is where it is caught.
+        """
         if new.kind == "ComputePlane":
             denials = [denial for denial in self._compute_plane(new).denials if is_within(denial.field, new.field)]
             return new, denials, []
@@ -69,6 +78,8 @@ class Requests:
         old_obj = self.old_objects.get((old.kind, old.namespace, old.name)) if old is not None else None
         decision = self.admit(self.after, "UPDATE" if old_obj is not None else "CREATE", new_obj, old_obj)
         notes: list[str] = []
+        if new.kind == "HelmRelease" and not decision.allowed:
+            notes.append(UNGUARDED)
         admitted = new
         if decision.object is not None and decision.patch:
             mutated = pool_from_object(decision.object)

@@ -89,6 +89,20 @@ class Refusal:
     name: str
     denials: tuple[Violation, ...]
 
+    @property
+    def refused(self) -> tuple[str, ...]:
+        """The codes, each once, in the order of the denials."""
+        return tuple(dict.fromkeys(denial.code for denial in self.denials))
+
+    def as_dict(self) -> dict[str, Any]:
+        """A row of ``plan -o json``'s ``refusals``: ``{"kind", "name", "refused", "denials"}``."""
+        return {
+            "kind": self.kind,
+            "name": self.name,
+            "refused": list(self.refused),
+            "denials": [denial.as_dict() for denial in self.denials],
+        }
+
 
 @dataclass(frozen=True, slots=True)
 class Plan:
@@ -116,7 +130,8 @@ class Plan:
         return 0
 
     def as_dict(self) -> dict[str, Any]:
-        return {"pools": [row.as_dict() for row in self.rows]}
+        """``plan -o json``: ``{"pools": [rows], "refusals": [class and platform changes refused]}``."""
+        return {"pools": [row.as_dict() for row in self.rows], "refusals": [r.as_dict() for r in self.refusals]}
 
 
 @dataclass(frozen=True, slots=True)
