@@ -43,8 +43,9 @@ from tests.adapters.live_cluster import (
     webhook,
     write_kubeconfig,
 )
-from workerclass.adapters import live
-from workerclass.adapters.live import Install, LiveError, kube_client, live_preflight, load_kubeconfig, read_install
+from workerclass.adapters import kubeconfig as connecting
+from workerclass.adapters.kubeconfig import LiveError, kube_client, load_kubeconfig
+from workerclass.adapters.live import Install, live_preflight, read_install
 from workerclass.ops.preflight import Preflight
 
 
@@ -468,7 +469,7 @@ def test_contexts_are_chosen_and_named(tmp_path: Path) -> None:
 
 
 def test_kubeconfig_files_are_found_from_the_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(live, "SERVICE_ACCOUNT", str(tmp_path / "no-service-account"))
+    monkeypatch.setattr(connecting, "SERVICE_ACCOUNT", str(tmp_path / "no-service-account"))
     first = write_kubeconfig(tmp_path / "a", "https://127.0.0.1:1", context="a")
     second = write_kubeconfig(tmp_path / "b", "https://127.0.0.1:2", context="b")
     monkeypatch.setenv("KUBECONFIG", os.pathsep.join([str(tmp_path / "absent"), str(first), str(second)]))

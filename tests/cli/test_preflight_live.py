@@ -26,7 +26,7 @@ from tests.adapters.live_cluster import (
     seed,
     write_kubeconfig,
 )
-from workerclass.adapters import live
+from workerclass.adapters import kubeconfig as connecting
 from workerclass.cli.main import _register, app
 
 _register()
@@ -129,7 +129,7 @@ async def test_live_reads_kubeconfig_from_the_environment_and_context_picks(
     kmock: kmock.KubernetesEmulator, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     seed(kmock, healthy_install())
-    monkeypatch.setattr(live, "SERVICE_ACCOUNT", str(tmp_path / "no-service-account"))
+    monkeypatch.setattr(connecting, "SERVICE_ACCOUNT", str(tmp_path / "no-service-account"))
     config = kubeconfig("https://127.0.0.1:9")  # the current context: nothing listens there
     good = kubeconfig(str(kmock.url), context="emulator")
     config["clusters"] += good["clusters"]

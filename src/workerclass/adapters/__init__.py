@@ -10,8 +10,10 @@
   :func:`~.kube.short_error` reduces client errors to code and reason.
 - :mod:`.live`: the webhook installation read once from the API server for ``preflight --live``
   (:func:`~.live.read_install`: webhook configurations, the Services, Deployments and
-  PodDisruptionBudgets they call, Namespaces and pools for a namespaceSelector), and the
-  kubeconfig it connects with (:func:`~.live.load_kubeconfig`).
+  PodDisruptionBudgets they call, Namespaces and pools for a namespaceSelector, the Kairos
+  provider's CRD).
+- :mod:`.kubeconfig`: where the command line connects (:func:`~.kubeconfig.load_kubeconfig`: a
+  kubeconfig, ``KUBECONFIG``, in-cluster) and its one-line errors (:class:`~.kubeconfig.LiveError`).
 - :mod:`.sync`: how current a source is (:class:`~.sync.SyncReport`, :func:`~.sync.age_report`)
   and :func:`~.sync.where` (a bug's location without its values), shared with the webhook.
 - :mod:`.tls`: a server SSLContext that follows certificate rotation.

@@ -84,7 +84,8 @@ def _print_table(result: Preflight) -> None:
 def _live(kubeconfig: Path | None, context: str | None, *, removing: bool = False) -> Preflight:
     """The verdict over the install read from the API server (``removing``: what uninstalling would
     leave); exit 2 (one line) when it cannot be read."""
-    from ..adapters.live import LiveError, kube_client, load_kubeconfig, read_install, read_uninstall
+    from ..adapters.kubeconfig import LiveError, kube_client, load_kubeconfig
+    from ..adapters.live import read_install, read_uninstall
 
     try:
         target = load_kubeconfig(kubeconfig, context)

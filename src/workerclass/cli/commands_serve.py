@@ -67,7 +67,7 @@ def _kube_config(kube_config: Any, kubeconfig: Path | None) -> Any:
     """lightkube's configuration from ``kubeconfig``, else from the environment (in-cluster, then
     ``KUBECONFIG``, then ``~/.kube/config``); when none of those is there, the error names each
     source tried, and any other failure is one line (exit 2), never a traceback."""
-    from ..adapters.live import no_configuration
+    from ..adapters.kubeconfig import no_configuration
 
     if kubeconfig is None:
         missing = no_configuration()
