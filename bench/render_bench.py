@@ -38,7 +38,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
-sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT))
 
 from workerclass.render import render  # noqa: E402
 from workerclass.resolve import resolve_pool  # noqa: E402
@@ -129,8 +129,8 @@ def oracle_side(
     sample: list[tuple[dict[str, Any], Effective]],
 ) -> tuple[float, int, int, str] | None:
     """(seconds per Helm render, classless pools compared, equal, note) or None without the oracle."""
-    from chart.oracle import Oracle, available
-    from render.test_parity import object_differences
+    from tests.chart.oracle import Oracle, available
+    from tests.render.test_parity import object_differences
 
     if not available():
         return None

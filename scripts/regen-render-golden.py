@@ -25,9 +25,9 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 GOLDEN = REPO / "tests" / "render" / "golden"
-sys.path.insert(0, str(REPO / "tests"))
+sys.path.insert(0, str(REPO))
 
-from chart.oracle import ORACLE, Oracle  # noqa: E402
+from tests.chart.oracle import ORACLE, Oracle  # noqa: E402
 
 NAMESPACE = "tenant-example"
 CLUSTER = "example"

@@ -7,9 +7,10 @@ JSON lines from stdin (values, release, namespace, platform values, chart varian
 each with the oracle's ``-o json`` objects (parsed as go-yaml v2 reads them) or the refusal
 message the oracle prints on stderr.
 
-``ORACLE`` is located relative to the repository: ``<repo>/../shared/tools/cozystack-render``.
-Tests that need it call :func:`require_oracle` (a module-level ``pytest.skip`` with the reason
-when the oracle is absent). A2's tests may use :func:`get_oracle` as well.
+``ORACLE`` is ``tools/cozystack-render`` of the upstream mirror (``$WORKERCLASS_SHARED``, else
+``../shared`` beside the repository: :mod:`tests.shared`). Tests that need it call
+:func:`require_oracle` (the whole module skips with a reason naming ``WORKERCLASS_SHARED`` when
+it is absent, and fails under ``CI=true``), then :func:`get_oracle`.
 """
 
 from __future__ import annotations
@@ -25,10 +26,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import pytest
+from tests.shared import ROOT, require, shared_dir
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-ORACLE = Path(__file__).resolve().parents[3] / "shared" / "tools" / "cozystack-render"
+REPO_ROOT = ROOT
+ORACLE = shared_dir() / "tools" / "cozystack-render"
 
 _DRIVER = r"""
 import importlib.machinery, importlib.util, json, sys, copy, traceback
@@ -81,7 +82,7 @@ class _Exec(Exception):
         self.env = dict(env)
 
 
-def _oracle_python() -> tuple[str, dict[str, str]]:
+def oracle_python() -> tuple[str, dict[str, str]]:
     """The oracle venv's interpreter (built by the oracle itself on first use) and its env."""
     import importlib.machinery
     import importlib.util
@@ -128,7 +129,7 @@ class Oracle:
     """One long-lived driver process rendering the real chart."""
 
     def __init__(self) -> None:
-        py, env = _oracle_python()
+        py, env = oracle_python()
         fd, self._driver = tempfile.mkstemp(prefix="oracle-driver-", suffix=".py")
         with os.fdopen(fd, "w") as fh:
             fh.write(_DRIVER)
@@ -196,9 +197,8 @@ def available() -> bool:
 
 
 def require_oracle() -> None:
-    """Skip the calling test module when the oracle is not checked out beside the repo."""
-    if not available():
-        pytest.skip(f"the oracle {ORACLE} is absent (CI has it at ../shared)", allow_module_level=True)
+    """Skip the calling test module when the oracle is absent (fail under ``CI=true``)."""
+    require("tools", "cozystack-render", module=True)
 
 
 def get_oracle() -> Oracle:

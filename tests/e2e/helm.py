@@ -14,7 +14,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from tests.chart.oracle import _oracle_python
+from tests.chart.oracle import oracle_python
 
 _DRIVER = r"""
 import json, sys
@@ -50,7 +50,7 @@ def gated_chart(upstream: Path, patch: Path, folder: Path) -> Path:
 
 def helm(op: str, *, kubeconfig: Path, release: str, namespace: str, chart: Path | None = None,
          values: dict[str, Any] | None = None) -> dict[str, Any]:  # fmt: skip
-    python, env = _oracle_python()
+    python, env = oracle_python()
     merged = {**PLATFORM_VALUES, **(values or {})}
     request = {
         "op": op,

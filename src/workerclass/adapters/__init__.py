@@ -1,5 +1,7 @@
 """Adapters: the only places that touch files, TLS material or a Kubernetes API.
 
+- :mod:`.chart`: a Helm chart read from a folder or a packaged archive into ``{path: bytes}``
+  (:func:`~.chart.read_chart`, :func:`~.chart.chart_archive_files`), what the core identifies.
 - :mod:`.folder`: STATE from disk (folders, files, stdin of YAML/JSON manifests) and
   :func:`~.folder.load_state`; errors name the file and the line.
 - :mod:`.kube`: the cluster cache (:class:`~.kube.ClusterCache`): list and watch the resources of

@@ -9,6 +9,9 @@ document, named after it, in the template's order.
 
 Modules (what lives where, and what of the chart each mirrors):
 
+- ``identity``: which chart a set of files is: :class:`~.identity.ChartIdentity` (name, version,
+  digest, gated, the rules it implies), :func:`~.identity.chart_digest`, :func:`~.identity.identify`
+  against the known identities ``scripts/sync-upstream.py`` generated (``data/facts.json``).
 - ``context``: :class:`ChartInput` (``.Values``, ``.Release``, what ``lookup`` finds), the
   variants (main, PR 3571) and :class:`ChartFailure` / :class:`ChartRefused`.
 - ``values``: ``values.yaml``, ``files/versions.yaml``, ``images/kubectl.tag``, ``Chart.yaml`` and

@@ -1,0 +1,49 @@
+"""Where the tests find the upstream mirror, and what they do without it.
+
+The mirror (Cozystack's charts, their helm-unittest suites, the upstream CRDs, the oracle) is
+never copied into the repository: tests read it where it lives, ``$WORKERCLASS_SHARED`` or else
+``../shared`` beside the repository (where CI has it). A test that needs it calls :func:`require`
+(or :func:`unavailable` with its own reason): without the mirror it skips with a reason that says
+to set ``WORKERCLASS_SHARED``, and under ``CI=true`` it fails instead, so CI cannot pass by skipping.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+#: the environment variable that points the tests at a mirror elsewhere
+SHARED_ENV = "WORKERCLASS_SHARED"
+
+
+def shared_dir() -> Path:
+    """``$WORKERCLASS_SHARED``, else ``../shared`` beside the repository (it may not exist)."""
+    configured = os.environ.get(SHARED_ENV)
+    return Path(configured) if configured else ROOT.parent / "shared"
+
+
+def unavailable(reason: str, *, module: bool = False) -> None:
+    """Skip with ``reason`` (the whole module when ``module``); under ``CI=true`` fail instead."""
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"{reason} (CI=true: the upstream mirror must be there)", pytrace=False)
+    pytest.skip(reason, allow_module_level=module)
+
+
+def require(*parts: str, module: bool = False) -> Path:
+    """``shared_dir()/parts...``, or skip (fail under ``CI=true``) with a reason naming the setting."""
+    path = shared_dir().joinpath(*parts)
+    if not path.exists():
+        unavailable(
+            f"the upstream mirror is absent: {path} (set {SHARED_ENV} to a folder with upstream-cozystack/, "
+            "upstream-crds/ and tools/)",
+            module=module,
+        )
+    return path
+
+
+def present(*parts: str) -> bool:
+    """Whether ``shared_dir()/parts...`` exists (for ``skipif`` decorators; see :func:`reason`)."""
+    return shared_dir().joinpath(*parts).exists()
