@@ -9,10 +9,14 @@ to set ``WORKERCLASS_SHARED``, and under ``CI=true`` it fails instead, so CI can
 
 from __future__ import annotations
 
+import functools
 import os
 from pathlib import Path
 
 import pytest
+
+from workerclass.adapters.chart import read_chart
+from workerclass.chart.source import ChartSource
 
 ROOT = Path(__file__).resolve().parents[1]
 #: the environment variable that points the tests at a mirror elsewhere
@@ -44,6 +48,22 @@ def require(*parts: str, module: bool = False) -> Path:
     return path
 
 
-def present(*parts: str) -> bool:
-    """Whether ``shared_dir()/parts...`` exists (for ``skipif`` decorators; see :func:`reason`)."""
-    return shared_dir().joinpath(*parts).exists()
+#: The charts of the mirror the tests render, by the oracle's name for them.
+UPSTREAM_CHARTS = {"main": "kubernetes-nodes", "pr3315": "kubernetes-nodes-pr3315", "pr3571": "kubernetes-nodes-pr3571"}
+
+
+@functools.cache
+def _chart(name: str) -> ChartSource:
+    path = shared_dir() / "upstream-cozystack" / UPSTREAM_CHARTS[name]
+    return ChartSource.from_files(read_chart(path), origin=f"--chart {path}")
+
+
+def chart_path(name: str = "main", *, module: bool = False) -> Path:
+    """The mirror's folder of the chart ``name`` (skip, or fail under ``CI=true``, without the mirror)."""
+    return require("upstream-cozystack", UPSTREAM_CHARTS[name], module=module)
+
+
+def given_chart(name: str = "main", *, module: bool = False) -> ChartSource:
+    """The mirror's chart ``name`` as ``--chart`` gives it (read once; skip or fail without the mirror)."""
+    chart_path(name, module=module)
+    return _chart(name)

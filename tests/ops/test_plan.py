@@ -16,6 +16,9 @@ from workerclass.ops.plan import REFUSED, render_all
 from workerclass.resolve import resolve
 from workerclass.state import State
 
+#: these tests render the talos-reconcile Job, the chart's own text: the mirror's chart is given
+pytestmark = pytest.mark.usefixtures("chart_text")
+
 EXAMPLES = REPO / "examples"
 Edit = Callable[[dict[str, Any]], None]
 PLATFORM_KAIROS_135 = "ghcr.io/cozystack/cozystack/kairos-worker@sha256:" + "c" * 64

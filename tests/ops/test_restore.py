@@ -40,6 +40,9 @@ from workerclass.render import HASH_VERSION, render, template_hash
 from workerclass.resolve import resolve, resolve_pool
 from workerclass.state import State
 
+#: these tests render the talos-reconcile Job, the chart's own text: the mirror's chart is given
+pytestmark = pytest.mark.usefixtures("chart_text")
+
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
 _register()

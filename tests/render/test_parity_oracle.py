@@ -20,7 +20,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.chart.oracle import available, get_oracle
+from tests.chart.oracle import ABSENT, available, get_oracle
 from workerclass import render, resolve
 from workerclass.render import RenderError
 from workerclass.state import State, pool_from_object
@@ -28,7 +28,7 @@ from workerclass.violations import Denied
 
 from .test_parity import CLUSTER, NAMESPACE, PARENT, object_differences
 
-pytestmark = pytest.mark.skipif(not available(), reason="the oracle (../shared/tools/cozystack-render) is absent")
+pytestmark = [pytest.mark.skipif(not available(), reason=ABSENT), pytest.mark.usefixtures("chart_text")]
 
 #: Examples per property: one oracle render is ~0.1 s, so the module stays within ~30 s.
 EXAMPLES = 120

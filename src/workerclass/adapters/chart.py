@@ -25,9 +25,17 @@ import tarfile
 from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
 
-from ..chart.identity import chart_metadata
+from ..chart.identity import chart_metadata, known_identities
+from ..chart.source import ChartSource
 
-__all__ = ["MAX_CHART_BYTES", "ChartReadError", "chart_archive_files", "read_chart"]
+__all__ = [
+    "MAX_CHART_BYTES",
+    "ChartReadError",
+    "UnknownChart",
+    "chart_archive_files",
+    "read_chart",
+    "read_chart_source",
+]
 
 #: Larger than any worker-pool chart by far (Cozystack's is ~200 KB), small enough to refuse a bomb.
 MAX_CHART_BYTES = 64 * 1024 * 1024
@@ -37,14 +45,32 @@ class ChartReadError(Exception):
     """The chart could not be read: the message names the path and the problem."""
 
 
+class UnknownChart(Exception):
+    """A chart the port was not proved against, and no Helm engine to render it: the message names it."""
+
+
+def read_chart_source(path: str | os.PathLike[str]) -> ChartSource:
+    """The chart at ``path`` as the chart in effect: known by its digest, or rendered by Helm's engine
+    (the ``helm`` extra), else :class:`UnknownChart`."""
+    files = read_chart(path)
+    source = ChartSource.from_files(files, origin=f"--chart {path}")
+    if source.known:
+        return source
+    known = ", ".join(identity.name for identity in known_identities())
+    raise UnknownChart(
+        f"{path} ({source.digest}, version {source.version or '?'}) is not a chart workerclass was proved "
+        f"against ({known}); to render it through Helm's own engine install the optional extra: "
+        "pip install 'workerclass[helm]'"
+    )
+
+
 def read_chart(path: str | os.PathLike[str]) -> dict[str, bytes]:
     """The chart at ``path`` (a folder or a ``.tgz`` / ``.tar.gz`` archive) as ``{path: bytes}``."""
     location = Path(path)
     if location.is_dir():
-        files = _read_folder(location)
-        if "Chart.yaml" not in files:
+        if not (location / "Chart.yaml").is_file():
             raise ChartReadError(f"{location}: not a Helm chart (no Chart.yaml in the folder)")
-        return _expand_subchart_archives(files, str(location))
+        return _expand_subchart_archives(_read_folder(location), str(location))
     if location.is_file():
         try:
             data = location.read_bytes()

@@ -34,6 +34,7 @@ from typing import Any
 import yaml
 
 from .context import RELEASE_PREFIX, ChartFailure, ChartInput
+from .facts import upstream_facts
 from .kernel_modules import SHELL_SAFE, kernel_module_failures
 from .nodegroup import (
     POSITIVE_DURATION,
@@ -47,7 +48,10 @@ from .quantity import cpu_to_millicores, go_str, is_finite_quantity, to_float, t
 from .sizing import Sizing, sizing
 from .values import k8s_load, version_map
 
-TALOS_K8S_SUPPORT = {"v1.13": ("v1.31", "v1.32", "v1.33", "v1.34", "v1.35", "v1.36")}
+#: The node-group template's Talos support matrix: Talos minor -> the Kubernetes minors it runs.
+TALOS_K8S_SUPPORT: dict[str, tuple[str, ...]] = {
+    talos: tuple(minors) for talos, minors in upstream_facts()["talosSupport"].items()
+}
 
 _MEMORY = re.compile(r"[0-9]+(\.[0-9]+)?([eE][+-]?[0-9]+)?(Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E)?")
 _CPU = re.compile(r"([0-9]+m|[0-9]+(\.[0-9]+)?)")
@@ -221,7 +225,7 @@ def _check_version(inp: ChartInput, out: _Collector) -> None:
     version = inp.values.get("version")
     if not isinstance(version, str):
         return
-    allowed = version_map()
+    allowed = version_map(inp.chart.upstream)
     if version not in allowed:
         shown = _shown(version, _SAFE_DNS) or "the version"
         out.add(

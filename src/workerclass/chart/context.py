@@ -13,6 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from .source import ChartSource
+
 #: The ApplicationDefinition's ``release.prefix``: a KubernetesNodes ``<cluster>-<pool>`` is
 #: the HelmRelease ``kubernetes-nodes-<cluster>-<pool>``.
 RELEASE_PREFIX = "kubernetes-nodes-"
@@ -42,6 +44,8 @@ class ChartInput:
     #: of an existing MachineDeployment ``kubernetes-<cluster>-<pool>`` in the namespace ("" when it
     #: has none), or None when there is no such object or nothing is known (offline, as the oracle).
     existing_machinedeployment_release: str | None = None
+    #: The chart in effect: its version, the facts of its upstream chart, its text when given.
+    chart: ChartSource = field(default_factory=ChartSource.shipped)
     # Derived once (the templates read them dozens of times per render); values are not mutated.
     cluster: str = field(init=False, repr=False, compare=False)
     #: The parent Cluster API cluster: ``kubernetes-<cluster>``.

@@ -42,8 +42,13 @@ def render_chart(
     kernel_modules: Sequence[Any] | None = None,
     installer_image: str | None = None,
     image_factory_ca: str | None = None,
+    talos_job: bool = True,
 ) -> list[dict[str, Any]]:
     """Every object the chart renders for ``inp`` (plus the class-era inputs), or :class:`ChartRefused`.
+
+    The talos-reconcile Job (and the TalosConfigTemplate it applies) come from the chart's own text:
+    without the chart's files they raise :class:`~.source.ChartTextMissing`; ``talos_job=False``
+    leaves that template's documents out (a Kairos pool has none, a template hash needs none).
 
     ``disk``: the class-era disk source (None: the chart's own HTTP URL). ``image_factory_ca``:
     a PEM bundle for an HTTP disk; it adds ``certConfigMap`` to the disk and the CA ConfigMap
@@ -58,10 +63,11 @@ def render_chart(
 
     objects: list[dict[str, Any]] = list(render_dashboard(inp))
     objects += nodegroup_objects(inp, size, disk)
-    objects += render_talos_job(inp, sizing=size, kernel_modules=kernel_modules, installer_image=installer_image)
+    if talos_job:
+        objects += render_talos_job(inp, sizing=size, kernel_modules=kernel_modules, installer_image=installer_image)
     if ca is not None and disk is not None and disk.kind == "http":
         objects.append(image_factory_ca_configmap(inp, ca))
-    if talos_config_template:
+    if talos_config_template and talos_job:
         objects.append(tct(inp, sizing=size, kernel_modules=kernel_modules, installer_image=installer_image))
     return objects
 
@@ -137,14 +143,15 @@ def image_factory_ca_configmap(inp: ChartInput, ca_pem: str) -> dict[str, Any]:
     Labels are ``kubernetes.labels`` of this chart; the namespace is written out (PR 3797 leaves
     it to Helm's release namespace, which is the same namespace).
     """
+    version = app_version(inp.chart.upstream)
     labels = {
-        "helm.sh/chart": f"kubernetes-nodes-{chart_version()}".replace("+", "_")[:63].rstrip("-"),
+        "helm.sh/chart": f"kubernetes-nodes-{chart_version(inp.chart)}".replace("+", "_")[:63].rstrip("-"),
         "app.kubernetes.io/name": "kubernetes-nodes",
         "app.kubernetes.io/instance": inp.release,
-        "app.kubernetes.io/version": app_version(),
+        "app.kubernetes.io/version": version,
         "app.kubernetes.io/managed-by": "Helm",
     }
-    if not app_version():
+    if not version:
         del labels["app.kubernetes.io/version"]
     return {
         "apiVersion": "v1",

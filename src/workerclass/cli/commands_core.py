@@ -23,6 +23,7 @@ from ..resolve import Effective, resolve_all
 from ..state import ObjectRecord, PoolRecord, State, identify
 from ..violations import Violation
 from .app import QuietOption, app, set_quiet
+from .chart import ChartOption, load_chart
 from .output import (
     EXIT_DENIED,
     EXIT_OK,
@@ -56,15 +57,17 @@ def state_label(paths: list[str]) -> str:
     return " ".join(paths)
 
 
-def load_state(paths: list[str]) -> State:
-    """The State of STATE paths; its warnings (read ones, such as skipped documents, first), unless -q."""
+def load_state(paths: list[str], chart: str | None = None) -> State:
+    """The State of STATE paths (under ``chart``, see :func:`load_chart`); its warnings (read ones,
+    such as skipped documents, first), unless -q."""
+    source = load_chart(chart)
     try:
         state = read_state(paths)
     except LoadError as error:
         fail(str(error))
     for warning in state.warnings:
         warn(warning)
-    return state
+    return state.with_chart(source) if chart is not None else state
 
 
 def _name(kind: str, namespace: str, name: str) -> str:
@@ -148,6 +151,7 @@ def check(
             help="Admit each object as an UPDATE of itself (as already stored), not as a CREATE.",
         ),
     ] = False,
+    chart: ChartOption = None,
     quiet: QuietOption = False,
 ) -> None:
     """Admit every object in STATE, in dependency order: platform, classes, parent clusters, then pools.
@@ -166,7 +170,7 @@ def check(
     set_quiet(quiet)
     operation = "UPDATE" if stored else "CREATE"
     with collector_paused():
-        state = load_state(state_path)
+        state = load_state(state_path, chart)
         results = [
             (record, admit(state, operation, record.obj, record.obj if stored else None)) for record in state.objects
         ]
@@ -244,6 +248,7 @@ def admit_command(
         ),
     ] = "CREATE",
     output: OutputOption = Format.table,
+    chart: ChartOption = None,
     quiet: QuietOption = False,
 ) -> None:
     """Admit one request against STATE, as the webhooks would (mutation, then validation).
@@ -258,7 +263,7 @@ def admit_command(
         fail(f"--operation must be {_ADMITTED_TEXT}, not {operation!r}")
     if file == "-" and "-" in state_path:
         fail("stdin (-) can be STATE or FILE, not both")
-    state = load_state(state_path)
+    state = load_state(state_path, chart)
     obj = _read_request(file)
     kind, namespace, name = identify(obj)
     old = None
@@ -405,6 +410,7 @@ def resolve_command(
     state_path: StateArgument,
     pool: Annotated[str | None, typer.Option("--pool", metavar="NS/NAME", help="Only this pool.")] = None,
     output: OutputOption = Format.table,
+    chart: ChartOption = None,
     quiet: QuietOption = False,
 ) -> None:
     """The effective settings of each pool, and why each value won.
@@ -417,11 +423,11 @@ def resolve_command(
     """
     set_quiet(quiet)
     with collector_paused():
-        _resolve(state_path, pool, output)
+        _resolve(state_path, pool, output, chart)
 
 
-def _resolve(state_path: list[str], pool: str | None, output: Format) -> None:
-    state = load_state(state_path)
+def _resolve(state_path: list[str], pool: str | None, output: Format, chart: str | None = None) -> None:
+    state = load_state(state_path, chart)
     pool = selected_pool(state, pool, state_path)
     resolved = [row for row in resolve_all(state) if pool is None or row[0].identity == pool]
     denied = False
@@ -462,6 +468,7 @@ def _resolve(state_path: list[str], pool: str | None, output: Format) -> None:
 
 
 __all__ = [
+    "ChartOption",
     "OutputOption",
     "StateArgument",
     "denied_json",

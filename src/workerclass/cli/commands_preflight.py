@@ -19,7 +19,7 @@ import typer
 from ..ops.preflight import Preflight, preflight
 from ..ops.uninstall import uninstall
 from .app import QuietOption, app, set_quiet
-from .commands_core import OutputOption, load_state
+from .commands_core import ChartOption, OutputOption, load_state
 from .output import EXIT_DENIED, EXIT_OK, Format, Styled, fail, print_json, stdout, summary, table
 
 _STYLE = {"ok": "green", "warn": "yellow", "fail": "red"}
@@ -130,6 +130,7 @@ def preflight_command(
     context: ContextOption = None,
     removing: UninstallOption = False,
     output: OutputOption = Format.table,
+    chart: ChartOption = None,
     quiet: QuietOption = False,
 ) -> None:
     """Verify the installed webhook's matching, failure policy and readiness, from STATE or the cluster.
@@ -162,7 +163,7 @@ def preflight_command(
     elif removing:
         result = _uninstall_state(state_path or [])
     else:
-        result = preflight(load_state(state_path or []))
+        result = preflight(load_state(state_path or [], chart))
     if output is Format.json:
         print_json(result.as_dict())
     else:

@@ -24,7 +24,7 @@ from ..resolve import resolve_all
 from ..state import State
 from ..violations import Violation
 from .app import QuietOption, app, set_quiet
-from .commands_core import StateArgument, load_state, render_denials, selected_pool
+from .commands_core import ChartOption, StateArgument, load_state, render_denials, selected_pool
 from .output import (
     EXIT_DENIED,
     EXIT_OK,
@@ -76,6 +76,7 @@ def render_command(
             "Job's run-time inputs as ${NAME} placeholders.",
         ),
     ] = False,
+    chart: ChartOption = None,
     quiet: QuietOption = False,
 ) -> None:
     """The Cluster API objects for the pools of STATE, sorted by kind, then name.
@@ -91,7 +92,7 @@ def render_command(
     if talos_config_template and not RENDER_TALOS_CONFIG_TEMPLATE:
         fail("--talos-config-template: this renderer cannot print the TalosConfigTemplate yet")
     with collector_paused():
-        state = load_state(state_path)
+        state = load_state(state_path, chart)
         pool = selected_pool(state, pool, state_path)
         manifests, rows, denied = _render_pools(state, pool, talos_config_template)
         ordered = sort_manifests(manifests)
@@ -220,6 +221,7 @@ def plan_command(
             "1 a change is refused or a pool denied.",
         ),
     ] = False,
+    chart: ChartOption = None,
     quiet: QuietOption = False,
 ) -> None:
     """What going from STATE to STATE2 does to each pool's machines, and why.
@@ -246,8 +248,8 @@ def plan_command(
     if "-" in state_path and "-" in to:
         fail("stdin (-) can be STATE or STATE2, not both")
     with collector_paused():
-        before = load_state(state_path)
-        after = load_state(to)
+        before = load_state(state_path, chart)
+        after = load_state(to, chart)
         try:
             result = plan(before, after)
         except RenderError as error:

@@ -15,7 +15,7 @@ import typer
 from ..ops.restore import GUIDANCE, Restore, RestoreRow, restore
 from ..render.text import yaml_document
 from .app import QuietOption, app, set_quiet
-from .commands_core import OutputOption, StateArgument, load_state, pool_option_check
+from .commands_core import ChartOption, OutputOption, StateArgument, load_state, pool_option_check
 from .output import EXIT_DENIED, EXIT_OK, SETTINGS, Format, Styled, print_json, stdout, summary, table
 
 _RESULTS = {
@@ -86,6 +86,7 @@ def restore_command(
     state_path: StateArgument,
     pool: Annotated[str | None, typer.Option("--pool", metavar="NS/NAME", help="Only this pool.")] = None,
     output: OutputOption = Format.table,
+    chart: ChartOption = None,
     quiet: QuietOption = False,
 ) -> None:
     """The legacy-layout values of each classified Talos pool of STATE, with the template-hash proof.
@@ -109,7 +110,7 @@ def restore_command(
     denied, a class-era setting, hash mismatch), 2 when STATE cannot be read.
     """
     set_quiet(quiet)
-    state = load_state(state_path)
+    state = load_state(state_path, chart)
     pool_option_check(state, pool, state_path)
     result = restore(state, pool=pool)
     if output is Format.json:

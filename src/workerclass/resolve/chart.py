@@ -67,7 +67,7 @@ def chart_checks(state: State, record: PoolRecord) -> tuple[Violation, ...]:
         return cast(tuple[Violation, ...], cached[1])
     release = record.release or release_of(record.kind, record.name)
     bounded = _bounded(record.values)
-    content = _content_key(bounded, release, record.namespace, state.platform.cluster_values)
+    content = _content_key(bounded, release, record.namespace, state.platform.cluster_values, state.chart.digest)
     shared = _SHARED_CHECKS.get(content) if content is not None else None
     if shared is not None and shared[0] is state.instancetypes:
         failures = shared[1]
@@ -80,6 +80,7 @@ def chart_checks(state: State, record: PoolRecord) -> tuple[Violation, ...]:
             release=release,
             cluster_values={"_cluster": dict(state.platform.cluster_values)},
             instancetypes=state.instancetypes,
+            chart=state.chart,
         )
         failures = tuple(chart_failures(inp))
         if content is not None:
@@ -106,11 +107,11 @@ _SHARED_CHECKS: OrderedDict[str, tuple[Mapping[str, Any], tuple[ChartFailure, ..
 
 
 def _content_key(
-    values: Mapping[str, Any], release: str, namespace: str, cluster_values: Mapping[str, Any]
+    values: Mapping[str, Any], release: str, namespace: str, cluster_values: Mapping[str, Any], chart: str
 ) -> str | None:
     """A canonical text of the checks' inputs (the instance types are compared by identity)."""
     try:
-        return json.dumps([values, release, namespace, cluster_values], sort_keys=True, default=repr)
+        return json.dumps([values, release, namespace, cluster_values, chart], sort_keys=True, default=repr)
     except (TypeError, ValueError, RecursionError):
         return None
 
@@ -154,6 +155,7 @@ def chart_context(state: State, record: PoolRecord) -> dict[str, Any]:
         "release": record.release or release_of(record.kind, record.name),
         "cluster_values": {"_cluster": dict(state.platform.cluster_values)},
         "instancetypes": state.instancetypes,
+        "chart": state.chart,
     }
 
 

@@ -13,17 +13,21 @@ read, shared with the caller's cache and with every later snapshot, and read-onl
 only: their readers test ``isinstance(..., dict)`` throughout (identify, admission, the chart's
 port), and copying or freezing each object would cost per object on every State built and every
 watch event.
+
+Why one module: the snapshot's fields, its construction from documents and its incremental changes
+are one frozen class and the helpers only it uses; split, each part would reach into the others.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cache, cached_property
 from types import MappingProxyType
 from typing import Any
 
 from ..builtin import CLASSES_ORIGIN, PLATFORM_ORIGIN, builtin_classes, embedded_platform, embedded_platform_spec
+from ..chart.source import ChartSource
 from ..chart.values import load_instancetypes
 from ..model import Cluster, Platform, parse_class_spec, parse_cluster, parse_platform
 from .kinds import AUXILIARY_KINDS, INSTANCETYPE_GROUP, INSTANCETYPE_KIND, KINDS, POOL_KINDS, RELEASE_PREFIX
@@ -147,6 +151,9 @@ class State:
     pools_by_class: Mapping[str, Mapping[tuple[str, str, str], PoolRecord]] = field(default_factory=_empty)
     #: ``(namespace, name)`` -> the kinds of the pools with that name, in :data:`POOL_KINDS` order
     pool_names: Mapping[tuple[str, str], tuple[str, ...]] = field(default_factory=_empty)
+    #: the chart the cluster runs (admission follows its rules, the renderer its facts and text);
+    #: by default the one the shipped facts describe, without its text (see :meth:`with_chart`)
+    chart: ChartSource = field(default_factory=ChartSource.shipped)
     #: the facts derived from this snapshot (:class:`~workerclass.state.memo.Memo`). Not a
     #: constructor argument: every State, :func:`dataclasses.replace`'s included, makes its own,
     #: seeded with :attr:`pool_names`, so no two snapshots ever share one.
@@ -380,6 +387,11 @@ class State:
         ours = as_pmap(self.cluster_instancetypes).put(name, obj)
         merged = MappingProxyType({**embedded_instancetypes(), **ours}) if ours else embedded_instancetypes()
         return self._next(cluster_instancetypes=ours, instancetypes=merged)
+
+    def with_chart(self, chart: ChartSource) -> State:
+        """This snapshot under ``chart`` (``--chart``; in a cluster, the one its pools' releases point
+        to): the same objects and warnings, nothing derived carried."""
+        return replace(self, chart=chart)
 
     def _next(self, **changes: Any) -> State:
         """This snapshot with ``changes`` (field names): a new State, with a fresh memo and no warnings.

@@ -1,0 +1,152 @@
+"""The chart in effect: which chart admission and the renderer follow, and its text when given.
+
+Owns :class:`ChartSource`: the chart a State carries (``State.chart``; the CLI's ``--chart``, in a
+cluster the chart the pools' releases point to). It is either the chart the shipped facts describe
+(:meth:`ChartSource.shipped`: its identity, no files) or a chart whose files were given
+(:meth:`ChartSource.from_files`): then known (its identity found by digest) or unknown. What the
+port reads of the chart's own text (:meth:`ChartSource.text`) comes only from given files; asking
+for it without them raises :class:`ChartTextMissing`, whose message says how to give the chart.
+
+Its edge: pure values; the files are read by ``workerclass.adapters.chart``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+from .identity import ChartIdentity, ChartRules, chart_digest, chart_metadata, default_identity, identify
+
+__all__ = ["GIVE_THE_CHART", "ChartSource", "ChartTextMissing"]
+
+#: How a user gives the chart, for every message that needs it.
+GIVE_THE_CHART = (
+    "give the chart the cluster runs with --chart DIR|TGZ (a folder of Cozystack's kubernetes-nodes chart or its "
+    "packaged .tgz)"
+)
+
+
+class ChartTextMissing(Exception):
+    """An output needs the chart's own text, and only the shipped facts are at hand."""
+
+    def __init__(self, what: str) -> None:
+        self.what = what
+        super().__init__(f"{what} needs the chart's own text, which the package does not ship: {GIVE_THE_CHART}")
+
+
+@dataclass(frozen=True, eq=False)
+class ChartSource:
+    """The chart in effect.
+
+    ``identity``: the known chart it is (None: files were given that match no known chart);
+    ``digest`` and ``version``: of the given files, or the shipped identity's; ``files``: the
+    chart's files when given (None: only the shipped facts); ``origin``: where it was read from,
+    in words (``--chart PATH``, an artifact), for messages.
+    """
+
+    identity: ChartIdentity | None
+    digest: str
+    version: str
+    files: Mapping[str, bytes] | None = None
+    origin: str = "the facts the package ships"
+    _texts: dict[str, str] = field(default_factory=dict, repr=False)
+
+    @classmethod
+    def shipped(cls) -> ChartSource:
+        """The chart the shipped facts describe, without its text."""
+        return _SHIPPED
+
+    @classmethod
+    def from_files(
+        cls, files: Mapping[str, bytes], *, origin: str = "", known: tuple[ChartIdentity, ...] | None = None
+    ) -> ChartSource:
+        """A given chart: identified by its digest (``known`` defaults to the known identities)."""
+        identity = identify(files, known=known)
+        version = chart_metadata(files.get("Chart.yaml", b"")).get("version")
+        return cls(
+            identity=identity,
+            digest=identity.digest if identity is not None else chart_digest(files),
+            version=str(version) if version is not None else "",
+            files=MappingProxyType(dict(files)),
+            origin=origin or "a given chart",
+        )
+
+    # ------------------------------------------------------------------ what it is
+
+    @property
+    def given(self) -> bool:
+        """Whether the chart's own files are at hand (else only the shipped facts)."""
+        return self.files is not None
+
+    @property
+    def known(self) -> bool:
+        return self.identity is not None
+
+    @property
+    def name(self) -> str:
+        return self.identity.name if self.identity is not None else "unknown"
+
+    @property
+    def upstream(self) -> str:
+        """The upstream chart whose facts apply (an unknown chart: the shipped default's)."""
+        return (self.identity or default_identity()).upstream
+
+    @property
+    def rules(self) -> ChartRules:
+        """The rules the chart implies (an unknown chart: none beyond the shared facts)."""
+        return self.identity.rules if self.identity is not None else ChartRules()
+
+    @property
+    def gated(self) -> bool:
+        return self.identity is not None and self.identity.gated
+
+    def describe(self) -> str:
+        """For people: the known chart, or the digest of an unknown one, and where it came from."""
+        if self.identity is None:
+            return f"an unknown chart ({self.origin}), version {self.version or '?'}, {self.digest}"
+        return self.identity.describe() + ("" if self.given else " (its text not given)")
+
+    def as_dict(self) -> dict[str, Any]:
+        """``{"name", "source", "version", "digest", "gated", "text"}``: the contract's chart object."""
+        return {
+            "name": self.name,
+            "source": self.identity.source if self.identity is not None else self.origin,
+            "version": self.version,
+            "digest": self.digest,
+            "gated": self.gated,
+            "text": self.given,
+        }
+
+    def same_chart(self, digest: str) -> bool:
+        """Whether ``digest`` (a chart digest) is this chart's."""
+        return digest == self.digest
+
+    # ------------------------------------------------------------------ its text
+
+    def text(self, path: str, *, what: str) -> str:
+        """The chart's file ``path`` as text (cached); :class:`ChartTextMissing` (naming ``what``
+        needs it) when only the shipped facts are at hand, KeyError when the chart has no such file."""
+        if self.files is None:
+            raise ChartTextMissing(what)
+        cached = self._texts.get(path)
+        if cached is None:
+            cached = self._texts[path] = self.files[path].decode("utf-8")
+        return cached
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ChartSource):
+            return NotImplemented
+        return (self.digest, self.version, self.given) == (other.digest, other.version, other.given)
+
+    def __hash__(self) -> int:
+        return hash((self.digest, self.version, self.given))
+
+
+def _shipped() -> ChartSource:
+    identity = default_identity()
+    return ChartSource(identity=identity, digest=identity.digest, version=identity.version)
+
+
+_SHIPPED = _shipped()

@@ -1,0 +1,23 @@
+"""Fixtures every test folder may use.
+
+``chart_text``: Cozystack's main chart, read from the upstream mirror, as the chart in effect of every
+State, ChartInput and Effective the test builds, as ``--chart`` gives it on the command line. The
+talos-reconcile Job (and the TalosConfigTemplate it applies) are the chart's own text, which the
+package does not ship: the tests that render them use this fixture, and skip without the mirror
+(set ``WORKERCLASS_SHARED``), failing instead under ``CI=true``.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.shared import given_chart
+from workerclass.chart import source
+from workerclass.chart.source import ChartSource
+
+
+@pytest.fixture
+def chart_text(monkeypatch: pytest.MonkeyPatch) -> ChartSource:
+    chart = given_chart("main")
+    monkeypatch.setattr(source, "_SHIPPED", chart)
+    return chart
