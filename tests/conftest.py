@@ -1,7 +1,8 @@
 """Fixtures every test folder may use.
 
-``chart_text``: Cozystack's main chart, read from the upstream mirror, as the chart in effect of every
-State, ChartInput and Effective the test builds, as ``--chart`` gives it on the command line. The
+``chart_text``: Cozystack's main chart with our chart gate (read from the upstream mirror and patched),
+as the chart in effect of every State, ChartInput and Effective the test builds, as ``--chart`` gives it
+on the command line (the gate: pools may select a class, and the port renders the same bytes). The
 talos-reconcile Job (and the TalosConfigTemplate it applies) are the chart's own text, which the
 package does not ship: the tests that render them use this fixture, and skip without the mirror
 (set ``WORKERCLASS_SHARED``), failing instead under ``CI=true``.
@@ -18,6 +19,6 @@ from workerclass.chart.source import ChartSource
 
 @pytest.fixture
 def chart_text(monkeypatch: pytest.MonkeyPatch) -> ChartSource:
-    chart = given_chart("main")
+    chart = given_chart("main+gate")
     monkeypatch.setattr(source, "_SHIPPED", chart)
     return chart

@@ -9,8 +9,13 @@ to set ``WORKERCLASS_SHARED``, and under ``CI=true`` it fails instead, so CI can
 
 from __future__ import annotations
 
+import atexit
 import functools
 import os
+import shutil
+import stat
+import subprocess
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -48,19 +53,37 @@ def require(*parts: str, module: bool = False) -> Path:
     return path
 
 
-#: The charts of the mirror the tests render, by the oracle's name for them.
+#: The charts of the mirror the tests render, by the oracle's name for them; ``<name>+gate`` is the
+#: same chart with our gate patch (``deploy/chart-gate/``) applied, in a scratch copy.
 UPSTREAM_CHARTS = {"main": "kubernetes-nodes", "pr3315": "kubernetes-nodes-pr3315", "pr3571": "kubernetes-nodes-pr3571"}
 
 
 @functools.cache
-def _chart(name: str) -> ChartSource:
-    path = shared_dir() / "upstream-cozystack" / UPSTREAM_CHARTS[name]
-    return ChartSource.from_files(read_chart(path), origin=f"--chart {path}")
+def _gated(name: str) -> Path:
+    """A scratch copy of the mirror's chart ``name`` with our gate applied (removed at exit)."""
+    scratch = Path(tempfile.mkdtemp(prefix="workerclass-gated-"))
+    atexit.register(shutil.rmtree, scratch, True)
+    copy = scratch / UPSTREAM_CHARTS[name]
+    shutil.copytree(shared_dir() / "upstream-cozystack" / UPSTREAM_CHARTS[name], copy)
+    for path in [copy, *copy.rglob("*")]:
+        path.chmod(path.stat().st_mode | stat.S_IWUSR)
+    patch = ROOT / "deploy" / "chart-gate" / f"kubernetes-nodes-{name}.patch"
+    subprocess.run(["patch", "-p1", "--fuzz=0", "--quiet", "-i", str(patch)], cwd=copy, check=True)
+    return copy
 
 
 def chart_path(name: str = "main", *, module: bool = False) -> Path:
-    """The mirror's folder of the chart ``name`` (skip, or fail under ``CI=true``, without the mirror)."""
-    return require("upstream-cozystack", UPSTREAM_CHARTS[name], module=module)
+    """The folder of the mirror's chart ``name`` (``main``, ``pr3315``, ``pr3571``, or one of the first
+    two with ``+gate``): skip, or fail under ``CI=true``, without the mirror."""
+    upstream = name.removesuffix("+gate")
+    path = require("upstream-cozystack", UPSTREAM_CHARTS[upstream], module=module)
+    return _gated(upstream) if name.endswith("+gate") else path
+
+
+@functools.cache
+def _chart(name: str) -> ChartSource:
+    path = chart_path(name)
+    return ChartSource.from_files(read_chart(path), origin=f"--chart {path}")
 
 
 def given_chart(name: str = "main", *, module: bool = False) -> ChartSource:

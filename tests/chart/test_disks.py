@@ -99,7 +99,7 @@ def _kinds(objects: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
 
 def test_no_ca_renders_no_configmap_and_no_cert_config_map() -> None:
     for ca in (None, "", "  \n  "):
-        objects = render_chart(INP, image_factory_ca=ca, talos_job=False)
+        objects = render_chart(INP, image_factory_ca=ca, chart_text=False)
         assert not _kinds(objects, "ConfigMap")
         assert "certConfigMap" not in _dv(_kinds(objects, "KubevirtMachineTemplate")[0])["spec"]["source"]["http"]
 
@@ -121,7 +121,7 @@ def test_a_ca_renders_the_configmap_and_points_the_data_volume_at_it(chart_text:
 
 
 def test_a_chain_of_two_certificates_is_one_configmap() -> None:
-    objects = render_chart(INP, image_factory_ca=CERT + CERT, talos_job=False)
+    objects = render_chart(INP, image_factory_ca=CERT + CERT, chart_text=False)
     assert len(_kinds(objects, "ConfigMap")) == 1
 
 
@@ -136,7 +136,7 @@ def test_a_chain_of_two_certificates_is_one_configmap() -> None:
 )
 def test_a_private_key_or_non_pem_is_refused_without_quoting_it(ca: str) -> None:
     with pytest.raises(ChartRefused) as info:
-        render_chart(INP, image_factory_ca=ca, talos_job=False)
+        render_chart(INP, image_factory_ca=ca, chart_text=False)
     (failure,) = info.value.failures
     assert failure.code == "Invalid" and failure.field == "spec.talos.imageFactoryCA"
     assert (
@@ -146,6 +146,6 @@ def test_a_private_key_or_non_pem_is_refused_without_quoting_it(ca: str) -> None
 
 def test_a_ca_on_a_clone_disk_adds_nothing() -> None:
     disk = golden_disk(DEFAULT_SCHEMATIC, "v1.13.6")
-    objects = render_chart(INP, disk=disk, image_factory_ca=CERT, talos_job=False)
+    objects = render_chart(INP, disk=disk, image_factory_ca=CERT, chart_text=False)
     assert not _kinds(objects, "ConfigMap")
     assert "http" not in _dv(_kinds(objects, "KubevirtMachineTemplate")[0])["spec"]["source"]

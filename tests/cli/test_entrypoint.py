@@ -43,8 +43,8 @@ def cli(*args: str, input: str | None = None, env: dict[str, str] | None = None)
 
 
 def chart() -> list[str]:
-    """``--chart`` with the mirror's main chart: render and plan of Talos pools need its text."""
-    return ["--chart", str(chart_path())]
+    """``--chart`` with the mirror's main chart, gated: render and plan of Talos pools need its text."""
+    return ["--chart", str(chart_path("main+gate"))]
 
 
 def cluster(name: str = "example", version: str = "v1.35") -> dict[str, Any]:
@@ -94,7 +94,7 @@ def plan_json(before: Path, after: Path, *extra: str) -> tuple[int, dict[str, di
     result = cli("plan", str(before), "--to", str(after), "-o", "json", *chart(), *extra)
     assert result.returncode in (0, 1, 2), result.stderr
     document = json.loads(result.stdout)
-    assert list(document) == ["pools"]
+    assert list(document) == ["chart", "pools"]
     return result.returncode, {row["pool"]: row for row in document["pools"]}
 
 

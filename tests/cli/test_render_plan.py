@@ -114,7 +114,7 @@ def test_plan_json(state: Path) -> None:
     result = run("plan", str(EXAMPLES), "--to", str(state), "-o", "json")
     assert result.exit_code == 0, result.stderr
     document = json.loads(result.stdout)
-    assert list(document) == ["pools"]
+    assert list(document) == ["chart", "pools"]
     by_pool = {row["pool"]: row for row in document["pools"]}
     assert len(by_pool) == 4
     # the platform Kairos image's new digest renames the Kairos machine template: a rebuild-only roll

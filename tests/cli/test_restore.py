@@ -71,7 +71,7 @@ def test_restore_json_keeps_the_readme_shape_for_a_rollout_row() -> None:
     result = run("restore", str(EXAMPLES), "-o", "json")
     assert result.exit_code == 1
     data = json.loads(result.stdout)
-    assert list(data) == ["pools"]
+    assert list(data) == ["chart", "pools"]
     for row in data["pools"]:
         assert list(row) == ["pool", "class", "bootstrap", "restorable", "values", "templateHash", "reasons"]
         assert list(row["templateHash"]) == ["current", "restored", "version"]

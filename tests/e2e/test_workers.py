@@ -26,7 +26,7 @@ import yaml
 
 from .conftest import ACCOUNT_GROUPS, CONTROLLER_USER, TENANT, ClusterAPI, Install, Served
 from .kube import Kube
-from .testbed import ROOT, ApiServer, Process, wait_until, workerclass_command
+from .testbed import ROOT, ApiServer, Process, chart_option, wait_until, workerclass_command
 
 POOLS = "apps.cozystack.io/v1alpha1"
 FLUX = "helm.toolkit.fluxcd.io/v2"
@@ -47,7 +47,7 @@ def start_controller(cluster: ApiServer, log: Path, *, resync: float) -> Process
             *workerclass_command(), "serve", "controller",
             "--kubeconfig", str(identity.kubeconfig),
             "--liveness-port", "0", "--metrics-port", "0", "--poll-interval", "0.2",
-            "--lease-namespace", "cozy-workerclass", "--resync-interval", str(resync),
+            "--lease-namespace", "cozy-workerclass", "--resync-interval", str(resync), *chart_option(),
         ],
         log,
     ).start()  # fmt: skip
@@ -106,7 +106,8 @@ def job_does(kube: Kube, name: str, spec: dict[str, Any]) -> None:
     with tempfile.TemporaryDirectory() as folder:
         state = write_pool_state(Path(folder), name, spec)
         out = subprocess.run(
-            [*workerclass_command(), "render", str(state), "--pool", f"{TENANT}/{name}", "--talos-config-template"],
+            [*workerclass_command(), "render", str(state), "--pool", f"{TENANT}/{name}", "--talos-config-template",
+             *chart_option()],
             capture_output=True, text=True, check=True,
         )  # fmt: skip
     for obj in yaml.safe_load_all(out.stdout):

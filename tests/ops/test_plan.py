@@ -253,7 +253,7 @@ def test_added_removed_and_denied_pools_have_rows_and_replace_nothing() -> None:
 
 def test_json_rows_have_exactly_the_api_keys() -> None:
     document = plan(state(), state(WorkerPlatform=_kairos_digest)).as_dict()
-    assert set(document) == {"pools"}
+    assert set(document) == {"chart", "pools"}  # the chart emulated beside the rows (the contract, section 4)
     keys = {"pool", "action", "replace", "refused", "rebuildOnly", "newMachinesOnly", "reasons"}
     assert [set(row) for row in document["pools"]] == [keys] * len(ALL)
     kairos = next(row for row in document["pools"] if row["pool"] == "tenant-example/example-kairos")

@@ -253,7 +253,7 @@ def test_cli_examples_json_shape_and_exit_1() -> None:
     result = run("restore", str(EXAMPLES), "-o", "json")
     assert result.exit_code == 1, result.stderr
     data = json.loads(result.stdout)
-    assert list(data) == ["pools"]
+    assert list(data) == ["chart", "pools"]
     assert [row["pool"] for row in data["pools"]] == [
         "tenant-example/example-custom-kairos",
         "tenant-example/example-kairos",
@@ -337,7 +337,7 @@ def test_cli_empty_state_exit_0(tmp_path: Path) -> None:
     folder.mkdir()
     result = run("restore", str(folder), "-o", "json")
     assert result.exit_code == 0
-    assert json.loads(result.stdout) == {"pools": []}
+    assert json.loads(result.stdout)["pools"] == []
     assert "nothing to restore" in run("restore", str(folder)).stdout
 
 

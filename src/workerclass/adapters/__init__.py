@@ -1,5 +1,6 @@
 """Adapters: the only places that touch files, TLS material or a Kubernetes API.
 
+- :mod:`.helm`: Helm's own engine (the optional ``helm`` extra) for a chart the port was not proved against.
 - :mod:`.chart`: a Helm chart read from a folder or a packaged archive into ``{path: bytes}``
   (:func:`~.chart.read_chart`, :func:`~.chart.chart_archive_files`), what the core identifies.
 - :mod:`.folder`: STATE from disk (folders, files, stdin of YAML/JSON manifests) and

@@ -19,6 +19,8 @@ Errors are :class:`ChartReadError` with the path and what is wrong, never a stac
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import io
 import os
 import tarfile
@@ -27,11 +29,13 @@ from pathlib import Path, PurePosixPath
 
 from ..chart.identity import chart_metadata, known_identities
 from ..chart.source import ChartSource
+from .helm import helm_engine
 
 __all__ = [
     "MAX_CHART_BYTES",
     "ChartReadError",
     "UnknownChart",
+    "archive_digest",
     "chart_archive_files",
     "read_chart",
     "read_chart_source",
@@ -51,11 +55,16 @@ class UnknownChart(Exception):
 
 def read_chart_source(path: str | os.PathLike[str]) -> ChartSource:
     """The chart at ``path`` as the chart in effect: known by its digest, or rendered by Helm's engine
-    (the ``helm`` extra), else :class:`UnknownChart`."""
-    files = read_chart(path)
-    source = ChartSource.from_files(files, origin=f"--chart {path}")
+    (the ``helm`` extra), else :class:`UnknownChart` naming it."""
+    location = Path(path)
+    files = read_chart(location)
+    artifacts = frozenset() if location.is_dir() else frozenset({archive_digest(location.read_bytes())})
+    source = ChartSource.from_files(files, origin=f"--chart {path}", artifacts=artifacts)
     if source.known:
         return source
+    engine = helm_engine(files)
+    if engine is not None:
+        return dataclasses.replace(source, engine=engine.render)
     known = ", ".join(identity.name for identity in known_identities())
     raise UnknownChart(
         f"{path} ({source.digest}, version {source.version or '?'}) is not a chart workerclass was proved "
@@ -104,6 +113,11 @@ def _read_folder(root: Path) -> dict[str, bytes]:
                 raise ChartReadError(f"{root}: larger than {MAX_CHART_BYTES // (1024 * 1024)} MiB, not a chart")
             files[full.relative_to(root).as_posix()] = content
     return files
+
+
+def archive_digest(data: bytes) -> str:
+    """``sha256:<hex>`` of an archive's bytes: how Flux's source-controller names an artifact's digest."""
+    return "sha256:" + hashlib.sha256(data).hexdigest()
 
 
 def chart_archive_files(data: bytes, *, origin: str = "the archive") -> dict[str, bytes]:

@@ -73,6 +73,7 @@ from typing import Any
 
 from ..api import CONTROLLER_READS, WATCHED, Resource
 from ..api.resources import APPLICATION_KIND_LABEL, INSTANCETYPE
+from ..chart.source import ChartSource
 from ..state import State
 from .sync import SyncReport, age_report, where
 
@@ -302,8 +303,11 @@ class ClusterCache:
         clock: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         jitter: Callable[[], float] = random.random,
+        chart: ChartSource | None = None,
     ) -> None:
         self._client = client
+        #: the chart the cluster runs, carried by every snapshot (None: the shipped facts' chart)
+        self.chart = chart
         self.watch_timeout = watch_timeout
         self.watch_margin = watch_margin
         self.list_timeout = list_timeout
@@ -699,6 +703,8 @@ class ClusterCache:
         objects = [obj for store in self._stores.values() for obj in store.values()]
         try:
             state = State.from_objects(objects)
+            if self.chart is not None:
+                state = state.with_chart(self.chart)
         except Exception as error:  # a builder bug must not end the cache; keep the previous snapshot
             # its type and where, never its message (it may quote an object's values)
             logger.error(

@@ -19,6 +19,7 @@ __all__ = [
     "APPLICATION_KIND_LABEL",
     "APPS",
     "AUXILIARY_KINDS",
+    "CHART_CONTEXT_KINDS",
     "COMPUTE_PLANE",
     "CONTROLLER_READS",
     "COZYSTACK",
@@ -163,17 +164,25 @@ WATCHED: tuple[Resource, ...] = (
 #: what the WorkerClass controller's cache lists and watches
 CONTROLLER_READS: tuple[Resource, ...] = tuple(resource for resource in WATCHED if resource.controller)
 
-#: kinds not admitted or resolved but that ``preflight`` reads: how the webhook is installed, and
-#: the Namespaces (their labels) a webhook's namespaceSelector is judged against
-AUXILIARY_KINDS = frozenset(
-    {
-        "MutatingWebhookConfiguration",
-        "ValidatingWebhookConfiguration",
-        "Deployment",
-        "Service",
-        "PodDisruptionBudget",
-        "Namespace",
-    }
+#: kinds the chart in effect looks up (PR 3315: the parent KamajiControlPlane's version, the live
+#: MachineDeployment's clusterName) and the Flux sources that say which chart a release runs
+#: (a HelmRelease's ``spec.chartRef``): read, never admitted
+CHART_CONTEXT_KINDS = frozenset({"KamajiControlPlane", "MachineDeployment", "ExternalArtifact", "HelmChart"})
+#: kinds not admitted or resolved but read beside the others: how the webhook is installed and the
+#: Namespaces (their labels) a webhook's namespaceSelector is judged against, for ``preflight``;
+#: and :data:`CHART_CONTEXT_KINDS`
+AUXILIARY_KINDS = (
+    frozenset(
+        {
+            "MutatingWebhookConfiguration",
+            "ValidatingWebhookConfiguration",
+            "Deployment",
+            "Service",
+            "PodDisruptionBudget",
+            "Namespace",
+        }
+    )
+    | CHART_CONTEXT_KINDS
 )
 
 

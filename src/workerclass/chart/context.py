@@ -44,6 +44,14 @@ class ChartInput:
     #: of an existing MachineDeployment ``kubernetes-<cluster>-<pool>`` in the namespace ("" when it
     #: has none), or None when there is no such object or nothing is known (offline, as the oracle).
     existing_machinedeployment_release: str | None = None
+    #: PR 3315's lookups, where STATE or the cluster holds the objects (None: not known, as offline):
+    #: the ``spec.clusterName`` of that MachineDeployment, and the ``spec.version`` of the parent
+    #: KamajiControlPlane ``kubernetes-<cluster>`` in the namespace
+    existing_machinedeployment_cluster: str | None = None
+    parent_control_plane_version: str | None = None
+    #: the values before the chart's defaults (the pool's over the platform's): what Helm's own engine
+    #: is given for a chart the port does not know (empty for a known chart)
+    supplied_values: Mapping[str, Any] = field(default_factory=dict)
     #: The chart in effect: its version, the facts of its upstream chart, its text when given.
     chart: ChartSource = field(default_factory=ChartSource.shipped)
     # Derived once (the templates read them dozens of times per render); values are not mutated.

@@ -12,7 +12,7 @@ Its edge: pure values; the files are read by ``workerclass.adapters.chart``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
@@ -41,9 +41,12 @@ class ChartSource:
     """The chart in effect.
 
     ``identity``: the known chart it is (None: files were given that match no known chart);
-    ``digest`` and ``version``: of the given files, or the shipped identity's; ``files``: the
-    chart's files when given (None: only the shipped facts); ``origin``: where it was read from,
-    in words (``--chart PATH``, an artifact), for messages.
+    ``digest`` and ``version``: of the given files, or the identity's; ``files``: the chart's files
+    when given (None: no text); ``origin``: where it was read from, in words (``--chart PATH``, an
+    artifact), for messages; ``assumed``: nobody said which chart the cluster runs, the shipped
+    facts' chart stands in (rules that depend on the real chart, such as ``ChartNotGated``, are not
+    applied); ``artifacts``: digests of packaged archives known to hold this chart (the ``.tgz`` it
+    was read from, a Flux artifact verified against it), to tell which releases run it.
     """
 
     identity: ChartIdentity | None
@@ -51,18 +54,35 @@ class ChartSource:
     version: str
     files: Mapping[str, bytes] | None = None
     origin: str = "the facts the package ships"
+    assumed: bool = False
+    artifacts: frozenset[str] = frozenset()
+    #: Helm's own engine for a chart the port does not know (``workerclass.adapters.helm``): called
+    #: as ``engine(values, release=..., namespace=...)`` with the values before the chart's defaults
+    engine: Callable[..., list[dict[str, Any]]] | None = None
     _texts: dict[str, str] = field(default_factory=dict, repr=False)
 
     @classmethod
     def shipped(cls) -> ChartSource:
-        """The chart the shipped facts describe, without its text."""
+        """The chart the shipped facts describe, without its text (assumed, not stated)."""
         return _SHIPPED
 
     @classmethod
+    def known_as(cls, identity: ChartIdentity, *, origin: str, artifacts: frozenset[str] = frozenset()) -> ChartSource:
+        """A chart the cluster is known to run (its identity found, e.g. from an artifact), without its text."""
+        return cls(identity, identity.digest, identity.version, origin=origin, artifacts=artifacts)
+
+    @classmethod
     def from_files(
-        cls, files: Mapping[str, bytes], *, origin: str = "", known: tuple[ChartIdentity, ...] | None = None
+        cls,
+        files: Mapping[str, bytes],
+        *,
+        origin: str = "",
+        known: tuple[ChartIdentity, ...] | None = None,
+        artifacts: frozenset[str] = frozenset(),
+        engine: Callable[..., list[dict[str, Any]]] | None = None,
     ) -> ChartSource:
-        """A given chart: identified by its digest (``known`` defaults to the known identities)."""
+        """A given chart: identified by its digest (``known`` defaults to the known identities);
+        ``artifacts``: the digests of packaged archives known to hold it."""
         identity = identify(files, known=known)
         version = chart_metadata(files.get("Chart.yaml", b"")).get("version")
         return cls(
@@ -71,6 +91,8 @@ class ChartSource:
             version=str(version) if version is not None else "",
             files=MappingProxyType(dict(files)),
             origin=origin or "a given chart",
+            artifacts=artifacts,
+            engine=engine,
         )
 
     # ------------------------------------------------------------------ what it is
@@ -138,15 +160,18 @@ class ChartSource:
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, ChartSource):
             return NotImplemented
-        return (self.digest, self.version, self.given) == (other.digest, other.version, other.given)
+        return self._key() == other._key()
 
     def __hash__(self) -> int:
-        return hash((self.digest, self.version, self.given))
+        return hash(self._key())
+
+    def _key(self) -> tuple[str, str, bool, bool]:
+        return self.digest, self.version, self.given, self.assumed
 
 
 def _shipped() -> ChartSource:
     identity = default_identity()
-    return ChartSource(identity=identity, digest=identity.digest, version=identity.version)
+    return ChartSource(identity=identity, digest=identity.digest, version=identity.version, assumed=True)
 
 
 _SHIPPED = _shipped()

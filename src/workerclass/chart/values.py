@@ -174,19 +174,23 @@ def chart_input(
     instancetypes: Mapping[str, Mapping[str, Any]] | None = None,
     variant: Variant = "main",
     existing_machinedeployment_release: str | None = None,
+    existing_machinedeployment_cluster: str | None = None,
+    parent_control_plane_version: str | None = None,
     chart: ChartSource | None = None,
 ) -> ChartInput:
     """The values the templates see: pool values over the platform's, coalesced over defaults.
 
     ``cluster_values`` is ``{"_cluster": {...}, "_namespace": {...}}`` (default
     :data:`DEFAULT_CLUSTER_VALUES`, as the oracle); ``instancetypes`` defaults to the shipped set;
-    ``existing_machinedeployment_release`` feeds the chart's foreign-pool lookup (None: none known);
+    ``existing_machinedeployment_release`` feeds the chart's foreign-pool lookup (None: none known),
+    ``existing_machinedeployment_cluster`` and ``parent_control_plane_version`` PR 3315's lookups;
     ``chart`` is the chart in effect (default: the one the shipped facts describe), whose defaults
     are coalesced under the values.
     """
     chart = chart or ChartSource.shipped()
     platform = DEFAULT_CLUSTER_VALUES if cluster_values is None else cluster_values
     merged = deep_merge(platform, pool_values)  # a fresh tree: coalesced in place
+    supplied = {} if chart.known else _copy(merged)  # Helm's engine coalesces a chart the port does not know
     values = _coalesce_owned(merged, _defaults(chart.upstream))
     return ChartInput(
         values=values,
@@ -195,6 +199,9 @@ def chart_input(
         instancetypes=load_instancetypes() if instancetypes is None else instancetypes,
         variant=variant,
         existing_machinedeployment_release=existing_machinedeployment_release,
+        existing_machinedeployment_cluster=existing_machinedeployment_cluster,
+        parent_control_plane_version=parent_control_plane_version,
+        supplied_values=supplied,
         chart=chart,
     )
 

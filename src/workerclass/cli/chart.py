@@ -8,7 +8,8 @@ shipped facts describe applies, without its text.
 
 from __future__ import annotations
 
-from typing import Annotated
+from collections.abc import Mapping
+from typing import Annotated, Any
 
 import typer
 
@@ -16,7 +17,7 @@ from ..adapters.chart import ChartReadError, UnknownChart, read_chart_source
 from ..chart.source import ChartSource
 from .output import fail
 
-__all__ = ["ChartOption", "load_chart"]
+__all__ = ["ChartOption", "chart_line", "load_chart"]
 
 ChartOption = Annotated[
     str | None,
@@ -44,3 +45,15 @@ def load_chart(path: str | None) -> ChartSource:
     except UnknownChart as unknown:
         fail(f"--chart: {unknown}")
     return source
+
+
+def chart_line(chart: Mapping[str, Any] | None) -> str:
+    """``chart emulated: main (cozystack main 3c780acd4), version 0.0.0, sha256:...``: for people."""
+    if not chart:
+        return "chart emulated: not said"
+    text = "" if chart.get("text") else " (its text not given)"
+    gate = ", gated" if chart.get("gated") else ""
+    return (
+        f"chart emulated: {chart.get('name')} ({chart.get('source')}{gate}), version {chart.get('version')}, "
+        f"{str(chart.get('digest'))[:19]}{text}"
+    )

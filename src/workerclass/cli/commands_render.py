@@ -24,6 +24,7 @@ from ..resolve import resolve_all
 from ..state import State
 from ..violations import Violation
 from .app import QuietOption, app, set_quiet
+from .chart import chart_line
 from .commands_core import ChartOption, StateArgument, load_state, render_denials, selected_pool
 from .output import (
     EXIT_DENIED,
@@ -157,7 +158,14 @@ def _reasons_cell(reasons: tuple[str, ...]) -> list[Styled]:
     return lines
 
 
-_ACTION_STYLE = {"create": "green", "delete": "red", "replace": "red", "update": "yellow", "unchanged": "dim"}
+_ACTION_STYLE = {
+    "create": "green",
+    "delete": "red",
+    "replace": "red",
+    "update": "yellow",
+    "unchanged": "dim",
+    "unpredicted": "red",
+}
 
 
 def _print_plan(result: Plan) -> None:
@@ -171,7 +179,9 @@ def _print_plan(result: Plan) -> None:
         return
     out = table("POOL", "ACTION", "REPLACE", "REFUSED", "REASONS")
     for row in result.rows:
-        if row.replace:
+        if row.replace is None:
+            verdict = Styled("?", "red")
+        elif row.replace:
             verdict = Styled("yes" + (" (rebuild only)" if row.rebuild_only else ""), "red")
         else:
             verdict = Styled("no", "green")
@@ -194,7 +204,10 @@ def _print_plan(result: Plan) -> None:
         text += f", {deleting} deleted"
     if refused or result.refusals:
         text += f", {refused + len(result.refusals)} refused by admission or denied"
-    bad = replacing or deleting or refused or result.refusals
+    bad = replacing or deleting or refused or result.refusals or result.unpredicted
+    if result.unpredicted:
+        text += f", {len(result.unpredicted)} not predicted (another chart)"
+    summary(console, chart_line(result.chart))
     summary(console, text, "red" if bad else "green")
 
 
@@ -236,8 +249,9 @@ def plan_command(
     store it: an UPDATE of the pool in STATE (a pool that omits its class keeps the stored one),
     a CREATE for a new pool.
 
-    -o json prints {"pools": [{"pool", "action", "replace", "refused", "rebuildOnly",
-    "newMachinesOnly", "reasons"}]}.
+    -o json prints {"chart": {the chart emulated}, "pools": [{"pool", "action", "replace", "refused",
+    "rebuildOnly", "newMachinesOnly", "reasons"}]}; a pool whose release runs another chart than the one
+    emulated (as STATE shows it) is "unpredicted", with "replace": null.
 
     Exit 0; 2 when a STATE cannot be read. With --detailed-exitcode, as terraform plan: 0 nothing
     replaced and nothing refused (creates and in-place updates are fine), 2 machines would be

@@ -15,6 +15,7 @@ import typer
 from ..ops.restore import GUIDANCE, Restore, RestoreRow, restore
 from ..render.text import yaml_document
 from .app import QuietOption, app, set_quiet
+from .chart import chart_line
 from .commands_core import ChartOption, OutputOption, StateArgument, load_state, pool_option_check
 from .output import EXIT_DENIED, EXIT_OK, SETTINGS, Format, Styled, print_json, stdout, summary, table
 
@@ -78,6 +79,7 @@ def _print_restore(result: Restore) -> None:
     count = len(result.rows)
     text = f"{count} pool{'' if count == 1 else 's'}: {restorable} restorable, {classless} already classless, "
     text += f"{blocked} cannot be restored"
+    summary(console, chart_line(result.chart))
     summary(console, text, "red" if blocked else "green")
 
 
@@ -102,7 +104,7 @@ def restore_command(
     Nothing is written or applied: give the values to the release's restore interface with
     hoster authorization, then verify the old chart's resources and template hashes.
 
-    -o json prints {"pools": [{"pool": "NS/NAME", "class": str|null, "bootstrap":
+    -o json prints {"chart": {the chart emulated}, "pools": [{"pool": "NS/NAME", "class": str|null, "bootstrap":
     "talos"|"kairos", "restorable": bool, "values": {legacy values}|null, "templateHash":
     {"current": str|null, "restored": str|null, "version": str}, "reasons": [str]}]}.
 

@@ -18,14 +18,17 @@ import os
 import socket
 import sys
 import uuid
+from collections.abc import Callable
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
+from ..adapters.folder import load_state
 from ..adapters.tls import ReloadingContext, TLSFileError
 from ..api.webhooks import HEALTH_PATH
+from ..chart.source import ChartSource
 from ..deploy import (
     CONTROLLER_LEASE,
     DEFAULT_IMAGE,
@@ -34,8 +37,10 @@ from ..deploy import (
     install_manifests,
     to_yaml,
 )
+from ..state import State
 from ..webhook.sources import FolderSource, StateSource
 from .app import app
+from .chart import ChartOption, load_chart
 from .output import fail
 
 serve_app = typer.Typer(
@@ -79,7 +84,9 @@ def _cache_client(config: Any, field_manager: str) -> Any:
     return AsyncClient(config=config, field_manager=field_manager, timeout=client_timeout())
 
 
-def _cluster_source(kubeconfig: Path | None, *, stale_after: float = 60.0) -> StateSource:
+def _cluster_source(
+    kubeconfig: Path | None, *, stale_after: float = 60.0, chart: ChartSource | None = None
+) -> StateSource:
     try:
         from lightkube import KubeConfig
     except ImportError:
@@ -90,7 +97,14 @@ def _cluster_source(kubeconfig: Path | None, *, stale_after: float = 60.0) -> St
         config = KubeConfig.from_file(kubeconfig) if kubeconfig is not None else KubeConfig.from_env()
     except Exception as error:  # lightkube's ConfigError and file errors: one line, no traceback
         fail(f"no Kubernetes configuration: {_config_error(error)}")
-    return ClusterCache(_cache_client(config, "workerclass-webhook"), stale_after=stale_after)
+    return ClusterCache(_cache_client(config, "workerclass-webhook"), stale_after=stale_after, chart=chart)
+
+
+def _folder_loader(chart: ChartSource | None) -> Callable[[Path], State]:
+    """How a STATE folder is read for the webhook: under ``chart`` when one is given."""
+    if chart is None:
+        return load_state
+    return lambda folder: load_state(folder).with_chart(chart)
 
 
 @serve_app.command("webhook")
@@ -137,8 +151,9 @@ def serve_webhook(
             "--stale-after", min=1.0, help="Not ready when a watched resource is not current this many seconds."
         ),
     ] = 60.0,
+    chart: ChartOption = None,
 ) -> None:
-    """Serve the admission webhooks (API.md section 5) over HTTPS until SIGTERM, then drain.
+    """Serve the admission webhooks (the contract's section 5) over HTTPS until SIGTERM, then drain.
 
     Paths: /mutate/kubernetesnodes, /validate/kubernetesnodes, /validate/workerclasses,
     /validate/computeplanes; /healthz, /readyz (ready once the state has synced) and /metrics.
@@ -154,10 +169,11 @@ def serve_webhook(
         tls = ReloadingContext(tls_cert, tls_key)
     except TLSFileError as error:
         fail(str(error))
+    given = load_chart(chart) if chart is not None else None
     source: StateSource = (
-        FolderSource(state, interval=state_interval)
+        FolderSource(state, interval=state_interval, loader=_folder_loader(given))
         if state is not None
-        else _cluster_source(kubeconfig, stale_after=stale_after)
+        else _cluster_source(kubeconfig, stale_after=stale_after, chart=given)
     )
     settings = Settings(
         host=host,
@@ -216,6 +232,7 @@ def serve_controller(
         str, typer.Option("--lease-namespace", help="Namespace of the leader Lease (the controller's own).")
     ] = DEFAULT_NAMESPACE,
     log_level: Annotated[LogLevel, typer.Option(help="Log level.")] = LogLevel.info,
+    chart: ChartOption = None,
 ) -> None:
     """Run the controller against the cluster until SIGTERM (any number of replicas, one leader).
 
@@ -249,6 +266,7 @@ def serve_controller(
         fail(f"no Kubernetes configuration: {_config_error(error)}")
     if kubeconfig is not None:
         os.environ["KUBECONFIG"] = str(kubeconfig)  # kopf logs in through the same file as the cache
+    given = load_chart(chart) if chart is not None else None
     settings = ControllerSettings(poll_interval=poll_interval, retain_recheck=retain_recheck)
     identity = os.environ.get("POD_NAME") or f"{socket.gethostname()}-{uuid.uuid4().hex[:8]}"
 
@@ -262,7 +280,7 @@ def serve_controller(
                 loop.add_signal_handler(signum, stop.set)
         # one client for the cache's lists and watches and every write: its read timeout fits the cache's
         client = _cache_client(config, "workerclass-controller")
-        cache = ClusterCache(client, resources=CONTROLLER_WATCHED)
+        cache = ClusterCache(client, resources=CONTROLLER_WATCHED, chart=given)
         await cache.start()
         liveness = await serve_liveness(liveness_port, HEALTH_PATH) if liveness_port else None
         if metrics_port:

@@ -346,6 +346,14 @@ class State:
         members = self.pools_by_class.get(class_name) or {}
         return sorted(members.values(), key=lambda p: (p.namespace, p.name, POOL_KINDS.index(p.kind)))
 
+    def auxiliary_object(self, kind: str, namespace: str, name: str) -> Mapping[str, Any] | None:
+        """The object of an auxiliary kind read under that identity (a chart lookup's, a Flux source)."""
+        return self._auxiliary_index.get((kind, namespace, name))
+
+    @cached_property
+    def _auxiliary_index(self) -> Mapping[tuple[str, str, str], Mapping[str, Any]]:
+        return {(record.kind, record.namespace, record.name): record.obj for record in self.auxiliary}
+
     def find(self, kind: str, namespace: str, name: str) -> ObjectRecord | None:
         return self.records.get((kind, namespace, name))
 
