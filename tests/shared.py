@@ -58,15 +58,21 @@ def require(*parts: str, module: bool = False) -> Path:
 UPSTREAM_CHARTS = {"main": "kubernetes-nodes", "pr3315": "kubernetes-nodes-pr3315", "pr3571": "kubernetes-nodes-pr3571"}
 
 
+def writable_copy(source: Path, into: Path) -> Path:
+    """A copy of the chart folder ``source`` under ``into`` that tests may change (the mirror is read-only)."""
+    copy = into / source.name
+    shutil.copytree(source, copy)
+    for path in [copy, *copy.rglob("*")]:
+        path.chmod(path.stat().st_mode | stat.S_IWUSR)
+    return copy
+
+
 @functools.cache
 def _gated(name: str) -> Path:
     """A scratch copy of the mirror's chart ``name`` with our gate applied (removed at exit)."""
     scratch = Path(tempfile.mkdtemp(prefix="workerclass-gated-"))
     atexit.register(shutil.rmtree, scratch, True)
-    copy = scratch / UPSTREAM_CHARTS[name]
-    shutil.copytree(shared_dir() / "upstream-cozystack" / UPSTREAM_CHARTS[name], copy)
-    for path in [copy, *copy.rglob("*")]:
-        path.chmod(path.stat().st_mode | stat.S_IWUSR)
+    copy = writable_copy(shared_dir() / "upstream-cozystack" / UPSTREAM_CHARTS[name], scratch)
     patch = ROOT / "deploy" / "chart-gate" / f"kubernetes-nodes-{name}.patch"
     subprocess.run(["patch", "-p1", "--fuzz=0", "--quiet", "-i", str(patch)], cwd=copy, check=True)
     return copy

@@ -9,15 +9,13 @@ engine (the ``helm`` extra), and rendered by that engine where it is installed.
 
 from __future__ import annotations
 
-import shutil
-import stat
 import tarfile
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
-from tests.shared import chart_path
+from tests.shared import chart_path, writable_copy
 from workerclass.adapters import chart as chart_adapter
 from workerclass.cli.main import _register, app
 
@@ -51,11 +49,7 @@ def test_outputs_that_need_the_charts_text_say_how_to_give_it(args: list[str]) -
 
 
 def _writable_copy(into: Path) -> Path:
-    copy = into / "kubernetes-nodes"
-    shutil.copytree(chart_path("main+gate"), copy)
-    for path in [copy, *copy.rglob("*")]:
-        path.chmod(path.stat().st_mode | stat.S_IWUSR)
-    return copy
+    return writable_copy(chart_path("main+gate"), into)
 
 
 def test_a_known_chart_renders_from_its_folder_and_its_archive(tmp_path: Path) -> None:
