@@ -57,6 +57,7 @@ from tests.e2e.testbed import (  # noqa: E402
     find_binaries,
     module_dir,
     wait_until,
+    chart_option,
     workerclass_command,
 )
 
@@ -142,7 +143,7 @@ def controller(cluster: ApiServer, folder: Path, name: str, resync: float) -> Pr
             *workerclass_command(), "serve", "controller",
             "--kubeconfig", str(identity.kubeconfig), "--no-leader-elect",
             "--liveness-port", "0", "--metrics-port", "0", "--resync-interval", str(resync),
-            "--log-level", "warning",
+            "--log-level", "warning", *chart_option(),
         ],
         folder / f"{name}.log",
     ).start()  # fmt: skip
