@@ -54,10 +54,10 @@ from tests.e2e.testbed import (  # noqa: E402
     ApiServer,
     CertAuthority,
     Process,
+    chart_option,
     find_binaries,
     module_dir,
     wait_until,
-    chart_option,
     workerclass_command,
 )
 
