@@ -452,7 +452,7 @@ _ORIGINAL_NAMESPACES = ("tenant-example", entrypoint.cluster()["metadata"]["name
 
 
 def rehomed(state: State, namespace: str) -> State:
-    """``state`` with every namespaced object of the tests' tenants moved to ``namespace``."""
+    """``state`` with every namespaced object of the tests' tenants moved to ``namespace`` (the same chart)."""
     documents = []
     for record in state.objects:
         obj = copy.deepcopy(dict(record.obj))
@@ -460,7 +460,7 @@ def rehomed(state: State, namespace: str) -> State:
         if metadata.get("namespace") in _ORIGINAL_NAMESPACES:
             metadata["namespace"] = namespace
         documents.append(Document(obj, record.origin))
-    return State.from_documents(documents)
+    return State.from_documents(documents).with_chart(state.chart)
 
 
 def _record(state: State, identity: str) -> PoolRecord | None:
