@@ -54,6 +54,7 @@ from tests.e2e.testbed import (  # noqa: E402
     ApiServer,
     CertAuthority,
     Process,
+    chart_option,
     find_binaries,
     module_dir,
     wait_until,
@@ -148,7 +149,7 @@ def controller(cluster: ApiServer, folder: Path, name: str, resync: float) -> Pr
             *workerclass_command(), "serve", "controller",
             "--kubeconfig", str(identity.kubeconfig), "--no-leader-elect",
             "--liveness-port", "0", "--metrics-port", "0", "--resync-interval", str(resync),
-            "--log-level", "warning",
+            "--log-level", "warning", *chart_option(),
         ],
         folder / f"{name}.log",
     ).start()  # fmt: skip

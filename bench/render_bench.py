@@ -15,7 +15,8 @@ mirrors, health settings), resolves them once (not timed as rendering), then mea
 
 Targets (issue 9): at least 20,000 pools/s on one core for the render alone; peak memory for
 10,000 pools under 500 MB. Run: ``.venv/bin/python bench/render_bench.py [--pools N]
-[--oracle-sample M] [--repeat R]``.
+[--oracle-sample M] [--repeat R] [--chart DIR|TGZ]`` (the chart whose text renders the talos-reconcile
+Jobs: the mirror's main by default).
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT))
 
+from workerclass.adapters.chart import read_chart_source  # noqa: E402
 from workerclass.render import render  # noqa: E402
 from workerclass.resolve import resolve_pool  # noqa: E402
 from workerclass.resolve.effective import Effective  # noqa: E402
@@ -173,6 +175,12 @@ def main() -> None:
     parser.add_argument("--pools", type=int, default=10_000)
     parser.add_argument("--oracle-sample", type=int, default=60)
     parser.add_argument("--repeat", type=int, default=1)
+    shared = Path(os.environ.get("WORKERCLASS_SHARED") or ROOT.parent / "shared")
+    parser.add_argument(
+        "--chart",
+        default=str(shared / "upstream-cozystack" / "kubernetes-nodes"),
+        help="the chart whose text renders the talos-reconcile Job (default: the mirror's main)",
+    )
     args = parser.parse_args()
     if hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})  # one core
@@ -184,7 +192,7 @@ def main() -> None:
         "spec": {"version": "v1.35"},
     }
     pools = [make_pool(index, rng) for index in range(args.pools)]
-    state = State.from_objects([parent, *pools])
+    state = State.from_objects([parent, *pools]).with_chart(read_chart_source(args.chart))
     by_identity = {f"{obj['metadata']['namespace']}/{obj['metadata']['name']}": obj for obj in pools}
     pairs: list[tuple[dict[str, Any], Effective]] = []
     for record in state.sorted_pools():

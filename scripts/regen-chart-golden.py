@@ -21,7 +21,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests.chart.cases import code_of_message  # noqa: E402
+from tests.chart.cases import chart_message_free, chart_text_free, code_of_message  # noqa: E402
 from tests.chart.oracle import available, get_oracle  # noqa: E402
 
 GOLDEN = ROOT / "tests" / "chart" / "golden"
@@ -118,9 +118,9 @@ def render(name: str, spec: dict[str, Any]) -> dict[str, Any]:
         "talos_config_template": bool(spec.get("talos_config_template")),
     }
     if result.ok:
-        out["objects"] = result.objects
+        out["objects"] = chart_text_free(result.objects)
     else:
-        out["error"] = result.error
+        out["error"] = chart_message_free(result.error)
         out["code"] = code_of_message(result.error)
     return out
 

@@ -27,6 +27,7 @@ REPO = Path(__file__).resolve().parents[1]
 GOLDEN = REPO / "tests" / "render" / "golden"
 sys.path.insert(0, str(REPO))
 
+from tests.chart.cases import chart_text_free  # noqa: E402
 from tests.chart.oracle import ORACLE, Oracle  # noqa: E402
 
 NAMESPACE = "tenant-example"
@@ -180,7 +181,7 @@ def render_case(oracle: Oracle, name: str, obj: dict[str, Any], chart: str) -> d
         },
         "pool": obj,
         "chart": chart,
-        "objects": result.objects,
+        "objects": chart_text_free(result.objects),
     }
     if cluster_values is not None:
         fact["clusterValues"] = cluster_values  # the WorkerPlatform's spec.clusterValues

@@ -100,6 +100,8 @@ API_CODES = (
     "InvalidDuration",
     "InvalidMaxUnhealthy",
     "InvalidKernelModule",
+    "PoolFieldImmutable",
+    "ChartNotGated",
     "Invalid",
 )
 

@@ -132,12 +132,25 @@ def test_every_route_has_one_webhook_with_safe_settings() -> None:
 
 
 def test_rbac_reads_exactly_what_the_cache_watches() -> None:
+    """list and watch on what the cache watches; get, by name, on the chart the pools run (the
+    ApplicationDefinition kubernetes-nodes and the Flux sources a chartRef may name); no write."""
+    from workerclass.api.resources import APPLICATION_DEFINITION, CHART_SOURCES, POOL_APPLICATION
+
     role = by_kind(webhook_manifests())["ClusterRole"]
+    watching = [rule for rule in role["rules"] if "list" in rule["verbs"]]
     granted = {
-        (group, resource) for rule in role["rules"] for group in rule["apiGroups"] for resource in rule["resources"]
+        (group, resource) for rule in watching for group in rule["apiGroups"] for resource in rule["resources"]
     }
     assert granted == {(watched.group, watched.plural) for watched in WATCHED}
-    assert all(rule["verbs"] == ["get", "list", "watch"] for rule in role["rules"])
+    assert all(rule["verbs"] == ["get", "list", "watch"] for rule in watching)
+    reading = [rule for rule in role["rules"] if rule not in watching]
+    assert all(rule["verbs"] == ["get"] for rule in reading)
+    got = {(group, resource) for rule in reading for group in rule["apiGroups"] for resource in rule["resources"]}
+    assert got == {(APPLICATION_DEFINITION.group, APPLICATION_DEFINITION.plural)} | {
+        (source.group, source.plural) for source in CHART_SOURCES.values()
+    }
+    definition = next(rule for rule in reading if rule["resources"] == [APPLICATION_DEFINITION.plural])
+    assert definition["resourceNames"] == [POOL_APPLICATION]
     assert "Role" not in by_kind(webhook_manifests())  # no write access anywhere
     binding = by_kind(webhook_manifests())["ClusterRoleBinding"]
     assert binding["subjects"] == [{"kind": "ServiceAccount", "name": NAME, "namespace": "cozy-workerclass"}]

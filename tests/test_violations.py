@@ -1,4 +1,5 @@
-"""Violations as values: one line for people, one mapping for JSON, the stable codes of API.md section 3."""
+"""Violations as values: one line for people, one mapping for JSON, the stable codes of the contract's
+section 3 (``docs/contract.md``, read here)."""
 
 from __future__ import annotations
 
@@ -12,13 +13,13 @@ from tests.builders import API_CODES
 from workerclass.violations import CODES, Denied, Violation
 
 ROOT = Path(__file__).resolve().parents[1]
-#: the contract, beside the project as in CI (``shared/API.md``)
-API_MD = ROOT.parent / "shared" / "API.md"
+#: the contract users script against, in the project's own docs
+CONTRACT = ROOT / "docs" / "contract.md"
 
 
 def _contract_codes() -> list[str]:
-    """The codes of API.md section 3's table, in its order, read from the contract itself."""
-    text = API_MD.read_text("utf-8")
+    """The codes of the contract's section 3 table, in its order, read from the contract itself."""
+    text = CONTRACT.read_text("utf-8")
     section = text.split("\n## 3", 1)[1].split("\n## ", 1)[0]
     return re.findall(r"^\| `([A-Za-z]+)` \|", section, flags=re.MULTILINE)
 

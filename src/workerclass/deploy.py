@@ -63,7 +63,7 @@ import yaml
 
 from .api import CONTROLLER_READS, HEALTH_PATH, READY_PATH, WATCHED, WEBHOOKS, Resource, Webhook
 from .api import WEBHOOK_DOMAIN as WEBHOOK_DOMAIN  # re-exported: the manifests' name suffix
-from .api.resources import WORKER_CLASS
+from .api.resources import APPLICATION_DEFINITION, CHART_SOURCES, POOL_APPLICATION, WORKER_CLASS
 from .crds import crd_manifests
 from .ops.providers import KAIROS_TEMPLATE_CRD
 from .ops.workers import WORKER_KINDS
@@ -238,9 +238,40 @@ def _read_rules(watched_resources: tuple[Resource, ...], who: str) -> Reasoned:
     return out
 
 
+def _chart_rules() -> Reasoned:
+    """Reading the chart the pools run (:mod:`workerclass.adapters.flux`): by name only."""
+    application = APPLICATION_DEFINITION
+    sources = sorted({source.group for source in CHART_SOURCES.values()})
+    return [
+        (
+            {
+                "apiGroups": [application.group],
+                "resources": [application.plural],
+                "resourceNames": [POOL_APPLICATION],
+                "verbs": ["get"],
+            },
+            f"{application.plural}: the one named {POOL_APPLICATION}, read by name: which Flux source the pools' "
+            "releases take their chart from",
+        ),
+        *(
+            (
+                {
+                    "apiGroups": [group],
+                    "resources": sorted(s.plural for s in CHART_SOURCES.values() if s.group == group),
+                    "verbs": ["get"],
+                },
+                "the Flux sources a pool's chartRef may name, read by name: where the chart's artifact is and its "
+                "digest (its text, and whether it carries the chart gate)",
+            )
+            for group in sources
+        ),
+    ]
+
+
 def rbac_rules(watched_resources: tuple[Resource, ...] = WATCHED) -> list[dict[str, Any]]:
-    """get/list/watch on exactly what a cluster cache reads, one rule per API group."""
-    return [rule for rule, _ in _read_rules(watched_resources, "admission decides against")]
+    """get/list/watch on exactly what a cluster cache reads, one rule per API group, and get on the
+    chart the pools run."""
+    return [rule for rule, _ in [*_read_rules(watched_resources, "admission decides against"), *_chart_rules()]]
 
 
 def rule_reasons() -> dict[str, str]:
@@ -248,6 +279,7 @@ def rule_reasons() -> dict[str, str]:
     :func:`to_yaml` writes beside each rule."""
     reasoned = [
         *_read_rules(WATCHED, "admission decides against"),
+        *_chart_rules(),
         *_controller_rules(),
         *_lease_rules(),
     ]
@@ -299,13 +331,14 @@ def _controller_rules() -> Reasoned:
     ]
     return [
         *_read_rules(CONTROLLER_READS, "the controller renders pools and writes class status from"),
+        *_chart_rules(),
         (
             {"apiGroups": [WORKER_CLASS.group], "resources": [WORKER_CLASS.plural], "verbs": ["patch"]},
             "workerclasses: add and release the finalizer that holds a custom class while pools select it",
         ),
         (
             {"apiGroups": [WORKER_CLASS.group], "resources": [f"{WORKER_CLASS.plural}/status"], "verbs": ["patch"]},
-            "workerclasses/status: the Accepted and InUse conditions and the count of pools",
+            "workerclasses/status: the Accepted, InUse and WorkersApplied conditions and the count of pools",
         ),
         *worker_rows,
         (

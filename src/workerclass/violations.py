@@ -1,7 +1,7 @@
 """Violations as values: ``Violation(code, field, message)``.
 
 Every door (webhook, controller status, CLI) shows a violation the same way,
-``CODE field: message``. The codes are the stable set of API.md section 3.
+``CODE field: message``. The codes are the stable set of the contract's section 3 (``docs/contract.md``).
 """
 
 from __future__ import annotations
@@ -43,6 +43,8 @@ CODES = frozenset(
         "InvalidDuration",
         "InvalidMaxUnhealthy",
         "InvalidKernelModule",
+        "PoolFieldImmutable",
+        "ChartNotGated",
         "Invalid",
     }
 )

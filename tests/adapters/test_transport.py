@@ -109,19 +109,22 @@ async def odd_server() -> AsyncIterator[str]:
         body = gzip.compress(json.dumps({**obj, "spec": {"bootstrap": "kairos"}}).encode())
         return web.Response(body=body, headers={"Content-Encoding": "gzip", "Content-Type": "application/json"})
 
+    released = asyncio.Event()
+
     async def silent(request: web.Request) -> web.Response:
-        await asyncio.sleep(30)
+        await released.wait()  # until the fixture ends: the client's read timeout comes first
         return web.Response()
 
     app = web.Application()
     app.router.add_get("/apis/cozystack.io/v1alpha1/workerclasses/zipped", compressed)
     app.router.add_get("/apis/cozystack.io/v1alpha1/workerclasses/silent", silent)
-    runner = web.AppRunner(app)
+    runner = web.AppRunner(app, shutdown_timeout=1.0)
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", 0)
     await site.start()
     port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
     yield f"http://127.0.0.1:{port}"
+    released.set()
     await runner.cleanup()
 
 

@@ -1,7 +1,8 @@
 """The chart's own helm-unittest suites as facts: their value sets in, pass or fail out.
 
-``chart_suites/`` holds verbatim copies of ``kubernetes-nodes/tests/*_test.yaml`` (main
-3c780acd4). Each test's values (the suite's ``set`` under the test's) become a pool of the
+The suites are read where the upstream mirror has them (``kubernetes-nodes/tests/*_test.yaml`` of
+main 3c780acd4; ``$WORKERCLASS_SHARED`` or ``../shared``): without it the module skips, and fails under
+``CI=true``. Each test's values (the suite's ``set`` under the test's) become a pool of the
 suite's release: a direct HelmRelease (classless) and, where the release is named
 ``kubernetes-nodes-<cluster>-<pool>``, a KubernetesNodes CREATE (classified by the default class).
 A test that asserts ``failedTemplate`` must be denied, with the code the README maps its message
@@ -12,17 +13,17 @@ era's Talos value patterns on top).
 from __future__ import annotations
 
 import copy
-from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
+from tests.shared import require
 from workerclass import State, admit
 
 from .chart_codes import code_for
 
-SUITES = Path(__file__).parent / "chart_suites"
+SUITES = require("upstream-cozystack", "kubernetes-nodes", "tests", module=True)
 PREFIX = "kubernetes-nodes-"
 
 

@@ -39,6 +39,8 @@ from tests.builders import (
     rename,
 )
 from workerclass import State, admit
+from workerclass.chart.identity import by_name
+from workerclass.chart.source import ChartSource
 from workerclass.violations import CODES
 
 
@@ -71,6 +73,11 @@ def _state_with(*objects: Any) -> Callable[[], State]:
     return lambda: make_state(list(objects))
 
 
+def _on_chart(name: str) -> Callable[[], State]:
+    """The test state on a chart the cluster is known to run (its rules; no text is needed)."""
+    return lambda: make_state().with_chart(ChartSource.known_as(by_name(name), origin="this test"))
+
+
 KAIROS = {"workerClassName": "kairos"}
 ECDSA_KEY = (
     "ecdsa-sha2-nistp256 AAAAE2VjZHNhLXNoYTItbmlzdHAyNTYAAAAIbmlzdHAyNTYAAABBBHVhoCUEoA+/n+grZihMV2oU3TTUGu+fR25wK9MJU"
@@ -80,6 +87,42 @@ PVE = {"cluster": PROXMOX_CLUSTER}
 USER = make_pool("user", workerClassName="talos-example-r1")
 
 DENIALS = [
+    _case(
+        "PoolFieldImmutable-storageClass-pr3315",
+        make_pool(storageClass="fast"),
+        "PoolFieldImmutable",
+        "spec.storageClass",
+        operation="UPDATE",
+        old=make_pool(),
+        state=_on_chart("pr3315+gate"),
+    ),
+    _case(
+        "PoolFieldImmutable-storageClass-from-its-default-pr3315",
+        make_pool(storageClass="fast"),
+        "PoolFieldImmutable",
+        "spec.storageClass",
+        operation="UPDATE",
+        old=make_pool(storageClass=ABSENT),
+        state=_on_chart("pr3315+gate"),
+    ),
+    _case(
+        "PoolFieldImmutable-cluster-pr3315",
+        make_pool(cluster=PROXMOX_CLUSTER),
+        "PoolFieldImmutable",
+        "spec.cluster",
+        operation="UPDATE",
+        old=make_pool(),
+        state=_on_chart("pr3315+gate"),
+        also=("KairosOnProxmox", "OsImageOnProxmox", "EmptyTemplateTags", "InvalidPoolName"),
+    ),
+    _case("ChartNotGated-main", make_pool(), "ChartNotGated", "spec.workerClassName", state=_on_chart("main")),
+    _case(
+        "ChartNotGated-pr3315-helmrelease",
+        make_release(workerClassName="talos"),
+        "ChartNotGated",
+        "spec.values.workerClassName",
+        state=_on_chart("pr3315"),
+    ),
     _case("ClassNotFound", make_pool(workerClassName="nope"), "ClassNotFound", "spec.workerClassName"),
     _case("ClusterNotFound", make_pool(cluster="missing"), "ClusterNotFound", "spec.cluster"),
     _case(
@@ -430,6 +473,24 @@ DENIALS = [
 ]
 
 NEIGHBOURS = [
+    _ok("storageClass-changes-on-main", make_pool(storageClass="fast"), operation="UPDATE", old=make_pool()),
+    _ok(
+        "storageClass-kept-pr3315",
+        make_pool(storageClass="replicated"),
+        operation="UPDATE",
+        old=make_pool(storageClass=ABSENT),
+        state=_on_chart("pr3315+gate"),
+    ),
+    _ok(
+        "helmrelease-storageClass-changes-pr3315",
+        make_release(workerClassName="talos", storageClass="fast"),
+        operation="UPDATE",
+        old=make_release(workerClassName="talos"),
+        state=_on_chart("pr3315+gate"),
+    ),
+    _ok("gated-chart", make_pool(), state=_on_chart("main+gate")),
+    _ok("ungated-chart-classless-pool", make_release(), state=_on_chart("main")),
+    _ok("assumed-chart", make_pool()),
     _ok("kairos-one-valid-key", make_pool(sshKeys=[SSH_KEY], **KAIROS)),
     _ok("kairos-one-valid-ecdsa-key", make_pool(sshKeys=[ECDSA_KEY], **KAIROS)),
     _ok("kairos-fixed-one-valid-key", make_pool(sshKeys=[SSH_KEY_2], workerClassName="kairos-example-v1-35-6-r1")),
@@ -496,7 +557,7 @@ NEIGHBOURS = [
 
 def test_every_api_code_has_a_denial_row() -> None:
     assert {case.code for case in DENIALS} == set(API_CODES)
-    assert len(API_CODES) == 34
+    assert len(API_CODES) == 36
 
 
 def test_the_implementation_knows_exactly_the_api_codes() -> None:

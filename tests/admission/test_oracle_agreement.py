@@ -27,7 +27,6 @@ from __future__ import annotations
 import os
 from typing import Any
 
-import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
@@ -36,8 +35,7 @@ from workerclass import State, admit
 
 from .chart_codes import code_for
 
-if not oracle.available():
-    pytest.skip("the oracle is absent", allow_module_level=True)
+oracle.require_oracle()
 
 EXAMPLES = int(os.environ.get("WORKERCLASS_ORACLE_EXAMPLES", "150"))
 CLUSTER = "example"

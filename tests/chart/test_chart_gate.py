@@ -80,7 +80,7 @@ def _apply(tool: str, patch: Path, chart: Path, *extra: str) -> subprocess.Compl
     command = (
         ["patch", "-p1", "--fuzz=0", "--no-backup-if-mismatch", *extra, "-i", str(patch)]
         if tool == "patch"
-        else ["git", "apply", "--verbose", *extra, str(patch)]
+        else ["git", "apply", "--verbose", "--unidiff-zero", *extra, str(patch)]
     )
     return subprocess.run(command, cwd=chart, capture_output=True, text=True, check=False)
 

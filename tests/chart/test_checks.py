@@ -23,7 +23,7 @@ from workerclass.chart import (
 )
 
 from .cases import code_of_message, pool_release
-from .oracle import available, diff_paths, get_oracle
+from .oracle import ABSENT, available, diff_paths, get_oracle
 
 R = pool_release()
 NS = "tenant-x"
@@ -245,7 +245,7 @@ def test_row(values: dict[str, Any], release: str, namespace: str, expected: tup
         assert f.message and f.field.startswith(("spec.", "metadata.")), f
 
 
-@pytest.mark.skipif(not available(), reason="the oracle is absent (CI has it at ../shared)")
+@pytest.mark.skipif(not available(), reason=ABSENT)
 @pytest.mark.parametrize(
     ("values", "release", "namespace", "expected", "schema"), [r[1:6] for r in ROWS], ids=[r[0] for r in ROWS]
 )
@@ -473,6 +473,7 @@ def test_custom_instancetype_tables(values: dict[str, Any], expected: tuple[str,
             assert not diff_paths(ours, result.one(ours["kind"]))
 
 
+@pytest.mark.usefixtures("chart_text")
 def test_render_chart_checks_class_era_kernel_modules_and_installer_image() -> None:
     inp = chart_input({"cluster": "example"}, namespace=NS, release=R)
     with pytest.raises(ChartRefused) as info:

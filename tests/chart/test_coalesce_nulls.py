@@ -10,7 +10,10 @@ import pytest
 
 from workerclass.chart import chart_defaults, chart_input, coalesce, render_chart
 
-from .oracle import available, get_oracle
+from .oracle import ABSENT, available, get_oracle
+
+#: these tests render the talos-reconcile Job, the chart's own text: the mirror's chart is given
+pytestmark = pytest.mark.usefixtures("chart_text")
 
 RELEASE, NAMESPACE = "kubernetes-nodes-c-p", "tenant-x"
 
@@ -43,7 +46,7 @@ def test_the_job_renders_the_null_mirror() -> None:
     assert "a.io: null" in str(job)
 
 
-@pytest.mark.skipif(not available(), reason="the oracle is absent (CI has it at ../shared)")
+@pytest.mark.skipif(not available(), reason=ABSENT)
 @pytest.mark.parametrize("values", [c[1] for c in CASES], ids=[c[0] for c in CASES])
 def test_nulls_render_as_the_oracle_renders(values: dict[str, Any]) -> None:
     result = get_oracle().render(values, release=RELEASE, namespace=NAMESPACE)

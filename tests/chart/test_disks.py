@@ -13,6 +13,7 @@ with the pool's objects' name for the release).
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from typing import Any
 
@@ -29,6 +30,7 @@ from workerclass.chart import (
     render_chart,
     sizing,
 )
+from workerclass.chart.source import ChartSource
 
 DEFAULT_SCHEMATIC = "ce4c980550dd2ab1b17bbf2b08801c7eb59418eafe8f279833297925d67c7515"
 CERT = (
@@ -97,13 +99,13 @@ def _kinds(objects: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
 
 def test_no_ca_renders_no_configmap_and_no_cert_config_map() -> None:
     for ca in (None, "", "  \n  "):
-        objects = render_chart(INP, image_factory_ca=ca)
+        objects = render_chart(INP, image_factory_ca=ca, chart_text=False)
         assert not _kinds(objects, "ConfigMap")
         assert "certConfigMap" not in _dv(_kinds(objects, "KubevirtMachineTemplate")[0])["spec"]["source"]["http"]
 
 
-def test_a_ca_renders_the_configmap_and_points_the_data_volume_at_it() -> None:
-    objects = render_chart(INP, image_factory_ca=CERT)
+def test_a_ca_renders_the_configmap_and_points_the_data_volume_at_it(chart_text: ChartSource) -> None:
+    objects = render_chart(dataclasses.replace(INP, chart=chart_text), image_factory_ca=CERT)
     (cm,) = _kinds(objects, "ConfigMap")
     assert cm["metadata"]["name"] == "kubernetes-example-md0-talos-factory-ca"
     assert cm["metadata"]["namespace"] == "tenant-test"
@@ -119,7 +121,7 @@ def test_a_ca_renders_the_configmap_and_points_the_data_volume_at_it() -> None:
 
 
 def test_a_chain_of_two_certificates_is_one_configmap() -> None:
-    objects = render_chart(INP, image_factory_ca=CERT + CERT)
+    objects = render_chart(INP, image_factory_ca=CERT + CERT, chart_text=False)
     assert len(_kinds(objects, "ConfigMap")) == 1
 
 
@@ -134,7 +136,7 @@ def test_a_chain_of_two_certificates_is_one_configmap() -> None:
 )
 def test_a_private_key_or_non_pem_is_refused_without_quoting_it(ca: str) -> None:
     with pytest.raises(ChartRefused) as info:
-        render_chart(INP, image_factory_ca=ca)
+        render_chart(INP, image_factory_ca=ca, chart_text=False)
     (failure,) = info.value.failures
     assert failure.code == "Invalid" and failure.field == "spec.talos.imageFactoryCA"
     assert (
@@ -143,6 +145,7 @@ def test_a_private_key_or_non_pem_is_refused_without_quoting_it(ca: str) -> None
 
 
 def test_a_ca_on_a_clone_disk_adds_nothing() -> None:
-    objects = render_chart(INP, disk=golden_disk(DEFAULT_SCHEMATIC, "v1.13.6"), image_factory_ca=CERT)
+    disk = golden_disk(DEFAULT_SCHEMATIC, "v1.13.6")
+    objects = render_chart(INP, disk=disk, image_factory_ca=CERT, chart_text=False)
     assert not _kinds(objects, "ConfigMap")
     assert "http" not in _dv(_kinds(objects, "KubevirtMachineTemplate")[0])["spec"]["source"]

@@ -12,7 +12,6 @@ the generated facts are what ``scripts/sync-upstream.py`` writes from the mirror
 from __future__ import annotations
 
 import shutil
-import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -31,7 +30,7 @@ from workerclass.chart.identity import (
     known_identities,
 )
 
-from ..shared import ROOT, require
+from ..shared import ROOT, require, writable_copy
 
 CHART_YAML = b"apiVersion: v2\nname: sample\nversion: 0.0.0 # stamped by the build\nappVersion: 1.0.0\n"
 
@@ -167,14 +166,6 @@ def test_describe_names_the_chart_for_people() -> None:
 UPSTREAM = {"main": "kubernetes-nodes", "pr3315": "kubernetes-nodes-pr3315"}
 
 
-def _writable_copy(source: Path, into: Path) -> Path:
-    target = into / source.name
-    shutil.copytree(source, target)
-    for path in [target, *target.rglob("*")]:
-        path.chmod(path.stat().st_mode | stat.S_IWUSR)
-    return target
-
-
 @pytest.mark.parametrize("name", UPSTREAM, ids=list(UPSTREAM))
 def test_the_mirrors_charts_are_known(name: str) -> None:
     folder = require("upstream-cozystack", UPSTREAM[name])
@@ -187,7 +178,7 @@ def test_the_gated_charts_are_known(name: str, tmp_path: Path) -> None:
     folder = require("upstream-cozystack", UPSTREAM[name])
     if shutil.which("patch") is None:
         pytest.skip("patch is not installed")
-    copy = _writable_copy(folder, tmp_path)
+    copy = writable_copy(folder, tmp_path)
     patch = ROOT / "deploy" / "chart-gate" / f"kubernetes-nodes-{name}.patch"
     subprocess.run(["patch", "-p1", "--fuzz=0", "--quiet", "-i", str(patch)], cwd=copy, check=True)
     assert identify(read_chart(copy)) == by_name(f"{name}+gate")
@@ -195,7 +186,7 @@ def test_the_gated_charts_are_known(name: str, tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("template", ["nodegroup.yaml", "talos-reconcile-job.yaml", "_helpers.tpl"])
 def test_one_changed_character_of_a_template_makes_the_chart_unknown(template: str, tmp_path: Path) -> None:
-    copy = _writable_copy(require("upstream-cozystack", "kubernetes-nodes"), tmp_path)
+    copy = writable_copy(require("upstream-cozystack", "kubernetes-nodes"), tmp_path)
     path = copy / "templates" / template
     text = path.read_text(encoding="utf-8")
     index = text.index("kubernetes")

@@ -42,6 +42,9 @@ from workerclass.chart.values import chart_input
 
 from .oracle import ORACLE, OracleResult, diff_paths, get_oracle, oracle_read, require_oracle
 
+#: these tests render the talos-reconcile Job, the chart's own text: the mirror's chart is given
+pytestmark = pytest.mark.usefixtures("chart_text")
+
 require_oracle()
 
 EXAMPLES = int(os.environ.get("TALOS_JOB_ORACLE_EXAMPLES", "30"))
@@ -116,7 +119,7 @@ def _compare(
     problems += [
         f"tct.{p}" for p in diff_paths(talos_config_template(inp, sizing=size), result.one("TalosConfigTemplate"))
     ]
-    ours_text = job_spec_text(job_context(inp, sizing=size))
+    ours_text = job_spec_text(job_context(inp, sizing=size), inp.chart)
     if ours_text != _job_text(result):
         problems.append("job spec text differs from the chart's")
     return problems
@@ -301,7 +304,7 @@ def test_management_domain_moves_the_name() -> None:
 
 def test_job_name_is_the_truncated_base_and_the_text_hash() -> None:
     inp = _input(BASE, "kubernetes-nodes-example-md1", "tenant-example", None)
-    text = job_spec_text(job_context(inp, sizing=sizing(inp)))
+    text = job_spec_text(job_context(inp, sizing=sizing(inp)), inp.chart)
     digest = hashlib.sha256(text.encode()).hexdigest()[:6]
     assert render_talos_job(inp, sizing=sizing(inp))[-1]["metadata"]["name"] == (
         f"kubernetes-nodes-example-md1-talos-reconcile-md1-{digest}"
@@ -629,4 +632,4 @@ def test_a_float_in_registry_mirrors_read_from_state_text_names_the_job_as_the_c
     inp = _input(document.obj["spec"], "kubernetes-nodes-example-md1", "tenant-example", None)
     size = sizing(inp)
     assert not diff_paths(render_talos_job(inp, sizing=size), _job_documents(result))
-    assert job_spec_text(job_context(inp, sizing=size)) == _job_text(result)
+    assert job_spec_text(job_context(inp, sizing=size), inp.chart) == _job_text(result)

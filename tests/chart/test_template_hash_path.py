@@ -14,6 +14,9 @@ from workerclass.adapters.folder import load_state
 from workerclass.render import RenderError, render, template_hash, template_suffix
 from workerclass.resolve import resolve_pool
 
+#: these tests render the talos-reconcile Job, the chart's own text: the mirror's chart is given
+pytestmark = pytest.mark.usefixtures("chart_text")
+
 ROOT = Path(__file__).resolve().parents[2]
 SCHEMATIC = "ce4c980550dd2ab1b17bbf2b08801c7eb59418eafe8f279833297925d67c7515"  # the examples' golden
 

@@ -453,6 +453,7 @@ def test_resolve_json_shows_the_mirror_map_as_written(state: Path) -> None:
 # ------------------------------------------------------------------ --pool of a direct HelmRelease (audit #13)
 
 
+@pytest.mark.usefixtures("chart_text")
 def test_pool_option_finds_a_direct_helm_release_by_either_spelling(state: Path) -> None:
     release = {
         "apiVersion": "helm.toolkit.fluxcd.io/v2",

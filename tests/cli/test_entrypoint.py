@@ -21,6 +21,8 @@ from xml.etree import ElementTree
 import pytest
 import yaml
 
+from tests.shared import chart_path
+
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
 TIMEOUT = 180
@@ -38,6 +40,11 @@ def cli(*args: str, input: str | None = None, env: dict[str, str] | None = None)
     )
     assert "Traceback" not in result.stderr, result.stderr
     return result
+
+
+def chart() -> list[str]:
+    """``--chart`` with the mirror's main chart, gated: render and plan of Talos pools need its text."""
+    return ["--chart", str(chart_path("main+gate"))]
 
 
 def cluster(name: str = "example", version: str = "v1.35") -> dict[str, Any]:
@@ -84,10 +91,10 @@ def base_pools(**changes: dict[str, Any] | None) -> list[dict[str, Any]]:
 
 
 def plan_json(before: Path, after: Path, *extra: str) -> tuple[int, dict[str, dict[str, Any]]]:
-    result = cli("plan", str(before), "--to", str(after), "-o", "json", *extra)
+    result = cli("plan", str(before), "--to", str(after), "-o", "json", *chart(), *extra)
     assert result.returncode in (0, 1, 2), result.stderr
     document = json.loads(result.stdout)
-    assert list(document) == ["pools", "refusals"]
+    assert list(document) == ["chart", "pools", "refusals"]
     return result.returncode, {row["pool"]: row for row in document["pools"]}
 
 
@@ -132,7 +139,7 @@ def test_plan_detailed_exit_code_zero_for_creates_and_in_place_updates(tmp_path:
     assert code == 0
     assert rows["tenant-x/example-md9"]["action"] == "create"
     assert rows["tenant-x/example-md1"]["action"] == "update"
-    same = cli("plan", str(before), "--to", str(before), "--detailed-exitcode")
+    same = cli("plan", str(before), "--to", str(before), "--detailed-exitcode", *chart())
     assert same.returncode == 0, same.stderr
     assert "4 pools, 0 would replace machines" in same.stdout
 
@@ -154,7 +161,7 @@ def test_plan_a_class_typo_is_refused_and_exits_one(tmp_path: Path) -> None:
     md2 = rows["tenant-x/example-md2"]
     assert md2["refused"] == ["ClassNotFound"] and md2["replace"] is False
     assert any(reason.startswith("refused by admission (ClassNotFound)") for reason in md2["reasons"])
-    table = cli("plan", str(before), "--to", str(after), "--detailed-exitcode")
+    table = cli("plan", str(before), "--to", str(after), "--detailed-exitcode", *chart())
     assert table.returncode == 1
     assert "ClassNotFound" in table.stdout and "refused by admission or denied" in table.stdout
 
@@ -174,7 +181,7 @@ def test_plan_reads_several_paths_and_stdin(tmp_path: Path) -> None:
     extra = tmp_path / "extra.yaml"
     extra.write_text(yaml.safe_dump(nodes("md7", workerClassName="talos")))
     stdin = (before / "state.yaml").read_text()
-    result = cli("plan", "-", "--to", str(before), "--to", str(extra), "-o", "json", input=stdin)
+    result = cli("plan", "-", "--to", str(before), "--to", str(extra), "-o", "json", *chart(), input=stdin)
     assert result.returncode == 0, result.stderr
     rows = {row["pool"]: row for row in json.loads(result.stdout)["pools"]}
     assert rows["tenant-x/example-md7"]["action"] == "create"
@@ -204,7 +211,7 @@ def test_resolve_json_has_every_pool_with_denials_and_warnings(tmp_path: Path) -
 
 def test_render_json_has_items_and_a_row_per_pool(tmp_path: Path) -> None:
     state = write_state(tmp_path / "s", *base_pools(md2={"workerClassName": "tlaos"}))
-    result = cli("render", str(state), "-o", "json")
+    result = cli("render", str(state), "-o", "json", *chart())
     assert result.returncode == 1
     document = json.loads(result.stdout)
     assert list(document) == ["items", "pools"]  # API.md section 4: exactly these keys
@@ -222,7 +229,9 @@ def test_render_talos_config_template_on_request(tmp_path: Path) -> None:
     from workerclass.cli.commands_render import RENDER_TALOS_CONFIG_TEMPLATE
 
     state = write_state(tmp_path / "s", *base_pools())
-    result = cli("render", str(state), "--pool", "tenant-x/example-md1", "--talos-config-template", "-o", "json")
+    result = cli(
+        "render", str(state), "--pool", "tenant-x/example-md1", "--talos-config-template", "-o", "json", *chart()
+    )
     if not RENDER_TALOS_CONFIG_TEMPLATE:  # a renderer without the keyword: a clear error, exit 2
         assert result.returncode == 2
         assert "--talos-config-template" in result.stderr
@@ -389,7 +398,7 @@ def test_version_and_short_help() -> None:
 
 def test_piped_tables_have_no_padding_and_no_colour(tmp_path: Path) -> None:
     state = write_state(tmp_path / "s", *base_pools())
-    for args in (["check", str(state)], ["resolve", str(state)], ["plan", str(state), "--to", str(state)]):
+    for args in (["check", str(state)], ["resolve", str(state)], ["plan", str(state), "--to", str(state), *chart()]):
         result = cli(*args)
         assert result.returncode == 0, result.stderr
         lines = result.stdout.splitlines()
@@ -404,7 +413,7 @@ def _many_pools(folder: Path, count: int) -> Path:
 def test_a_broken_pipe_exits_141_without_a_traceback(tmp_path: Path) -> None:
     state = _many_pools(tmp_path / "s", 150)
     process = subprocess.Popen(
-        [sys.executable, "-m", "workerclass", "render", str(state)],
+        [sys.executable, "-m", "workerclass", "render", str(state), *chart()],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
     )

@@ -54,6 +54,7 @@ def test_detailed_exitcode_before_the_paths_counts_too() -> None:
     assert result.exit_code == 1, result.stderr
 
 
+@pytest.mark.usefixtures("chart_text")
 def test_detailed_exitcode_still_says_two_for_a_replacement_and_zero_for_nothing(tmp_path: Path) -> None:
     same = run("plan", str(EXAMPLES), "--to", str(EXAMPLES), "--detailed-exitcode")
     assert same.exit_code == 0, same.stderr

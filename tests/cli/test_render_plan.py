@@ -37,6 +37,7 @@ def state(tmp_path: Path) -> Path:
     return target
 
 
+@pytest.mark.usefixtures("chart_text")
 def test_render_prints_yaml_for_every_pool() -> None:
     result = run("render", str(EXAMPLES))
     assert result.exit_code == 0, result.stderr
@@ -58,6 +59,7 @@ def test_render_prints_yaml_for_every_pool() -> None:
     assert "experimental" in result.stderr
 
 
+@pytest.mark.usefixtures("chart_text")
 def test_render_one_pool_as_json_list() -> None:
     result = run("render", str(EXAMPLES), "--pool", "tenant-example/example-talos", "-o", "json")
     assert result.exit_code == 0, result.stderr
@@ -74,6 +76,7 @@ def test_render_is_byte_stable() -> None:
     assert run("render", str(EXAMPLES)).stdout == run("render", str(EXAMPLES)).stdout
 
 
+@pytest.mark.usefixtures("chart_text")
 def test_render_denied_pool_exits_1_with_denials_on_stderr(state: Path) -> None:
     pools = state / "tenant-example" / "pools.yaml"
     pools.write_text(pools.read_text().replace("workerClassName: kairos\n", "workerClassName: missing\n"))
@@ -104,13 +107,14 @@ def test_load_errors_are_one_clean_line(state: Path, command: str) -> None:
     assert missing.exit_code == 2 and "no such file or folder" in missing.stderr
 
 
+@pytest.mark.usefixtures("chart_text")
 def test_plan_json(state: Path) -> None:
     platform = state / "platform" / "workerplatform.yaml"
     platform.write_text(platform.read_text().replace("ab712e0c41c4a395", "0000000000000000"))
     result = run("plan", str(EXAMPLES), "--to", str(state), "-o", "json")
     assert result.exit_code == 0, result.stderr
     document = json.loads(result.stdout)
-    assert list(document) == ["pools", "refusals"]
+    assert list(document) == ["chart", "pools", "refusals"]
     by_pool = {row["pool"]: row for row in document["pools"]}
     assert len(by_pool) == 4
     # the platform Kairos image's new digest renames the Kairos machine template: a rebuild-only roll
@@ -119,6 +123,7 @@ def test_plan_json(state: Path) -> None:
     assert by_pool["tenant-example/example-talos"]["replace"] is False
 
 
+@pytest.mark.usefixtures("chart_text")
 def test_plan_table_for_people(state: Path) -> None:
     platform = state / "platform" / "workerplatform.yaml"
     platform.write_text(platform.read_text().replace("ab712e0c41c4a395", "0000000000000000"))
@@ -176,6 +181,7 @@ REFUSED_LINE = (
 )
 
 
+@pytest.mark.usefixtures("chart_text")
 @pytest.mark.usefixtures("chart_refuses_example_talos")
 def test_render_reports_a_pool_the_chart_refuses_as_denied() -> None:
     result = run("render", str(EXAMPLES), "-o", "json")
@@ -220,6 +226,7 @@ def test_resolve_reports_a_pool_the_chart_refuses_as_denied() -> None:
     assert rows["tenant-example/example-legacy"]["denials"] == []
 
 
+@pytest.mark.usefixtures("chart_text")
 @pytest.mark.usefixtures("chart_refuses_example_talos")
 def test_plan_reports_a_pool_the_chart_refuses_as_denied() -> None:
     result = run("plan", str(EXAMPLES), "--to", str(EXAMPLES), "--detailed-exitcode", "-o", "json")
@@ -242,6 +249,7 @@ def test_plan_turns_a_render_error_that_escapes_it_into_a_denial_line(monkeypatc
     assert result.stderr.splitlines()[-1].startswith("tenant-example/")
 
 
+@pytest.mark.usefixtures("chart_text")
 def test_plan_to_takes_several_paths_as_state_does(tmp_path: Path) -> None:
     """``--to STATE2...``: every path up to the next option is STATE2, as STATE takes several."""
     after = tmp_path / "after"
@@ -268,6 +276,7 @@ def test_plan_to_takes_several_paths_as_state_does(tmp_path: Path) -> None:
     assert "--to STATE2..." in usage.stdout
 
 
+@pytest.mark.usefixtures("chart_text")
 def test_plan_shows_class_and_platform_refusals_as_rows_and_counts_what_it_names(state: Path) -> None:
     """A refused class edit is a row of its own (table and JSON); the summary counts pools as pools
     and the refused class change apart."""

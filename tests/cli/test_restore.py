@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 from typer.testing import CliRunner
 
 from workerclass.cli.main import _register, app
@@ -30,6 +31,7 @@ def _result_cell(stdout: str, pool: str) -> str:
     return line[start:end].strip()
 
 
+@pytest.mark.usefixtures("chart_text")
 def test_a_class_era_pool_prints_not_restorable_and_exits_one() -> None:
     # examples' example-talos loads the kernel module nvme_tcp: the legacy chart cannot express it.
     result = run("restore", str(EXAMPLES), "--pool", "tenant-example/example-talos")
@@ -43,6 +45,7 @@ def test_a_class_era_pool_prints_not_restorable_and_exits_one() -> None:
     assert "legacy layout:" not in result.stdout
 
 
+@pytest.mark.usefixtures("chart_text")
 def test_every_status_of_the_examples_has_its_result() -> None:
     result = run("restore", str(EXAMPLES))
     assert result.exit_code == 1
@@ -63,11 +66,12 @@ def test_every_status_of_the_examples_has_its_result() -> None:
     }
 
 
+@pytest.mark.usefixtures("chart_text")
 def test_restore_json_keeps_the_readme_shape_for_a_rollout_row() -> None:
     result = run("restore", str(EXAMPLES), "-o", "json")
     assert result.exit_code == 1
     data = json.loads(result.stdout)
-    assert list(data) == ["pools"]
+    assert list(data) == ["chart", "pools"]
     for row in data["pools"]:
         assert list(row) == ["pool", "class", "bootstrap", "restorable", "values", "templateHash", "reasons"]
         assert list(row["templateHash"]) == ["current", "restored", "version"]

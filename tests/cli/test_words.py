@@ -41,6 +41,7 @@ def test_usage_lines_name_state_as_people_write_it(command: str) -> None:
         assert "{" not in missing.stderr, missing.stderr
 
 
+@pytest.mark.usefixtures("chart_text")
 def test_counts_agree_with_their_number(tmp_path: Path) -> None:
     one = tmp_path / "one.yaml"
     one.write_text(

@@ -24,7 +24,8 @@ from workerclass.ops.providers import KAIROS_TEMPLATE_CRD
 from workerclass.ops.workers import POOL_ANNOTATION, POOL_LABEL, pool_key
 from workerclass.render.hash import HASH_VERSION_ANNOTATION, TEMPLATE_HASH_ANNOTATION
 
-pytestmark = pytest.mark.asyncio
+#: Talos pools render the talos-reconcile Job from the chart's own text: the mirror's gated main chart
+pytestmark = [pytest.mark.asyncio, pytest.mark.usefixtures("chart_text")]
 
 Key = tuple[str, str, str]
 

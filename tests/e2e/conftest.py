@@ -29,6 +29,7 @@ from typing import Any
 import pytest
 import yaml
 
+from .flux import ArtifactServer, install_sources, packaged, publish, source_crds
 from .kube import Kube
 from .testbed import (
     ROOT,
@@ -144,6 +145,8 @@ def _crd(group: str, kind: str, plural: str, *, namespaced: bool = True) -> dict
 APPLICATION_CRDS = [
     _crd("apps.cozystack.io", "KubernetesNodes", "kubernetesnodes"),
     _crd("apps.cozystack.io", "Kubernetes", "kuberneteses"),
+    # Cozystack's own CRD (cluster-scoped), served as a stand-in too: its Go module is not on the proxy
+    _crd("cozystack.io", "ApplicationDefinition", "applicationdefinitions", namespaced=False),
 ]
 
 
@@ -185,6 +188,8 @@ def cluster(binaries: Binaries, shared: Path, tmp_path_factory: pytest.TempPathF
         kube = Kube(server.url, server.ssl_context())
         install_crds(kube, APPLICATION_CRDS)
         install_crds(kube, read_crds(shared / "upstream-crds", "helm.toolkit.fluxcd.io_helmreleases.yaml"))
+        # Flux's source API: the ExternalArtifact the pools' releases take their chart from
+        install_crds(kube, [crd for path in source_crds() for crd in read_crds(path.parent, path.name)])
         # Cozystack's CNI: the chart's talos-reconcile Job comes with a CiliumNetworkPolicy
         install_crds(
             kube, read_crds(module_dir("github.com/cilium/cilium", CILIUM) / CILIUM_CRDS, "ciliumnetworkpolicies.yaml")
@@ -321,7 +326,21 @@ class Install:
 
 
 @pytest.fixture(scope="session")
-def install(kube: Kube, webhook_certs: WebhookCerts) -> Install:
+def flux(kube: Kube) -> Iterator[ArtifactServer]:
+    """The chart the pools run, as Cozystack serves it: the ApplicationDefinition ``kubernetes-nodes``
+    naming an ExternalArtifact, whose artifact (the mirror's main chart with our gate, packaged) an
+    HTTP server on loopback serves. The webhook and the controller read it (``adapters.flux``)."""
+    server = ArtifactServer()
+    try:
+        install_sources(kube)
+        publish(kube, server, packaged("main+gate"))
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def install(kube: Kube, webhook_certs: WebhookCerts, flux: ArtifactServer) -> Install:
     """Every document of the bundle server-side applied (a dry run of all first), the CRDs Established,
     the webhook configurations pointed at ``127.0.0.1:<port>`` where the ``webhook`` fixture serves."""
     objects = manifests(webhook_certs.ca_file)
@@ -383,7 +402,7 @@ def start_webhook(cluster: ApiServer, install: Install, webhook_certs: WebhookCe
             "--kubeconfig", str(identity.kubeconfig),
             "--tls-cert", str(webhook_certs.cert), "--tls-key", str(webhook_certs.key),
             "--host", "127.0.0.1", "--port", str(install.webhook_port),
-            "--log-level", "info", *extra,
+            "--log-level", "info", "--chart-poll", "0.5", *extra,
         ],
         log,
     ).start()  # fmt: skip

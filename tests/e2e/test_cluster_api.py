@@ -19,14 +19,23 @@ import yaml
 
 from .conftest import TENANT, ClusterAPI
 from .kube import Kube
-from .testbed import ROOT, wait_until, workerclass_command
+from .testbed import ROOT, chart_option, wait_until, workerclass_command
 
 CAPI = "cluster.x-k8s.io/v1beta1"
 
 
 def rendered(pool: str, *extra: str) -> list[dict[str, Any]]:
     out = subprocess.run(
-        [*workerclass_command(), "render", str(ROOT / "examples"), "--pool", pool, "--talos-config-template", *extra],
+        [
+            *workerclass_command(),
+            "render",
+            str(ROOT / "examples"),
+            "--pool",
+            pool,
+            "--talos-config-template",
+            *chart_option(),
+            *extra,
+        ],
         capture_output=True,
         text=True,
         check=True,

@@ -21,7 +21,7 @@ import pytest
 
 from .conftest import ACCOUNT_GROUPS, CONTROLLER_USER, TENANT, Install, Served
 from .kube import Kube
-from .testbed import ApiServer, Process, wait_until, workerclass_command
+from .testbed import ApiServer, Process, chart_option, wait_until, workerclass_command
 
 CLASSES = "cozystack.io/v1alpha1"
 POOLS = "apps.cozystack.io/v1alpha1"
@@ -36,7 +36,7 @@ def controller(cluster: ApiServer, install: Install, tmp_path_factory: pytest.Te
         [
             *workerclass_command(), "serve", "controller",
             "--kubeconfig", str(identity.kubeconfig),
-            "--liveness-port", "0", "--poll-interval", "0.2", "--retain-recheck", "1",
+            "--liveness-port", "0", "--poll-interval", "0.2", "--retain-recheck", "1", *chart_option(),
         ],
         tmp_path_factory.mktemp("controller") / "controller.log",
     ).start()  # fmt: skip

@@ -32,7 +32,7 @@ from .conftest import TENANT, ClusterAPI, Install, Served
 from .helm import gated_chart, helm
 from .kube import Kube
 from .test_workers import job_does, pool_objects, start_controller, write_pool_state
-from .testbed import ROOT, ApiServer, Process, wait_until, workerclass_command
+from .testbed import ROOT, ApiServer, Process, chart_option, wait_until, workerclass_command
 
 POOLS = "apps.cozystack.io/v1alpha1"
 FLUX = "helm.toolkit.fluxcd.io/v2"
@@ -71,7 +71,7 @@ def _plan_replaces(before: dict[str, Any], after: dict[str, Any]) -> bool:
             write_pool_state(Path(folder) / side, NAME, spec) for side, spec in (("before", before), ("after", after))
         ]
         out = subprocess.run(
-            [*workerclass_command(), "plan", str(states[0]), "--to", str(states[1]), "-o", "json"],
+            [*workerclass_command(), "plan", str(states[0]), "--to", str(states[1]), "-o", "json", *chart_option()],
             capture_output=True, text=True, check=False,
         )  # fmt: skip
     rows = json.loads(out.stdout)["pools"]

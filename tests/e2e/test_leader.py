@@ -35,7 +35,7 @@ import pytest
 from .conftest import ACCOUNT_GROUPS, CONTROLLER_USER, NAMESPACE, TENANT, ClusterAPI, Install, Served
 from .kube import Kube
 from .test_workers import CAPI, FLUX, POOLS, pool_objects
-from .testbed import ApiServer, Process, wait_until, workerclass_command
+from .testbed import ApiServer, Process, chart_option, wait_until, workerclass_command
 
 LEASE = "workerclass-controller"
 COORDINATION = "coordination.k8s.io/v1"
@@ -68,7 +68,7 @@ class Controllers:
                 *workerclass_command(), "serve", "controller",
                 "--kubeconfig", str(self.kubeconfig),
                 "--liveness-port", "0", "--metrics-port", "0", "--poll-interval", "0.2",
-                "--lease-namespace", NAMESPACE, "--resync-interval", "5", *self.extra, *extra,
+                "--lease-namespace", NAMESPACE, "--resync-interval", "5", *chart_option(), *self.extra, *extra,
             ],
             self.folder / f"{name}.log",
             env={**os.environ, "POD_NAME": name},

@@ -65,6 +65,7 @@ import pytest
 from tests.cli import test_entrypoint as entrypoint
 from tests.ops import test_plan as ops
 from tests.render.schemas import ENUM_EXCEPTIONS
+from tests.shared import given_chart
 from workerclass.adapters.folder import Document
 from workerclass.admission import admit
 from workerclass.ops.plan import Plan, PlanRow, plan
@@ -451,7 +452,7 @@ _ORIGINAL_NAMESPACES = ("tenant-example", entrypoint.cluster()["metadata"]["name
 
 
 def rehomed(state: State, namespace: str) -> State:
-    """``state`` with every namespaced object of the tests' tenants moved to ``namespace``."""
+    """``state`` with every namespaced object of the tests' tenants moved to ``namespace`` (the same chart)."""
     documents = []
     for record in state.objects:
         obj = copy.deepcopy(dict(record.obj))
@@ -459,7 +460,7 @@ def rehomed(state: State, namespace: str) -> State:
         if metadata.get("namespace") in _ORIGINAL_NAMESPACES:
             metadata["namespace"] = namespace
         documents.append(Document(obj, record.origin))
-    return State.from_documents(documents)
+    return State.from_documents(documents).with_chart(state.chart)
 
 
 def _record(state: State, identity: str) -> PoolRecord | None:
@@ -554,7 +555,8 @@ def build_cases() -> dict[str, Case]:
     mismatched: list[str] = []
     seen: dict[str, str] = {}
     for pair in PAIRS:
-        before, after = pair.build()
+        # Talos pools render the talos-reconcile Job from the chart's text: both sides run the mirror's chart
+        before, after = (side.with_chart(given_chart("main+gate")) for side in pair.build())
         rows = plan(before, after)
         moved: tuple[State, State, Plan] | None = None
         for pool in pair.pools:

@@ -28,7 +28,7 @@ import yaml
 
 from .conftest import ACCOUNT_GROUPS, CONTROLLER_USER, TENANT, ClusterAPI, Install, Served, kairos_with_kubeadm
 from .kube import Kube
-from .testbed import ROOT, ApiServer, Process, free_port, wait_until, workerclass_command
+from .testbed import ROOT, ApiServer, Process, chart_option, free_port, wait_until, workerclass_command
 
 POOLS = "apps.cozystack.io/v1alpha1"
 FLUX = "helm.toolkit.fluxcd.io/v2"
@@ -41,7 +41,8 @@ LABEL = "workerclass.cozystack.io/pool"
 def start_controller(cluster: ApiServer, log: Path, *, resync: float, metrics_port: int = 0) -> Process:
     """``serve controller`` as the bundle's controller ServiceAccount, with the garbage collector beside
     the API server (where it is built; else the controller alone deletes what a gone pool left);
-    Prometheus metrics on ``metrics_port`` (0: none)."""
+    Prometheus metrics on ``metrics_port`` (0: none). No ``--chart``: it reads the chart the pools run
+    through Flux's source API (the session's ``flux`` fixture), and renders Talos pools with its text."""
     if cluster.binaries.kube_controller_manager is not None:
         cluster.start_garbage_collector()
     identity = cluster.identity(CONTROLLER_USER, ACCOUNT_GROUPS)
@@ -51,7 +52,7 @@ def start_controller(cluster: ApiServer, log: Path, *, resync: float, metrics_po
             *workerclass_command(), "serve", "controller",
             "--kubeconfig", str(identity.kubeconfig),
             "--liveness-port", "0", "--metrics-port", str(metrics_port), "--poll-interval", "0.2",
-            "--lease-namespace", "cozy-workerclass", "--resync-interval", str(resync),
+            "--lease-namespace", "cozy-workerclass", "--resync-interval", str(resync), "--chart-poll", "0.5",
         ],
         log,
     ).start()  # fmt: skip
@@ -129,7 +130,8 @@ def job_does(kube: Kube, name: str, spec: dict[str, Any]) -> None:
     with tempfile.TemporaryDirectory() as folder:
         state = write_pool_state(Path(folder), name, spec)
         out = subprocess.run(
-            [*workerclass_command(), "render", str(state), "--pool", f"{TENANT}/{name}", "--talos-config-template"],
+            [*workerclass_command(), "render", str(state), "--pool", f"{TENANT}/{name}", "--talos-config-template",
+             *chart_option()],
             capture_output=True, text=True, check=True,
         )  # fmt: skip
     for obj in yaml.safe_load_all(out.stdout):

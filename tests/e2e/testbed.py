@@ -530,5 +530,14 @@ def workerclass_command() -> list[str]:
     return [str(script)] if script.exists() else [sys.executable, "-m", "workerclass"]
 
 
+def chart_option() -> list[str]:
+    """``--chart`` with the mirror's main chart with our gate (``$WORKERCLASS_SHARED`` or ``../shared``):
+    rendering a Talos pool reads the talos-reconcile Job's text from the chart (the controller's,
+    render's, plan's), and pools may select a class on a gated chart."""
+    from tests.shared import chart_path
+
+    return ["--chart", str(chart_path("main+gate"))]
+
+
 def rmtree(path: Path) -> None:
     shutil.rmtree(path, ignore_errors=True)

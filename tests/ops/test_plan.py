@@ -16,6 +16,9 @@ from workerclass.ops.plan import REFUSED, render_all
 from workerclass.resolve import resolve
 from workerclass.state import State
 
+#: these tests render the talos-reconcile Job, the chart's own text: the mirror's chart is given
+pytestmark = pytest.mark.usefixtures("chart_text")
+
 EXAMPLES = REPO / "examples"
 Edit = Callable[[dict[str, Any]], None]
 PLATFORM_KAIROS_135 = "ghcr.io/cozystack/cozystack/kairos-worker@sha256:" + "c" * 64
@@ -250,7 +253,7 @@ def test_added_removed_and_denied_pools_have_rows_and_replace_nothing() -> None:
 
 def test_json_rows_have_exactly_the_api_keys() -> None:
     document = plan(state(), state(WorkerPlatform=_kairos_digest)).as_dict()
-    assert set(document) == {"pools", "refusals"}  # refusals: class and platform changes, rows of their own
+    assert set(document) == {"chart", "pools", "refusals"}  # the chart emulated, the rows, refused class changes
     keys = {"pool", "action", "replace", "refused", "rebuildOnly", "newMachinesOnly", "reasons"}
     assert [set(row) for row in document["pools"]] == [keys] * len(ALL)
     kairos = next(row for row in document["pools"] if row["pool"] == "tenant-example/example-kairos")
@@ -348,7 +351,7 @@ def test_an_edited_class_spec_is_flagged_as_refused() -> None:
     assert [(refusal.kind, refusal.name) for refusal in result.refusals] == [("WorkerClass", "talos-example-r1")]
     assert result.detailed_exit_code() == 1
     document = result.as_dict()
-    assert list(document) == ["pools", "refusals"]
+    assert list(document) == ["chart", "pools", "refusals"]
     (refusal,) = document["refusals"]
     assert list(refusal) == ["kind", "name", "refused", "denials"]
     assert (refusal["kind"], refusal["name"]) == ("WorkerClass", "talos-example-r1")

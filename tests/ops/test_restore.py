@@ -40,6 +40,9 @@ from workerclass.render import HASH_VERSION, render, template_hash
 from workerclass.resolve import resolve, resolve_pool
 from workerclass.state import State
 
+#: these tests render the talos-reconcile Job, the chart's own text: the mirror's chart is given
+pytestmark = pytest.mark.usefixtures("chart_text")
+
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
 _register()
@@ -250,7 +253,7 @@ def test_cli_examples_json_shape_and_exit_1() -> None:
     result = run("restore", str(EXAMPLES), "-o", "json")
     assert result.exit_code == 1, result.stderr
     data = json.loads(result.stdout)
-    assert list(data) == ["pools"]
+    assert list(data) == ["chart", "pools"]
     assert [row["pool"] for row in data["pools"]] == [
         "tenant-example/example-custom-kairos",
         "tenant-example/example-kairos",

@@ -1,9 +1,8 @@
 """Validation of rendered objects against the real upstream CRD schemas.
 
-The CRDs live in ``shared/upstream-crds`` beside the repository (``../shared`` from the repo
-root in a fresh clone; ``WORKERCLASS_UPSTREAM_CRDS`` overrides). ``tests/upstream-crds`` is a
-vendored copy (same files, same ``SOURCES.tsv``) used when ``shared/`` is not beside the clone,
-so the schema checks always run; a test keeps the copy identical to ``shared/`` when both exist.
+The CRDs are read where the upstream mirror has them, ``upstream-crds/`` of ``$WORKERCLASS_SHARED``
+or ``../shared`` beside the repository (never a copy in the repository): without it a check skips
+with that reason, and fails under ``CI=true``.
 Where Cozystack ships a CRD (``cozystack-shipped/``: Cluster API 1.10.1, CABPT 0.6.12, CAPK 0.1.10,
 the WorkloadMonitor), objects are checked against that one; the Kairos and Proxmox templates,
 which Cozystack does not ship, against the newest upstream CRDs; core and Cilium kinds the chart
@@ -36,18 +35,24 @@ from typing import Any
 import yaml
 from jsonschema import Draft202012Validator
 
-REPO = Path(__file__).resolve().parents[2]
-VENDORED = REPO / "tests" / "upstream-crds"
+from tests.shared import ROOT, require, shared_dir
+
+REPO = ROOT
 
 
 def crd_directory() -> Path | None:
-    override = os.environ.get("WORKERCLASS_UPSTREAM_CRDS")
-    candidates = [Path(override)] if override else []
-    candidates += [REPO.parent / "shared" / "upstream-crds", VENDORED]
-    for candidate in candidates:
-        if (candidate / "SOURCES.tsv").is_file():
-            return candidate
+    """The mirror's CRD folder, or None without it (under ``CI=true`` its absence fails the test)."""
+    directory = shared_dir() / "upstream-crds"
+    if (directory / "SOURCES.tsv").is_file():
+        return directory
+    if os.environ.get("CI") == "true":
+        require("upstream-crds", "SOURCES.tsv")
     return None
+
+
+def require_crds() -> Path:
+    """The mirror's CRD folder, or skip the test (fail under ``CI=true``) naming the setting."""
+    return require("upstream-crds", "SOURCES.tsv").parent
 
 
 #: The CRDs Cozystack ships for what the chart renders (Cluster API 1.10.1, CABPT 0.6.12, CAPK
@@ -123,8 +128,7 @@ CEL_RULES: dict[str, Callable[[Any], bool]] = {
 
 @cache
 def _crd(file_name: str) -> dict[str, Any]:
-    directory = crd_directory()
-    assert directory is not None
+    directory = require_crds()
     with (directory / file_name).open(encoding="utf-8") as handle:
         loaded: dict[str, Any] = yaml.safe_load(handle)
     return loaded

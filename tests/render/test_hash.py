@@ -21,6 +21,9 @@ from workerclass.render import hash as hash_rule
 from .builders import by_kind, render_pool
 from .variants import rendered, variants
 
+#: Talos pools render the talos-reconcile Job from the chart's own text: the mirror's gated main chart
+pytestmark = pytest.mark.usefixtures("chart_text")
+
 #: the variants whose templates we name, and the kinds named
 OURS = {
     "kairos-platform": ("KubevirtMachineTemplate", "KairosConfigTemplate"),

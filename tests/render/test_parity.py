@@ -22,10 +22,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
+from tests.chart.cases import chart_text_free
 from workerclass import render, resolve
 from workerclass.state import State, pool_from_object
+
+#: these tests render the talos-reconcile Job, the chart's own text: the mirror's chart is given
+pytestmark = pytest.mark.usefixtures("chart_text")
 
 GOLDEN = Path(__file__).parent / "golden"
 NAMESPACE = "tenant-example"
@@ -78,7 +81,8 @@ def object_differences(ours: list[dict[str, Any]], theirs: list[dict[str, Any]])
 
 
 def assert_same(ours: list[dict[str, Any]], theirs: list[dict[str, Any]], what: str) -> None:
-    differences = object_differences(ours, theirs)
+    """``ours`` (a render) against ``theirs`` (a golden file's objects, without the chart's text)."""
+    differences = object_differences(chart_text_free(ours), theirs)
     if differences:
         pytest.fail(f"{what}: {len(differences)} differences:\n  " + "\n  ".join(differences[:60]), pytrace=False)
 
@@ -184,8 +188,8 @@ def test_a_class_resolving_to_the_classless_settings_renders_the_same_objects(na
 
 
 def _machine_config(objects: list[dict[str, Any]]) -> dict[str, Any]:
-    (tct,) = [obj for obj in objects if obj["kind"] == "TalosConfigTemplate"]
-    config: dict[str, Any] = yaml.safe_load(tct["spec"]["template"]["spec"]["data"])
+    (tct,) = [obj for obj in chart_text_free(objects) if obj["kind"] == "TalosConfigTemplate"]
+    config: dict[str, Any] = tct["spec"]["template"]["spec"]["data"]
     return config
 
 

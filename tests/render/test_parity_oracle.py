@@ -20,7 +20,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.chart.oracle import available, get_oracle
+from tests.chart.oracle import ABSENT, available, get_oracle
+from tests.shared import given_chart
 from workerclass import render, resolve
 from workerclass.render import RenderError
 from workerclass.state import State, pool_from_object
@@ -28,7 +29,7 @@ from workerclass.violations import Denied
 
 from .test_parity import CLUSTER, NAMESPACE, PARENT, object_differences
 
-pytestmark = pytest.mark.skipif(not available(), reason="the oracle (../shared/tools/cozystack-render) is absent")
+pytestmark = pytest.mark.skipif(not available(), reason=ABSENT)
 
 #: Examples per property: one oracle render is ~0.1 s, so the module stays within ~30 s.
 EXAMPLES = 120
@@ -176,9 +177,11 @@ def _platform(cluster_values: dict[str, Any]) -> dict[str, Any]:
     return platform
 
 
-def ours(pool: dict[str, Any], cluster_values: dict[str, Any] | None = None) -> list[dict[str, Any]] | str:
+def ours(
+    pool: dict[str, Any], cluster_values: dict[str, Any] | None = None, chart: str = "main"
+) -> list[dict[str, Any]] | str:
     context = [PARENT] if cluster_values is None else [PARENT, _platform(cluster_values)]
-    state = State.from_objects([*context, pool])
+    state = State.from_objects([*context, pool]).with_chart(given_chart(chart))
     record = pool_from_object(pool)
     assert record is not None
     stored = state.pool(record.identity)
@@ -191,7 +194,9 @@ def ours(pool: dict[str, Any], cluster_values: dict[str, Any] | None = None) -> 
         return f"render refused: {error}"
 
 
-def theirs(pool: dict[str, Any], cluster_values: dict[str, Any] | None = None) -> list[dict[str, Any]] | str:
+def theirs(
+    pool: dict[str, Any], cluster_values: dict[str, Any] | None = None, chart: str = "main"
+) -> list[dict[str, Any]] | str:
     name = pool["metadata"]["name"]
     result = get_oracle().render(
         copy.deepcopy(_values(pool)),
@@ -199,6 +204,7 @@ def theirs(pool: dict[str, Any], cluster_values: dict[str, Any] | None = None) -
         namespace=NAMESPACE,
         cluster_values={"_cluster": cluster_values} if cluster_values is not None else None,
         talos_config_template=True,
+        chart=chart,
     )
     return result.objects if result.ok else f"chart refused: {result.error}"
 
@@ -213,6 +219,23 @@ def test_classless_pools_render_what_the_chart_renders(
         assert isinstance(mine, str), f"the chart refuses {_values(pool)}: {chart}; workerclass renders it"
         return
     assert not isinstance(mine, str), f"the chart renders {_values(pool)}; workerclass: {mine}"
+    differences = object_differences(mine, chart)
+    assert not differences, f"{_values(pool)}:\n  " + "\n  ".join(differences[:40])
+
+
+@settings(max_examples=EXAMPLES // 4, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True)
+@given(pools(), st.sampled_from(CLUSTER_VALUES))
+def test_classless_pools_render_what_the_pr3315_chart_renders(
+    pool: dict[str, Any], cluster_values: dict[str, Any] | None
+) -> None:
+    """PR 3315's chart given as ``--chart`` gives it, against the oracle's ``--chart pr3315``: the pool's
+    objects and its pre-delete unpin hook (PR 3315's lookups find nothing offline, on both sides)."""
+    mine, chart = ours(pool, cluster_values, "pr3315"), theirs(pool, cluster_values, "pr3315")
+    if isinstance(chart, str):
+        assert isinstance(mine, str), f"the chart refuses {_values(pool)}: {chart}; workerclass renders it"
+        return
+    assert not isinstance(mine, str), f"the chart renders {_values(pool)}; workerclass: {mine}"
+    assert any(obj["metadata"]["name"].endswith("-unpin") for obj in mine)
     differences = object_differences(mine, chart)
     assert not differences, f"{_values(pool)}:\n  " + "\n  ".join(differences[:40])
 
@@ -356,5 +379,5 @@ def test_spellings_the_chart_renders_render_its_objects(values: dict[str, Any]) 
     }
     theirs = get_oracle().render(spec, release=f"kubernetes-nodes-{CLUSTER}-md1", namespace=NAMESPACE)
     assert theirs.ok, theirs.error
-    state = State.from_objects([PARENT, pool])
+    state = State.from_objects([PARENT, pool]).with_chart(given_chart("main"))
     assert not object_differences(render(resolve(state, pool)), theirs.objects)

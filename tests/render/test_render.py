@@ -36,6 +36,9 @@ from .builders import (
 )
 from .schemas import REPO
 
+#: these tests render the talos-reconcile Job, the chart's own text: the mirror's chart is given
+pytestmark = pytest.mark.usefixtures("chart_text")
+
 BASE = "kubernetes-example-workers"
 
 

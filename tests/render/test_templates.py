@@ -20,6 +20,9 @@ from workerclass.render import HASH_VERSION, canonical_text, chart_hash, content
 from .builders import FIXED_REFERENCE, SSH_KEY, by_kind, pool, render_pool, worker_class
 from .variants import rendered, variants
 
+#: these tests render the talos-reconcile Job, the chart's own text: the mirror's chart is given
+pytestmark = pytest.mark.usefixtures("chart_text")
+
 #: variant -> (infrastructure template hash, KairosConfigTemplate hash or None).
 GOLDEN_HASHES: dict[str, tuple[str, str | None]] = {
     "classless-minimal": ("9c1806", None),

@@ -100,6 +100,7 @@ def test_tricky_strings_round_trip_as_keys_and_values() -> None:
         assert _read(yaml_document(document)) == document, repr(text)
 
 
+@pytest.mark.usefixtures("chart_text")
 def test_every_rendered_variant_round_trips() -> None:
     for name in variants():
         manifests = rendered(name)
@@ -124,6 +125,7 @@ def test_ordinary_strings_stay_plain(text: str) -> None:
     assert yaml_document({"label": text}) == f"label: {text}\n"
 
 
+@pytest.mark.usefixtures("chart_text")
 def test_streamed_list_json_equals_one_json_document() -> None:
     import json
 

@@ -22,6 +22,9 @@ from workerclass.render import RenderError
 from .builders import NAMESPACE, by_kind, pool, render_pool, state_of
 from .variants import PROXMOX_CLASS
 
+#: Talos pools render the talos-reconcile Job from the chart's own text: the mirror's gated main chart
+pytestmark = pytest.mark.usefixtures("chart_text")
+
 #: (pool values beside the Proxmox class, the template's (numCores, memoryMiB, sizeGb))
 CASES: dict[str, tuple[dict[str, Any], tuple[int, int, int]]] = {
     # u1.medium (the chart's default instance type): 1 core, 4 GiB

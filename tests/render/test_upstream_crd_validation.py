@@ -18,34 +18,19 @@ from .schemas import (
     ENUM_EXCEPTIONS,
     REPO,
     SHIPPED,
-    crd_directory,
+    require_crds,
     schema_for,
     upstream_enum,
     validation_errors,
 )
 from .variants import rendered, variants
 
-
-def test_upstream_crds_are_found() -> None:
-    # Never skipped: the vendored copy in tests/upstream-crds is there in every clone.
-    assert crd_directory() is not None
-
-
-def test_vendored_crds_match_shared() -> None:
-    shared = REPO.parent / "shared" / "upstream-crds"
-    if not (shared / "SOURCES.tsv").is_file():
-        pytest.skip("no shared/ beside this clone: only the vendored copy exists")
-    vendored = REPO / "tests" / "upstream-crds"
-    names = sorted(str(path.relative_to(shared)) for path in shared.rglob("*") if path.is_file())
-    assert names == sorted(str(path.relative_to(vendored)) for path in vendored.rglob("*") if path.is_file())
-    assert any(name.startswith(f"{SHIPPED}/") for name in names)
-    for name in names:
-        assert (vendored / name).read_bytes() == (shared / name).read_bytes(), f"tests/upstream-crds/{name} is stale"
+#: these tests render the talos-reconcile Job, the chart's own text: the mirror's chart is given
+pytestmark = pytest.mark.usefixtures("chart_text")
 
 
 def test_cozystack_shipped_crds_win_where_they_exist() -> None:
-    directory = crd_directory()
-    assert directory is not None
+    directory = require_crds()
     shipped = {path.name for path in (directory / SHIPPED).glob("*.yaml")}
     for file_name in CRD_FILES.values():
         if Path(file_name).name in shipped:
@@ -101,8 +86,7 @@ def test_examples_render_valid_objects() -> None:
 
 
 def test_every_target_crd_version_is_served_and_the_storage_version() -> None:
-    directory = crd_directory()
-    assert directory is not None
+    directory = require_crds()
     for (api_version, kind), file_name in CRD_FILES.items():
         assert (directory / file_name).is_file()
         schema_for(api_version, kind)  # loads and checks "served"

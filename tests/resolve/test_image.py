@@ -28,6 +28,9 @@ from workerclass.ops.restore import restore
 from workerclass.render import release_name, render
 from workerclass.render.manifests import chart_values
 
+#: Talos pools render the talos-reconcile Job from the chart's own text: the mirror's gated main chart
+pytestmark = pytest.mark.usefixtures("chart_text")
+
 ENDPOINTS = {
     "one-slash": "https://factory.example/",
     "two-slashes": "https://factory.example//",

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
 import yaml
 
 from tests.builders import make_class, make_pool, make_state
@@ -26,6 +27,7 @@ def _talos_config(objects: list[dict[str, Any]]) -> dict[str, Any]:
     return data
 
 
+@pytest.mark.usefixtures("chart_text")
 def test_a_class_mirror_map_reaches_resolution_and_the_render_intact() -> None:
     pool = make_pool("a", workerClassName="mirrored")
     state = make_state([pool], classes=[make_class("mirrored", talos={"registryMirrors": CLASS_MIRRORS})])
@@ -37,6 +39,7 @@ def test_a_class_mirror_map_reaches_resolution_and_the_render_intact() -> None:
     assert config["machine"]["registries"]["mirrors"] == CLASS_MIRRORS
 
 
+@pytest.mark.usefixtures("chart_text")
 def test_a_pool_mirror_map_replaces_the_class_map_whole() -> None:
     pool = make_pool("a", workerClassName="mirrored", talos={"registryMirrors": POOL_MIRRORS})
     state = make_state([pool], classes=[make_class("mirrored", talos={"registryMirrors": CLASS_MIRRORS})])

@@ -33,6 +33,7 @@ def _machine_version(objects: list[dict[str, Any]]) -> str:
     return version
 
 
+@pytest.mark.usefixtures("chart_text")
 @pytest.mark.parametrize(
     "pool",
     [

@@ -1,7 +1,11 @@
 """Adapters: the only places that touch files, TLS material or a Kubernetes API.
 
+- :mod:`.helm`: Helm's own engine (the optional ``helm`` extra) for a chart the port was not proved against.
 - :mod:`.chart`: a Helm chart read from a folder or a packaged archive into ``{path: bytes}``
   (:func:`~.chart.read_chart`, :func:`~.chart.chart_archive_files`), what the core identifies.
+- :mod:`.flux`: the chart the cluster's pools run, read through Flux's source API
+  (:class:`~.flux.ChartFollower`: the ApplicationDefinition's chartRef, the artifact checked against its
+  digest), kept current for the cluster cache.
 - :mod:`.folder`: STATE from disk (folders, files, stdin of YAML/JSON manifests) and
   :func:`~.folder.load_state`; errors name the file and the line.
 - :mod:`.kube`: the cluster cache (:class:`~.kube.ClusterCache`): list and watch the resources of

@@ -19,15 +19,29 @@ Errors are :class:`ChartReadError` with the path and what is wrong, never a stac
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import io
 import os
 import tarfile
 from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
 
-from ..chart.identity import chart_metadata
+from ..chart.identity import chart_metadata, known_identities
+from ..chart.source import ChartSource
+from ..chart.values import version_map
+from .helm import HelmEngine, helm_engine, probe_gate
 
-__all__ = ["MAX_CHART_BYTES", "ChartReadError", "chart_archive_files", "read_chart"]
+__all__ = [
+    "MAX_CHART_BYTES",
+    "ChartReadError",
+    "UnknownChart",
+    "archive_digest",
+    "chart_archive_files",
+    "read_chart",
+    "read_chart_source",
+    "with_engine",
+]
 
 #: Larger than any worker-pool chart by far (Cozystack's is ~200 KB), small enough to refuse a bomb.
 MAX_CHART_BYTES = 64 * 1024 * 1024
@@ -37,14 +51,50 @@ class ChartReadError(Exception):
     """The chart could not be read: the message names the path and the problem."""
 
 
+class UnknownChart(Exception):
+    """A chart the port was not proved against, and no Helm engine to render it: the message names it."""
+
+
+def read_chart_source(path: str | os.PathLike[str]) -> ChartSource:
+    """The chart at ``path`` as the chart in effect: known by its digest, or rendered by Helm's engine
+    (the ``helm`` extra), else :class:`UnknownChart` naming it."""
+    location = Path(path)
+    files = read_chart(location)
+    artifacts = frozenset() if location.is_dir() else frozenset({archive_digest(location.read_bytes())})
+    source = ChartSource.from_files(files, origin=f"--chart {path}", artifacts=artifacts)
+    if source.known:
+        return source
+    engine = helm_engine(files)
+    if engine is not None:
+        return with_engine(source, engine)
+    known = ", ".join(identity.name for identity in known_identities())
+    raise UnknownChart(
+        f"{path} ({source.digest}, version {source.version or '?'}) is not a chart workerclass was proved "
+        f"against ({known}); to render it through Helm's own engine install the optional extra: "
+        "pip install 'workerclass[helm]'"
+    )
+
+
+def with_engine(source: ChartSource, engine: HelmEngine) -> ChartSource:
+    """``source`` (a chart of no known identity) rendered by Helm's ``engine``, and whether that
+    engine leaves a pool that names a class alone (:func:`~.helm.probe_gate`: what ``ChartNotGated``
+    needs of a chart no digest vouches for)."""
+    minors = sorted(version_map(source.upstream), key=_minor_key)
+    gate = probe_gate(engine, minors[-1]) if minors else None
+    return dataclasses.replace(source, engine=engine.render, probed_gate=gate)
+
+
+def _minor_key(minor: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in minor.lstrip("v").split(".") if part.isdigit())
+
+
 def read_chart(path: str | os.PathLike[str]) -> dict[str, bytes]:
     """The chart at ``path`` (a folder or a ``.tgz`` / ``.tar.gz`` archive) as ``{path: bytes}``."""
     location = Path(path)
     if location.is_dir():
-        files = _read_folder(location)
-        if "Chart.yaml" not in files:
+        if not (location / "Chart.yaml").is_file():
             raise ChartReadError(f"{location}: not a Helm chart (no Chart.yaml in the folder)")
-        return _expand_subchart_archives(files, str(location))
+        return _expand_subchart_archives(_read_folder(location), str(location))
     if location.is_file():
         try:
             data = location.read_bytes()
@@ -78,6 +128,11 @@ def _read_folder(root: Path) -> dict[str, bytes]:
                 raise ChartReadError(f"{root}: larger than {MAX_CHART_BYTES // (1024 * 1024)} MiB, not a chart")
             files[full.relative_to(root).as_posix()] = content
     return files
+
+
+def archive_digest(data: bytes) -> str:
+    """``sha256:<hex>`` of an archive's bytes: how Flux's source-controller names an artifact's digest."""
+    return "sha256:" + hashlib.sha256(data).hexdigest()
 
 
 def chart_archive_files(data: bytes, *, origin: str = "the archive") -> dict[str, bytes]:

@@ -69,10 +69,11 @@ import random
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from ..api import CONTROLLER_READS, WATCHED, Resource
 from ..api.resources import APPLICATION_KIND_LABEL, INSTANCETYPE
+from ..chart.source import ChartSource
 from ..state import State
 from .sync import SyncReport, age_report, where
 
@@ -118,8 +119,9 @@ _METADATA: dict[str, tuple[str, ...]] = {
     "HelmRelease": ("uid",),
 }
 #: ``spec`` keys State reads of a HelmRelease (:func:`~workerclass.state.pool_from_object`,
-#: :func:`~workerclass.state.helm_release_name`); chart, interval, install... are Flux's
-_HELMRELEASE_SPEC = ("values", "releaseName", "targetNamespace")
+#: :func:`~workerclass.state.helm_release_name`; ``chartRef``: which chart the release runs); chart,
+#: interval, install... are Flux's
+_HELMRELEASE_SPEC = ("values", "releaseName", "targetNamespace", "chartRef")
 
 
 def trimmed(kind: str, raw: Mapping[str, Any]) -> dict[str, Any]:
@@ -248,6 +250,15 @@ class Backoff:
         self.attempt = 0
 
 
+class ChartKeeper(Protocol):
+    """Keeps the chart the pools run current for a cache (``run`` calls :meth:`ClusterCache.set_chart`)."""
+
+    @property
+    def settled(self) -> bool: ...
+
+    async def run(self, cache: Any) -> None: ...
+
+
 class _Silent(Exception):
     """A watch that sent no event within its deadline (a connection that died without a word)."""
 
@@ -302,8 +313,15 @@ class ClusterCache:
         clock: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         jitter: Callable[[], float] = random.random,
+        chart: ChartSource | None = None,
+        charts: ChartKeeper | None = None,
     ) -> None:
         self._client = client
+        #: the chart the cluster runs, carried by every snapshot (None: the shipped facts' chart)
+        self.chart = chart
+        #: what keeps :attr:`chart` current from the cluster (:class:`~workerclass.adapters.flux.ChartFollower`,
+        #: started with the watches), when no chart was given
+        self.charts = charts
         self.watch_timeout = watch_timeout
         self.watch_margin = watch_margin
         self.list_timeout = list_timeout
@@ -361,6 +379,8 @@ class ClusterCache:
     @property
     def reason(self) -> str:
         if self._state is not None:
+            if self.charts is not None and not self.charts.settled:
+                return "waiting for the first read of the chart the pools run (Flux's source API)"
             return self._stale_reason()
         missing = [watched.name for watched in self.resources if watched.kind not in self._listed]
         text = "the cluster cache has not synced: waiting for the first list of " + ", ".join(missing)
@@ -451,6 +471,16 @@ class ClusterCache:
             asyncio.create_task(self._follow(watched), name=f"workerclass-watch-{watched.plural}")
             for watched in self.resources
         ]
+        if self.charts is not None:
+            self._tasks.append(asyncio.create_task(self.charts.run(self), name="workerclass-charts"))
+
+    def set_chart(self, chart: ChartSource | None) -> None:
+        """The chart the pools run (None: the shipped facts'): carried by the current snapshot and
+        every later one (the chart follower calls this on every change)."""
+        self.chart = chart
+        if self._state is not None:
+            self._state = self._state.with_chart(chart if chart is not None else ChartSource.shipped())
+            self.generation += 1
 
     def _fit_read_timeout(self) -> None:
         """Raise a given lightkube client's read timeout to :attr:`read_timeout` when it is shorter.
@@ -699,6 +729,8 @@ class ClusterCache:
         objects = [obj for store in self._stores.values() for obj in store.values()]
         try:
             state = State.from_objects(objects)
+            if self.chart is not None:
+                state = state.with_chart(self.chart)
         except Exception as error:  # a builder bug must not end the cache; keep the previous snapshot
             # its type and where, never its message (it may quote an object's values)
             logger.error(

@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..api.webhooks import ALL_OPERATIONS
+from ..chart.values import chart_defaults
 from ..model import (
     parse_class_spec,
     parse_cluster,
@@ -38,7 +39,7 @@ from ..rules.classes import (
     spec_changed,
 )
 from ..rules.family import family_of
-from ..rules.pools import cluster_move, family_switch
+from ..rules.pools import chart_not_gated, cluster_move, family_switch, immutable_changes
 from ..rules.supplied import api_filled_paths, json_pointer, kairos_read_paths, strip_paths
 from ..rules.usage import deletion_blocker
 from ..state import KINDS, State, cluster_release, identify, is_pool_release, pool_from_object
@@ -327,13 +328,27 @@ def _validate_pool(
         )
         if switch is not None:
             denials.append(switch)
+    immutable = state.chart.rules.immutable_fields
     if operation == "UPDATE" and isinstance(old, Mapping):
         previous = pool_from_object(old)
         move = cluster_move(
-            previous.cluster if previous is not None else None, record.cluster, f"{record.field}.cluster"
+            previous.cluster if previous is not None else None,
+            record.cluster,
+            f"{record.field}.cluster",
+            immutable="cluster" in immutable,
         )
         if move is not None:
             denials.append(move)
+        if record.kind == "KubernetesNodes" and isinstance(_pool_values(old), Mapping):
+            # The chart's values schema rule (self == oldSelf) is the application's: a HelmRelease
+            # written directly goes through Helm, which does not apply it.
+            others = [path for path in immutable if path != "cluster"]
+            defaults = chart_defaults(state.chart.upstream)
+            denials += immutable_changes(_pool_values(old), record.values, others, defaults, record.field)
+    if record.class_name is not None and record.kind != "ComputePlane":
+        gate = chart_not_gated(state.chart, f"{record.field}.{CLASS_FIELD}")
+        if gate is not None:
+            denials.append(gate)
     name = record.class_name
     # The class the pool held before this request: the old object's, or (``check`` admitting what a
     # STATE already stores) the stored pool's. A pool that keeps its class keeps it while it is deleted.

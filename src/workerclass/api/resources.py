@@ -16,9 +16,12 @@ from types import MappingProxyType
 from typing import Literal
 
 __all__ = [
+    "APPLICATION_DEFINITION",
     "APPLICATION_KIND_LABEL",
     "APPS",
     "AUXILIARY_KINDS",
+    "CHART_CONTEXT_KINDS",
+    "CHART_SOURCES",
     "CLASS_CONDITIONS",
     "CLUSTER_RELEASE_PREFIX",
     "COMPUTE_PLANE",
@@ -31,6 +34,7 @@ __all__ = [
     "INSTANCETYPES",
     "KUBERNETES",
     "KUBERNETES_NODES",
+    "POOL_APPLICATION",
     "POOL_KINDS",
     "RELEASE_PREFIX",
     "RESOURCES",
@@ -38,6 +42,7 @@ __all__ = [
     "WEBHOOK_DOMAIN",
     "WORKER_CLASS",
     "WORKER_PLATFORM",
+    "Fetched",
     "Resource",
     "Role",
     "by_kind",
@@ -170,18 +175,58 @@ WATCHED: tuple[Resource, ...] = (
 #: what the WorkerClass controller's cache lists and watches
 CONTROLLER_READS: tuple[Resource, ...] = tuple(resource for resource in WATCHED if resource.controller)
 
-#: kinds not admitted or resolved but that ``preflight`` reads: how the webhook is installed, the
-#: Namespaces (their labels) a webhook's namespaceSelector is judged against, and the CRDs (whether the
-#: Kairos bootstrap provider takes the render)
-AUXILIARY_KINDS = frozenset(
+#: kinds the chart in effect looks up (PR 3315: the parent KamajiControlPlane's version, the live
+#: MachineDeployment's clusterName) and the Flux sources that say which chart a release runs
+#: (a HelmRelease's ``spec.chartRef``): read, never admitted
+CHART_CONTEXT_KINDS = frozenset({"KamajiControlPlane", "MachineDeployment", "ExternalArtifact", "HelmChart"})
+#: kinds not admitted or resolved but read beside the others: how the webhook is installed, the
+#: Namespaces (their labels) a webhook's namespaceSelector is judged against and the CRDs (whether the
+#: Kairos bootstrap provider takes the render), for ``preflight``; and :data:`CHART_CONTEXT_KINDS`
+AUXILIARY_KINDS = (
+    frozenset(
+        {
+            "MutatingWebhookConfiguration",
+            "ValidatingWebhookConfiguration",
+            "Deployment",
+            "Service",
+            "PodDisruptionBudget",
+            "Namespace",
+            "CustomResourceDefinition",
+        }
+    )
+    | CHART_CONTEXT_KINDS
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Fetched:
+    """A resource read by name only (``get``: never listed or watched), so RBAC grants ``get`` alone."""
+
+    group: str
+    version: str
+    kind: str
+    plural: str
+    namespaced: bool
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}"
+
+
+#: Cozystack's ApplicationDefinition: the one named ``kubernetes-nodes`` serves KubernetesNodes, and its
+#: ``spec.release.chartRef`` names the Flux source every pool's HelmRelease takes the chart from
+APPLICATION_DEFINITION = Fetched(COZYSTACK, "v1alpha1", "ApplicationDefinition", "applicationdefinitions", False)
+#: the ApplicationDefinition that serves KubernetesNodes
+POOL_APPLICATION = "kubernetes-nodes"
+#: the Flux sources a HelmRelease's ``chartRef`` may name, by kind: their ``status.artifact`` is the chart
+CHART_SOURCES: Mapping[str, Fetched] = MappingProxyType(
     {
-        "MutatingWebhookConfiguration",
-        "ValidatingWebhookConfiguration",
-        "Deployment",
-        "Service",
-        "PodDisruptionBudget",
-        "Namespace",
-        "CustomResourceDefinition",
+        kind: Fetched("source.toolkit.fluxcd.io", "v1", kind, plural, True)
+        for kind, plural in (
+            ("ExternalArtifact", "externalartifacts"),
+            ("HelmChart", "helmcharts"),
+            ("OCIRepository", "ocirepositories"),
+        )
     }
 )
 

@@ -34,6 +34,7 @@ from typing import Any
 import yaml
 
 from .context import RELEASE_PREFIX, ChartFailure, ChartInput
+from .facts import upstream_facts
 from .kernel_modules import SHELL_SAFE, kernel_module_failures
 from .kubeyaml import k8s_load
 from .nodegroup import (
@@ -49,7 +50,10 @@ from .sizing import Sizing, sizing
 from .talos_job_spec import image_scalar
 from .values import version_map
 
-TALOS_K8S_SUPPORT = {"v1.13": ("v1.31", "v1.32", "v1.33", "v1.34", "v1.35", "v1.36")}
+#: The node-group template's Talos support matrix: Talos minor -> the Kubernetes minors it runs.
+TALOS_K8S_SUPPORT: dict[str, tuple[str, ...]] = {
+    talos: tuple(minors) for talos, minors in upstream_facts()["talosSupport"].items()
+}
 
 _MEMORY = re.compile(r"[0-9]+(\.[0-9]+)?([eE][+-]?[0-9]+)?(Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E)?")
 _CPU = re.compile(r"([0-9]+m|[0-9]+(\.[0-9]+)?)")
@@ -125,6 +129,10 @@ def chart_failures(inp: ChartInput, *, size: Sizing | None = None) -> list[Chart
     # nodegroup.yaml
     _check_talos_matrix(inp, out)
     _check_foreign_pool(inp, out)
+    if inp.chart.rules.cluster_name_drift:
+        _check_cluster_name_drift(inp, out)
+    if inp.chart.rules.parent_version:
+        _check_parent_version(inp, out)
     _check_scheduling(inp, out)
     _check_rest(inp, out, arithmetic=_check_arithmetic_inputs(inp, out), size=size)
     return out.failures
@@ -225,7 +233,7 @@ def _check_version(inp: ChartInput, out: _Collector) -> None:
     version = inp.values.get("version")
     if not isinstance(version, str):
         return
-    allowed = version_map()
+    allowed = version_map(inp.chart.upstream)
     if version not in allowed:
         shown = _shown(version, _SAFE_DNS) or "the version"
         out.add(
@@ -269,6 +277,43 @@ def _check_foreign_pool(inp: ChartInput, out: _Collector) -> None:
         f"kubernetes-nodes: MachineDeployment {shown} is already managed by release {owner_shown}, not this pool's "
         "release: the pool name collides with a nodeGroup the parent kubernetes chart still manages. Rename the pool "
         "or remove it from the parent Kubernetes CR's nodeGroups first.",
+        prefix=False,
+    )
+
+
+def _check_cluster_name_drift(inp: ChartInput, out: _Collector) -> None:
+    """PR 3315: the live MachineDeployment of the pool's name runs another ``spec.clusterName``."""
+    live = inp.existing_machinedeployment_cluster
+    if not truthy(inp.values.get("cluster")) or not live or live == inp.cluster_name:
+        return
+    restore = _shown(live.removeprefix("kubernetes-"), _SAFE_DNS) or "its previous value"
+    out.add(
+        "PoolFieldImmutable",
+        "spec.cluster",
+        f"kubernetes-nodes: the pool's MachineDeployment belongs to another cluster: spec.cluster was changed after "
+        f"the pool was created, and it cannot change (the pool's WorkloadMonitor would drift off its machines). "
+        f"Set spec.cluster back to {restore}.",
+        prefix=False,
+    )
+
+
+_MINOR = re.compile(r"v?([0-9]+)\.([0-9]+)")
+
+
+def _check_parent_version(inp: ChartInput, out: _Collector) -> None:
+    """PR 3315: the pool's minor is ahead of the parent KamajiControlPlane's (a kubelet may not lead the apiserver)."""
+    parent = _MINOR.search(inp.parent_control_plane_version or "")
+    pool = _MINOR.search(go_str(inp.values.get("version")))
+    if parent is None or pool is None:
+        return
+    if (int(pool.group(1)), int(pool.group(2))) <= (int(parent.group(1)), int(parent.group(2))):
+        return
+    out.add(
+        "ControlPlaneTooOld",
+        "spec.version",
+        f"kubernetes-nodes: pool version v{pool.group(1)}.{pool.group(2)} is ahead of the parent cluster's control "
+        f"plane (v{parent.group(1)}.{parent.group(2)}): a worker kubelet may not run ahead of the apiserver; upgrade "
+        "the parent Kubernetes first, or set version to at most its minor.",
         prefix=False,
     )
 

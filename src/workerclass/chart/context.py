@@ -13,6 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from .source import ChartSource
+
 #: The ApplicationDefinition's ``release.prefix``: a KubernetesNodes ``<cluster>-<pool>`` is
 #: the HelmRelease ``kubernetes-nodes-<cluster>-<pool>``.
 RELEASE_PREFIX = "kubernetes-nodes-"
@@ -45,6 +47,16 @@ class ChartInput:
     #: What Helm refuses before any template runs: the nulls of the values as written that its
     #: schema validation or the unguarded templates meet (:func:`workerclass.chart.schema.null_failures`).
     null_failures: tuple[ChartFailure, ...] = ()
+    #: PR 3315's lookups, where STATE or the cluster holds the objects (None: not known, as offline):
+    #: the ``spec.clusterName`` of that MachineDeployment, and the ``spec.version`` of the parent
+    #: KamajiControlPlane ``kubernetes-<cluster>`` in the namespace
+    existing_machinedeployment_cluster: str | None = None
+    parent_control_plane_version: str | None = None
+    #: the values before the chart's defaults (the pool's over the platform's): what Helm's own engine
+    #: is given for a chart the port does not know (empty for a known chart)
+    supplied_values: Mapping[str, Any] = field(default_factory=dict)
+    #: The chart in effect: its version, the facts of its upstream chart, its text when given.
+    chart: ChartSource = field(default_factory=ChartSource.shipped)
     # Derived once (the templates read them dozens of times per render); values are not mutated.
     cluster: str = field(init=False, repr=False, compare=False)
     #: The parent Cluster API cluster: ``kubernetes-<cluster>``.

@@ -24,10 +24,11 @@ import json
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
-from importlib import resources
 from typing import Any
 
 import yaml
+
+from .facts import DEFAULT_UPSTREAM, facts
 
 __all__ = [
     "DEFAULT_CHART",
@@ -43,7 +44,7 @@ __all__ = [
 ]
 
 #: The identity the shipped facts describe when no chart is given (its text is not shipped).
-DEFAULT_CHART = "main"
+DEFAULT_CHART = DEFAULT_UPSTREAM
 
 
 @dataclass(frozen=True, slots=True)
@@ -300,9 +301,7 @@ def chart_digest(files: Mapping[str, bytes]) -> str:
 
 @functools.cache
 def _facts_charts() -> tuple[ChartIdentity, ...]:
-    text = resources.files(__package__).joinpath("data", "facts.json").read_text(encoding="utf-8")
-    loaded = json.loads(text)
-    return tuple(ChartIdentity.from_dict(entry) for entry in loaded.get("charts", ()))
+    return tuple(ChartIdentity.from_dict(entry) for entry in facts().get("charts", ()))
 
 
 def known_identities() -> tuple[ChartIdentity, ...]:

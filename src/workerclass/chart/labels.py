@@ -24,9 +24,9 @@ def _trunc63(text: str) -> str:
     return text[:63].removesuffix("-")
 
 
-def chart_label() -> str:
+def chart_label(inp: ChartInput) -> str:
     """``kubernetes.chart``: ``<name>-<version>`` with ``+`` as ``_``, cut to 63."""
-    return _trunc63(f"{CHART_NAME}-{chart_version()}".replace("+", "_"))
+    return _trunc63(f"{CHART_NAME}-{chart_version(inp.chart)}".replace("+", "_"))
 
 
 def chart_name(inp: ChartInput) -> str:
@@ -43,8 +43,8 @@ def selector_labels(inp: ChartInput) -> dict[str, str]:
 
 def common_labels(inp: ChartInput) -> dict[str, str]:
     """``kubernetes.labels``: chart, selector labels, appVersion (when set), managed-by."""
-    labels = {"helm.sh/chart": chart_label(), **selector_labels(inp)}
-    version = app_version()
+    labels = {"helm.sh/chart": chart_label(inp), **selector_labels(inp)}
+    version = app_version(inp.chart.upstream)
     if version:
         labels["app.kubernetes.io/version"] = version
     labels["app.kubernetes.io/managed-by"] = RELEASE_SERVICE

@@ -561,7 +561,7 @@ def machinedeployment(inp: ChartInput, sizing: Sizing, kmt_name: str) -> dict[st
                         "name": kmt_name,
                         "namespace": inp.namespace,
                     },
-                    "version": _scalar(version_map().get(go_str(v.get("version")), "")),
+                    "version": _scalar(version_map(inp.chart.upstream).get(go_str(v.get("version")), "")),
                 },
             },
         },
@@ -606,7 +606,7 @@ def workloadmonitor(inp: ChartInput) -> dict[str, Any]:
             "kind": "kubernetes",
             "type": "worker",
             "selector": {**_selector(inp), "cluster.x-k8s.io/role": "worker"},
-            "version": _scalar(chart_version()),
+            "version": _scalar(chart_version(inp.chart)),
         },
     }
 

@@ -42,8 +42,14 @@ def render_chart(
     kernel_modules: Sequence[Any] | None = None,
     installer_image: str | None = None,
     image_factory_ca: str | None = None,
+    chart_text: bool = True,
 ) -> list[dict[str, Any]]:
     """Every object the chart renders for ``inp`` (plus the class-era inputs), or :class:`ChartRefused`.
+
+    The talos-reconcile Job (and the TalosConfigTemplate it applies) and PR 3315's unpin hook come
+    from the chart's own text: without the chart's files they raise
+    :class:`~.source.ChartTextMissing`; ``chart_text=False`` leaves those templates' documents out
+    (a Kairos pool has none of them, a template hash needs none).
 
     ``disk``: the class-era disk source (None: the chart's own HTTP URL). ``image_factory_ca``:
     a PEM bundle for an HTTP disk; it adds ``certConfigMap`` to the disk and the CA ConfigMap
@@ -51,19 +57,41 @@ def render_chart(
     ``kernel_modules`` and ``installer_image`` go to the Job's machine config; they are checked
     with PR 3571's character rules first (both reach the Job's shell heredoc).
     """
+    if not inp.chart.known:
+        return _by_helm(inp, (disk, kernel_modules, installer_image, image_factory_ca), talos_config_template)
     size, ca, disk = _checked(inp, disk, kernel_modules, installer_image, image_factory_ca)
     from .dashboard import render_dashboard
     from .talos_job import render_talos_job
     from .talos_job import talos_config_template as tct
+    from .unpin import render_unpin_hook
 
     objects: list[dict[str, Any]] = list(render_dashboard(inp))
     objects += nodegroup_objects(inp, size, disk)
-    objects += render_talos_job(inp, sizing=size, kernel_modules=kernel_modules, installer_image=installer_image)
+    if chart_text and inp.chart.rules.unpin_hook:
+        objects += render_unpin_hook(inp)
+    if chart_text:
+        objects += render_talos_job(inp, sizing=size, kernel_modules=kernel_modules, installer_image=installer_image)
     if ca is not None and disk is not None and disk.kind == "http":
         objects.append(image_factory_ca_configmap(inp, ca))
-    if talos_config_template:
+    if talos_config_template and chart_text:
         objects.append(tct(inp, sizing=size, kernel_modules=kernel_modules, installer_image=installer_image))
     return objects
+
+
+def _by_helm(inp: ChartInput, class_era: tuple[Any, ...], talos_config_template: bool) -> list[dict[str, Any]]:
+    """A chart the port was not proved against: Helm's own engine renders it, or it is refused."""
+    engine = inp.chart.engine
+    reason = None
+    if engine is None:
+        reason = "is not one workerclass was proved against, and Helm's engine (the helm extra) is not installed"
+    elif any(value not in (None, [], "") for value in class_era) or talos_config_template:
+        reason = (
+            "is rendered by Helm's engine, which has no place for the class-era settings or the TalosConfigTemplate: "
+            "those need a chart the port was proved against"
+        )
+    if reason is not None or engine is None:
+        raise ChartRefused([ChartFailure("Invalid", "spec", f"the chart ({inp.chart.describe()}) {reason}")])
+    return engine(inp.supplied_values, release=inp.release, namespace=inp.namespace, instancetypes=inp.instancetypes)
 
 
 def _checked(
@@ -96,7 +124,12 @@ def kubevirtmachinetemplate_hash(
     image_factory_ca: str | None = None,
 ) -> str:
     """The hash in the name of the KubevirtMachineTemplate :func:`render_chart` renders for the same
-    arguments (or :class:`ChartRefused`, as it): only the define's text is built and hashed."""
+    arguments (or :class:`ChartRefused`, as it): only the define's text is built and hashed (a chart
+    the port does not know: Helm's engine renders it, and the name gives the hash)."""
+    if not inp.chart.known:
+        objects = _by_helm(inp, (disk, kernel_modules, installer_image, image_factory_ca), False)
+        names = [str(obj["metadata"]["name"]) for obj in objects if obj.get("kind") == "KubevirtMachineTemplate"]
+        return names[0].rsplit("-", 1)[-1] if names else ""
     size, _, disk = _checked(inp, disk, kernel_modules, installer_image, image_factory_ca)
     return template_hash(kubevirtmachinetemplate_text(inp, size, disk))
 
@@ -137,14 +170,15 @@ def image_factory_ca_configmap(inp: ChartInput, ca_pem: str) -> dict[str, Any]:
     Labels are ``kubernetes.labels`` of this chart; the namespace is written out (PR 3797 leaves
     it to Helm's release namespace, which is the same namespace).
     """
+    version = app_version(inp.chart.upstream)
     labels = {
-        "helm.sh/chart": f"kubernetes-nodes-{chart_version()}".replace("+", "_")[:63].rstrip("-"),
+        "helm.sh/chart": f"kubernetes-nodes-{chart_version(inp.chart)}".replace("+", "_")[:63].rstrip("-"),
         "app.kubernetes.io/name": "kubernetes-nodes",
         "app.kubernetes.io/instance": inp.release,
-        "app.kubernetes.io/version": app_version(),
+        "app.kubernetes.io/version": version,
         "app.kubernetes.io/managed-by": "Helm",
     }
-    if not app_version():
+    if not version:
         del labels["app.kubernetes.io/version"]
     return {
         "apiVersion": "v1",

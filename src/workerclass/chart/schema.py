@@ -11,18 +11,16 @@ values that are not null are the model parser's (:mod:`workerclass.model.pool`).
 
 Owns :func:`null_failures`: the values as written (the pool's over the platform's) in, one
 ``Invalid`` :class:`ChartFailure` per such null out, in document order. Its edge: the chart's own
-schema and defaults, read from the package data; nothing of workerclass above ``chart``.
+schema and defaults, from the generated facts (:mod:`.facts`); nothing of workerclass above ``chart``.
 """
 
 from __future__ import annotations
 
-import functools
-import json
 from collections.abc import Mapping
-from importlib import resources
 from typing import Any
 
 from .context import ChartFailure
+from .facts import DEFAULT_UPSTREAM, upstream_facts
 
 __all__ = ["DEREFERENCED", "null_failures", "values_schema"]
 
@@ -37,12 +35,10 @@ DEREFERENCED = {
 _MISSING: Any = object()
 
 
-@functools.cache
-def values_schema() -> Mapping[str, Any]:
-    """The chart's ``values.schema.json``."""
-    text = resources.files(__package__).joinpath("data", "values.schema.json").read_text("utf-8")
-    loaded = json.loads(text)
-    return loaded if isinstance(loaded, dict) else {}
+def values_schema(upstream: str = DEFAULT_UPSTREAM) -> Mapping[str, Any]:
+    """The chart's values schema (types, defaults and constraints), as the generated facts carry it."""
+    loaded = upstream_facts(upstream).get("schema")
+    return loaded if isinstance(loaded, Mapping) else {}
 
 
 def _what(schema: Mapping[str, Any]) -> str:
@@ -69,11 +65,14 @@ def _child(schema: Mapping[str, Any], key: str) -> Mapping[str, Any] | None:
     return extra if isinstance(extra, Mapping) else None
 
 
-def null_failures(values: Mapping[str, Any], defaults: Mapping[str, Any]) -> list[ChartFailure]:
+def null_failures(
+    values: Mapping[str, Any], defaults: Mapping[str, Any], upstream: str = DEFAULT_UPSTREAM
+) -> list[ChartFailure]:
     """Each null of ``values`` (the pool's values over the platform's, as written) that Helm's
-    schema validation or the templates refuse once ``values`` are coalesced over ``defaults``."""
+    schema validation or the templates refuse once ``values`` are coalesced over ``defaults``
+    (the ``upstream`` chart's schema)."""
     out: list[ChartFailure] = []
-    schema = values_schema()
+    schema = values_schema(upstream)
     for key, value in values.items():
         if not isinstance(key, str) or key.startswith("_"):
             continue  # the platform's values, which the chart's schema does not describe

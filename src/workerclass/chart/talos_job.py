@@ -9,12 +9,12 @@ expands it). Its edge: a :class:`ChartInput` and the pool's :class:`Sizing` in, 
 out; it performs no checks of its own beyond refusing kernel modules and an installer image that
 would break out of the heredoc (the chart's ``fail``s are the ``checks`` module's).
 
-Where the rest of the template lives: the ``talos-reconcile-job-spec`` define's literal text, the
-Job's name and the command script in :mod:`.talos_job_spec`; Helm's ``toYaml`` of
-``registryMirrors`` and of the kernel modules (go-yaml v2, byte for byte, for the name's hash) in
-:mod:`.goyaml`; PR 3571's kernel modules and PR 3294's installer image with their character rule
-in :mod:`.kernel_modules`. With ``kernel_modules`` and ``installer_image`` both ``None`` the output
-is exactly the main chart's.
+Where the rest of the template lives: the ``talos-reconcile-job-spec`` define, read from the chart
+in effect and rendered, the Job's name and the command script in :mod:`.talos_job_spec` (without the
+chart's files, :class:`~.source.ChartTextMissing`); Helm's ``toYaml`` of the kernel modules
+(go-yaml v2, byte for byte, for the name's hash) in :mod:`.goyaml`; PR 3571's kernel modules and
+PR 3294's installer image with their character rule in :mod:`.kernel_modules`. With
+``kernel_modules`` and ``installer_image`` both ``None`` the output is exactly the chart's.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from typing import Any
 
 from .context import ChartInput
 from .goyaml import to_yaml
-from .kernel_modules import heredoc_installer_image, kernel_modules_list, shell_escape
+from .kernel_modules import heredoc_installer_image, kernel_modules_list
 from .kubeyaml import k8s_load
 from .labels import common_labels
 from .quantity import go_str, truthy
@@ -53,16 +53,6 @@ def _talos(inp: ChartInput) -> Mapping[str, Any]:
     return talos if isinstance(talos, Mapping) else {}
 
 
-def _installer_image(inp: ChartInput, talos_version: str, override: str | None) -> str:
-    """``install.image``: ``<installerRepository>/<schematicID>:<version>``, each part escaped."""
-    if override is not None:
-        return heredoc_installer_image(override, inp.group_name)
-    talos = _talos(inp)
-    repository = go_str(talos.get("installerRepository")).removesuffix("/")
-    schematic = go_str(talos.get("schematicID"))
-    return f"{shell_escape(repository)}/{shell_escape(schematic)}:{shell_escape(talos_version)}"
-
-
 def _management_domain(inp: ChartInput) -> str:
     """``(index (.Values._cluster | default dict) "cluster-domain") | default "cozy.local"``."""
     cluster = inp.values.get("_cluster")
@@ -79,29 +69,27 @@ def job_context(
 ) -> JobContext:
     """The template's ``$jobContext`` for ``inp`` (raises KeyError for a version outside the map)."""
     values = inp.values
-    talos_version = go_str(_talos(inp).get("version"))
     images = values.get("images")
     kubectl = images.get("kubectl") if isinstance(images, Mapping) else None
-    mirrors = _talos(inp).get("registryMirrors")
     modules = kernel_modules_list(kernel_modules, inp.group_name) if kernel_modules else []
     return JobContext(
         release=inp.release,
         namespace=inp.namespace,
         cluster_name=inp.cluster_name,
         group_name=inp.group_name,
-        kubectl_image=go_str(kubectl) if truthy(kubectl) else kubectl_image(),
-        kubelet_version=version_map()[go_str(values.get("version"))],
-        talos_version=talos_version,
-        installer_image=_installer_image(inp, talos_version, installer_image),
+        kubectl_image=go_str(kubectl) if truthy(kubectl) else kubectl_image(inp.chart.upstream),
+        kubelet_version=version_map(inp.chart.upstream)[go_str(values.get("version"))],
+        talos_version=go_str(_talos(inp).get("version")),
         mgmt_cluster_domain=_management_domain(inp),
-        gpus=truthy(values.get("gpus")),
+        gpus=values.get("gpus"),
         system_reserved_cpu=sizing.system_reserved_cpu,
         system_reserved_memory=sizing.system_reserved_memory,
         kube_reserved_cpu=sizing.kube_reserved_cpu,
         kube_reserved_memory=sizing.kube_reserved_memory,
         eviction_hard_memory=sizing.eviction_hard_memory,
         eviction_soft_memory=sizing.eviction_soft_memory,
-        registry_mirrors_yaml=to_yaml(mirrors) if truthy(mirrors) else None,
+        values=values,
+        installer_image=None if installer_image is None else heredoc_installer_image(installer_image, inp.group_name),
         kernel_modules_yaml=to_yaml(modules) if modules else "",
     )
 
@@ -257,7 +245,7 @@ def render_talos_job(
     """The documents of ``talos-reconcile-job.yaml`` in the chart's order, the Job last."""
     ctx = job_context(inp, sizing=sizing, kernel_modules=kernel_modules, installer_image=installer_image)
     labels = common_labels(inp)
-    return [*_rbac_documents(inp, labels), _job(inp, ctx, job_spec_text(ctx), labels)]
+    return [*_rbac_documents(inp, labels), _job(inp, ctx, job_spec_text(ctx, inp.chart), labels)]
 
 
 # ----------------------------------------------------------------------------- the applied TalosConfigTemplate
@@ -289,7 +277,7 @@ def talos_config_template(
     """The ``bootstrap.cluster.x-k8s.io/v1alpha3`` TalosConfigTemplate the Job applies, run-time
     inputs (token, CA, IPs, KCP uid) left as ``${NAME}``."""
     ctx = job_context(inp, sizing=sizing, kernel_modules=kernel_modules, installer_image=installer_image)
-    script = command_script(job_spec_text(ctx))
+    script = command_script(job_spec_text(ctx, inp.chart))
     match = _HEREDOC.search(script)
     if match is None:  # the literal template always carries it
         raise AssertionError("the talos-reconcile script has no TalosConfigTemplate heredoc")

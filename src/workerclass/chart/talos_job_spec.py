@@ -1,15 +1,17 @@
-"""The ``kubernetes-nodes.talos-reconcile-job-spec`` define: the exact text Helm renders.
+"""The ``kubernetes-nodes.talos-reconcile-job-spec`` define: the exact text Helm renders for a pool.
 
-The talos-reconcile Job's name ends in ``sha256(job spec text)[:6]``, so the define is kept here as
-the literal text Helm renders (:data:`JOB_SPEC_TEMPLATE`, ``@{name}`` marking each substitution,
-every ``{{ if }}``/``{{ with }}`` block reduced to one marker whose text the code supplies with the
-chart's whitespace trimming). Owns that text, the ``$jobContext`` it reads (:class:`JobContext`),
-the Job's name (:func:`job_name`) and the container's command script cut from the text as YAML
-reads it (:func:`command_script`). Its edge: a :class:`JobContext` in, text out; the context is
-built and the Job's documents are made in :mod:`.talos_job`.
+The talos-reconcile Job's name ends in ``sha256(job spec text)[:6]``, so the define's text must be the
+chart's own, byte for byte. It is not kept here: :func:`job_spec_text` reads the define from
+``templates/talos-reconcile-job.yaml`` of the chart in effect (:class:`~.source.ChartSource`; without
+the chart's files :class:`~.source.ChartTextMissing` says how to give it), compiles it once per chart
+(:mod:`.gotext`) and renders it with the template's ``$jobContext`` (:class:`JobContext`, computed by
+:mod:`.talos_job` as the chart computes it). Two class-era inputs change what the chart prints:
+PR 3294's installer image takes the place of the whole value of the install image line (the line
+whose action reads ``.Values.talos.installerRepository``), and PR 3571's kernel modules are printed
+after the block that reads ``.group.gpus``, where PR 3571's chart prints them.
 
-About 230 of its lines are the literal define, kept whole: splitting the script would make a
-chart upgrade harder to diff, not easier.
+Also owns the Job's name (:func:`job_name`) and the container's command script cut from the text
+as YAML reads it (:func:`command_script`). Its edge: a :class:`JobContext` and the chart in, text out.
 """
 
 from __future__ import annotations
@@ -17,17 +19,20 @@ from __future__ import annotations
 import functools
 import hashlib
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import yaml
 
-from .kernel_modules import shell_escape
+from .gotext import SPRIG, Action, Block, Node, Template, TemplateError, Text, compile_define
 from .kubeyaml import k8s_load
-from .quantity import go_quote_text, nindent
+from .quantity import nindent
+from .source import ChartSource, ChartTextMissing
 
 __all__ = [
-    "GPU_NODE_LABELS",
-    "JOB_SPEC_TEMPLATE",
+    "JOB_SPEC_DEFINE",
+    "JOB_TEMPLATE",
     "POD_CIDR",
     "SERVICE_CIDR",
     "TENANT_CLUSTER_DOMAIN",
@@ -43,230 +48,14 @@ POD_CIDR = "10.243.0.0/16"
 SERVICE_CIDR = "10.95.0.0/16"
 TENANT_CLUSTER_DOMAIN = "cluster.local"
 
-#: The ``kubernetes-nodes.talos-reconcile-job-spec`` define as Helm renders it (no trailing
-#: newline). ``@{search_domains_extra}``, ``@{gpu_node_labels}``, ``@{kernel_modules}`` and
-#: ``@{registries}`` stand for the chart's conditional blocks, each with its leading newline.
-JOB_SPEC_TEMPLATE = r"""spec:
-  backoffLimit: 30
-  ttlSecondsAfterFinished: 600
-  template:
-    metadata:
-      labels:
-        cozystack.io/talos-reconcile: @{release_quoted}
-    spec:
-      restartPolicy: OnFailure
-      serviceAccountName: @{release}-talos-reconcile
-      containers:
-        - name: kubectl
-          image: "@{kubectl_image}"
-          env:
-            - name: RELEASE
-              value: @{cluster_name_quoted}
-            - name: NS
-              value: @{namespace_quoted}
-            - name: GROUP_NAME
-              value: @{group_name_quoted}
-            - name: TALOS_TOKEN
-              valueFrom:
-                secretKeyRef:
-                  name: @{cluster_name}-talos-secrets
-                  key: token
-            - name: CLUSTER_ID
-              valueFrom:
-                secretKeyRef:
-                  name: @{cluster_name}-talos-secrets
-                  key: clusterId
-            - name: CLUSTER_SECRET
-              valueFrom:
-                secretKeyRef:
-                  name: @{cluster_name}-talos-secrets
-                  key: clusterSecret
-            - name: BOOTSTRAP_TOKEN
-              valueFrom:
-                secretKeyRef:
-                  name: @{cluster_name}-talos-secrets
-                  key: bootstrapToken
-          command:
-            - sh
-            - -ec
-            - |
-              echo "[$(date -u +%H:%M:%S)] talos-reconcile/${GROUP_NAME}: waiting for Service ClusterIP, Talos CA, K8s CA, management CoreDNS"
-              for i in $(seq 1 120); do
-                SVC_IP=$(kubectl -n "$NS" get svc "$RELEASE" -o jsonpath='{.spec.clusterIP}' 2>/dev/null || true)
-                TALOS_CA_B64=$(kubectl -n "$NS" get secret "${RELEASE}-talos-ca" -o jsonpath='{.data.tls\.crt}' 2>/dev/null || true)
-                K8S_CA_B64=$(kubectl -n "$NS" get secret "${RELEASE}-ca" -o jsonpath='{.data.ca\.crt}' 2>/dev/null || true)
-                COREDNS_IP=$(kubectl -n kube-system get svc kube-dns -o jsonpath='{.spec.clusterIP}' 2>/dev/null || true)
-                if [ -n "$SVC_IP" ] && [ -n "$TALOS_CA_B64" ] && [ -n "$K8S_CA_B64" ] && [ -n "$COREDNS_IP" ]; then
-                  break
-                fi
-                sleep 5
-              done
-              if [ -z "$SVC_IP" ] || [ -z "$TALOS_CA_B64" ] || [ -z "$K8S_CA_B64" ] || [ -z "$COREDNS_IP" ]; then
-                echo "[$(date -u +%H:%M:%S)] timed out waiting for lookup inputs (svc='$SVC_IP' talos-ca=$([ -n "$TALOS_CA_B64" ] && echo ok) k8s-ca=$([ -n "$K8S_CA_B64" ] && echo ok) coredns='$COREDNS_IP')"
-                exit 1
-              fi
-              echo "[$(date -u +%H:%M:%S)] inputs ready (svc=${SVC_IP} coredns=${COREDNS_IP})"
-
-              # Patch KamajiControlPlane.spec.network.certSANs so the apiserver
-              # TLS cert covers the live Service ClusterIP that Talos workers
-              # dial. JSON-merge-patch is array-replace semantics, which is what
-              # we want here — Kamaji owns the full SAN list.
-              kubectl -n "$NS" patch kamajicontrolplane "$RELEASE" --type=merge --patch "$(
-                cat <<JSON
-              {"spec":{"network":{"certSANs":["${RELEASE}.${NS}.svc","${RELEASE}.${NS}.svc.@{dns_domain}","${SVC_IP}"]}}}
-              JSON
-              )"
-
-              KCP_UID=$(kubectl -n "$NS" get kamajicontrolplane "$RELEASE" -o jsonpath='{.metadata.uid}')
-
-              # Apply the TalosConfigTemplate. ownerReference back to the parent
-              # KamajiControlPlane makes the standard Kubernetes garbage collector
-              # clean it up when the parent cluster is deleted.
-              cat <<EOF | kubectl apply -f -
-              apiVersion: bootstrap.cluster.x-k8s.io/v1alpha3
-              kind: TalosConfigTemplate
-              metadata:
-                name: ${RELEASE}-${GROUP_NAME}
-                namespace: ${NS}
-                ownerReferences:
-                  - apiVersion: controlplane.cluster.x-k8s.io/v1alpha1
-                    kind: KamajiControlPlane
-                    name: ${RELEASE}
-                    uid: ${KCP_UID}
-                    controller: true
-                    blockOwnerDeletion: true
-              spec:
-                template:
-                  spec:
-                    generateType: none
-                    talosVersion: "@{talos_version_escaped}"
-                    data: |
-                      version: v1alpha1
-                      persist: true
-                      machine:
-                        type: worker
-                        token: ${TALOS_TOKEN}
-                        network:
-                          # Management CoreDNS as the worker's host
-                          # resolver, plus management cluster search
-                          # domains so partial names like
-                          # "linstor-csi-nfs.cozy-linstor.svc" resolve
-                          # the same way they do on Ubuntu+kubeadm
-                          # workers in main (which got these via
-                          # cloud-init/DHCP). Without searchDomains the
-                          # kubevirt-csi NFS mount fails NXDOMAIN
-                          # because mount.nfs hands the partial name
-                          # to the resolver verbatim and management
-                          # CoreDNS only knows full FQDNs.
-                          #
-                          # Tenant in-cluster pods are not affected:
-                          # dnsPolicy: ClusterFirst routes them through
-                          # kubelet --cluster-dns (tenant CoreDNS).
-                          # This block only configures host-side
-                          # resolution (kubelet mount syscalls, image
-                          # pulls, pods opted out of cluster DNS).
-                          nameservers:
-                            - ${COREDNS_IP}
-                          searchDomains:
-                            - svc.@{mgmt_cluster_domain}
-                            - @{mgmt_cluster_domain}@{search_domains_extra}
-                          extraHostEntries:
-                            - ip: ${SVC_IP}
-                              aliases:
-                                - ${RELEASE}.${NS}.svc
-                                - ${RELEASE}.${NS}.svc.@{dns_domain}
-                        ca:
-                          crt: ${TALOS_CA_B64}@{gpu_node_labels}@{kernel_modules}
-                        kubelet:
-                          image: ghcr.io/siderolabs/kubelet:@{kubelet_version}
-                          extraConfig:
-                            systemReserved:
-                              cpu: "@{system_reserved_cpu}"
-                              memory: "@{system_reserved_memory}"
-                            kubeReserved:
-                              cpu: "@{kube_reserved_cpu}"
-                              memory: "@{kube_reserved_memory}"
-                            evictionHard:
-                              memory.available: "@{eviction_hard_memory}"
-                              nodefs.available: "10%"
-                              imagefs.available: "15%"
-                              nodefs.inodesFree: "5%"
-                            evictionSoft:
-                              memory.available: "@{eviction_soft_memory}"
-                              nodefs.available: "15%"
-                              imagefs.available: "20%"
-                            evictionSoftGracePeriod:
-                              memory.available: "1m30s"
-                              nodefs.available: "1m30s"
-                              imagefs.available: "1m30s"
-                            evictionMinimumReclaim:
-                              memory.available: "256Mi"
-                        install:
-                          disk: /dev/vda
-                          image: @{installer_image}
-                          wipe: false
-                        features:
-                          rbac: true
-                          kubePrism:
-                            enabled: false@{registries}
-                      cluster:
-                        id: ${CLUSTER_ID}
-                        secret: ${CLUSTER_SECRET}
-                        controlPlane:
-                          endpoint: https://${RELEASE}.${NS}.svc:6443
-                        clusterName: ${RELEASE}
-                        network:
-                          dnsDomain: @{dns_domain}
-                          podSubnets:
-                            - @{pod_cidr}
-                          serviceSubnets:
-                            - @{service_cidr}
-                        token: ${BOOTSTRAP_TOKEN}
-                        ca:
-                          crt: ${K8S_CA_B64}
-                        discovery:
-                          enabled: true
-                          registries:
-                            kubernetes:
-                              disabled: true
-                            service:
-                              disabled: true
-              EOF
-              echo "[$(date -u +%H:%M:%S)] TalosConfigTemplate ${RELEASE}-${GROUP_NAME} applied"
-          resources:
-            requests:
-              cpu: 10m
-              memory: 64Mi
-            limits:
-              cpu: 100m
-              memory: 256Mi
-          securityContext:
-            allowPrivilegeEscalation: false
-            capabilities:
-              drop:
-                - ALL
-            readOnlyRootFilesystem: true
-            runAsNonRoot: true
-            runAsUser: 65532
-            seccompProfile:
-              type: RuntimeDefault"""  # noqa: E501
-
-#: The ``{{- if .group.gpus }}`` block after ``ca.crt`` (joined after a newline).
-GPU_NODE_LABELS = '''                        # GPU node-groups: label every node `gpu=on` so
-                        # HAMi's hami-device-plugin DaemonSet (nodeSelector
-                        # gpu=on) schedules and advertises nvidia.com/gpu.
-                        # Without the label the plugin stays at DESIRED=0
-                        # and no GPUs are exposed to the tenant. Mirrors
-                        # main's kubeadm config (kubeletExtraArgs node-
-                        # labels: "gpu=on") so HAMi behaviour is identical
-                        # before and after the Talos worker rollover.
-                        nodeLabels:
-                          gpu: "on"'''
+#: Where the define lives in the chart, and its name.
+JOB_TEMPLATE = "templates/talos-reconcile-job.yaml"
+JOB_SPEC_DEFINE = "kubernetes-nodes.talos-reconcile-job-spec"
 
 
 @dataclass(frozen=True, slots=True)
 class JobContext:
-    """``$jobContext``: every value the job-spec define reads, as the text it prints."""
+    """``$jobContext``: every value the job-spec define reads (``values`` is the pool's ``.Values``)."""
 
     release: str
     namespace: str
@@ -275,80 +64,131 @@ class JobContext:
     kubectl_image: str
     kubelet_version: str
     talos_version: str
-    installer_image: str  # already escaped for the heredoc
     mgmt_cluster_domain: str
-    gpus: bool
+    gpus: Any  # the group's ``gpus`` (the define tests its truth)
     system_reserved_cpu: str
     system_reserved_memory: str
     kube_reserved_cpu: str
     kube_reserved_memory: str
     eviction_hard_memory: str
     eviction_soft_memory: str
-    registry_mirrors_yaml: str | None  # toYaml of talos.registryMirrors; None when it is empty
-    kernel_modules_yaml: str  # toYaml of the modules list, "" when none
+    values: Mapping[str, Any]
+    #: PR 3294's installer image, escaped for the heredoc (None: the chart's own)
+    installer_image: str | None = None
+    #: toYaml of PR 3571's modules list ("" when none)
+    kernel_modules_yaml: str = ""
     dns_domain: str = TENANT_CLUSTER_DOMAIN
     pod_cidr: str = POD_CIDR
     service_cidr: str = SERVICE_CIDR
 
+    def data(self) -> dict[str, Any]:
+        """The define's ``.`` (and ``$``), keyed as the chart sets ``$jobContext``."""
+        return {
+            "Release": {"Name": self.release, "Namespace": self.namespace},
+            "Values": self.values,
+            "group": {"gpus": self.gpus},
+            "groupName": self.group_name,
+            "clusterName": self.cluster_name,
+            "kubeletVersion": self.kubelet_version,
+            "talosVersion": self.talos_version,
+            "podCIDR": self.pod_cidr,
+            "serviceCIDR": self.service_cidr,
+            "dnsDomain": self.dns_domain,
+            "mgmtClusterDomain": self.mgmt_cluster_domain,
+            "systemReservedCpu": self.system_reserved_cpu,
+            "systemReservedMemory": self.system_reserved_memory,
+            "kubeReservedCpu": self.kube_reserved_cpu,
+            "kubeReservedMemory": self.kube_reserved_memory,
+            "evictionHardMemory": self.eviction_hard_memory,
+            "evictionSoftMemory": self.eviction_soft_memory,
+            "kubectlImage": self.kubectl_image,
+        }
 
-_MARKER = re.compile(r"@\{([a-z_]+)\}")
+
+@dataclass(frozen=True, slots=True)
+class _Compiled:
+    template: Template
+    #: the install image line's nodes, from the action that reads the installer repository to the line's end
+    install_image: tuple[Node, ...]
+    #: the block that tests ``.group.gpus`` (the kernel modules follow it)
+    gpu_block: Block
 
 
-def job_spec_text(ctx: JobContext) -> str:
-    """``include "kubernetes-nodes.talos-reconcile-job-spec" $jobContext``: the exact text Helm renders."""
-    search_extra = ""
-    if ctx.mgmt_cluster_domain != TENANT_CLUSTER_DOMAIN:
-        search_extra = "\n" + " " * 28 + "- svc.cluster.local\n" + " " * 28 + "- cluster.local"
-    kernel = ""
+_COMPILED: dict[str, _Compiled] = {}
+
+
+def _reads(node: Node, path: str) -> bool:
+    return not isinstance(node, Text) and path in node.source
+
+
+def _line_ends_in(node: Node) -> bool:
+    return isinstance(node, Text) and "\n" in node.text
+
+
+def _install_image_nodes(template: Template) -> tuple[Node, ...]:
+    """The first action reading the installer repository and its siblings up to the end of the line."""
+
+    def siblings(nodes: tuple[Node, ...]) -> tuple[Node, ...] | None:
+        for index, node in enumerate(nodes):
+            if isinstance(node, Action) and _reads(node, ".Values.talos.installerRepository"):
+                end = index + 1
+                while end < len(nodes) and not _line_ends_in(nodes[end]):
+                    end += 1
+                after = nodes[end] if end < len(nodes) else None
+                if isinstance(after, Text) and not after.text.startswith("\n"):
+                    return None  # more of the line after the value: not the line the port knows
+                return nodes[index:end]
+            if isinstance(node, Block):
+                found = siblings(node.body) or siblings(node.otherwise)
+                if found:
+                    return found
+        return None
+
+    found = siblings(template.nodes)
+    if not found:
+        raise TemplateError(f"{template.name}: no install image line reading .Values.talos.installerRepository")
+    return found
+
+
+_WHAT = "the talos-reconcile Job (its name hashes the chart's text)"
+
+
+def _compiled(chart: ChartSource) -> _Compiled:
+    if not chart.given:  # the same digest may have been compiled from another source's files
+        raise ChartTextMissing(_WHAT)
+    cached = _COMPILED.get(chart.digest)
+    if cached is None:
+        text = chart.text(JOB_TEMPLATE, what=_WHAT)
+        template = compile_define(text, JOB_SPEC_DEFINE, JOB_TEMPLATE)
+        gpu_blocks = template.find(lambda node: isinstance(node, Block) and _reads(node, ".group.gpus"))
+        if len(gpu_blocks) != 1:
+            raise TemplateError(f"{template.name}: {len(gpu_blocks)} blocks test .group.gpus, the port knows one")
+        gpu_block = gpu_blocks[0]
+        assert isinstance(gpu_block, Block)
+        cached = _Compiled(template, _install_image_nodes(template), gpu_block)
+        if len(_COMPILED) >= 16:  # a few charts per process at most
+            _COMPILED.clear()
+        _COMPILED[chart.digest] = cached
+    return cached
+
+
+def job_spec_text(ctx: JobContext, chart: ChartSource) -> str:
+    """``include "kubernetes-nodes.talos-reconcile-job-spec" $jobContext``: the exact text Helm renders.
+
+    Raises :class:`~.source.ChartTextMissing` when only the shipped facts are at hand."""
+    compiled = _compiled(chart)
+    replace: dict[int, str] = {}
+    if ctx.installer_image is not None:
+        first, *rest = compiled.install_image
+        replace[id(first)] = ctx.installer_image
+        replace.update((id(node), "") for node in rest)
     if ctx.kernel_modules_yaml:
+        data = ctx.data()
+        gpus = Template(compiled.template.name, (compiled.gpu_block,)).render(data, functions=SPRIG)
         kernel = "\n" + " " * 24 + "kernel:\n" + " " * 26 + "modules:" + nindent(ctx.kernel_modules_yaml, 28)
-    registries = ""
-    if ctx.registry_mirrors_yaml is not None:
-        registries = (
-            "\n"
-            + " " * 24
-            + "registries:\n"
-            + " " * 26
-            + "mirrors:"
-            + nindent(shell_escape(ctx.registry_mirrors_yaml), 28)
-        )
-    fields = {
-        "release": ctx.release,
-        "release_quoted": go_quote_text(ctx.release),
-        "namespace_quoted": go_quote_text(ctx.namespace),
-        "cluster_name": ctx.cluster_name,
-        "cluster_name_quoted": go_quote_text(ctx.cluster_name),
-        "group_name_quoted": go_quote_text(ctx.group_name),
-        "kubectl_image": ctx.kubectl_image,
-        "dns_domain": ctx.dns_domain,
-        "talos_version_escaped": shell_escape(ctx.talos_version),
-        "mgmt_cluster_domain": ctx.mgmt_cluster_domain,
-        "search_domains_extra": search_extra,
-        "gpu_node_labels": "\n" + GPU_NODE_LABELS if ctx.gpus else "",
-        "kernel_modules": kernel,
-        "kubelet_version": ctx.kubelet_version,
-        "system_reserved_cpu": ctx.system_reserved_cpu,
-        "system_reserved_memory": ctx.system_reserved_memory,
-        "kube_reserved_cpu": ctx.kube_reserved_cpu,
-        "kube_reserved_memory": ctx.kube_reserved_memory,
-        "eviction_hard_memory": ctx.eviction_hard_memory,
-        "eviction_soft_memory": ctx.eviction_soft_memory,
-        "installer_image": ctx.installer_image,
-        "registries": registries,
-        "pod_cidr": ctx.pod_cidr,
-        "service_cidr": ctx.service_cidr,
-    }
-    parts = _template_parts()
-    out = parts[:]
-    for i in range(1, len(parts), 2):
-        out[i] = fields[parts[i]]
-    return "".join(out)
-
-
-@functools.cache
-def _template_parts() -> list[str]:
-    """``JOB_SPEC_TEMPLATE`` split once at its markers: literal text at even, field names at odd places."""
-    return _MARKER.split(JOB_SPEC_TEMPLATE)
+        replace[id(compiled.gpu_block)] = gpus + kernel
+        return compiled.template.render(data, functions=SPRIG, replace=replace)
+    return compiled.template.render(ctx.data(), functions=SPRIG, replace=replace)
 
 
 #: an image that reads as itself in the double-quoted scalar: printable ASCII but ``"`` and ``\\``

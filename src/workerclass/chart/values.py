@@ -1,8 +1,10 @@
-"""The chart's values: defaults, Helm's coalesce, the data files, and building a ChartInput.
+"""The chart's values: defaults, Helm's coalesce, the chart's data, and building a ChartInput.
 
-Owns reading the package data copied from the chart (``values.yaml``, ``files/versions.yaml``,
-``images/kubectl.tag``, ``Chart.yaml``) and the instance types Cozystack ships, each parsed once
-and cached; callers get deep copies (or read-only data) so nothing cached is mutated.
+Owns what the templates read besides the pool's values, from the generated facts
+(:mod:`.facts`): the chart's default values, its Kubernetes version map, the Job's default kubectl
+image, ``.Chart.Version`` / ``.Chart.AppVersion``, and the instance types Cozystack ships (as the
+objects the chart's lookup finds: name, guest CPU and memory). Each is built once and cached;
+callers get deep copies (or read-only data) so nothing cached is mutated.
 """
 
 from __future__ import annotations
@@ -10,30 +12,26 @@ from __future__ import annotations
 import copy
 import functools
 from collections.abc import Mapping
-from importlib import resources
 from typing import Any, TypeGuard
 
 from .context import ChartInput, Variant
-from .kubeyaml import k8s_load, k8s_load_all
+from .facts import DEFAULT_UPSTREAM, instance_type_sizes, upstream_facts
 from .schema import null_failures
+from .source import ChartSource
 
 #: What the oracle (and Cozystack's tests/render-parity.sh) injects when no platform values are given.
 DEFAULT_CLUSTER_VALUES: dict[str, Any] = {"_cluster": {"cluster-domain": "cozy.local"}}
 
 
-def _data_text(name: str) -> str:
-    return resources.files(__package__).joinpath("data", name).read_text(encoding="utf-8")
-
-
 @functools.cache
-def _defaults() -> dict[str, Any]:
-    loaded = k8s_load(_data_text("values.yaml"))
-    return loaded if isinstance(loaded, dict) else {}
+def _defaults(upstream: str = DEFAULT_UPSTREAM) -> dict[str, Any]:
+    loaded = upstream_facts(upstream).get("defaults")
+    return copy.deepcopy(loaded) if isinstance(loaded, dict) else {}
 
 
-def chart_defaults() -> dict[str, Any]:
-    """The chart's ``values.yaml`` (a fresh deep copy on every call)."""
-    return copy.deepcopy(_defaults())
+def chart_defaults(upstream: str = DEFAULT_UPSTREAM) -> dict[str, Any]:
+    """The chart's default values (its ``values.yaml``; a fresh deep copy on every call)."""
+    return copy.deepcopy(_defaults(upstream))
 
 
 _ATOMS = (str, int, float, bool, type(None))
@@ -113,50 +111,50 @@ def deep_merge(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, An
 
 
 @functools.cache
-def _version_map() -> dict[str, str]:
-    loaded = k8s_load(_data_text("versions.yaml"))
-    if not isinstance(loaded, dict):
-        return {}
-    return {str(k): str(v) for k, v in loaded.items()}
+def _version_map(upstream: str = DEFAULT_UPSTREAM) -> dict[str, str]:
+    loaded = upstream_facts(upstream).get("versionMap")
+    return {str(k): str(v) for k, v in loaded.items()} if isinstance(loaded, dict) else {}
 
 
-def version_map() -> dict[str, str]:
-    """``files/versions.yaml``: Kubernetes minor -> patch (e.g. ``v1.35`` -> ``v1.35.6``)."""
-    return dict(_version_map())
-
-
-@functools.cache
-def kubectl_image() -> str:
-    """``images/kubectl.tag``, stripped: the talos-reconcile Job's default image."""
-    return _data_text("kubectl.tag").strip()
-
-
-def chart_version() -> str:
-    """``.Chart.Version``: the placeholder ``0.0.0`` the source chart carries."""
-    return str(_chart_meta().get("version", "0.0.0"))
-
-
-def app_version() -> str:
-    """``.Chart.AppVersion`` from Chart.yaml."""
-    return str(_chart_meta().get("appVersion", ""))
+def version_map(upstream: str = DEFAULT_UPSTREAM) -> dict[str, str]:
+    """The chart's version map (``files/versions.yaml``): Kubernetes minor -> patch (``v1.35`` -> ``v1.35.6``)."""
+    return dict(_version_map(upstream))
 
 
 @functools.cache
-def _chart_meta() -> dict[str, Any]:
-    loaded = k8s_load(_data_text("Chart.yaml"))
-    return loaded if isinstance(loaded, dict) else {}
+def kubectl_image(upstream: str = DEFAULT_UPSTREAM) -> str:
+    """The talos-reconcile Job's default image (the chart's ``images/kubectl.tag``)."""
+    return str(upstream_facts(upstream).get("kubectlImage", ""))
+
+
+def chart_version(chart: ChartSource | None = None) -> str:
+    """``.Chart.Version``: the given chart's, else the version the facts' chart carries (``0.0.0``)."""
+    return (chart or ChartSource.shipped()).version
+
+
+def app_version(upstream: str = DEFAULT_UPSTREAM) -> str:
+    """``.Chart.AppVersion`` of the upstream chart (it counts towards the digest: the same for a known chart)."""
+    meta = upstream_facts(upstream).get("chart")
+    return str(meta.get("appVersion", "")) if isinstance(meta, Mapping) else ""
+
+
+#: The apiVersion and kind of the instance types the chart looks up.
+INSTANCETYPE_API_VERSION = "instancetype.kubevirt.io/v1beta1"
+INSTANCETYPE_KIND = "VirtualMachineClusterInstancetype"
 
 
 @functools.cache
 def _instancetypes() -> dict[str, dict[str, Any]]:
-    table: dict[str, dict[str, Any]] = {}
-    for doc in k8s_load_all(_data_text("instancetypes.yaml")):
-        if isinstance(doc, dict) and doc.get("kind") == "VirtualMachineClusterInstancetype":
-            meta = doc.get("metadata")
-            name = meta.get("name") if isinstance(meta, dict) else None
-            if isinstance(name, str):
-                table[name] = doc
-    return table
+    """The shipped instance types as the objects the chart's lookup reads (its guest CPU and memory)."""
+    return {
+        name: {
+            "apiVersion": INSTANCETYPE_API_VERSION,
+            "kind": INSTANCETYPE_KIND,
+            "metadata": {"name": name},
+            "spec": {"cpu": {"guest": size.get("cpu")}, "memory": {"guest": size.get("memory")}},
+        }
+        for name, size in instance_type_sizes().items()
+    }
 
 
 def load_instancetypes() -> dict[str, Any]:
@@ -173,17 +171,25 @@ def chart_input(
     instancetypes: Mapping[str, Mapping[str, Any]] | None = None,
     variant: Variant = "main",
     existing_machinedeployment_release: str | None = None,
+    existing_machinedeployment_cluster: str | None = None,
+    parent_control_plane_version: str | None = None,
+    chart: ChartSource | None = None,
 ) -> ChartInput:
     """The values the templates see: pool values over the platform's, coalesced over defaults.
 
     ``cluster_values`` is ``{"_cluster": {...}, "_namespace": {...}}`` (default
     :data:`DEFAULT_CLUSTER_VALUES`, as the oracle); ``instancetypes`` defaults to the shipped set;
-    ``existing_machinedeployment_release`` feeds the chart's foreign-pool lookup (None: none known).
+    ``existing_machinedeployment_release`` feeds the chart's foreign-pool lookup (None: none known),
+    ``existing_machinedeployment_cluster`` and ``parent_control_plane_version`` PR 3315's lookups;
+    ``chart`` is the chart in effect (default: the one the shipped facts describe), whose defaults
+    are coalesced under the values.
     """
+    chart = chart or ChartSource.shipped()
     platform = DEFAULT_CLUSTER_VALUES if cluster_values is None else cluster_values
     merged = deep_merge(platform, pool_values)  # a fresh tree: coalesced in place
-    nulls = tuple(null_failures(merged, _defaults()))  # Helm validates its schema before coalescing drops them
-    values = _coalesce_owned(merged, _defaults())
+    nulls = tuple(null_failures(merged, _defaults(chart.upstream), chart.upstream))  # Helm validates its schema first
+    supplied = {} if chart.known else _copy(merged)  # Helm's engine coalesces a chart the port does not know
+    values = _coalesce_owned(merged, _defaults(chart.upstream))
     return ChartInput(
         values=values,
         null_failures=nulls,
@@ -192,4 +198,8 @@ def chart_input(
         instancetypes=load_instancetypes() if instancetypes is None else instancetypes,
         variant=variant,
         existing_machinedeployment_release=existing_machinedeployment_release,
+        existing_machinedeployment_cluster=existing_machinedeployment_cluster,
+        parent_control_plane_version=parent_control_plane_version,
+        supplied_values=supplied,
+        chart=chart,
     )

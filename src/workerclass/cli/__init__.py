@@ -3,6 +3,7 @@
 - :mod:`.app`: the Typer app, the root options (``--version``, ``--quiet``) and the exit-code
   mapping of a broken pipe and Ctrl-C; every command module registers on it.
 - :mod:`.main`: the entry point (``workerclass.cli.main:main``): imports the command modules, runs.
+- :mod:`.chart`: the ``--chart DIR|TGZ`` option every command that reads STATE takes.
 - :mod:`.commands_core`: ``admit``, ``resolve`` (and the STATE helpers others reuse).
 - :mod:`.commands_check`: ``check``.
 - :mod:`.commands_render`: ``render``, ``plan``.

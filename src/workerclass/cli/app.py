@@ -16,7 +16,8 @@ import typer
 from typer import _click
 from typer.core import TyperArgument, TyperCommand, TyperGroup
 
-from .output import EXIT_BROKEN_PIPE, EXIT_INTERRUPTED, EXIT_USAGE, SETTINGS
+from ..chart.source import ChartTextMissing
+from .output import EXIT_BROKEN_PIPE, EXIT_INTERRUPTED, EXIT_USAGE, SETTINGS, fail
 
 __all__ = ["CONTEXT", "Command", "Group", "QuietOption", "app", "set_quiet", "silence_stdout", "version"]
 
@@ -45,6 +46,8 @@ class Group(TyperGroup):
         except KeyboardInterrupt:
             sys.stderr.write("\n")
             raise typer.Exit(EXIT_INTERRUPTED) from None
+        except ChartTextMissing as missing:  # an output that needs the chart's own text says how to give it
+            fail(str(missing))
 
 
 class Command(TyperCommand):

@@ -20,7 +20,7 @@ import typer
 from ..admission import Decision, admit, validate
 from ..state import ObjectRecord, State
 from .app import Command, QuietOption, app, set_quiet
-from .commands_core import ExcludeOption, StateArgument, load_state, object_name, state_label
+from .commands_core import ChartOption, ExcludeOption, StateArgument, load_state, object_name, state_label
 from .output import SETTINGS, Styled, collector_paused, outcome, print_json, stdout, summary, table
 
 __all__ = ["JUDGED_AS_CREATED", "check", "checked"]
@@ -125,6 +125,7 @@ def check(
         ),
     ] = False,
     exclude: ExcludeOption = None,
+    chart: ChartOption = None,
     quiet: QuietOption = False,
 ) -> None:
     """Admit every object in STATE, in dependency order: platform, classes, parent clusters, then pools.
@@ -147,7 +148,7 @@ def check(
     set_quiet(quiet)
     operation = "UPDATE" if stored else "CREATE"
     with collector_paused():
-        state = load_state(state_path, exclude)
+        state = load_state(state_path, exclude, chart=chart)
         results = [(record, checked(state, record, stored)) for record in state.objects]
     denied = any(not decision.allowed for _, decision in results)
     if output is CheckFormat.json:

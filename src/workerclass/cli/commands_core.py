@@ -19,6 +19,7 @@ from ..resolve import Effective, resolve_all
 from ..state import PoolRecord, State, identify
 from ..violations import Violation
 from .app import Command, QuietOption, app, set_quiet
+from .chart import ChartOption, load_chart
 from .output import (
     EXIT_DENIED,
     EXIT_OK,
@@ -65,8 +66,11 @@ def state_label(paths: list[str]) -> str:
     return " ".join(paths)
 
 
-def load_state(paths: list[str], exclude: list[str] | None = None, *, whole: bool = False) -> State:
-    """The State of STATE paths; its warnings (read ones, such as skipped documents, first), unless -q.
+def load_state(
+    paths: list[str], exclude: list[str] | None = None, *, whole: bool = False, chart: str | None = None
+) -> State:
+    """The State of STATE paths, under ``chart`` (``--chart``, see :func:`load_chart`); its warnings
+    (read ones, such as skipped documents, first), unless -q.
 
     What cannot be read (a file's invalid YAML, a duplicate identity) is said on stderr with file
     and line, one line each, and the rest is read: the command goes on and exits 2 at the end
@@ -74,6 +78,7 @@ def load_state(paths: list[str], exclude: list[str] | None = None, *, whole: boo
     ``admit`` decides against it, ``preflight`` judges an install) stops there instead. A STATE
     without any object workerclass reads is an error, never a success over nothing.
     """
+    source = load_chart(chart)
     errors: list[str] = []
     state = read_state(paths, errors=errors, exclude=exclude or ())
     for line in errors:
@@ -91,7 +96,7 @@ def load_state(paths: list[str], exclude: list[str] | None = None, *, whole: boo
             f"{state_label(paths)}: no object workerclass reads (no WorkerPlatform, WorkerClass, Kubernetes, "
             "KubernetesNodes, pool HelmRelease or ComputePlane): check the paths and --exclude"
         )
-    return state
+    return state.with_chart(source) if chart is not None else state
 
 
 def object_name(kind: str, namespace: str, name: str) -> str:
@@ -139,6 +144,7 @@ def admit_command(
     ] = "CREATE",
     output: OutputOption = Format.table,
     exclude: ExcludeOption = None,
+    chart: ChartOption = None,
     quiet: QuietOption = False,
 ) -> None:
     """Admit one request against STATE, as the webhooks would (mutation, then validation).
@@ -153,7 +159,7 @@ def admit_command(
         fail(f"--operation must be {_ADMITTED_TEXT}, not {operation!r}")
     if file == "-" and "-" in state_path:
         fail("stdin (-) can be STATE or FILE, not both")
-    state = load_state(state_path, exclude, whole=True)
+    state = load_state(state_path, exclude, whole=True, chart=chart)
     obj = _read_request(file)
     kind, namespace, name = identify(obj)
     old = None
@@ -307,6 +313,7 @@ def resolve_command(
     pool: Annotated[str | None, typer.Option("--pool", metavar="NS/NAME", help="Only this pool.")] = None,
     output: OutputOption = Format.table,
     exclude: ExcludeOption = None,
+    chart: ChartOption = None,
     quiet: QuietOption = False,
 ) -> None:
     """The effective settings of each pool, and why each value won.
@@ -319,11 +326,13 @@ def resolve_command(
     """
     set_quiet(quiet)
     with collector_paused():
-        _resolve(state_path, pool, output, exclude)
+        _resolve(state_path, pool, output, exclude, chart)
 
 
-def _resolve(state_path: list[str], pool: str | None, output: Format, exclude: list[str] | None) -> None:
-    state = load_state(state_path, exclude)
+def _resolve(
+    state_path: list[str], pool: str | None, output: Format, exclude: list[str] | None, chart: str | None = None
+) -> None:
+    state = load_state(state_path, exclude, chart=chart)
     pool = selected_pool(state, pool, state_path)
     resolved = [row for row in resolve_all(state) if pool is None or row[0].identity == pool]
     denied = False
@@ -364,6 +373,7 @@ def _resolve(state_path: list[str], pool: str | None, output: Format, exclude: l
 
 
 __all__ = [
+    "ChartOption",
     "ExcludeOption",
     "OutputOption",
     "StateArgument",

@@ -19,7 +19,7 @@ import typer
 from ..ops.preflight import Preflight, preflight
 from ..ops.uninstall import uninstall
 from .app import Command, QuietOption, app, set_quiet
-from .commands_core import ExcludeOption, OutputOption, load_state
+from .commands_core import ChartOption, ExcludeOption, OutputOption, load_state
 from .output import EXIT_DENIED, EXIT_OK, Format, Styled, fail, print_json, stdout, summary, table
 
 _STYLE = {"ok": "green", "warn": "yellow", "fail": "red"}
@@ -132,6 +132,7 @@ def preflight_command(
     removing: UninstallOption = False,
     output: OutputOption = Format.table,
     exclude: ExcludeOption = None,
+    chart: ChartOption = None,
     quiet: QuietOption = False,
 ) -> None:
     """Verify the installed webhook's matching, failure policy and readiness, from STATE or the cluster.
@@ -164,7 +165,7 @@ def preflight_command(
     elif removing:
         result = _uninstall_state(state_path or [], exclude)
     else:
-        result = preflight(load_state(state_path or [], exclude, whole=True))
+        result = preflight(load_state(state_path or [], exclude, whole=True, chart=chart))
     if output is Format.json:
         print_json(result.as_dict())
     else:

@@ -25,7 +25,8 @@ from ..resolve import resolve_all
 from ..state import State
 from ..violations import Violation
 from .app import Command, QuietOption, app, set_quiet
-from .commands_core import ExcludeOption, StateArgument, load_state, render_denials, selected_pool
+from .chart import chart_line
+from .commands_core import ChartOption, ExcludeOption, StateArgument, load_state, render_denials, selected_pool
 from .output import (
     EXIT_DENIED,
     EXIT_DETAILED_ERROR,
@@ -79,6 +80,7 @@ def render_command(
         ),
     ] = False,
     exclude: ExcludeOption = None,
+    chart: ChartOption = None,
     quiet: QuietOption = False,
 ) -> None:
     """The Cluster API objects for the pools of STATE, sorted by kind, then name.
@@ -94,7 +96,7 @@ def render_command(
     if talos_config_template and not RENDER_TALOS_CONFIG_TEMPLATE:
         fail("--talos-config-template: this renderer cannot print the TalosConfigTemplate yet")
     with collector_paused():
-        state = load_state(state_path, exclude)
+        state = load_state(state_path, exclude, chart=chart)
         pool = selected_pool(state, pool, state_path)
         manifests, rows, denied = _render_pools(state, pool, talos_config_template)
         ordered = sort_manifests(manifests)
@@ -159,7 +161,14 @@ def _reasons_cell(reasons: tuple[str, ...]) -> list[Styled]:
     return lines
 
 
-_ACTION_STYLE = {"create": "green", "delete": "red", "replace": "red", "update": "yellow", "unchanged": "dim"}
+_ACTION_STYLE = {
+    "create": "green",
+    "delete": "red",
+    "replace": "red",
+    "update": "yellow",
+    "unchanged": "dim",
+    "unpredicted": "red",
+}
 
 
 def _plural(count: int, word: str) -> str:
@@ -177,6 +186,8 @@ def plan_summary(result: Plan) -> str:
         text += f", {len(result.deleting)} deleted"
     if result.refused:
         text += f", {len(result.refused)} refused by admission or denied"
+    if result.unpredicted:
+        text += f", {len(result.unpredicted)} not predicted (another chart)"
     if result.refusals:
         changes = _plural(len(result.refusals), "WorkerClass or WorkerPlatform change")
         text += f"; {changes} refused"
@@ -188,7 +199,9 @@ def _print_plan(result: Plan) -> None:
     if result.rows:
         out = table("POOL", "ACTION", "REPLACE", "REFUSED", "REASONS")
         for row in result.rows:
-            if row.replace:
+            if row.replace is None:
+                verdict = Styled("?", "red")  # another chart: not predicted
+            elif row.replace:
                 verdict = Styled("yes" + (" (rebuild only)" if row.rebuild_only else ""), "red")
             else:
                 verdict = Styled("no", "green")
@@ -216,7 +229,8 @@ def _print_plan(result: Plan) -> None:
     if not result.rows and not result.refusals:
         summary(console, "no pools in either STATE")
         return
-    bad = result.replacing or result.deleting or result.refused or result.refusals
+    bad = result.replacing or result.deleting or result.refused or result.refusals or result.unpredicted
+    summary(console, chart_line(result.chart))
     summary(console, plan_summary(result), "red" if bad else "green")
 
 
@@ -292,6 +306,7 @@ def plan_command(
         ),
     ] = False,
     exclude: ExcludeOption = None,
+    chart: ChartOption = None,
     quiet: QuietOption = False,
 ) -> None:
     """What going from STATE to STATE2 does to each pool's machines, and why.
@@ -306,9 +321,10 @@ def plan_command(
     store it: an UPDATE of the pool in STATE (a pool that omits its class keeps the stored one),
     a CREATE for a new pool.
 
-    Class and platform changes admission refuses are rows of their own: -o json prints {"pools":
-    [{"pool", "action", "replace", "refused", "rebuildOnly", "newMachinesOnly", "reasons"}],
-    "refusals": [{"kind", "name", "refused", "denials"}]}.
+    Class and platform changes admission refuses are rows of their own: -o json prints {"chart": {the
+    chart emulated}, "pools": [{"pool", "action", "replace", "refused", "rebuildOnly", "newMachinesOnly",
+    "reasons"}], "refusals": [{"kind", "name", "refused", "denials"}]}; a pool whose release runs another
+    chart than the one emulated (as STATE shows it) is "unpredicted", with "replace": null.
 
     Exit 0; 2 when a STATE cannot be read or the command line is wrong. With --detailed-exitcode, as
     terraform plan: 0 nothing replaced and nothing refused (creates and in-place updates are fine),
@@ -323,8 +339,8 @@ def plan_command(
         fail("stdin (-) can be STATE or STATE2, not both")
     with collector_paused():
         # Both whole: a pool whose file could not be read would show as deleted.
-        before = load_state(state_path, exclude, whole=True)
-        after = load_state(to, exclude, whole=True)
+        before = load_state(state_path, exclude, whole=True, chart=chart)
+        after = load_state(to, exclude, whole=True, chart=chart)
         try:
             result = plan(before, after)
         except RenderError as error:

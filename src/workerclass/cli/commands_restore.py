@@ -15,7 +15,8 @@ import typer
 from ..ops.restore import GUIDANCE, Restore, RestoreRow, restore
 from ..render.text import yaml_document
 from .app import Command, QuietOption, app, set_quiet
-from .commands_core import ExcludeOption, OutputOption, StateArgument, load_state, pool_option_check
+from .chart import chart_line
+from .commands_core import ChartOption, ExcludeOption, OutputOption, StateArgument, load_state, pool_option_check
 from .output import SETTINGS, Format, Styled, outcome, print_json, stdout, summary, table
 
 _RESULTS = {
@@ -78,6 +79,7 @@ def _print_restore(result: Restore) -> None:
     count = len(result.rows)
     text = f"{count} pool{'' if count == 1 else 's'}: {restorable} restorable, {classless} already classless, "
     text += f"{blocked} cannot be restored"
+    summary(console, chart_line(result.chart))
     summary(console, text, "red" if blocked else "green")
 
 
@@ -87,6 +89,7 @@ def restore_command(
     pool: Annotated[str | None, typer.Option("--pool", metavar="NS/NAME", help="Only this pool.")] = None,
     output: OutputOption = Format.table,
     exclude: ExcludeOption = None,
+    chart: ChartOption = None,
     quiet: QuietOption = False,
 ) -> None:
     """The legacy-layout values of each classified Talos pool of STATE, with the template-hash proof.
@@ -102,7 +105,7 @@ def restore_command(
     Nothing is written or applied: give the values to the release's restore interface with
     hoster authorization, then verify the old chart's resources and template hashes.
 
-    -o json prints {"pools": [{"pool": "NS/NAME", "class": str|null, "bootstrap":
+    -o json prints {"chart": {the chart emulated}, "pools": [{"pool": "NS/NAME", "class": str|null, "bootstrap":
     "talos"|"kairos", "restorable": bool, "values": {legacy values}|null, "templateHash":
     {"current": str|null, "restored": str|null, "version": str}, "reasons": [str]}]}.
 
@@ -110,7 +113,7 @@ def restore_command(
     denied, a class-era setting, hash mismatch), 2 when STATE cannot be read.
     """
     set_quiet(quiet)
-    state = load_state(state_path, exclude)
+    state = load_state(state_path, exclude, chart=chart)
     pool_option_check(state, pool, state_path)
     result = restore(state, pool=pool)
     if output is Format.json:

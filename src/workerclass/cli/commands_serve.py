@@ -17,20 +17,25 @@ import os
 import socket
 import sys
 import uuid
+from collections.abc import Callable
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
+from ..adapters.folder import load_state
 from ..adapters.tls import ReloadingContext, TLSFileError
 from ..api.webhooks import HEALTH_PATH
+from ..chart.source import ChartSource
 from ..deploy import (
     CONTROLLER_LEASE,
     DEFAULT_NAMESPACE,
 )
+from ..state import State
 from ..webhook.sources import FolderSource, StateSource
 from .app import Command, app
+from .chart import ChartOption, load_chart
 from .output import fail
 
 serve_app = typer.Typer(
@@ -95,7 +100,9 @@ def _cache_client(config: Any, field_manager: str) -> Any:
     )
 
 
-def _cluster_source(kubeconfig: Path | None, *, stale_after: float = 60.0) -> StateSource:
+def _cluster_source(
+    kubeconfig: Path | None, *, stale_after: float = 60.0, chart: ChartSource | None = None, chart_poll: float = 10.0
+) -> StateSource:
     try:
         from lightkube import KubeConfig
     except ImportError:
@@ -103,7 +110,36 @@ def _cluster_source(kubeconfig: Path | None, *, stale_after: float = 60.0) -> St
     from ..adapters.kube import ClusterCache
 
     config = _kube_config(KubeConfig, kubeconfig)
-    return ClusterCache(_cache_client(config, "workerclass-webhook"), stale_after=stale_after)
+    client = _cache_client(config, "workerclass-webhook")
+    return ClusterCache(client, stale_after=stale_after, chart=chart, charts=_follower(client, chart, chart_poll))
+
+
+def _follower(client: Any, chart: ChartSource | None, interval: float) -> Any:
+    """What keeps the chart the pools run current from Flux's source API: none when ``--chart``
+    pins one (:class:`~workerclass.adapters.flux.ChartFollower`)."""
+    if chart is not None:
+        return None
+    from ..adapters.flux import ChartFollower
+
+    return ChartFollower(client, interval=interval)
+
+
+#: ``--chart-poll``: seconds between reads of the chart the pools run (ApplicationDefinition, Flux source)
+ChartPollOption = Annotated[
+    float,
+    typer.Option(
+        "--chart-poll",
+        min=0.2,
+        help="Seconds between reads of the chart the pools run through Flux's source API (without --chart).",
+    ),
+]
+
+
+def _folder_loader(chart: ChartSource | None) -> Callable[[Path], State]:
+    """How a STATE folder is read for the webhook: under ``chart`` when one is given."""
+    if chart is None:
+        return load_state
+    return lambda folder: load_state(folder).with_chart(chart)
 
 
 @serve_app.command("webhook", cls=Command)
@@ -166,8 +202,10 @@ def serve_webhook(
             "--stale-after", min=1.0, help="Not ready when a watched resource is not current this many seconds."
         ),
     ] = 60.0,
+    chart: ChartOption = None,
+    chart_poll: ChartPollOption = 10.0,
 ) -> None:
-    """Serve the admission webhooks (API.md section 5) over HTTPS until SIGTERM, then drain.
+    """Serve the admission webhooks (the contract's section 5) over HTTPS until SIGTERM, then drain.
 
     Paths: /mutate/kubernetesnodes, /validate/kubernetesnodes, /validate/workerclasses,
     /validate/computeplanes; /healthz, /readyz (ready once the state has synced) and /metrics.
@@ -188,10 +226,11 @@ def serve_webhook(
         tls = ReloadingContext(tls_cert, tls_key)
     except TLSFileError as error:
         fail(str(error))
+    given = load_chart(chart) if chart is not None else None
     source: StateSource = (
-        FolderSource(state, interval=state_interval)
+        FolderSource(state, interval=state_interval, loader=_folder_loader(given))
         if state is not None
-        else _cluster_source(kubeconfig, stale_after=stale_after)
+        else _cluster_source(kubeconfig, stale_after=stale_after, chart=given, chart_poll=chart_poll)
     )
     settings = Settings(
         host=host,
@@ -251,6 +290,8 @@ def serve_controller(
         str, typer.Option("--lease-namespace", help="Namespace of the leader Lease (the controller's own).")
     ] = DEFAULT_NAMESPACE,
     log_level: Annotated[LogLevel, typer.Option(help="Log level.")] = LogLevel.info,
+    chart: ChartOption = None,
+    chart_poll: ChartPollOption = 10.0,
 ) -> None:
     """Run the controller against the cluster until SIGTERM (any number of replicas, one leader).
 
@@ -281,6 +322,7 @@ def serve_controller(
     config = _kube_config(KubeConfig, kubeconfig)
     if kubeconfig is not None:
         os.environ["KUBECONFIG"] = str(kubeconfig)  # kopf logs in through the same file as the cache
+    given = load_chart(chart) if chart is not None else None
     settings = ControllerSettings(poll_interval=poll_interval, retain_recheck=retain_recheck)
     identity = os.environ.get("POD_NAME") or f"{socket.gethostname()}-{uuid.uuid4().hex[:8]}"
 
@@ -299,7 +341,9 @@ def serve_controller(
             )
         # one client for the cache's lists and watches and every write: its read timeout fits the cache's
         client = _cache_client(config, "workerclass-controller")
-        cache = ClusterCache(client, resources=CONTROLLER_WATCHED)
+        cache = ClusterCache(
+            client, resources=CONTROLLER_WATCHED, chart=given, charts=_follower(client, given, chart_poll)
+        )
         await cache.start()
         liveness = await serve_liveness(liveness_port, HEALTH_PATH) if liveness_port else None
         if metrics_port:

@@ -15,6 +15,7 @@ from typing import Any
 
 from ..api.schema import CLASS_ERA_KEYS
 from ..chart.checks import KUBELET_KEYS as CHART_KUBELET_KEYS
+from ..chart.facts import compute_plane_keys, upstream_facts
 from ..violations import Violation
 from .reader import (
     KUBERNETES_MINOR,
@@ -119,36 +120,12 @@ class PoolSpec:
     warnings: tuple[str, ...] = ()
 
 
-#: Every key of the chart's ``values.schema.json`` (main 3c780acd4), with the chart's types.
-CHART_KEYS = frozenset(
-    {
-        "cluster",
-        "storageClass",
-        "minReplicas",
-        "maxReplicas",
-        "instanceType",
-        "diskSize",
-        "roles",
-        "resources",
-        "podCpuLimit",
-        "podCpuRequest",
-        "gpus",
-        "kubelet",
-        "logSerialConsole",
-        "maxUnhealthy",
-        "nodeStartupTimeout",
-        "readyUnknownTimeout",
-        "readyFalseTimeout",
-        "maxNodeProvisionTime",
-        "version",
-        "talos",
-        "images",
-    }
-)
+#: Every key of the chart's values schema (the generated facts), read with the chart's types.
+CHART_KEYS = frozenset(upstream_facts()["schema"]["properties"])
 _POOL_KEYS = CHART_KEYS | frozenset(CLASS_ERA_KEYS)
 KUBELET_KEYS = frozenset(CHART_KUBELET_KEYS)
-#: The chart's ``version`` enum (values.schema.json).
-CHART_VERSIONS = ("v1.35", "v1.34", "v1.33", "v1.32", "v1.31")
+#: The chart's ``version`` enum (its values schema, in the generated facts).
+CHART_VERSIONS: tuple[str, ...] = tuple(upstream_facts()["schema"]["properties"]["version"]["enum"])
 #: Label prefixes that are Cluster API's own: its selectors and topology use them. (Its
 #: node.cluster.x-k8s.io/ prefix is the one it copies to Nodes, and stays open to pools.)
 RESERVED_LABEL_PREFIXES = frozenset({"cluster.x-k8s.io", "topology.cluster.x-k8s.io"})
@@ -334,20 +311,8 @@ def parse_pool_spec(spec: object, field: str = "spec") -> tuple[PoolSpec, list[V
     return pool, reader.violations
 
 
-#: ComputePlane node groups: Cozystack's allowlist (``upstream-cozystack/computeplane``).
-COMPUTE_PLANE_ALLOWLIST = frozenset(
-    {
-        "minReplicas",
-        "maxReplicas",
-        "instanceType",
-        "diskSize",
-        "storageClass",
-        "roles",
-        "resources",
-        "gpus",
-        "kubelet",
-    }
-)
+#: ComputePlane node groups: Cozystack's allowlist (the generated facts).
+COMPUTE_PLANE_ALLOWLIST = compute_plane_keys()
 
 
 def parse_node_group(group: object, field: str) -> tuple[PoolSpec, list[Violation]]:

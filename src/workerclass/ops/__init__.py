@@ -10,6 +10,8 @@ Modules:
   proof that the classless render gives the same machines.
 - :mod:`.preflight` (a package): whether the installed webhooks are safe to rely on (matching,
   failure policy, readiness), checked against :data:`workerclass.api.webhooks.WEBHOOKS`.
+- :mod:`.charts`: which chart each pool's release runs, as STATE shows it, against the chart
+  emulated (plan, restore and preflight use it).
 - :mod:`.status`: a WorkerClass's status conditions and whether its deletion must wait (the
   controller's core).
 - :mod:`.uninstall`: what removing the package would leave (``preflight --uninstall``): Kairos

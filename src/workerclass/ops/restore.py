@@ -43,6 +43,7 @@ from ..resolve.effective import Effective
 from ..rules.family import assumed_family
 from ..state import PoolRecord, State, pool_from_object
 from ..violations import Violation
+from .charts import release_chart
 
 __all__ = [
     "CLASSLESS",
@@ -86,7 +87,9 @@ GUIDANCE: tuple[str, ...] = (
 @dataclass(frozen=True, slots=True)
 class RestoreRow:
     """One pool's verdict. ``status``: ``classless``, ``restorable``, ``kairos``, ``denied``, ``rollout``
-    (a class-era setting the legacy chart cannot express) or ``mismatch`` (the renders differ)."""
+    (a class-era setting the legacy chart cannot express), ``mismatch`` (the renders differ) or
+    ``unpredicted`` (its release runs another chart than the one emulated: no proof; a classified one
+    is not restorable)."""
 
     pool: str
     kind: str
@@ -116,6 +119,8 @@ class RestoreRow:
 @dataclass(frozen=True, slots=True)
 class Restore:
     rows: tuple[RestoreRow, ...] = field(default_factory=tuple)
+    #: the chart the proofs emulate (the contract's chart object), None when not said
+    chart: Mapping[str, Any] | None = None
 
     @property
     def blocked(self) -> tuple[RestoreRow, ...]:
@@ -123,7 +128,10 @@ class Restore:
         return tuple(row for row in self.rows if not row.restorable)
 
     def as_dict(self) -> dict[str, Any]:
-        return {"pools": [row.as_dict() for row in self.rows]}
+        return {
+            "chart": dict(self.chart) if self.chart is not None else None,
+            "pools": [r.as_dict() for r in self.rows],
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -336,6 +344,9 @@ def restore_row(state: State, record: PoolRecord) -> RestoreRow:
     def current_hash() -> str | None:
         return _render(effective).hash if effective is not None else None
 
+    runs = release_chart(state, record)
+    if runs.verdict == "other":
+        return row("unpredicted", record.class_name is None, (runs.reason(state.chart.describe()),))
     if record.class_name is None or record.kind == "ComputePlane":
         reasons: tuple[str, ...] = (CLASSLESS,)
         if effective is None:
@@ -399,5 +410,6 @@ def restore_row(state: State, record: PoolRecord) -> RestoreRow:
 def restore(state: State, *, pool: str | None = None) -> Restore:
     """A row for every pool of ``state`` (or only ``pool``, ``NS/NAME``), in :meth:`State.sorted_pools` order."""
     return Restore(
-        tuple(restore_row(state, record) for record in state.sorted_pools() if pool is None or record.identity == pool)
+        tuple(restore_row(state, record) for record in state.sorted_pools() if pool is None or record.identity == pool),
+        state.chart.as_dict(),
     )

@@ -20,8 +20,11 @@ settings, plus what makes them ours:
   owns it (Cluster API's defaulting webhook seeds it from the min-size annotation).
 
 A pool that does not resolve (its class removed by force, a platform edit) is
-``not-resolvable``; one the chart refuses is ``refused``; one whose HelmRelease is not (yet) in the
-cluster is ``waiting-for-release``: for all three the controller applies nothing and deletes nothing.
+``not-resolvable``; one the chart refuses, or that needs the chart's own text while the State has
+only the shipped facts (a Talos pool's talos-reconcile Job), is ``refused``; one whose HelmRelease is
+not (yet) in the cluster is ``waiting-for-release``: for all of them the controller applies nothing
+and deletes nothing. Helm's hook objects (``helm.sh/hook``: PR 3315's pre-delete unpin hook) are
+Helm's lifecycle, not the pool's workers: they are left out.
 
 Pinning (the handoff from Helm): Helm deletes what leaves a release unless the live object carries
 ``helm.sh/resource-policy: keep``. With the chart gate a pool that selects a class leaves its
@@ -45,6 +48,7 @@ from typing import Any, Literal
 
 from ..api import WEBHOOK_DOMAIN
 from ..api.resources import HELM_RELEASE, RELEASE_PREFIX
+from ..chart.source import ChartTextMissing
 from ..render import RenderError, render
 from ..render.manifests import release_name
 from ..render.templates import KAIROS_BOOTSTRAP_API
@@ -193,6 +197,16 @@ def _in_apply_order(objects: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     return [obj for _, obj in ranked]
 
 
+#: Helm's hook annotation: an object Helm creates at a point of the release's lifecycle (PR 3315's
+#: pre-delete unpin Job and its RBAC), never one the controller applies to a running pool
+HELM_HOOK = "helm.sh/hook"
+
+
+def _is_hook(obj: Mapping[str, Any]) -> bool:
+    annotations = (obj.get("metadata") or {}).get("annotations") or {}
+    return isinstance(annotations, Mapping) and HELM_HOOK in annotations
+
+
 def desired_workers(state: State) -> list[DesiredPool]:
     """Every classified KubernetesNodes or HelmRelease pool, resolved and rendered, in stable order."""
     out: list[DesiredPool] = []
@@ -225,7 +239,10 @@ def desired_workers(state: State) -> list[DesiredPool]:
             )
             continue
         try:
-            objects = render(effective)
+            objects = [obj for obj in render(effective) if not _is_hook(obj)]
+        except ChartTextMissing as missing:
+            out.append(replace(base, state="refused", message=f"{missing}: left as it is"))
+            continue
         except RenderError as error:
             out.append(
                 replace(

@@ -104,6 +104,7 @@ def chart_input_for(effective: Effective) -> ChartInput:
         release=release_name(effective),
         cluster_values=effective.cluster_values or None,
         instancetypes=effective.instancetypes or None,
+        chart=effective.chart,
     )
 
 
@@ -122,8 +123,15 @@ def _disk(effective: Effective) -> tuple[Disk | None, dict[str, Any]]:
     return None, extras
 
 
-def render(effective: Effective, *, talos_config_template: bool = False) -> list[dict[str, Any]]:
-    """The pool's objects in the chart's order. Raises :class:`RenderError` (the chart's refusals)."""
+def render(
+    effective: Effective, *, talos_config_template: bool = False, chart_text: bool = True
+) -> list[dict[str, Any]]:
+    """The pool's objects in the chart's order. Raises :class:`RenderError` (the chart's refusals).
+
+    A Talos pool's talos-reconcile Job, the TalosConfigTemplate it applies and PR 3315's unpin hook are the chart's own
+    text: without the chart's files (``effective.chart``) they raise
+    :class:`~workerclass.chart.source.ChartTextMissing`, unless ``chart_text=False`` leaves them out.
+    A Kairos pool renders none of them."""
     if effective.bootstrap not in FAMILIES:
         raise RenderError(f"{effective.identity}: unknown bootstrap family {effective.bootstrap!r}")
     if effective.infrastructure not in INFRASTRUCTURES:
@@ -137,6 +145,7 @@ def render(effective: Effective, *, talos_config_template: bool = False) -> list
             inp,
             talos_config_template=talos_config_template and effective.bootstrap == "talos",
             disk=disk,
+            chart_text=chart_text and effective.bootstrap == "talos",
             **extras,
         )
     except ChartRefused as refused:
@@ -184,7 +193,7 @@ def template_hash(effective: Effective) -> str:
             raise RenderError(f"{effective.identity}: the Kairos image has no reference")
         suffix = template_suffix([_kairos_machine_template(chart_kmt, reference)])
     else:
-        suffix = template_suffix(render(effective))
+        suffix = template_suffix(render(effective, chart_text=False))
     if suffix is None:  # pragma: no cover - every family renders an infrastructure template
         raise RenderError(f"{effective.identity}: no infrastructure template rendered")
     return suffix

@@ -18,7 +18,7 @@ from ..api.paths import is_within
 from ..chart import ChartFailure
 from ..chart.checks import chart_failures
 from ..chart.values import chart_defaults, chart_input, version_map
-from ..state import PoolRecord, State, release_of
+from ..state import RELEASE_PREFIX, PoolRecord, State, release_of
 from ..violations import Violation
 
 __all__ = [
@@ -27,6 +27,7 @@ __all__ = [
     "SHARED_CHECKS_SIZE",
     "chart_checks",
     "chart_context",
+    "chart_lookups",
     "chart_talos_defaults",
     "chart_version_map",
 ]
@@ -67,7 +68,10 @@ def chart_checks(state: State, record: PoolRecord) -> tuple[Violation, ...]:
         return cast(tuple[Violation, ...], cached[1])
     release = record.release or release_of(record.kind, record.name)
     bounded = _bounded(record.values)
-    content = _content_key(bounded, release, record.namespace, state.platform.cluster_values)
+    lookups = chart_lookups(state, record.namespace, release, bounded)
+    content = _content_key(
+        bounded, release, record.namespace, state.platform.cluster_values, state.chart.digest, lookups
+    )
     shared = _SHARED_CHECKS.get(content) if content is not None else None
     if shared is not None and shared[0] is state.instancetypes:
         failures = shared[1]
@@ -80,6 +84,9 @@ def chart_checks(state: State, record: PoolRecord) -> tuple[Violation, ...]:
             release=release,
             cluster_values={"_cluster": dict(state.platform.cluster_values)},
             instancetypes=state.instancetypes,
+            chart=state.chart,
+            existing_machinedeployment_cluster=lookups[0],
+            parent_control_plane_version=lookups[1],
         )
         failures = tuple(chart_failures(inp))
         if content is not None:
@@ -106,11 +113,16 @@ _SHARED_CHECKS: OrderedDict[str, tuple[Mapping[str, Any], tuple[ChartFailure, ..
 
 
 def _content_key(
-    values: Mapping[str, Any], release: str, namespace: str, cluster_values: Mapping[str, Any]
+    values: Mapping[str, Any],
+    release: str,
+    namespace: str,
+    cluster_values: Mapping[str, Any],
+    chart: str,
+    lookups: tuple[str | None, str | None],
 ) -> str | None:
     """A canonical text of the checks' inputs (the instance types are compared by identity)."""
     try:
-        return json.dumps([values, release, namespace, cluster_values], sort_keys=True, default=repr)
+        return json.dumps([values, release, namespace, cluster_values, chart, lookups], sort_keys=True, default=repr)
     except (TypeError, ValueError, RecursionError):
         return None
 
@@ -146,6 +158,31 @@ def _bounded(values: Mapping[str, Any]) -> Mapping[str, Any]:
     return cast(Mapping[str, Any], cut(values, 0))
 
 
+def _spec_string(obj: Mapping[str, Any] | None, key: str) -> str | None:
+    spec = obj.get("spec") if isinstance(obj, Mapping) else None
+    value = spec.get(key) if isinstance(spec, Mapping) else None
+    return value if isinstance(value, str) and value else None
+
+
+def chart_lookups(
+    state: State, namespace: str, release: str, values: Mapping[str, Any]
+) -> tuple[str | None, str | None]:
+    """What PR 3315's lookups find where STATE (or the cluster) holds the objects, as the chart in effect
+    makes them: the live MachineDeployment ``kubernetes-<cluster>-<pool>``'s ``spec.clusterName`` and the
+    parent KamajiControlPlane ``kubernetes-<cluster>``'s ``spec.version`` (None: not held, or not looked up)."""
+    rules = state.chart.rules
+    cluster = values.get("cluster")
+    if not (rules.cluster_name_drift or rules.parent_version) or not isinstance(cluster, str) or not cluster:
+        return None, None
+    parent = f"kubernetes-{cluster}"
+    pool = release.removeprefix(f"{RELEASE_PREFIX}{cluster}-")
+    live = (
+        state.auxiliary_object("MachineDeployment", namespace, f"{parent}-{pool}") if rules.cluster_name_drift else None
+    )
+    control_plane = state.auxiliary_object("KamajiControlPlane", namespace, parent) if rules.parent_version else None
+    return _spec_string(live, "clusterName"), _spec_string(control_plane, "version")
+
+
 def chart_context(state: State, record: PoolRecord) -> dict[str, Any]:
     """What the chart needs beside the effective settings: the values verbatim, the release,
     ``_cluster`` and the instance types the cluster has (all of them: the chart looks one up)."""
@@ -154,6 +191,7 @@ def chart_context(state: State, record: PoolRecord) -> dict[str, Any]:
         "release": record.release or release_of(record.kind, record.name),
         "cluster_values": {"_cluster": dict(state.platform.cluster_values)},
         "instancetypes": state.instancetypes,
+        "chart": state.chart,
     }
 
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..api.names import Family, ImageSource, Infrastructure
+from ..chart.source import ChartSource
 from ..model import KernelModule, PoolSpec
 
 
@@ -103,6 +104,8 @@ class Effective:
     #: the VirtualMachineClusterInstancetype objects the chart's lookup finds (name -> object); at
     #: least the one the pool's ``instanceType`` names, when the cluster has it
     instancetypes: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    #: the chart in effect (the State's): its facts and, when given, its text render the pool
+    chart: ChartSource = field(default_factory=ChartSource.shipped)
 
     @property
     def identity(self) -> str:

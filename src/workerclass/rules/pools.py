@@ -2,19 +2,27 @@
 
 - :func:`family_switch`: a running pool never changes bootstrap family in place
   (``BootstrapFamilyChange``).
-- :func:`cluster_move`: a pool never moves to another parent cluster (``Invalid``).
+- :func:`cluster_move`: a pool never moves to another parent cluster (``Invalid``; with a chart
+  that makes ``cluster`` immutable, such as PR 3315's, ``PoolFieldImmutable``).
+- :func:`immutable_changes`: the other values the chart in effect makes immutable on UPDATE
+  (PR 3315: ``storageClass``), compared with the chart's defaults filled in (``PoolFieldImmutable``).
+- :func:`chart_not_gated`: a pool selects a class on a chart without our gate (``ChartNotGated``).
 - :func:`shown_name`: how these messages (and the pool-name rules) quote a name.
 
-Admission applies them to an UPDATE; ``plan`` gets them through admission.
+Admission applies them to an UPDATE (the gate to every write); ``plan`` gets them through admission.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
+from typing import Any
+
 from ..api.names import Family
 from ..api.patterns import DNS_1035
+from ..chart.source import ChartSource
 from ..violations import Violation
 
-__all__ = ["DNS_1035", "cluster_move", "family_switch", "shown_name"]
+__all__ = ["DNS_1035", "chart_not_gated", "cluster_move", "family_switch", "immutable_changes", "shown_name"]
 
 
 def shown_name(name: str) -> str:
@@ -43,13 +51,75 @@ def family_switch(
     )
 
 
-def cluster_move(before: str | None, after: str | None, field: str) -> Violation | None:
-    """``Invalid`` when a pool that had a parent cluster names another one."""
+def cluster_move(before: str | None, after: str | None, field: str, *, immutable: bool = False) -> Violation | None:
+    """``Invalid`` when a pool that had a parent cluster names another one (``PoolFieldImmutable``
+    when the chart in effect makes ``cluster`` immutable)."""
     if not before or not after or before == after:
         return None
     return Violation(
-        "Invalid",
+        "PoolFieldImmutable" if immutable else "Invalid",
         field,
         f"a pool cannot move to another parent cluster ({shown_name(before)} -> {shown_name(after)}): its machines "
         f"would be recreated there; create a pool in cluster {shown_name(after)} instead",
+    )
+
+
+def _at(values: Mapping[str, Any], path: str, defaults: Mapping[str, Any]) -> Any:
+    node: Any = values
+    fallback: Any = defaults
+    for part in path.split("."):
+        node = node.get(part) if isinstance(node, Mapping) else None
+        fallback = fallback.get(part) if isinstance(fallback, Mapping) else None
+    return fallback if node is None else node
+
+
+def immutable_changes(
+    before: Mapping[str, Any],
+    after: Mapping[str, Any],
+    paths: Iterable[str],
+    defaults: Mapping[str, Any],
+    field: str,
+) -> list[Violation]:
+    """``PoolFieldImmutable`` for each of ``paths`` (values paths) whose value changes, an absent or null
+    value standing for the chart's default (Cozystack's API fills the defaults into every read)."""
+    out: list[Violation] = []
+    for path in paths:
+        if _at(before, path, defaults) != _at(after, path, defaults):
+            out.append(
+                Violation(
+                    "PoolFieldImmutable",
+                    f"{field}.{path}",
+                    f"{path} cannot change once the pool exists (the chart the cluster runs makes it immutable): "
+                    "create a new pool with the new value and move the workloads",
+                )
+            )
+    return out
+
+
+#: what the hoster does about a ChartNotGated, in every message of it
+_INSTALL_THE_GATE = "the hoster must install the chart with the gate (deploy/chart-gate/) before pools select a class"
+
+
+def chart_not_gated(chart: ChartSource, field: str) -> Violation | None:
+    """``ChartNotGated`` when a pool selects a class and the chart the cluster is stated to run does
+    not carry our gate, or cannot be shown to: a known chart without it, a chart of no known identity
+    that Helm's engine was not seen to leave such a pool alone (:attr:`ChartSource.gated`), or a chart
+    that could not be read or verified (:attr:`ChartSource.problem`: fail closed). Nothing when nobody
+    said which chart the cluster runs (:attr:`ChartSource.assumed`: offline, no ``--chart``)."""
+    if chart.assumed or chart.gated:
+        return None
+    if chart.problem:
+        why = f"which chart the cluster runs cannot be verified ({chart.problem})"
+    elif chart.identity is not None:
+        why = f"the cluster's kubernetes-nodes chart ({chart.identity.name}) lacks the workerclass chart gate"
+    else:
+        why = (
+            f"the cluster's kubernetes-nodes chart is not one workerclass knows ({chart.describe()}), and it was "
+            "not shown to leave a pool that names a class alone"
+        )
+    return Violation(
+        "ChartNotGated",
+        field,
+        f"{why}: a chart without the gate renders the pool itself (a Kairos pool as Talos) while the controller "
+        f"renders it too; {_INSTALL_THE_GATE}",
     )

@@ -34,18 +34,17 @@ The rule (API.md section 2's "supplied", made precise for UPDATE):
   have been refused, so they are API-filled too (:func:`kairos_read_paths`, for admission's UPDATE
   and for resolution of the stored pool alike).
 
-Pure; the defaulting is a port of ``applyDefaults`` over the chart's own ``values.schema.json``.
+Pure; the defaulting is a port of ``applyDefaults`` over the chart's values schema (generated facts).
 """
 
 from __future__ import annotations
 
 import copy
-import json
 from collections.abc import Mapping
 from functools import cache
-from importlib import resources
 from typing import Any
 
+from ..chart.facts import upstream_facts
 from ..state import State
 from .family import family_of
 
@@ -65,9 +64,9 @@ Path = tuple[str, ...]
 
 @cache
 def values_schema() -> Mapping[str, Any]:
-    """The chart's ``values.schema.json`` (the ApplicationDefinition's openAPISchema is the same)."""
-    text = resources.files("workerclass.chart").joinpath("data", "values.schema.json").read_text("utf-8")
-    loaded = json.loads(text)
+    """The chart's values schema (the ApplicationDefinition's openAPISchema is the same), as the
+    generated facts carry it: the words that type, default and constrain a value."""
+    loaded = upstream_facts().get("schema")
     return loaded if isinstance(loaded, dict) else {}
 
 

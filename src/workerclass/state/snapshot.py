@@ -14,21 +14,20 @@ only: their readers test ``isinstance(..., dict)`` throughout (identify, admissi
 port), and copying or freezing each object would cost per object on every State built and every
 watch event.
 
-Why one module (a little over 500 lines): building a State from records and changing one into
-the next must index every kind alike (pools and their backing releases, parent clusters and
-theirs); kept side by side, a reader sees both at once (tests/state/test_incremental.py holds
-them equal).
+Why one module: the snapshot's fields, its construction from documents and its incremental changes
+are one frozen class and the helpers only it uses; split, each part would reach into the others.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cache, cached_property
 from types import MappingProxyType
 from typing import Any
 
 from ..builtin import CLASSES_ORIGIN, PLATFORM_ORIGIN, builtin_classes, embedded_platform, embedded_platform_spec
+from ..chart.source import ChartSource
 from ..chart.values import load_instancetypes
 from ..model import Cluster, Platform, parse_class_spec, parse_cluster, parse_platform
 from .kinds import AUXILIARY_KINDS, INSTANCETYPE_GROUP, INSTANCETYPE_KIND, KINDS, POOL_KINDS, RELEASE_PREFIX
@@ -156,6 +155,9 @@ class State:
     pools_by_class: Mapping[str, Mapping[tuple[str, str, str], PoolRecord]] = field(default_factory=_empty)
     #: ``(namespace, name)`` -> the kinds of the pools with that name, in :data:`POOL_KINDS` order
     pool_names: Mapping[tuple[str, str], tuple[str, ...]] = field(default_factory=_empty)
+    #: the chart the cluster runs (admission follows its rules, the renderer its facts and text);
+    #: by default the one the shipped facts describe, without its text (see :meth:`with_chart`)
+    chart: ChartSource = field(default_factory=ChartSource.shipped)
     #: the facts derived from this snapshot (:class:`~workerclass.state.memo.Memo`). Not a
     #: constructor argument: every State, :func:`dataclasses.replace`'s included, makes its own,
     #: seeded with :attr:`pool_names`, so no two snapshots ever share one.
@@ -255,6 +257,8 @@ class State:
         for record in records:
             state = state._apply(record.kind, record.namespace, record.name, record)
         return state._next(
+            # the shipped facts' chart as of now (the built-ins' State is made once and shared)
+            chart=ChartSource.shipped(),
             **_instancetype_fields(PMap(instancetypes) if instancetypes else EMPTY),
             warnings=Lines(warnings or ()),
             auxiliary=tuple(auxiliary),
@@ -295,6 +299,14 @@ class State:
         members = self.pools_by_class.get(class_name) or {}
         return sorted(members.values(), key=lambda p: (p.namespace, p.name, POOL_KINDS.index(p.kind)))
 
+    def auxiliary_object(self, kind: str, namespace: str, name: str) -> Mapping[str, Any] | None:
+        """The object of an auxiliary kind read under that identity (a chart lookup's, a Flux source)."""
+        return self._auxiliary_index.get((kind, namespace, name))
+
+    @cached_property
+    def _auxiliary_index(self) -> Mapping[tuple[str, str, str], Mapping[str, Any]]:
+        return {(record.kind, record.namespace, record.name): record.obj for record in self.auxiliary}
+
     def find(self, kind: str, namespace: str, name: str) -> ObjectRecord | None:
         return self.records.get((kind, namespace, name))
 
@@ -334,6 +346,11 @@ class State:
 
     def _with_instancetype(self, name: str, obj: Mapping[str, Any] | None) -> State:
         return self._next(**_instancetype_fields(as_pmap(self.cluster_instancetypes).put(name, obj)))
+
+    def with_chart(self, chart: ChartSource) -> State:
+        """This snapshot under ``chart`` (``--chart``; in a cluster, the one its pools' releases point
+        to): the same objects and warnings, nothing derived carried."""
+        return replace(self, chart=chart)
 
     def _next(self, **changes: Any) -> State:
         """This snapshot with ``changes`` (field names): a new State, with a fresh memo and no

@@ -52,6 +52,7 @@ from ...resolve import resolve_pool
 from ...resolve.effective import Effective
 from ...state import PoolRecord, State, identify
 from ...violations import Violation
+from ..charts import release_chart
 from .compare import compare
 from .requests import Requests
 from .rows import (
@@ -126,9 +127,16 @@ def plan(before: State, after: State) -> Plan:
     old_pools, new_pools = _pools(before), _pools(after)
     class_refusals = {refusal.name: refusal for refusal in admission.refusals if refusal.kind == "WorkerClass"}
     rows: list[PlanRow] = []
+    emulated = after.chart.describe()
     for key in sorted(old_pools.keys() | new_pools.keys(), key=_sort_key):
         old_record, new_record = old_pools.get(key), new_pools.get(key)
         identity, kind = f"{key[0]}/{key[1]}", key[2]
+        side, record = (after, new_record) if new_record is not None else (before, old_record)
+        assert record is not None
+        runs = release_chart(side, record)
+        if runs.verdict == "other":
+            rows.append(PlanRow(identity, kind, "unpredicted", None, (runs.reason(emulated),)))
+            continue
         if new_record is None:
             assert old_record is not None
             old = _side(before, old_record)
@@ -186,7 +194,7 @@ def plan(before: State, after: State) -> Plan:
                 _hash(new),
             )
         )
-    return Plan(tuple(rows), admission.refusals)
+    return Plan(tuple(rows), admission.refusals, after.chart.as_dict())
 
 
 def _reason(prefix: str, denial: Violation) -> str:

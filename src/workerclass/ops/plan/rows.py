@@ -7,6 +7,7 @@ Its edge: plain data; nothing here decides.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,6 +23,7 @@ __all__ = [
     "NOT_RENDERED",
     "REBUILD_ONLY",
     "REFUSED",
+    "UNPREDICTED",
     "Plan",
     "PlanRow",
     "Refusal",
@@ -38,7 +40,9 @@ IN_PLACE = "in place:"
 NEW_MACHINES_ONLY = "(new machines only)"
 #: The words ending a changed setting that changes none of the rendered objects.
 NOT_RENDERED = "(no rendered object changes)"
-ACTIONS = ("create", "delete", "replace", "update", "unchanged")
+#: a pool whose release runs another chart than the one emulated: no prediction
+UNPREDICTED = "unpredicted"
+ACTIONS = ("create", "delete", "replace", "update", "unchanged", UNPREDICTED)
 #: Pool settings that only change the MachineDeployment's replicas/annotations or the health check.
 IN_PLACE_SETTINGS = frozenset(
     {
@@ -61,7 +65,8 @@ class PlanRow:
     pool: str
     kind: str
     action: str
-    replace: bool
+    #: None: not predicted (the pool's release runs another chart than the one emulated)
+    replace: bool | None
     reasons: tuple[str, ...]
     refused: tuple[str, ...] = ()
     rebuild_only: bool = False
@@ -108,6 +113,8 @@ class Refusal:
 class Plan:
     rows: tuple[PlanRow, ...] = field(default_factory=tuple)
     refusals: tuple[Refusal, ...] = ()
+    #: the chart the plan emulates (the contract's chart object), None when not said
+    chart: Mapping[str, Any] | None = None
 
     @property
     def replacing(self) -> tuple[PlanRow, ...]:
@@ -121,17 +128,25 @@ class Plan:
     def refused(self) -> tuple[PlanRow, ...]:
         return tuple(row for row in self.rows if row.refused)
 
+    @property
+    def unpredicted(self) -> tuple[PlanRow, ...]:
+        return tuple(row for row in self.rows if row.action == UNPREDICTED)
+
     def detailed_exit_code(self) -> int:
-        """1 a change refused or a pool denied; 2 machines replaced or deleted; else 0."""
-        if self.refused or self.refusals:
+        """1 a change refused, a pool denied or not predicted; 2 machines replaced or deleted; else 0."""
+        if self.refused or self.refusals or self.unpredicted:
             return 1
         if self.replacing or self.deleting:
             return 2
         return 0
 
     def as_dict(self) -> dict[str, Any]:
-        """``plan -o json``: ``{"pools": [rows], "refusals": [class and platform changes refused]}``."""
-        return {"pools": [row.as_dict() for row in self.rows], "refusals": [r.as_dict() for r in self.refusals]}
+        """``plan -o json``: ``{"chart", "pools": [rows], "refusals": [class and platform changes refused]}``."""
+        return {
+            "chart": dict(self.chart) if self.chart is not None else None,
+            "pools": [row.as_dict() for row in self.rows],
+            "refusals": [r.as_dict() for r in self.refusals],
+        }
 
 
 @dataclass(frozen=True, slots=True)

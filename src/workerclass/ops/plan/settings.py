@@ -10,12 +10,10 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping
 from functools import cache
-from importlib import resources
 from typing import Any
 
-import yaml
-
 from ...api.schema import OS_KEYS
+from ...chart.values import chart_defaults as _chart_defaults
 from ...resolve.effective import Effective
 from .rows import IN_PLACE_SETTINGS, Side
 
@@ -80,9 +78,7 @@ def _taint(taint: Any) -> str:
 @cache
 def chart_defaults() -> Mapping[str, Any]:
     """The chart's default values (an absent pool value means the default, not none)."""
-    text = resources.files("workerclass.chart").joinpath("data", "values.yaml").read_text("utf-8")
-    loaded = yaml.safe_load(text)
-    return loaded if isinstance(loaded, dict) else {}
+    return _chart_defaults()
 
 
 def _show(setting: str, value: Any) -> str:

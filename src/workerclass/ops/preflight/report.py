@@ -16,6 +16,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from ...state import State
+from ..charts import release_charts
 from ..providers import KAIROS_TEMPLATE_CRD, KAIROS_UNSUPPORTED, kairos_kubeadm
 from .certificates import ServingCertificate, ca_bundle, chain_checks
 from .expectations import EXPECTED, SLOW_TIMEOUT, Expectation
@@ -157,4 +158,34 @@ def preflight(state: State, source: Source = FOLDER, certificates: Sequence[Serv
     """Check the webhook installation a State holds (``state.auxiliary``, and where the objects of
     :data:`HELD_KINDS` are, for namespace selectors), read from ``source``."""
     held = (record.obj for record in state.objects if record.kind in HELD_KINDS)
-    return preflight_objects([*(record.obj for record in state.auxiliary), *held], source, certificates)
+    result = preflight_objects([*(record.obj for record in state.auxiliary), *held], source, certificates)
+    return Preflight((*result.checks, *chart_checks(state)))
+
+
+def chart_checks(state: State) -> tuple[Check, ...]:
+    """Which chart the checks and the port emulate, and each pool whose release STATE shows running
+    another chart (fail: plan and restore do not predict for it) or an artifact it cannot compare (warn)."""
+    chart = state.chart
+    emulated = chart.describe()
+    checks = [
+        Check(
+            "chart",
+            "ok",
+            f"emulating {emulated}" + (": give the chart the cluster runs with --chart" if chart.assumed else ""),
+        )
+    ]
+    for runs in release_charts(state):
+        if runs.verdict == "other":
+            checks.append(Check("chart", "fail", runs.reason(emulated), runs.pool, "spec.chartRef"))
+        elif runs.verdict == "unknown" and runs.digest is not None:
+            checks.append(
+                Check(
+                    "chart",
+                    "warn",
+                    f"its release runs artifact {runs.digest} ({runs.source}), which cannot be compared with the "
+                    "chart emulated: give the chart as the packaged archive the cluster serves (--chart FILE.tgz)",
+                    runs.pool,
+                    "spec.chartRef",
+                )
+            )
+    return tuple(checks)

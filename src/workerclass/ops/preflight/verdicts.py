@@ -26,6 +26,7 @@ CHECK_ORDER = (
     "readiness",
     "replicas",
     "disruptionBudget",
+    "chart",
     "kairosProvider",
 )
 
