@@ -240,3 +240,36 @@ async def test_a_pool_prunes_only_its_own_objects() -> None:
     assert ("ServiceAccount", NAMESPACE, "someone-else") in client.objects
     templates = client.of("KubevirtMachineTemplate")
     assert len(templates) == 1  # the old one went: no MachineSet referenced it
+
+
+async def test_the_class_status_waits_for_the_first_reconcile() -> None:
+    """Before its first reconcile the worker controller knows no pool's state: the class status
+    (WorkersApplied) is not written then, so a restart does not write Pending and then take it back."""
+    from workerclass.controller import ClassController, ControllerSettings
+
+    client = FakeClient([kairos_crd("kubeadm")])
+    worker = WorkerController(client, events=False)
+    state = state_of(TALOS)
+    written: list[str] = []
+
+    class Writer:
+        async def write(self, name: str, status: dict[str, Any]) -> None:
+            written.append(name)
+
+    class Pools:
+        async def selecting(self, name: str) -> list[str]:
+            return []
+
+    source = type("Source", (), {"state": state, "reason": ""})()
+    classes = ClassController(
+        source, Writer(), Pools(), settings=ControllerSettings(poll_interval=0.01), workers=worker
+    )
+    loop = asyncio.create_task(classes._status_loop())
+    await asyncio.sleep(0.1)
+    assert not worker.settled and written == []  # nothing before the worker controller has reconciled
+    await worker.reconcile(state, full=True)
+    async with asyncio.timeout(5):
+        while not written:
+            await asyncio.sleep(0.01)
+    loop.cancel()
+    assert worker.settled

@@ -66,9 +66,9 @@ def test_status_finalizer_and_a_quiet_restart(
     )
     # status: accepted, not in use; the finalizer on
     wait_until(
-        lambda: _conditions(_status(kube, name)) == {"Accepted": "True", "InUse": "False"},
+        lambda: _conditions(_status(kube, name)) == {"Accepted": "True", "InUse": "False", "WorkersApplied": "True"},
         timeout=30,
-        what="the class status written",
+        what="the class status written (no pool: WorkersApplied True)",
     )
     wait_until(
         lambda: FINALIZER in kube.get(CLASSES, "WorkerClass", name)["metadata"].get("finalizers", []),

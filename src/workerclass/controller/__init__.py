@@ -117,6 +117,11 @@ class WorkerStates(Protocol):
     @property
     def states_version(self) -> int: ...
 
+    @property
+    def settled(self) -> bool:
+        """Whether one reconcile has run: before it no pool's state is known."""
+        ...
+
 
 class PoolLister(Protocol):
     """The live pools that select a class, read from the API server itself (not a cache)."""
@@ -278,7 +283,10 @@ class ClassController:
         while True:
             state = self.source.state
             version = self.workers.states_version if self.workers is not None else 0
-            if state is not None and (state is not seen or version != seen_workers):
+            # with the worker controller beside it, the status waits for its first reconcile: a
+            # WorkersApplied written before would say Pending, and a restart would write twice
+            waiting = self.workers is not None and not self.workers.settled
+            if state is not None and not waiting and (state is not seen or version != seen_workers):
                 before = self.writes
                 try:
                     complete = await self.refresh(state)
@@ -291,7 +299,7 @@ class ClassController:
                     seen, seen_workers = state, version  # else the same State is tried again after a pause
                 if self.writes > before:
                     logger.info("wrote the status of %d WorkerClass(es)", self.writes - before)
-            current = state is seen and version == seen_workers
+            current = (state is seen and version == seen_workers) or waiting
             await asyncio.sleep(self.settings.poll_interval if current else self.settings.retry_delay)
 
     # ------------------------------------------------------------------ kopf

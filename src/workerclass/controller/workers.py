@@ -186,6 +186,9 @@ class WorkerController:
         self.writes = 0  # every write request sent (applies, patches, deletes, events)
         #: bumped whenever a pool's state changes or a pool goes (the class status follows it)
         self.states_version = 0
+        #: whether one reconcile has run to its end (before it, no pool's state is known: the class
+        #: status waits rather than write a Pending that a restart would then take back)
+        self.settled = False
 
     # ------------------------------------------------------------------ lightkube plumbing
 
@@ -447,8 +450,9 @@ class WorkerController:
         gone = set(self._pool_states) - {pool.identity for pool in desired}
         for identity in gone:
             del self._pool_states[identity]
-        if gone:
+        if gone or not self.settled:
             self.states_version += 1
+        self.settled = True
         return report
 
     async def _pool(self, pool: DesiredPool, report: ReconcileReport, *, fresh: bool) -> None:
