@@ -18,6 +18,8 @@ from typing import Any
 import jsonpatch
 
 from workerclass import Denied, State, resolve
+from workerclass.chart.identity import by_name
+from workerclass.chart.source import ChartSource
 
 ABSENT: Any = type("Absent", (), {"__repr__": lambda self: "ABSENT"})()
 
@@ -361,3 +363,9 @@ def installer_image(
 ) -> str:
     """API.md section 2: ``<installerRepository>/<schematicID>:<version>``."""
     return f"{repository}/{schematic}:{version}"
+
+
+def chart_known_as(name: str, *, artifacts: frozenset[str] = frozenset()) -> ChartSource:
+    """A chart the cluster is known to run (a known identity, by name), without its text."""
+    identity = by_name(name)
+    return ChartSource(identity, identity.digest, identity.version, origin="this test", artifacts=artifacts)

@@ -15,10 +15,8 @@ from typing import Any
 
 import pytest
 
-from tests.builders import CLUSTER, NAMESPACE, make_cluster, make_pool, make_state
+from tests.builders import CLUSTER, NAMESPACE, chart_known_as, make_cluster, make_pool, make_state
 from workerclass import admit
-from workerclass.chart.identity import by_name
-from workerclass.chart.source import ChartSource
 
 
 def _control_plane(version: str, name: str = f"kubernetes-{CLUSTER}") -> dict[str, Any]:
@@ -41,7 +39,7 @@ def _machine_deployment(cluster_name: str, pool: str = "pool") -> dict[str, Any]
 
 def _codes(chart: str, *objects: dict[str, Any], **spec: Any) -> list[tuple[str, str]]:
     state = make_state(list(objects), clusters=[make_cluster(version="v1.35")])
-    state = state.with_chart(ChartSource.known_as(by_name(chart), origin="this test"))
+    state = state.with_chart(chart_known_as(chart))
     decision = admit(state, "CREATE", make_pool(**spec))
     return [(violation.code, violation.field) for violation in decision.denials]
 

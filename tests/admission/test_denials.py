@@ -28,6 +28,7 @@ from tests.builders import (
     SSH_KEY,
     SSH_KEY_2,
     TALOS_EXAMPLE,
+    chart_known_as,
     has_denial,
     make_class,
     make_cluster,
@@ -39,8 +40,6 @@ from tests.builders import (
     rename,
 )
 from workerclass import State, admit
-from workerclass.chart.identity import by_name
-from workerclass.chart.source import ChartSource
 from workerclass.violations import CODES
 
 
@@ -75,7 +74,7 @@ def _state_with(*objects: Any) -> Callable[[], State]:
 
 def _on_chart(name: str) -> Callable[[], State]:
     """The test state on a chart the cluster is known to run (its rules; no text is needed)."""
-    return lambda: make_state().with_chart(ChartSource.known_as(by_name(name), origin="this test"))
+    return lambda: make_state().with_chart(chart_known_as(name))
 
 
 KAIROS = {"workerClassName": "kairos"}

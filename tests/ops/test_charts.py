@@ -9,10 +9,8 @@ from typing import Any
 
 import pytest
 
-from tests.builders import make_release, make_state
+from tests.builders import chart_known_as, make_release, make_state
 from tests.shared import given_chart
-from workerclass.chart.identity import by_name
-from workerclass.chart.source import ChartSource
 from workerclass.ops.charts import release_chart
 from workerclass.ops.plan import plan
 from workerclass.ops.preflight import preflight
@@ -42,7 +40,7 @@ def _state(served: str | None, known: frozenset[str], *, text: bool = False) -> 
     """The release and its source; the chart emulated known by ``known`` archives (its text from the
     mirror when the test renders)."""
     state = make_state([_release(workerClassName="talos"), _artifact(served)])
-    chart = ChartSource.known_as(by_name("main+gate"), origin="this test", artifacts=known)
+    chart = chart_known_as("main+gate", artifacts=known)
     if text:
         chart = dataclasses.replace(given_chart("main+gate"), artifacts=known)
     return state.with_chart(chart)

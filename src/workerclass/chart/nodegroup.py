@@ -430,10 +430,6 @@ def template_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:6]
 
 
-def kubevirtmachinetemplate_name(inp: ChartInput, sizing: Sizing, disk: Disk | None = None) -> str:
-    return f"{inp.cluster_name}-{inp.group_name}-{template_hash(kubevirtmachinetemplate_text(inp, sizing, disk))}"
-
-
 def kubevirtmachinetemplate(inp: ChartInput, sizing: Sizing, disk: Disk | None = None) -> dict[str, Any]:
     """The KubevirtMachineTemplate document, parsed as the oracle parses it."""
     text = kubevirtmachinetemplate_text(inp, sizing, disk)

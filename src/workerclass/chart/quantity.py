@@ -19,7 +19,6 @@ import math
 import re
 from collections.abc import Mapping
 from decimal import Decimal
-from fractions import Fraction
 from typing import Any
 
 _INT64_MIN = -(1 << 63)
@@ -227,16 +226,6 @@ def to_int(value: Any) -> int:
     return 0
 
 
-def _dec(value: Any) -> Fraction:
-    """The exact decimal the float64 of ``value`` prints as (shopspring's NewFromFloat)."""
-    f = to_float64(value)
-    if math.isnan(f) or math.isinf(f):
-        # shopspring/decimal panics here, so the chart errors; checks.chart_failures reports the
-        # non-finite quantity, and the arithmetic stays total (0) instead of raising.
-        return Fraction(0)
-    return Fraction(Decimal(repr(f)))
-
-
 def is_finite_quantity(value: Any) -> bool:
     """Whether the chart's arithmetic can take ``value`` (``inf``/``nan`` spellings make it panic)."""
     s = go_str(value)
@@ -246,46 +235,13 @@ def is_finite_quantity(value: Any) -> bool:
     return math.isfinite(f)
 
 
-# The exact implementations (Fraction): the reference the fast path below is proven equal to
-# (tests/chart/test_quantity_fast.py), and the fallback for a float whose shortest form has an
-# exponent.
-
-
-def exact_mulf(a: Any, b: Any) -> float:
-    return float(_dec(a) * _dec(b))
-
-
-def exact_addf(a: Any, b: Any) -> float:
-    return float(_dec(a) + _dec(b))
-
-
-def exact_subf(a: Any, b: Any) -> float:
-    return float(_dec(a) - _dec(b))
-
-
-_DIV_PLACES = 10**16
-
-
-def exact_divf(a: Any, b: Any) -> float:
-    """shopspring ``Div``: the quotient rounded half away from zero to 16 decimal places."""
-    divisor = _dec(b)
-    if divisor == 0:
-        return 0.0  # decimal panics on division by zero (the chart errors; checks reports it)
-    q = _dec(a) / divisor
-    scaled = q * _DIV_PLACES
-    n, r = divmod(abs(scaled.numerator), scaled.denominator)
-    if 2 * r >= scaled.denominator:
-        n += 1
-    if scaled < 0:
-        n = -n
-    return float(Fraction(n, _DIV_PLACES))
-
-
-# The fast path: the same decimals as (integer mantissa, power of ten), in int arithmetic.
-# float(Fraction(p, q)) is p / q correctly rounded, and int true division is correctly rounded
-# too, so every result below is the float the Fraction path gives.
+# The decimals as (integer mantissa, power of ten), in int arithmetic: int true division is
+# correctly rounded, so each result is the float of the exact decimal result (the Fraction
+# reference in tests/chart/test_fast_paths.py is proven equal).
 
 _POW10: tuple[int, ...] = tuple(10**k for k in range(40))
+#: shopspring's Div rounds the quotient to 16 decimal places
+_DIV_PLACES = 10**16
 _TWO53 = float(1 << 53)
 
 

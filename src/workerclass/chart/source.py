@@ -79,11 +79,6 @@ class ChartSource:
         return cls(identity=None, digest="", version="", origin="the chart the cluster runs", problem=problem)
 
     @classmethod
-    def known_as(cls, identity: ChartIdentity, *, origin: str, artifacts: frozenset[str] = frozenset()) -> ChartSource:
-        """A chart the cluster is known to run (its identity found, e.g. from an artifact), without its text."""
-        return cls(identity, identity.digest, identity.version, origin=origin, artifacts=artifacts)
-
-    @classmethod
     def from_files(
         cls,
         files: Mapping[str, bytes],
