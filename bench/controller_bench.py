@@ -41,6 +41,7 @@ from tests.e2e.conftest import (  # noqa: E402
     CILIUM,
     CILIUM_CRDS,
     CONTROLLER_USER,
+    NAMESPACE,
     TENANT,
     capi_crds,
     example_objects,
@@ -196,7 +197,9 @@ def main() -> int:
         bundle = [obj for obj in manifests(ca_file) if not obj["kind"].endswith("WebhookConfiguration")]
         crds = [obj for obj in bundle if obj["kind"] == "CustomResourceDefinition"]
         install_crds(kube, crds)
-        for obj in sorted(bundle, key=lambda obj: obj["kind"] != "Namespace"):
+        # the bundle creates no namespace (the install's own exists first, as cozy-system does)
+        kube.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}})
+        for obj in bundle:
             if obj["kind"] != "CustomResourceDefinition":
                 kube.apply(obj, manager="bench-install")
         for namespace in (TENANT, BASELINE):
