@@ -57,7 +57,7 @@ it never sees State or a class, and imports nothing of workerclass but ``api`` a
 from __future__ import annotations
 
 from .checks import chart_failures
-from .context import RELEASE_PREFIX, ChartFailure, ChartInput, ChartRefused
+from .context import ChartFailure, ChartInput, ChartRefused
 from .kernel_modules import kernel_module_failures
 from .nodegroup import (
     Disk,
@@ -91,7 +91,6 @@ from .values import (
 )
 
 __all__ = [
-    "RELEASE_PREFIX",
     "ChartFailure",
     "ChartInput",
     "ChartRefused",

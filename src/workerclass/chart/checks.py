@@ -33,7 +33,8 @@ from typing import Any
 
 import yaml
 
-from .context import RELEASE_PREFIX, ChartFailure, ChartInput
+from ..api.resources import RELEASE_PREFIX
+from .context import ChartFailure, ChartInput
 from .facts import upstream_facts
 from .kernel_modules import SHELL_SAFE, kernel_module_failures
 from .kubeyaml import k8s_load

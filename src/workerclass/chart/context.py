@@ -13,11 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from ..api.resources import RELEASE_PREFIX
 from .source import ChartSource
-
-#: The ApplicationDefinition's ``release.prefix``: a KubernetesNodes ``<cluster>-<pool>`` is
-#: the HelmRelease ``kubernetes-nodes-<cluster>-<pool>``.
-RELEASE_PREFIX = "kubernetes-nodes-"
 
 Variant = Literal["main", "pr3571"]
 

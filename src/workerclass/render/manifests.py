@@ -29,7 +29,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..api.names import FAMILIES, INFRASTRUCTURES
-from ..chart import RELEASE_PREFIX, ChartInput
+from ..api.resources import RELEASE_PREFIX
+from ..chart import ChartInput
 from ..chart.context import ChartRefused
 from ..chart.nodegroup import Disk
 from ..chart.render import kubevirtmachinetemplate_hash, render_chart, render_kubevirtmachinetemplate

@@ -15,10 +15,11 @@ from functools import lru_cache
 from typing import Any, cast
 
 from ..api.paths import is_within
+from ..api.resources import RELEASE_PREFIX
 from ..chart import ChartFailure
 from ..chart.checks import chart_failures
 from ..chart.values import chart_defaults, chart_input, version_map
-from ..state import RELEASE_PREFIX, PoolRecord, State, release_of
+from ..state import PoolRecord, State, release_of
 from ..violations import Violation
 
 __all__ = [

@@ -17,7 +17,7 @@ controller's cache). Its edge: it indexes and parses; it decides nothing. Its mo
 - :mod:`~workerclass.state.skipped`: :class:`Skipped`, what indexing skips, said one line each (or
   counted per kind), with "did you mean" for a near miss of a kind read;
 - :mod:`~workerclass.state.kinds`: the kinds read (:data:`KINDS`, :data:`POOL_KINDS`,
-  :data:`AUXILIARY_KINDS`, the API groups, :data:`RELEASE_PREFIX`...), views of
+  :data:`AUXILIARY_KINDS`, the API groups...), views of
   :mod:`workerclass.api.resources`, kept importable from here.
 """
 
@@ -34,7 +34,6 @@ from .kinds import (
     INSTANCETYPE_KIND,
     KINDS,
     POOL_KINDS,
-    RELEASE_PREFIX,
 )
 from .memo import Memo
 from .pmap import PMap
@@ -64,7 +63,6 @@ __all__ = [
     "INSTANCETYPE_KIND",
     "KINDS",
     "POOL_KINDS",
-    "RELEASE_PREFIX",
     "ClassRecord",
     "Document",
     "Lines",

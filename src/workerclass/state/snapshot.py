@@ -26,11 +26,12 @@ from functools import cache, cached_property
 from types import MappingProxyType
 from typing import Any
 
+from ..api.resources import RELEASE_PREFIX
 from ..builtin import CLASSES_ORIGIN, PLATFORM_ORIGIN, builtin_classes, embedded_platform, embedded_platform_spec
 from ..chart.source import ChartSource
 from ..chart.values import load_instancetypes
 from ..model import Cluster, Platform, parse_class_spec, parse_cluster, parse_platform
-from .kinds import AUXILIARY_KINDS, INSTANCETYPE_GROUP, INSTANCETYPE_KIND, KINDS, POOL_KINDS, RELEASE_PREFIX
+from .kinds import AUXILIARY_KINDS, INSTANCETYPE_GROUP, INSTANCETYPE_KIND, KINDS, POOL_KINDS
 from .memo import Memo
 from .pmap import EMPTY, PMap, as_pmap
 from .records import (
