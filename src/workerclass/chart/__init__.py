@@ -34,7 +34,8 @@ Modules (what lives where, and what of the chart each mirrors):
 - ``checks``: every ``fail`` of ``_helpers.tpl``, ``_versions.tpl``, ``nodegroup.yaml`` and
   cozy-lib's tenant rule, in the order Helm meets them.
 - ``nodegroup``: ``templates/nodegroup.yaml`` (KubevirtMachineTemplate text and object, its name,
-  MachineDeployment, MachineHealthCheck, WorkloadMonitor).
+  MachineDeployment, MachineHealthCheck, WorkloadMonitor) and :func:`chart_hash`, the ``sha256sum | trunc 6``
+  in the chart's names.
 - ``dashboard``: ``templates/dashboard-resourcemap.yaml`` (the dashboard RBAC) and cozy-lib's ``_rbac.tpl``.
 - ``talos_job``: ``templates/talos-reconcile-job.yaml`` (RBAC, network policy, the Job) and the
   TalosConfigTemplate its heredoc applies.
@@ -60,14 +61,15 @@ from .checks import chart_failures
 from .context import ChartInput, ChartRefused
 from .kernel_modules import kernel_module_failures
 from .nodegroup import (
+    HASH_LENGTH,
     Disk,
+    chart_hash,
     factory_disk_url,
     kubevirtmachinetemplate,
     kubevirtmachinetemplate_text,
     machinedeployment,
     machinehealthcheck,
     nodegroup_objects,
-    template_hash,
     workloadmonitor,
 )
 from .render import (
@@ -91,6 +93,7 @@ from .values import (
 )
 
 __all__ = [
+    "HASH_LENGTH",
     "ChartInput",
     "ChartRefused",
     "Disk",
@@ -98,6 +101,7 @@ __all__ = [
     "app_version",
     "chart_defaults",
     "chart_failures",
+    "chart_hash",
     "chart_input",
     "chart_version",
     "coalesce",
@@ -117,7 +121,6 @@ __all__ = [
     "nodegroup_objects",
     "render_chart",
     "sizing",
-    "template_hash",
     "version_map",
     "workloadmonitor",
 ]

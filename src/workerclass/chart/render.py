@@ -25,11 +25,11 @@ from .context import ChartInput, ChartRefused
 from .kernel_modules import SHELL_SAFE, kernel_module_failures
 from .nodegroup import (
     Disk,
+    chart_hash,
     chart_http_url,
     kubevirtmachinetemplate,
     kubevirtmachinetemplate_text,
     nodegroup_objects,
-    template_hash,
 )
 from .sizing import Sizing, sizing
 from .values import app_version, chart_version
@@ -132,7 +132,7 @@ def kubevirtmachinetemplate_hash(
         names = [str(obj["metadata"]["name"]) for obj in objects if obj.get("kind") == "KubevirtMachineTemplate"]
         return names[0].rsplit("-", 1)[-1] if names else ""
     size, _, disk = _checked(inp, disk, kernel_modules, installer_image, image_factory_ca)
-    return template_hash(kubevirtmachinetemplate_text(inp, size, disk))
+    return chart_hash(kubevirtmachinetemplate_text(inp, size, disk))
 
 
 def render_kubevirtmachinetemplate(inp: ChartInput) -> dict[str, Any]:
