@@ -49,9 +49,9 @@ from .names import name_violations, shown_name
 from .patch import apply_ops
 from .ratchet import RATCHETED_KINDS, ratchet
 
-__all__ = ["OPERATIONS", "Decision", "admit", "mutate", "stored_object", "supplied_object", "validate"]
+__all__ = ["Decision", "admit", "mutate", "stored_object", "supplied_object", "validate"]
 
-OPERATIONS = frozenset(ALL_OPERATIONS)
+_OPERATIONS = frozenset(ALL_OPERATIONS)
 #: "CREATE, UPDATE, DELETE or CONNECT", worded once
 _OPERATION_WORDS = f"{', '.join(ALL_OPERATIONS[:-1])} or {ALL_OPERATIONS[-1]}"
 CLASS_FIELD = "workerClassName"
@@ -76,7 +76,7 @@ def _stored_class(obj: Mapping[str, Any] | None) -> str | None:
 
 
 def _bad_operation(operation: str) -> Decision | None:
-    if operation in OPERATIONS:
+    if operation in _OPERATIONS:
         return None
     return Decision(
         False,

@@ -61,7 +61,6 @@ from .settings import (
 from .versions import minor_of, version_tuple
 from .worker_class import (
     _CLASS_KEYS,
-    BOOTSTRAPS,
     FixedImage,
     WorkerClassSpec,
     parse_class_spec,
@@ -69,7 +68,6 @@ from .worker_class import (
 
 # every name importers use, including the underscored key sets (tests compare them with the CRDs)
 __all__ = [
-    "BOOTSTRAPS",
     "CHART_KEYS",
     "CHART_VERSIONS",
     "CLASS_ERA_KEYS",

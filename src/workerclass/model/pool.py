@@ -13,15 +13,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..api.patterns import KUBERNETES_MINOR, KUBERNETES_PATCH, NAME, QUANTITY
 from ..api.schema import CLASS_ERA_KEYS
 from ..chart.checks import KUBELET_KEYS as CHART_KUBELET_KEYS
 from ..chart.facts import compute_plane_keys, upstream_facts
 from ..violations import Violation
 from .reader import (
-    KUBERNETES_MINOR,
-    KUBERNETES_PATCH,
-    NAME,
-    QUANTITY,
     Reader,
     key_path,
     label_key_problem,

@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..api.names import Infrastructure, is_infrastructure
+from ..api.patterns import DNS_LABEL
 from ..model import Cluster
-from ..model.reader import DNS_LABEL
 from ..state import ClassRecord
 from ..violations import Violation
 
