@@ -5,7 +5,7 @@ Built from a STATE folder (the cluster as GitOps holds it, read by
 controller's cache). Its edge: it indexes and parses; it decides nothing. Its modules:
 
 - :mod:`~workerclass.state.snapshot`: :class:`State` itself (construction, lookups, the
-  incremental :meth:`State.with_object` / :meth:`State.without`), :class:`Lines`,
+  incremental :meth:`State.with_object` / :meth:`State.without`),
   :func:`embedded_instancetypes`;
 - :mod:`~workerclass.state.records`: one object into one record: :class:`ObjectRecord`,
   :class:`ClassRecord`, :class:`PoolRecord`, :class:`Document`, :class:`LoadError`,
@@ -51,7 +51,7 @@ from .records import (
     pool_from_object,
     release_of,
 )
-from .snapshot import Lines, State, embedded_instancetypes
+from .snapshot import State, embedded_instancetypes
 
 __all__ = [
     "APPLICATION_KIND_LABEL",
@@ -65,7 +65,6 @@ __all__ = [
     "POOL_KINDS",
     "ClassRecord",
     "Document",
-    "Lines",
     "LoadError",
     "Memo",
     "ObjectRecord",

@@ -51,24 +51,7 @@ from .records import (
 )
 from .skipped import Skipped
 
-__all__ = ["Lines", "State", "embedded_instancetypes"]
-
-
-class Lines(tuple[str, ...]):
-    """Lines of text that cannot change: a tuple, equal to a list of the same lines as well.
-
-    :attr:`State.warnings` was a list, and its readers compare it with one (``state.warnings == []``).
-    """
-
-    __slots__ = ()
-
-    def __eq__(self, other: object) -> bool:
-        return tuple.__eq__(self, tuple(other) if isinstance(other, list) else other)
-
-    def __ne__(self, other: object) -> bool:
-        return not self == other
-
-    __hash__ = tuple.__hash__
+__all__ = ["State", "embedded_instancetypes"]
 
 
 def _empty() -> PMap:
@@ -139,7 +122,7 @@ class State:
     #: the objects read, by ``(kind, namespace, name)`` (:attr:`objects` lists them in check order)
     records: Mapping[tuple[str, str, str], ObjectRecord] = field(default_factory=_empty)
     #: what indexing skipped, one line each (the folder reader's lines first, see ``load_state``)
-    warnings: Lines = field(default_factory=Lines)
+    warnings: tuple[str, ...] = ()
     #: objects of :data:`AUXILIARY_KINDS` (webhook installation), for ``preflight``
     auxiliary: tuple[ObjectRecord, ...] = ()
     #: VirtualMachineClusterInstancetype objects by name: Cozystack's shipped set, then the
@@ -261,7 +244,7 @@ class State:
             # the shipped facts' chart as of now (the built-ins' State is made once and shared)
             chart=ChartSource.shipped(),
             **_instancetype_fields(PMap(instancetypes) if instancetypes else EMPTY),
-            warnings=Lines(warnings or ()),
+            warnings=tuple(warnings or ()),
             auxiliary=tuple(auxiliary),
         )
 
@@ -367,7 +350,7 @@ class State:
         attributes.update(self.__dict__)
         for name in _DERIVED:
             attributes.pop(name, None)
-        attributes["warnings"] = _NO_LINES
+        attributes["warnings"] = ()
         attributes.update(changes)
         attributes["memo"] = Memo.seeded(attributes["pool_names"])
         return new
@@ -419,9 +402,6 @@ def _parent(records: PMap, clusters: PMap, namespace: str, name: str) -> PMap:
     release = records.get(("HelmRelease", namespace, f"{CLUSTER_RELEASE_PREFIX}{name}"))
     found = parent_cluster(namespace, name, kubernetes and kubernetes.obj, release and release.obj)
     return clusters.put((namespace, name), found)
-
-
-_NO_LINES = Lines()
 
 
 def _platform_fields(obj: Mapping[str, Any] | None) -> dict[str, Any]:
