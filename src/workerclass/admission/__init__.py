@@ -47,7 +47,7 @@ from ..violations import Violation
 from .decision import Decision
 from .names import name_violations, shown_name
 from .patch import apply_ops
-from .ratchet import RATCHETED_KINDS, ratchet
+from .ratchet import RATCHETED_KINDS, Outcome, ratchet
 
 __all__ = ["Decision", "admit", "mutate", "stored_object", "supplied_object", "validate"]
 
@@ -282,9 +282,6 @@ def _named_class_rules(denials: list[Violation], classless: list[Violation], tar
         )
         for v in denials
     ]
-
-
-Outcome = tuple[list[Violation], list[str]]
 
 
 def _metadata_name(obj: Mapping[str, Any] | None) -> str:

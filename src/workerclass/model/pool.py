@@ -15,7 +15,7 @@ from typing import Any
 
 from ..api.patterns import KUBERNETES_MINOR, KUBERNETES_PATCH, NAME, QUANTITY
 from ..api.schema import CLASS_ERA_KEYS
-from ..chart.checks import KUBELET_KEYS as CHART_KUBELET_KEYS
+from ..chart.checks import KUBELET_KEYS
 from ..chart.facts import compute_plane_keys, upstream_facts
 from ..violations import Violation
 from .reader import (
@@ -36,7 +36,6 @@ __all__ = [
     "COMPUTE_PLANE_ALLOWLIST",
     "DEFAULT_MAX_REPLICAS",
     "DEFAULT_MIN_REPLICAS",
-    "KUBELET_KEYS",
     "RESERVED_LABEL_PREFIXES",
     "ROLE",
     "TAINT_EFFECTS",
@@ -111,7 +110,7 @@ class PoolSpec:
 #: Every key of the chart's values schema (the generated facts), read with the chart's types.
 CHART_KEYS = frozenset(upstream_facts()["schema"]["properties"])
 _POOL_KEYS = CHART_KEYS | frozenset(CLASS_ERA_KEYS)
-KUBELET_KEYS = frozenset(CHART_KUBELET_KEYS)
+_KUBELET_KEYS = frozenset(KUBELET_KEYS)  # the chart's keys (its order matters there), as a set
 #: The chart's ``version`` enum (its values schema, in the generated facts).
 CHART_VERSIONS: tuple[str, ...] = tuple(upstream_facts()["schema"]["properties"]["version"]["enum"])
 #: Label prefixes that are Cluster API's own: its selectors and topology use them. (Its
@@ -302,7 +301,7 @@ def parse_pool_spec(spec: object, field: str = "spec") -> tuple[PoolSpec, list[V
         gpus=gpus,
         ssh_keys=ssh_keys,
         os=os_settings,
-        kubelet=_string_map(reader, data, "kubelet", KUBELET_KEYS, field),
+        kubelet=_string_map(reader, data, "kubelet", _KUBELET_KEYS, field),
         images=_string_map(reader, data, "images", frozenset({"kubectl"}), field),
         values=data,
         class_violations=tuple(strict.violations),
@@ -343,7 +342,7 @@ def parse_node_group(group: object, field: str) -> tuple[PoolSpec, list[Violatio
         storage_class=reader.string(data, "storageClass", field),
         roles=reader.string_list(data, "roles", field) or (),
         gpus=_gpus(reader, data, field),
-        kubelet=_string_map(reader, data, "kubelet", KUBELET_KEYS, field),
+        kubelet=_string_map(reader, data, "kubelet", _KUBELET_KEYS, field),
         values=data,
         warnings=tuple(reader.warnings),
     )
