@@ -17,7 +17,7 @@ NODEGROUP_KINDS = ("KubevirtMachineTemplate", "MachineDeployment", "MachineHealt
 
 # upstream-cozystack/README.md "Each failure's admission code", keyed on the message the oracle reports
 # (the chart's ``fail`` text, or ``values schema: ...``); first match wins. The one map of the tests.
-_MESSAGE_CODES: tuple[tuple[re.Pattern[str], str], ...] = (
+MESSAGE_CODES: tuple[tuple[re.Pattern[str], str], ...] = (
     # A values-schema violation is Invalid whatever field it names (a null podCpuLimit is not one of
     # InvalidPodCPU's rules), but for the version enum, which is UnsupportedVersion.
     (re.compile(r"^values schema.*at '/version'", re.S), "UnsupportedVersion"),
@@ -50,7 +50,7 @@ _MESSAGE_CODES: tuple[tuple[re.Pattern[str], str], ...] = (
 
 def code_of_message(message: str) -> str:
     """The admission code the README maps the oracle's failure message to ("Unknown" if none)."""
-    for pattern, code in _MESSAGE_CODES:
+    for pattern, code in MESSAGE_CODES:
         if pattern.search(message):
             return code
     return "Unknown"
