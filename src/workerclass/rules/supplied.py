@@ -56,7 +56,6 @@ __all__ = [
     "kairos_filled_paths",
     "kairos_read_paths",
     "strip_paths",
-    "values_schema",
 ]
 
 Path = tuple[str, ...]
