@@ -11,12 +11,13 @@ import yaml
 from typer.testing import CliRunner
 
 from tests.webhook.helpers import ROOT
-from workerclass.adapters.kube import CONTROLLER_WATCHED, WATCHED
+from workerclass.adapters.kube import WATCHED
+from workerclass.api import CONTROLLER_READS
 from workerclass.cli.main import _register, app
 from workerclass.crds import crd_manifests
 from workerclass.deploy import (
     NAME,
-    OPERATIONS,
+    OPERATIONS_BY_PATH,
     WEBHOOK_MEMORY_LIMIT_MIB,
     WEBHOOK_MEMORY_REQUEST_MIB,
     InstallOptions,
@@ -93,7 +94,7 @@ def test_controller_install_is_two_replicas_one_leader_with_the_rbac_it_writes_w
     assert ("apps.cozystack.io", "kubernetesnodes") not in writes  # pools are the tenant's: read only
     assert ("helm.toolkit.fluxcd.io", "helmreleases") not in writes
     read = {(group, resource) for rule in rules for group in rule["apiGroups"] for resource in rule["resources"]}
-    assert {(watched.group, watched.plural) for watched in CONTROLLER_WATCHED} <= read
+    assert {(watched.group, watched.plural) for watched in CONTROLLER_READS} <= read
 
 
 def test_every_route_has_one_webhook_with_safe_settings() -> None:
@@ -122,13 +123,13 @@ def test_every_route_has_one_webhook_with_safe_settings() -> None:
         (rule,) = hook["rules"]
         assert rule["apiGroups"] == [watched.group] and rule["apiVersions"] == [watched.version]
         assert rule["resources"] == [watched.plural]  # the main resource only, never status
-        assert rule["operations"] == OPERATIONS[route.path]
+        assert rule["operations"] == OPERATIONS_BY_PATH[route.path]
         assert rule["scope"] == ("Namespaced" if watched.namespaced else "Cluster")
         assert hook["name"].endswith(".workerclass.cozystack.io")
     # only what a rule needs: pool DELETE and CONNECT are not matched, class DELETE is (ClassInUse)
-    assert "DELETE" not in OPERATIONS["/validate/kubernetesnodes"]
-    assert OPERATIONS["/validate/workerclasses"] == ["CREATE", "UPDATE", "DELETE"]
-    assert all("CONNECT" not in operations for operations in OPERATIONS.values())
+    assert "DELETE" not in OPERATIONS_BY_PATH["/validate/kubernetesnodes"]
+    assert OPERATIONS_BY_PATH["/validate/workerclasses"] == ["CREATE", "UPDATE", "DELETE"]
+    assert all("CONNECT" not in operations for operations in OPERATIONS_BY_PATH.values())
 
 
 def test_rbac_reads_exactly_what_the_cache_watches() -> None:

@@ -107,3 +107,72 @@ def test_no_test_module_skips_itself_on_a_test_helper_import() -> None:
             ):
                 offenders.append(f"{module.relative_to(ROOT)}: {node.args[0].value}")
     assert offenders == []
+
+
+#: Public names that still mean a different thing in each of these modules (a door's own type or
+#: helper beside the core's); the list only shrinks: a new name defined twice fails, and so does a
+#: name here that is defined once now.
+SAME_NAME_OTHER_THING: dict[str, set[str]] = {
+    "CHART_NAME": {"chart/labels.py", "helm_chart.py"},  # the upstream chart's name; our own chart's
+    "Decider": {"api/webhooks.py", "webhook/handler.py"},  # a webhook's decider name; the callable
+    "ImageSource": {"api/names.py", "model/settings.py"},  # a source's name; a parsed source block
+    "Key": {"controller/workers.py", "ops/plan/__init__.py"},  # (kind, ns, name); (ns, name, kind)
+    "NAME": {"api/patterns.py", "deploy.py", "webhook/logtext.py"},  # a pattern; the install's name; a log field
+    "Node": {"api/schema.py", "chart/gotext.py"},  # a declaration node; a template node
+    "Settings": {"cli/output.py", "webhook/settings.py"},  # output settings; the server's settings
+    "StateSource": {"controller/__init__.py", "webhook/sources.py"},  # each door's own protocol
+    "Target": {"adapters/kubeconfig.py", "webhook/review.py"},  # a kubeconfig target; a review's resource
+    "Verdict": {"ops/charts.py", "ops/preflight/verdicts.py"},  # a chart's verdict; a preflight check's
+    "chart_checks": {"ops/preflight/report.py", "resolve/chart.py"},  # preflight rows; a pool's failures
+    "identify": {"chart/identity.py", "state/records.py"},  # a chart's files; an object's key
+    "load_state": {"adapters/folder.py", "cli/commands_core.py"},  # a folder; the CLI's STATE with --chart
+    "to_yaml": {"chart/goyaml.py", "deploy.py"},  # go-yaml's text of a value; the install's documents
+}
+
+
+def _top_level_names(path: Path) -> set[str]:
+    """The public names a module defines itself (assigned, def or class), not those it imports."""
+    names: set[str] = set()
+    for node in ast.parse(path.read_text("utf-8")).body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            names.add(node.name)
+        elif isinstance(node, ast.Assign):
+            names.update(target.id for target in node.targets if isinstance(target, ast.Name))
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            names.add(node.target.id)
+    return {name for name in names if not name.startswith("_") and name != "logger"}
+
+
+def test_each_fact_has_one_definition() -> None:
+    """A constant, function or type is defined in one module and imported everywhere else: a second
+    definition (a copied prefix, an alias kept for importers, a second map of the same facts) can
+    drift from the first, and one name that means two things misleads its readers."""
+    defined: dict[str, set[str]] = {}
+    for module in MODULES:
+        for name in _top_level_names(module):
+            defined.setdefault(name, set()).add(module.relative_to(SRC).as_posix())
+    twice = {name: modules for name, modules in defined.items() if len(modules) > 1}
+    assert twice == SAME_NAME_OTHER_THING
+
+
+def test_no_module_renames_an_imported_constant() -> None:
+    """``URL = HTTP_URL``: a second public name for an imported value is a second name for one
+    thing (private seams that tests substitute, such as ``_render = render``, are not names to import)."""
+    aliases: list[str] = []
+    for module in MODULES:
+        body = ast.parse(module.read_text("utf-8")).body
+        imported = {
+            alias.asname or alias.name.split(".")[0]
+            for node in body
+            if isinstance(node, ast.Import | ast.ImportFrom)
+            for alias in node.names
+        }
+        for node in body:
+            if isinstance(node, ast.Assign | ast.AnnAssign) and isinstance(node.value, ast.Name):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                aliases += [
+                    f"{module.relative_to(SRC)}: {target.id} = {node.value.id}"
+                    for target in targets
+                    if isinstance(target, ast.Name) and not target.id.startswith("_") and node.value.id in imported
+                ]
+    assert not aliases, aliases

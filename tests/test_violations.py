@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from tests.builders import API_CODES
-from workerclass.violations import CODES, Denied, Violation
+from tests.chart.cases import MESSAGE_CODES, code_of_message
+from workerclass.violations import CODES, Denied, Violation, under_values
 
 ROOT = Path(__file__).resolve().parents[1]
 #: the contract users script against, in the project's own docs
@@ -56,3 +57,51 @@ def test_denied_carries_its_violations_and_says_them() -> None:
     error = Denied(violations)
     assert error.violations == tuple(violations) == error.denials
     assert str(error) == "Invalid spec.a: one; TalosVGPU spec.gpus[0].vgpu: two"
+
+
+@pytest.mark.parametrize(
+    ("values", "field", "preface", "expected"),
+    [
+        ("spec", "spec.maxUnhealthy", "", ("spec.maxUnhealthy", "m")),
+        ("spec.values", "spec.maxUnhealthy", "", ("spec.values.maxUnhealthy", "m")),
+        ("spec.values", "spec", "", ("spec.values", "m")),
+        ("spec.values", "metadata.name", "", ("metadata.name", "m")),
+        ("spec.values", "specific", "", ("specific", "m")),
+        (
+            "spec.values",
+            "spec.talos.version",
+            "the chart refuses: ",
+            ("spec.values.talos.version", "the chart refuses: m"),
+        ),
+    ],
+    ids=["nodes-pool", "release-values", "release-whole-values", "metadata-kept", "key-boundary", "preface"],
+)
+def test_chart_failures_become_the_pool_s_denials_under_its_values(
+    values: str, field: str, preface: str, expected: tuple[str, str]
+) -> None:
+    (denial,) = under_values([Violation("InvalidMaxUnhealthy", field, "m")], values, preface=preface)
+    assert (denial.code, denial.field, denial.message) == ("InvalidMaxUnhealthy", *expected)
+
+
+@pytest.mark.parametrize(
+    ("message", "code"),
+    [
+        ("values schema:\n- at '/version': value must be one of 'v1.35', 'v1.34'", "UnsupportedVersion"),
+        ("values schema:\n- at '/podCpuLimit': got null, want integer or string", "Invalid"),
+        ("template: kubernetes-nodes/templates/nodegroup.yaml:12: nil pointer evaluating interface {}.cpu", "Invalid"),
+        ("nodeGroup md0: podCpuLimit (-1) must not be negative", "InvalidPodCPU"),
+        (
+            "nodeGroup md0: evictionHardMemory (7%) must be strictly less than evictionSoftMemory (5%)",
+            "InvalidKubeletReservation",
+        ),
+    ],
+    ids=["schema-version", "schema-other", "template-nil", "pod-cpu", "eviction"],
+)
+def test_the_tests_map_an_oracle_message_to_the_readme_s_code(message: str, code: str) -> None:
+    """The tests' one map of the chart's messages (tests/chart/cases.py): a values-schema violation
+    is Invalid, or UnsupportedVersion for the version enum, never a code outside the contract."""
+    assert code_of_message(message) == code
+
+
+def test_the_tests_map_chart_messages_only_to_contract_codes() -> None:
+    assert {code for _, code in MESSAGE_CODES} <= CODES

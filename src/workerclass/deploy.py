@@ -77,7 +77,7 @@ PORT = 8443
 METRICS_PORT = 9090
 
 #: the operations each path is matched for (the smallest set its rules need), from the API table
-OPERATIONS: dict[str, list[str]] = {webhook.path: list(webhook.operations) for webhook in WEBHOOKS}
+OPERATIONS_BY_PATH: dict[str, list[str]] = {webhook.path: list(webhook.operations) for webhook in WEBHOOKS}
 
 
 def package_version() -> str:

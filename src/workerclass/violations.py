@@ -6,6 +6,7 @@ Every door (webhook, controller status, CLI) shows a violation the same way,
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 CODES = frozenset(
@@ -87,3 +88,19 @@ class Denied(Exception):
     def denials(self) -> tuple[Violation, ...]:
         """The violations, by the name API.md section 6 gives them (``Denied(denials)``)."""
         return self.violations
+
+
+def under_values(failures: Iterable[Violation], values: str, *, preface: str = "") -> tuple[Violation, ...]:
+    """The chart's failures as one pool's violations: a field the chart names under ``spec`` moved
+    under the pool's values ``values`` (``spec.values...`` for a HelmRelease, ``spec...`` for a
+    KubernetesNodes), each message after ``preface``; other fields (``metadata...``) as they are.
+
+    The one conversion of chart failures to a pool's denials: resolution and the CLI's render
+    refusals both make theirs here."""
+    out: list[Violation] = []
+    for failure in failures:
+        where = failure.field
+        if where == "spec" or where.startswith("spec."):
+            where = values + where[len("spec") :]
+        out.append(Violation(failure.code, where, preface + failure.message))
+    return tuple(out)

@@ -140,7 +140,7 @@ def test_objects_of_kinds_not_read_are_skipped_silently_and_kindless_mappings_wa
         "all.yaml#2.2: a number, not a Kubernetes object: skipped",
         "all.yaml#3: a mapping without kind, not a Kubernetes object: skipped",
     ]
-    assert state.warnings == []
+    assert state.warnings == ()
     assert [record.name for record in state.pools.values()] == ["example-a"]
 
 

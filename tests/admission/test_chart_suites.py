@@ -18,10 +18,9 @@ from typing import Any
 import pytest
 import yaml
 
+from tests.chart.cases import code_of_message
 from tests.shared import require
 from workerclass import State, admit
-
-from .chart_codes import code_for
 
 SUITES = require("upstream-cozystack", "kubernetes-nodes", "tests", module=True)
 PREFIX = "kubernetes-nodes-"
@@ -114,6 +113,6 @@ def test_chart_suite_values(values: dict[str, Any], release: dict[str, str], mes
             assert decision.allowed, (obj["kind"], denials)
         else:
             assert not decision.allowed, obj["kind"]
-            expected = code_for(message)
-            assert expected != "?", message
+            expected = code_of_message(message)
+            assert expected != "Unknown", message
             assert any(v.code == expected for v in decision.denials), (obj["kind"], expected, denials)

@@ -31,9 +31,8 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from tests.chart import oracle
+from tests.chart.cases import code_of_message
 from workerclass import State, admit
-
-from .chart_codes import code_for
 
 oracle.require_oracle()
 
@@ -198,13 +197,13 @@ def test_admission_allows_exactly_what_the_chart_renders(pool: tuple[str, str, d
             assert create_codes == {"InvalidPoolName"}, shown
     else:
         assert not create.allowed, shown
-        assert code_for(rendered.error) in create_codes, shown
+        assert code_of_message(rendered.error) in create_codes, shown
 
     stored = _nodes(name, namespace, values)
     update = admit(STATE, "UPDATE", stored, old=stored, ratcheting=False)  # judged as stored, not ratcheted
     update_codes = {v.code for v in update.denials}
     first = rendered
-    if not rendered.ok and code_for(rendered.error) == "InvalidPoolName":
+    if not rendered.ok and code_of_message(rendered.error) == "InvalidPoolName":
         # the chart stopped at the name: what does it say under a conforming name?
         first = _render(values, f"{PREFIX}{CLUSTER}-md1", "tenant-example")
     shown = (first.error[:200], sorted(str(v) for v in update.denials))
@@ -217,4 +216,4 @@ def test_admission_allows_exactly_what_the_chart_renders(pool: tuple[str, str, d
         assert update.patch == []  # classless: no patch
     else:
         assert not update.allowed, shown
-        assert code_for(first.error) in update_codes, shown
+        assert code_of_message(first.error) in update_codes, shown

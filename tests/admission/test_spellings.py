@@ -15,11 +15,10 @@ from typing import Any
 
 import pytest
 
+from tests.chart.cases import code_of_message
 from tests.chart.oracle import get_oracle, need_oracle, oracle_read
 from workerclass import State, admit
 from workerclass.adapters.folder import parse_documents
-
-from .chart_codes import code_for
 
 NAMESPACE = "tenant-example"
 PARENT = {
@@ -113,7 +112,7 @@ def _judged_as_the_chart_judges(
         shown = (classified, rendered.error[:240], [str(v) for v in decision.denials])
         assert decision.allowed is rendered.ok, shown
         if not rendered.ok:
-            assert code_for(rendered.error) in {v.code for v in decision.denials}, shown
+            assert code_of_message(rendered.error) in {v.code for v in decision.denials}, shown
 
 
 @pytest.mark.parametrize(("case", "line"), TEXT_CASES.items(), ids=TEXT_CASES.keys())
@@ -134,4 +133,4 @@ def test_an_empty_kernel_module_name_is_the_kernel_module_code_pr3571_maps_it_to
     assert not rendered.ok
     for obj in (_release(values), _release({**values, "workerClassName": "talos"})):
         codes = {(v.code, v.field) for v in admit(STATE, "CREATE", obj).denials}
-        assert (code_for(rendered.error), "spec.values.kernelModules[0].name") in codes, codes
+        assert (code_of_message(rendered.error), "spec.values.kernelModules[0].name") in codes, codes

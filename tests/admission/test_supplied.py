@@ -26,8 +26,9 @@ from tests.builders import (
     pool_name,
 )
 from workerclass import State, admit, mutate, resolve
+from workerclass.chart.schema import values_schema
 from workerclass.chart.values import chart_input
-from workerclass.rules.supplied import api_defaults, api_filled_paths, apply_schema_defaults, values_schema
+from workerclass.rules.supplied import api_defaults, api_filled_paths, apply_schema_defaults
 
 NAME = pool_name("md1")
 PINNED = make_class("talos-pinned", talos={"version": "v1.13.5"})

@@ -13,7 +13,6 @@ from typing import Any
 import pytest
 
 from workerclass.chart import (
-    ChartFailure,
     ChartRefused,
     chart_failures,
     chart_input,
@@ -21,6 +20,7 @@ from workerclass.chart import (
     render_chart,
     sizing,
 )
+from workerclass.violations import Violation
 
 from .cases import code_of_message, pool_release
 from .oracle import ABSENT, available, diff_paths, get_oracle
@@ -230,7 +230,7 @@ ROWS: list[tuple[str, dict[str, Any], str, str, tuple[str, str] | None, bool]] =
 ]
 
 
-def _first(values: dict[str, Any], release: str, namespace: str) -> tuple[list[ChartFailure], tuple[str, str] | None]:
+def _first(values: dict[str, Any], release: str, namespace: str) -> tuple[list[Violation], tuple[str, str] | None]:
     failures = chart_failures(chart_input(values, namespace=namespace, release=release))
     return failures, ((failures[0].code, failures[0].field) if failures else None)
 
@@ -341,7 +341,7 @@ def test_messages_quote_harmless_shapes() -> None:
 )
 def test_wrong_types_never_crash(values: dict[str, Any]) -> None:
     failures = chart_failures(chart_input(values, namespace=NS, release=R))
-    assert all(isinstance(f, ChartFailure) for f in failures)
+    assert all(isinstance(f, Violation) for f in failures)
 
 
 def test_pr3571_kernel_modules_and_schematic_id() -> None:

@@ -14,9 +14,9 @@ import yaml
 from typer.testing import CliRunner
 
 from tests.render.schemas import REPO, crd_directory, validation_errors
-from workerclass.chart.context import ChartFailure
 from workerclass.cli.main import _register, app
 from workerclass.render import RenderError
+from workerclass.violations import Violation
 
 EXAMPLES = REPO / "examples"
 _register()
@@ -155,7 +155,7 @@ def chart_refuses_example_talos(monkeypatch: pytest.MonkeyPatch) -> None:
     The doors' render entry points raise what :func:`workerclass.render.render` raises for a
     chart refusal: a :class:`RenderError` carrying the chart's failures.
     """
-    failure = ChartFailure("InvalidStorageClass", "spec.storageClass", "no such StorageClass")
+    failure = Violation("InvalidStorageClass", "spec.storageClass", "no such StorageClass")
 
     def refusing(real: Callable[..., Any]) -> Callable[..., Any]:
         def call(effective: Any, **options: Any) -> Any:

@@ -22,8 +22,8 @@ import pytest_asyncio
 from lightkube import AsyncClient, KubeConfig
 
 from workerclass.adapters.folder import load_state
-from workerclass.adapters.kube import CONTROLLER_WATCHED, WATCHED, ClusterCache
-from workerclass.api import Resource
+from workerclass.adapters.kube import WATCHED, ClusterCache
+from workerclass.api import CONTROLLER_READS, Resource
 from workerclass.controller import (
     FINALIZER,
     ClassController,
@@ -121,7 +121,7 @@ async def running(
         }
     )
     client = AsyncClient(config=config, trust_env=False)
-    cache = ClusterCache(client, resources=CONTROLLER_WATCHED, retry_delay=0.05, max_retry_delay=0.2)
+    cache = ClusterCache(client, resources=CONTROLLER_READS, retry_delay=0.05, max_retry_delay=0.2)
     await cache.start()
 
     def login(**_: Any) -> kopf.ConnectionInfo:

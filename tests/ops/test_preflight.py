@@ -19,7 +19,7 @@ from typer.testing import CliRunner
 from workerclass.adapters.folder import load_state
 from workerclass.adapters.kube import WATCHED
 from workerclass.cli.main import _register, app
-from workerclass.deploy import OPERATIONS, PORT, InstallOptions, webhook_manifests
+from workerclass.deploy import OPERATIONS_BY_PATH, PORT, InstallOptions, webhook_manifests
 from workerclass.ops.preflight import EXPECTED, READY_PATH, WEBHOOK_DOMAIN, Preflight, preflight, preflight_objects
 from workerclass.webhook.routes import ROUTES
 
@@ -66,7 +66,7 @@ def test_expectations_agree_with_the_served_routes_and_the_generated_rules() -> 
             watched[(route.target.kind, route.target.group)].version,
             watched[(route.target.kind, route.target.group)].plural,
             watched[(route.target.kind, route.target.group)].namespaced,
-            tuple(OPERATIONS[route.path]),
+            tuple(OPERATIONS_BY_PATH[route.path]),
         )
         for route in ROUTES
     }

@@ -15,7 +15,8 @@ from typing import Any
 
 import pytest
 
-from workerclass.render import HASH_VERSION, canonical_text, chart_hash, content_hash, template_suffix
+from workerclass.chart import chart_hash
+from workerclass.render import HASH_VERSION, canonical_text, content_hash, template_suffix
 
 from .builders import FIXED_REFERENCE, SSH_KEY, by_kind, pool, render_pool, worker_class
 from .variants import rendered, variants

@@ -19,7 +19,7 @@ def test_one_folder_as_a_string_or_a_path() -> None:
     assert [r.origin for r in by_text.objects] == [r.origin for r in by_path.objects]
     assert len(by_path.pools) == 4  # the legacy pool's HelmRelease is its stored record, not a pool
     assert ("tenant-example", "example-legacy") in by_path.backing_values
-    assert by_path.warnings == []
+    assert by_path.warnings == ()
 
 
 def test_several_paths_make_one_state(tmp_path: Path) -> None:
@@ -55,7 +55,7 @@ def test_skipped_documents_are_recorded_before_indexing_warnings(tmp_path: Path)
         )
     )
     state = load_state(state_dir)
-    assert state.warnings == [
+    assert list(state.warnings) == [
         f"{state_dir / 'site.yml'}#1: a list, not a Kubernetes object: skipped",
         f"skipped 1 ConfigMap object (first at {state_dir / 'other.yaml'}:1): workerclass does not read this kind",
     ]  # what the reader skipped first, then what indexing skipped

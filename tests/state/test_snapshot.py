@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import dataclasses
-import json
-import operator
 from pathlib import Path
 
 import pytest
 
 from workerclass.adapters.folder import load_state
 from workerclass.api import resources
-from workerclass.state import KINDS, POOL_KINDS, Lines, Memo, State, identify
+from workerclass.state import KINDS, POOL_KINDS, Memo, State, identify
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
@@ -37,14 +35,6 @@ def test_every_snapshot_has_a_memo_of_its_own() -> None:
         assert other.memo["pool-names"] is other.pool_names
     assert "objects" not in changed.__dict__
     assert [record.name for record in changed.objects] == [name for name in names if name != pool.name]
-
-
-def test_lines_are_a_tuple_equal_to_a_list() -> None:
-    lines = Lines(("a", "b"))
-    # both operand orders, and != as well (a list on the left asks Lines through the reflection)
-    assert lines == ["a", "b"] and operator.eq(["a", "b"], lines) and lines == ("a", "b")
-    assert lines != ["a"] and operator.ne(lines, ["a", "b"]) is False
-    assert hash(lines) == hash(("a", "b")) and json.dumps(lines) == '["a", "b"]'
 
 
 def test_the_kinds_are_the_api_tables() -> None:

@@ -21,7 +21,7 @@ Cozystack cluster), nothing is checked and the shipped facts apply.
 
 Polling, not watching: one ``get`` of the ApplicationDefinition and one of the source every
 ``interval`` seconds (two objects; a watch of every Flux source in the cluster would cost more), and a
-download only when the digest changes. Downloads are bounded (:data:`MAX_ARTIFACT_BYTES`, ``timeout``)
+download only when the digest changes. Downloads are bounded (:data:`~.chart.MAX_CHART_BYTES`, ``timeout``)
 and their URL is never logged or reported (it names the cluster's internals); errors are reduced to
 their type or HTTP status.
 
@@ -45,12 +45,10 @@ from .chart import MAX_CHART_BYTES, ChartReadError, chart_archive_files, with_en
 from .helm import helm_engine
 from .kube import short_error, status_code
 
-__all__ = ["MAX_ARTIFACT_BYTES", "ChartFollower", "ChartRef", "artifact_of", "chart_ref", "verify_digest"]
+__all__ = ["ChartFollower", "ChartRef", "artifact_of", "chart_ref", "verify_digest"]
 
 logger = logging.getLogger("workerclass.charts")
 
-#: the largest artifact downloaded (a worker-pool chart is ~200 KB packed)
-MAX_ARTIFACT_BYTES = MAX_CHART_BYTES
 #: the digest algorithms Flux may write (``--artifact-digest-algo``) that hashlib has
 _ALGORITHMS = frozenset({"sha256", "sha384", "sha512", "sha1"})
 
@@ -211,7 +209,7 @@ class ChartFollower:
         if cached is not None:
             return cached
         try:
-            data = await self._fetch(artifact.url, self.timeout, MAX_ARTIFACT_BYTES)
+            data = await self._fetch(artifact.url, self.timeout, MAX_CHART_BYTES)
         except asyncio.CancelledError:
             raise
         except _FetchError as error:

@@ -23,8 +23,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ..chart.context import ChartFailure, ChartRefused
+from ..chart.context import ChartRefused
 from ..chart.kubeyaml import k8s_load
+from ..violations import Violation
 
 __all__ = ["INSTANCETYPES_KEY", "PROBE_POOL", "HelmEngine", "helm_engine", "probe_gate"]
 
@@ -87,7 +88,7 @@ class HelmEngine:
             template = where.group(1) if where else "a template"
             raise ChartRefused(
                 [
-                    ChartFailure(
+                    Violation(
                         "Invalid",
                         "spec",
                         f"the chart (rendered by Helm's engine) refuses the pool in {template}; its message is not "

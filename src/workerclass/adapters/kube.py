@@ -71,14 +71,13 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from ..api import CONTROLLER_READS, WATCHED, Resource
+from ..api import WATCHED, Resource
 from ..api.resources import APPLICATION_KIND_LABEL, INSTANCETYPE
 from ..chart.source import ChartSource
 from ..state import State
 from .sync import SyncReport, age_report, where
 
 __all__ = [
-    "CONTROLLER_WATCHED",
     "HEALTHY_WATCH",
     "LIST_CHUNK",
     "STATUS_REASONS",
@@ -96,10 +95,6 @@ logger = logging.getLogger("workerclass.kube")
 
 
 # WATCHED (imported above): what the webhook's cache lists and watches.
-#: What the WorkerClass controller reads (:data:`workerclass.api.CONTROLLER_READS`): a class's status
-#: needs the platform (for its rules) and the pools, not parent clusters or ComputePlanes (whose node
-#: groups are classless).
-CONTROLLER_WATCHED: tuple[Resource, ...] = CONTROLLER_READS
 
 
 #: objects per list page (``limit``; lightkube follows ``continue``)

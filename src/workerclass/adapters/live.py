@@ -64,13 +64,12 @@ from ..ops.preflight.objects import found_webhooks, kind_of, partition, selector
 from ..ops.providers import KAIROS_TEMPLATE_CRD
 from ..ops.workers import PINNED_ANNOTATION, POOL_LABEL, WORKER_KINDS
 from ..state import State
-from .kube import resource_class, short_error, trimmed
+from .kube import LIST_CHUNK, resource_class, short_error, trimmed
 from .kubeconfig import LiveError
 
-__all__ = ["LIST_CHUNK", "READ", "Install", "live_preflight", "read_install", "read_uninstall"]
+__all__ = ["READ", "Install", "live_preflight", "read_install", "read_uninstall"]
 
 #: objects per list page (``limit``; lightkube follows ``continue``)
-LIST_CHUNK = 500
 #: kind -> (lightkube module, apiVersion, the resource as RBAC names it): what is read, typed
 READ: dict[str, tuple[str, str, str]] = {
     MUTATING: (

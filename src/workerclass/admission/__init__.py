@@ -47,11 +47,11 @@ from ..violations import Violation
 from .decision import Decision
 from .names import name_violations, shown_name
 from .patch import apply_ops
-from .ratchet import RATCHETED_KINDS, ratchet
+from .ratchet import RATCHETED_KINDS, Outcome, ratchet
 
-__all__ = ["OPERATIONS", "Decision", "admit", "mutate", "stored_object", "supplied_object", "validate"]
+__all__ = ["Decision", "admit", "mutate", "stored_object", "supplied_object", "validate"]
 
-OPERATIONS = frozenset(ALL_OPERATIONS)
+_OPERATIONS = frozenset(ALL_OPERATIONS)
 #: "CREATE, UPDATE, DELETE or CONNECT", worded once
 _OPERATION_WORDS = f"{', '.join(ALL_OPERATIONS[:-1])} or {ALL_OPERATIONS[-1]}"
 CLASS_FIELD = "workerClassName"
@@ -76,7 +76,7 @@ def _stored_class(obj: Mapping[str, Any] | None) -> str | None:
 
 
 def _bad_operation(operation: str) -> Decision | None:
-    if operation in OPERATIONS:
+    if operation in _OPERATIONS:
         return None
     return Decision(
         False,
@@ -147,7 +147,7 @@ def mutate(
     patched = apply_ops(obj, patch) if patch else obj
     new_spec = patched.get("spec")
     if operation == "UPDATE" and new_spec and _stored_class(old) is not None:
-        filled = api_filled_paths(new_spec, stored_values(state, obj, old))
+        filled = api_filled_paths(new_spec, _written_before(state, obj, old))
         removals = [{"op": "remove", "path": json_pointer("/spec", path)} for path in filled]
         if removals:
             patch += removals
@@ -157,7 +157,7 @@ def mutate(
     return Decision(True, operation, patch=patch, object=patched)
 
 
-def stored_values(state: State, obj: Mapping[str, Any], old: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
+def _written_before(state: State, obj: Mapping[str, Any], old: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
     """What was really written for the pool an UPDATE changes: the State's record of it (the
     backing HelmRelease, else the stored KubernetesNodes); without one, the old object's values
     (the API's read: the best knowledge there is, so nothing is taken for API-filled)."""
@@ -179,7 +179,7 @@ def supplied_object(
     spec = obj.get("spec")
     if not isinstance(spec, dict):
         return obj
-    filled = api_filled_paths(spec, stored_values(state, obj, old))
+    filled = api_filled_paths(spec, _written_before(state, obj, old))
     _, namespace, name = identify(obj)
     # No record of what was written: a Kairos pool's Talos-only chart defaults are the API's
     # read (a CREATE with them would have been refused), never TalosSettingOnKairos.
@@ -282,9 +282,6 @@ def _named_class_rules(denials: list[Violation], classless: list[Violation], tar
         )
         for v in denials
     ]
-
-
-Outcome = tuple[list[Violation], list[str]]
 
 
 def _metadata_name(obj: Mapping[str, Any] | None) -> str:

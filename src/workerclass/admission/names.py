@@ -30,8 +30,6 @@ __all__ = ["MAX_POOL_NAME", "name_violations", "shown_name"]
 #: ``kubernetes-nodes-`` + name within Helm's 53-character release names
 MAX_POOL_NAME = 53 - len(RELEASE_PREFIX)
 
-_shown = shown_name
-
 
 def _for_release(message: str) -> str:
     """A chart message about the release name, told to a HelmRelease writer: the HelmRelease
@@ -77,7 +75,7 @@ def name_violations(state: State, record: PoolRecord, obj: Mapping[str, Any]) ->
             Violation(
                 "InvalidPoolName",
                 "metadata.name",
-                f"the parent Kubernetes app {_shown(cluster)} still manages nodeGroup {_shown(pool)}: its "
+                f"the parent Kubernetes app {shown_name(cluster)} still manages nodeGroup {shown_name(pool)}: its "
                 "MachineDeployment kubernetes-<cluster>-<pool> belongs to the parent; rename the pool or remove "
                 "that nodeGroup from the parent first",
             )

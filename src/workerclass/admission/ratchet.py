@@ -32,7 +32,7 @@ from typing import Any
 from ..api.paths import is_within
 from ..violations import Violation
 
-__all__ = ["MISSING", "RATCHETED_KINDS", "ratchet", "value_at"]
+__all__ = ["MISSING", "RATCHETED_KINDS", "Outcome", "ratchet", "value_at"]
 
 #: the kinds whose UPDATEs ratchet (the pools: the kinds a tenant writes and Cozystack renders)
 RATCHETED_KINDS = frozenset({"KubernetesNodes", "HelmRelease", "ComputePlane"})

@@ -1,7 +1,7 @@
 """A port of Cozystack's ``kubernetes-nodes`` chart (main ``3c780acd4`` and PR 3315), pure Python.
 
 Owns what the chart decides: its values, what its templates render and every render-time
-``fail`` as a :class:`ChartFailure` with an admission code. The oracle
+``fail`` as a :class:`~workerclass.violations.Violation` with an admission code. The oracle
 (``shared/tools/cozystack-render``) judges it on parsed objects; the KubevirtMachineTemplate's
 name and the Job's name are hashes of the chart's exact text, so those blocks are emitted as the
 chart's templates emit them. The port keeps the chart's structure: one function per define or
@@ -20,7 +20,7 @@ Modules (what lives where, and what of the chart each mirrors):
 - ``gotext``: the subset of Go's text/template the port renders the chart's own text with (the
   talos-reconcile Job's spec, PR 3315's unpin hook), read from the chart in effect.
 - ``context``: :class:`ChartInput` (``.Values``, ``.Release``, what ``lookup`` finds), the
-  variants (main, PR 3571) and :class:`ChartFailure` / :class:`ChartRefused`.
+  variants (main, PR 3571) and :class:`ChartRefused` (the chart's failures, as violations).
 - ``values``: ``values.yaml``, ``files/versions.yaml``, ``images/kubectl.tag``, ``Chart.yaml`` and
   the shipped instance types; Helm's coalesce, Flux's values merge.
 - ``kubeyaml``: YAML as Kubernetes reads it (go-yaml v2's resolution, then JSON) on PyYAML's C
@@ -34,7 +34,8 @@ Modules (what lives where, and what of the chart each mirrors):
 - ``checks``: every ``fail`` of ``_helpers.tpl``, ``_versions.tpl``, ``nodegroup.yaml`` and
   cozy-lib's tenant rule, in the order Helm meets them.
 - ``nodegroup``: ``templates/nodegroup.yaml`` (KubevirtMachineTemplate text and object, its name,
-  MachineDeployment, MachineHealthCheck, WorkloadMonitor).
+  MachineDeployment, MachineHealthCheck, WorkloadMonitor) and :func:`chart_hash`, the ``sha256sum | trunc 6``
+  in the chart's names.
 - ``dashboard``: ``templates/dashboard-resourcemap.yaml`` (the dashboard RBAC) and cozy-lib's ``_rbac.tpl``.
 - ``talos_job``: ``templates/talos-reconcile-job.yaml`` (RBAC, network policy, the Job) and the
   TalosConfigTemplate its heredoc applies.
@@ -57,17 +58,18 @@ it never sees State or a class, and imports nothing of workerclass but ``api`` a
 from __future__ import annotations
 
 from .checks import chart_failures
-from .context import RELEASE_PREFIX, ChartFailure, ChartInput, ChartRefused
+from .context import ChartInput, ChartRefused
 from .kernel_modules import kernel_module_failures
 from .nodegroup import (
+    HASH_LENGTH,
     Disk,
+    chart_hash,
     factory_disk_url,
     kubevirtmachinetemplate,
     kubevirtmachinetemplate_text,
     machinedeployment,
     machinehealthcheck,
     nodegroup_objects,
-    template_hash,
     workloadmonitor,
 )
 from .render import (
@@ -91,8 +93,7 @@ from .values import (
 )
 
 __all__ = [
-    "RELEASE_PREFIX",
-    "ChartFailure",
+    "HASH_LENGTH",
     "ChartInput",
     "ChartRefused",
     "Disk",
@@ -100,6 +101,7 @@ __all__ = [
     "app_version",
     "chart_defaults",
     "chart_failures",
+    "chart_hash",
     "chart_input",
     "chart_version",
     "coalesce",
@@ -119,7 +121,6 @@ __all__ = [
     "nodegroup_objects",
     "render_chart",
     "sizing",
-    "template_hash",
     "version_map",
     "workloadmonitor",
 ]

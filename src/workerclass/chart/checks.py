@@ -33,7 +33,9 @@ from typing import Any
 
 import yaml
 
-from .context import RELEASE_PREFIX, ChartFailure, ChartInput
+from ..api.resources import RELEASE_PREFIX
+from ..violations import Violation
+from .context import ChartInput
 from .facts import upstream_facts
 from .kernel_modules import SHELL_SAFE, kernel_module_failures
 from .kubeyaml import k8s_load
@@ -89,14 +91,14 @@ def _describe(value: Any, shape: re.Pattern[str], what: str = "the value") -> st
 class _Collector:
     def __init__(self, pool: str) -> None:
         self.pool = pool
-        self.failures: list[ChartFailure] = []
+        self.failures: list[Violation] = []
 
     def add(self, code: str, field: str, message: str, *, prefix: bool = True) -> None:
         text = f"nodeGroup {self.pool}: {message}" if prefix else message
-        self.failures.append(ChartFailure(code=code, field=field, message=text))
+        self.failures.append(Violation(code=code, field=field, message=text))
 
 
-def chart_failures(inp: ChartInput, *, size: Sizing | None = None) -> list[ChartFailure]:
+def chart_failures(inp: ChartInput, *, size: Sizing | None = None) -> list[Violation]:
     """Each render-time refusal of the chart for ``inp`` (empty: the chart renders).
 
     ``size``: ``sizing(inp)`` when the caller has it already (it is computed otherwise)."""

@@ -4,7 +4,8 @@
 the chart's ``values.yaml``, with ``_cluster``/``_namespace`` from the platform), ``.Release``
 (name and namespace) and what the chart's ``lookup`` calls would find (the instance types, and
 optionally an existing MachineDeployment's owning release). ``ChartRefused`` carries every
-:class:`ChartFailure` of a refused render.
+:class:`~workerclass.violations.Violation` of a refused render (the chart's
+``fail``, with its admission code).
 """
 
 from __future__ import annotations
@@ -13,22 +14,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from ..api.resources import RELEASE_PREFIX
+from ..violations import Violation
 from .source import ChartSource
 
-#: The ApplicationDefinition's ``release.prefix``: a KubernetesNodes ``<cluster>-<pool>`` is
-#: the HelmRelease ``kubernetes-nodes-<cluster>-<pool>``.
-RELEASE_PREFIX = "kubernetes-nodes-"
-
 Variant = Literal["main", "pr3571"]
-
-
-@dataclass(frozen=True, slots=True)
-class ChartFailure:
-    """One render-time refusal of the chart: the admission code, the field path, a message."""
-
-    code: str
-    field: str
-    message: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,7 +36,7 @@ class ChartInput:
     existing_machinedeployment_release: str | None = None
     #: What Helm refuses before any template runs: the nulls of the values as written that its
     #: schema validation or the unguarded templates meet (:func:`workerclass.chart.schema.null_failures`).
-    null_failures: tuple[ChartFailure, ...] = ()
+    null_failures: tuple[Violation, ...] = ()
     #: PR 3315's lookups, where STATE or the cluster holds the objects (None: not known, as offline):
     #: the ``spec.clusterName`` of that MachineDeployment, and the ``spec.version`` of the parent
     #: KamajiControlPlane ``kubernetes-<cluster>`` in the namespace
@@ -73,8 +63,8 @@ class ChartInput:
 
 
 class ChartRefused(Exception):
-    """The chart would refuse to render: every :class:`ChartFailure` found (the chart stops at its first)."""
+    """The chart would refuse to render: every :class:`Violation` found (the chart stops at its first)."""
 
-    def __init__(self, failures: list[ChartFailure]) -> None:
+    def __init__(self, failures: list[Violation]) -> None:
         self.failures = list(failures)
         super().__init__("; ".join(f"{f.field}: {f.message}" for f in self.failures) or "chart refused")

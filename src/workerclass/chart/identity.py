@@ -31,7 +31,6 @@ import yaml
 from .facts import DEFAULT_UPSTREAM, facts
 
 __all__ = [
-    "DEFAULT_CHART",
     "ChartIdentity",
     "ChartRules",
     "by_name",
@@ -42,9 +41,6 @@ __all__ = [
     "identify",
     "known_identities",
 ]
-
-#: The identity the shipped facts describe when no chart is given (its text is not shipped).
-DEFAULT_CHART = DEFAULT_UPSTREAM
 
 
 @dataclass(frozen=True, slots=True)
@@ -315,8 +311,8 @@ def _by_digest() -> Mapping[str, ChartIdentity]:
 
 
 def default_identity() -> ChartIdentity:
-    """The chart the shipped facts describe (:data:`DEFAULT_CHART`): what applies when none is given."""
-    return by_name(DEFAULT_CHART)
+    """The chart the shipped facts describe (:data:`DEFAULT_UPSTREAM`): what applies when none is given."""
+    return by_name(DEFAULT_UPSTREAM)
 
 
 def by_name(name: str) -> ChartIdentity:

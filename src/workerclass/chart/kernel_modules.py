@@ -18,7 +18,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .context import ChartFailure
+from ..violations import Violation
 from .quantity import go_quote_text, go_str, truthy
 
 __all__ = [
@@ -118,10 +118,10 @@ def kernel_modules_list(modules: Sequence[Mapping[str, Any]], group_name: str) -
 
 def kernel_module_failures(
     modules: Sequence[Any], *, pool: str = "(pool)", field: str = "spec.kernelModules"
-) -> list[ChartFailure]:
+) -> list[Violation]:
     """PR 3571's ``kubernetes.kernelModules`` guards on a module list (names ``^[a-z0-9_-]+$``;
     parameters free of shell and YAML metacharacters: they reach the Job's heredoc)."""
-    failures: list[ChartFailure] = []
+    failures: list[Violation] = []
     for i, module in enumerate(modules):
         if not isinstance(module, Mapping):
             continue
@@ -129,7 +129,7 @@ def kernel_module_failures(
         name = go_str(raw_name) if truthy(raw_name) else ""
         if not KERNEL_MODULE_NAME.fullmatch(name):
             failures.append(
-                ChartFailure(
+                Violation(
                     "InvalidKernelModule",
                     f"{field}[{i}].name",
                     f"pool {pool}: invalid kernelModules name: must be a kernel module name matching "
@@ -140,7 +140,7 @@ def kernel_module_failures(
         for j, param in enumerate(params if isinstance(params, list) else []):
             if not SHELL_SAFE.fullmatch(go_str(param)):
                 failures.append(
-                    ChartFailure(
+                    Violation(
                         "InvalidKernelModule",
                         f"{field}[{i}].parameters[{j}]",
                         f"pool {pool}: invalid kernelModules parameter: must not contain $, a backtick, a backslash, "

@@ -425,9 +425,14 @@ def _kmt_template_dict(inp: ChartInput, sizing: Sizing, disk: Disk | None) -> di
     }
 
 
-def template_hash(text: str) -> str:
-    """``sha256sum | trunc 6`` of the define's text."""
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:6]
+#: Hex digits the chart keeps of a name hash: its ``trunc 6``.
+HASH_LENGTH = 6
+
+
+def chart_hash(text: str) -> str:
+    """``sha256sum | trunc 6`` of a text: the hash in the names of the chart's KubevirtMachineTemplate
+    and talos-reconcile Job, and of the templates we name by content."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:HASH_LENGTH]
 
 
 def kubevirtmachinetemplate(inp: ChartInput, sizing: Sizing, disk: Disk | None = None) -> dict[str, Any]:
@@ -442,7 +447,7 @@ def kubevirtmachinetemplate(inp: ChartInput, sizing: Sizing, disk: Disk | None =
     return {
         "apiVersion": KMT_API,
         "kind": "KubevirtMachineTemplate",
-        "metadata": {"name": f"{inp.cluster_name}-{inp.group_name}-{template_hash(text)}", "namespace": inp.namespace},
+        "metadata": {"name": f"{inp.cluster_name}-{inp.group_name}-{chart_hash(text)}", "namespace": inp.namespace},
         "spec": {"template": template},
     }
 

@@ -19,16 +19,17 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from ..violations import Violation
 from .checks import chart_failures
-from .context import ChartFailure, ChartInput, ChartRefused
+from .context import ChartInput, ChartRefused
 from .kernel_modules import SHELL_SAFE, kernel_module_failures
 from .nodegroup import (
     Disk,
+    chart_hash,
     chart_http_url,
     kubevirtmachinetemplate,
     kubevirtmachinetemplate_text,
     nodegroup_objects,
-    template_hash,
 )
 from .sizing import Sizing, sizing
 from .values import app_version, chart_version
@@ -90,7 +91,7 @@ def _by_helm(inp: ChartInput, class_era: tuple[Any, ...], talos_config_template:
             "those need a chart the port was proved against"
         )
     if reason is not None or engine is None:
-        raise ChartRefused([ChartFailure("Invalid", "spec", f"the chart ({inp.chart.describe()}) {reason}")])
+        raise ChartRefused([Violation("Invalid", "spec", f"the chart ({inp.chart.describe()}) {reason}")])
     return engine(inp.supplied_values, release=inp.release, namespace=inp.namespace, instancetypes=inp.instancetypes)
 
 
@@ -131,7 +132,7 @@ def kubevirtmachinetemplate_hash(
         names = [str(obj["metadata"]["name"]) for obj in objects if obj.get("kind") == "KubevirtMachineTemplate"]
         return names[0].rsplit("-", 1)[-1] if names else ""
     size, _, disk = _checked(inp, disk, kernel_modules, installer_image, image_factory_ca)
-    return template_hash(kubevirtmachinetemplate_text(inp, size, disk))
+    return chart_hash(kubevirtmachinetemplate_text(inp, size, disk))
 
 
 def render_kubevirtmachinetemplate(inp: ChartInput) -> dict[str, Any]:
@@ -196,7 +197,7 @@ _PEM_BUNDLE = re.compile(
 )
 
 
-def image_factory_ca_failures(ca_pem: str | None, field: str = "spec.talos.imageFactoryCA") -> list[ChartFailure]:
+def image_factory_ca_failures(ca_pem: str | None, field: str = "spec.talos.imageFactoryCA") -> list[Violation]:
     """PR 3797's guards on ``talos.imageFactoryCA`` (``kubernetes.talosImageFactoryCA``).
 
     Empty or whitespace-only is unset (no failure). A private key, or anything but complete
@@ -206,7 +207,7 @@ def image_factory_ca_failures(ca_pem: str | None, field: str = "spec.talos.image
         return []
     if _PRIVATE_KEY.search(ca_pem):
         return [
-            ChartFailure(
+            Violation(
                 "Invalid",
                 field,
                 "talos.imageFactoryCA must not contain private key material: it holds the CA the image factory "
@@ -215,7 +216,7 @@ def image_factory_ca_failures(ca_pem: str | None, field: str = "spec.talos.image
         ]
     if not _PEM_BUNDLE.fullmatch(ca_pem):
         return [
-            ChartFailure(
+            Violation(
                 "Invalid",
                 field,
                 "talos.imageFactoryCA must contain one or more complete PEM certificate blocks "
@@ -225,12 +226,12 @@ def image_factory_ca_failures(ca_pem: str | None, field: str = "spec.talos.image
     return []
 
 
-def installer_image_failures(image: str | None, field: str = "installerImage") -> list[ChartFailure]:
+def installer_image_failures(image: str | None, field: str = "installerImage") -> list[Violation]:
     """The installer image reaches the Job's heredoc like the schematicID: the same character rule."""
     if image is None or SHELL_SAFE.fullmatch(image):
         return []
     return [
-        ChartFailure(
+        Violation(
             "Invalid",
             field,
             "the installer image must not contain $, a backtick, a backslash, quotes, whitespace or control "

@@ -10,7 +10,7 @@ unguarded (``talos.version``, ``images.kubectl``, the version map's lookup). Typ
 values that are not null are the model parser's (:mod:`workerclass.model.pool`).
 
 Owns :func:`null_failures`: the values as written (the pool's over the platform's) in, one
-``Invalid`` :class:`ChartFailure` per such null out, in document order. Its edge: the chart's own
+``Invalid`` :class:`Violation` per such null out, in document order. Its edge: the chart's own
 schema and defaults, from the generated facts (:mod:`.facts`); nothing of workerclass above ``chart``.
 """
 
@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from .context import ChartFailure
+from ..violations import Violation
 from .facts import DEFAULT_UPSTREAM, upstream_facts
 
 __all__ = ["DEREFERENCED", "null_failures", "values_schema"]
@@ -67,11 +67,11 @@ def _child(schema: Mapping[str, Any], key: str) -> Mapping[str, Any] | None:
 
 def null_failures(
     values: Mapping[str, Any], defaults: Mapping[str, Any], upstream: str = DEFAULT_UPSTREAM
-) -> list[ChartFailure]:
+) -> list[Violation]:
     """Each null of ``values`` (the pool's values over the platform's, as written) that Helm's
     schema validation or the templates refuse once ``values`` are coalesced over ``defaults``
     (the ``upstream`` chart's schema)."""
-    out: list[ChartFailure] = []
+    out: list[Violation] = []
     schema = values_schema(upstream)
     for key, value in values.items():
         if not isinstance(key, str) or key.startswith("_"):
@@ -86,7 +86,7 @@ def null_failures(
                 out.append(_typed_null(field, child))
             elif key in DEREFERENCED:
                 out.append(
-                    ChartFailure(
+                    Violation(
                         "Invalid",
                         field,
                         f"is null: Helm's coalesce drops it with the chart's default, and {DEREFERENCED[key]}: "
@@ -98,8 +98,8 @@ def null_failures(
     return out
 
 
-def _typed_null(field: str, schema: Mapping[str, Any]) -> ChartFailure:
-    return ChartFailure(
+def _typed_null(field: str, schema: Mapping[str, Any]) -> Violation:
+    return Violation(
         "Invalid",
         field,
         f"is null: Helm validates the chart's schema with the null in place, and it must be {_what(schema)}: "
@@ -107,7 +107,7 @@ def _typed_null(field: str, schema: Mapping[str, Any]) -> ChartFailure:
     )
 
 
-def _walk(value: Any, schema: Mapping[str, Any], default: Any, field: str, out: list[ChartFailure]) -> None:
+def _walk(value: Any, schema: Mapping[str, Any], default: Any, field: str, out: list[Violation]) -> None:
     """A value below the top level (``default``: the defaults at the same place, a table or missing)."""
     if isinstance(value, Mapping):
         defaults = default if isinstance(default, Mapping) else {}
@@ -120,7 +120,7 @@ def _walk(value: Any, schema: Mapping[str, Any], default: Any, field: str, out: 
                 if key in defaults:  # the null deletes the default: only a required key is then missing
                     if key in required:
                         out.append(
-                            ChartFailure(
+                            Violation(
                                 "Invalid",
                                 path,
                                 f"is null: Helm's coalesce drops it with the chart's default, and the chart's schema "

@@ -24,6 +24,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .context import ChartInput
+from .dashboard import RBAC_GROUP
 from .goyaml import to_yaml
 from .kernel_modules import heredoc_installer_image, kernel_modules_list
 from .kubeyaml import k8s_load
@@ -44,8 +45,6 @@ __all__ = [
 
 #: ``$mgmtClusterDomain`` when ``_cluster`` names none.
 DEFAULT_MANAGEMENT_DOMAIN = "cozy.local"
-
-RBAC_GROUP = "rbac.authorization.k8s.io"
 
 
 def _talos(inp: ChartInput) -> Mapping[str, Any]:

@@ -17,7 +17,6 @@ as YAML reads it (:func:`command_script`). Its edge: a :class:`JobContext` and t
 from __future__ import annotations
 
 import functools
-import hashlib
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -27,6 +26,7 @@ import yaml
 
 from .gotext import SPRIG, Action, Block, Node, Template, TemplateError, Text, compile_define
 from .kubeyaml import k8s_load
+from .nodegroup import chart_hash
 from .quantity import nindent
 from .source import ChartSource, ChartTextMissing
 
@@ -220,7 +220,7 @@ def image_scalar(image: str) -> str | None:
 def job_name(release: str, group_name: str, spec_text: str) -> str:
     """``<release>-talos-reconcile-<pool>`` cut to 56 (one trailing dash trimmed), ``-<sha256[:6]>``."""
     base = f"{release}-talos-reconcile-{group_name}"[:56].removesuffix("-")
-    return f"{base}-{hashlib.sha256(spec_text.encode()).hexdigest()[:6]}"
+    return f"{base}-{chart_hash(spec_text)}"
 
 
 _SCRIPT_INDENT = 14

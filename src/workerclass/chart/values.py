@@ -14,6 +14,7 @@ import functools
 from collections.abc import Mapping
 from typing import Any, TypeGuard
 
+from ..api.resources import INSTANCETYPE
 from .context import ChartInput, Variant
 from .facts import DEFAULT_UPSTREAM, instance_type_sizes, upstream_facts
 from .schema import null_failures
@@ -138,18 +139,13 @@ def app_version(upstream: str = DEFAULT_UPSTREAM) -> str:
     return str(meta.get("appVersion", "")) if isinstance(meta, Mapping) else ""
 
 
-#: The apiVersion and kind of the instance types the chart looks up.
-INSTANCETYPE_API_VERSION = "instancetype.kubevirt.io/v1beta1"
-INSTANCETYPE_KIND = "VirtualMachineClusterInstancetype"
-
-
 @functools.cache
 def _instancetypes() -> dict[str, dict[str, Any]]:
     """The shipped instance types as the objects the chart's lookup reads (its guest CPU and memory)."""
     return {
         name: {
-            "apiVersion": INSTANCETYPE_API_VERSION,
-            "kind": INSTANCETYPE_KIND,
+            "apiVersion": INSTANCETYPE.api_version,
+            "kind": INSTANCETYPE.kind,
             "metadata": {"name": name},
             "spec": {"cpu": {"guest": size.get("cpu")}, "memory": {"guest": size.get("memory")}},
         }

@@ -13,11 +13,10 @@ from ..adapters.folder import load_state as read_state
 from ..admission import admit, stored_object, validate
 from ..api.resources import RELEASE_PREFIX
 from ..api.webhooks import ADMITTED_OPERATIONS
-from ..chart import ChartFailure
 from ..render import RenderError, template_hash
 from ..resolve import Effective, resolve_all
 from ..state import PoolRecord, State, identify
-from ..violations import Violation
+from ..violations import Violation, under_values
 from .app import Command, QuietOption, app, set_quiet
 from .chart import ChartOption, load_chart
 from .output import (
@@ -200,16 +199,9 @@ def render_denials(record: PoolRecord, error: RenderError) -> list[Violation]:
     (``spec.values...`` for a HelmRelease); any other render error is one ``Invalid`` denial of
     the pool's values. Either way the message says it is the render that refuses.
     """
-    out: list[Violation] = []
-    for failure in error.failures:
-        if not isinstance(failure, ChartFailure):
-            continue
-        where = failure.field
-        if where == "spec" or where.startswith("spec."):
-            where = record.field + where[len("spec") :]
-        out.append(Violation(failure.code, where, f"the chart refuses to render the pool: {failure.message}"))
+    out = under_values(error.failures, record.field, preface="the chart refuses to render the pool: ")
     if out:
-        return out
+        return list(out)
     message = str(error).removeprefix(f"{record.identity}: ")
     return [Violation("Invalid", record.field, f"the pool cannot be rendered: {message}")]
 

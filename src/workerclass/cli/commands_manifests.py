@@ -21,14 +21,9 @@ from ..deploy import (
     to_yaml,
 )
 from .app import Command, app
-from .output import fail
+from .output import ManifestFormat, fail
 
 __all__ = ["manifests_command"]
-
-
-class ManifestFormat(StrEnum):
-    yaml = "yaml"
-    json = "json"
 
 
 def _write_chart(folder: Path) -> None:

@@ -12,7 +12,6 @@ import inspect
 import json
 import sys
 from collections.abc import Callable, Iterable, Iterator
-from enum import StrEnum
 from typing import Annotated, Any
 
 import typer
@@ -33,6 +32,7 @@ from .output import (
     EXIT_OK,
     SETTINGS,
     Format,
+    ManifestFormat,
     Styled,
     collector_paused,
     fail,
@@ -44,11 +44,6 @@ from .output import (
     table,
     warn,
 )
-
-
-class ManifestFormat(StrEnum):
-    yaml = "yaml"
-    json = "json"
 
 
 def _iter_render_json(items: Iterable[dict[str, Any]], pools: list[dict[str, Any]]) -> Iterator[str]:

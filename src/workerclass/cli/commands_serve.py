@@ -306,7 +306,8 @@ def serve_controller(
         from lightkube import KubeConfig
     except ImportError:
         fail("the controller needs kopf and lightkube: install workerclass[controller]")
-    from ..adapters.kube import CONTROLLER_WATCHED, ClusterCache
+    from ..adapters.kube import ClusterCache
+    from ..api import CONTROLLER_READS
     from ..controller import ClassController, ControllerSettings, LightkubePoolLister, LightkubeStatusWriter
     from ..controller.leader import LeaseElector
     from ..controller.liveness import serve_liveness
@@ -342,7 +343,7 @@ def serve_controller(
         # one client for the cache's lists and watches and every write: its read timeout fits the cache's
         client = _cache_client(config, "workerclass-controller")
         cache = ClusterCache(
-            client, resources=CONTROLLER_WATCHED, chart=given, charts=_follower(client, given, chart_poll)
+            client, resources=CONTROLLER_READS, chart=given, charts=_follower(client, given, chart_poll)
         )
         await cache.start()
         liveness = await serve_liveness(liveness_port, HEALTH_PATH) if liveness_port else None

@@ -42,6 +42,13 @@ class Format(StrEnum):
     json = "json"
 
 
+class ManifestFormat(StrEnum):
+    """``-o`` of the commands that print Kubernetes objects."""
+
+    yaml = "yaml"
+    json = "json"
+
+
 @dataclass
 class Settings:
     quiet: bool = False

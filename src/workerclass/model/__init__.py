@@ -36,7 +36,6 @@ from .pool import (
     COMPUTE_PLANE_ALLOWLIST,
     DEFAULT_MAX_REPLICAS,
     DEFAULT_MIN_REPLICAS,
-    KUBELET_KEYS,
     RESERVED_LABEL_PREFIXES,
     ROLE,
     TAINT_EFFECTS,
@@ -61,7 +60,6 @@ from .settings import (
 from .versions import minor_of, version_tuple
 from .worker_class import (
     _CLASS_KEYS,
-    BOOTSTRAPS,
     FixedImage,
     WorkerClassSpec,
     parse_class_spec,
@@ -69,7 +67,6 @@ from .worker_class import (
 
 # every name importers use, including the underscored key sets (tests compare them with the CRDs)
 __all__ = [
-    "BOOTSTRAPS",
     "CHART_KEYS",
     "CHART_VERSIONS",
     "CLASS_ERA_KEYS",
@@ -77,7 +74,6 @@ __all__ = [
     "DEFAULT_MAX_REPLICAS",
     "DEFAULT_MIN_REPLICAS",
     "INFRASTRUCTURES",
-    "KUBELET_KEYS",
     "PEM_CERTIFICATE",
     "PEM_CERTIFICATES",
     "RESERVED_LABEL_PREFIXES",

@@ -7,8 +7,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..api.names import INFRASTRUCTURES, Infrastructure, is_infrastructure
+from ..api.patterns import KUBERNETES_MINOR, KUBERNETES_PATCH
 from ..violations import Violation
-from .reader import KUBERNETES_MINOR, KUBERNETES_PATCH, Reader
+from .reader import Reader
 from .versions import minor_of
 
 __all__ = ["INFRASTRUCTURES", "Cluster", "parse_cluster"]

@@ -13,15 +13,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..api.patterns import KUBERNETES_MINOR, KUBERNETES_PATCH, NAME, QUANTITY
 from ..api.schema import CLASS_ERA_KEYS
-from ..chart.checks import KUBELET_KEYS as CHART_KUBELET_KEYS
+from ..chart.checks import KUBELET_KEYS
 from ..chart.facts import compute_plane_keys, upstream_facts
 from ..violations import Violation
 from .reader import (
-    KUBERNETES_MINOR,
-    KUBERNETES_PATCH,
-    NAME,
-    QUANTITY,
     Reader,
     key_path,
     label_key_problem,
@@ -39,7 +36,6 @@ __all__ = [
     "COMPUTE_PLANE_ALLOWLIST",
     "DEFAULT_MAX_REPLICAS",
     "DEFAULT_MIN_REPLICAS",
-    "KUBELET_KEYS",
     "RESERVED_LABEL_PREFIXES",
     "ROLE",
     "TAINT_EFFECTS",
@@ -91,24 +87,15 @@ class PoolSpec:
     version: str | None = None
     min_replicas: int | None = None
     max_replicas: int | None = None
-    instance_type: str | None = None
     resources: Resources | None = None
-    disk_size: str | None = None
     storage_class: str | None = None
     roles: tuple[str, ...] = ()
     labels: Mapping[str, str] = field(default_factory=dict)
     taints: tuple[Taint, ...] = ()
     max_unhealthy: str | None = None
-    node_startup_timeout: str | None = None
-    ready_unknown_timeout: str | None = None
-    ready_false_timeout: str | None = None
     gpus: tuple[Gpu, ...] = ()
     ssh_keys: tuple[str, ...] | None = None
     os: OsSettings = field(default_factory=OsSettings)
-    max_node_provision_time: str | None = None
-    log_serial_console: bool | None = None
-    pod_cpu_limit: str | None = None
-    pod_cpu_request: str | None = None
     kubelet: Mapping[str, str] | None = None
     images: Mapping[str, str] | None = None
     #: the values as written, verbatim (a classless pool's values are never rewritten)
@@ -123,7 +110,7 @@ class PoolSpec:
 #: Every key of the chart's values schema (the generated facts), read with the chart's types.
 CHART_KEYS = frozenset(upstream_facts()["schema"]["properties"])
 _POOL_KEYS = CHART_KEYS | frozenset(CLASS_ERA_KEYS)
-KUBELET_KEYS = frozenset(CHART_KUBELET_KEYS)
+_KUBELET_KEYS = frozenset(KUBELET_KEYS)  # the chart's keys (its order matters there), as a set
 #: The chart's ``version`` enum (its values schema, in the generated facts).
 CHART_VERSIONS: tuple[str, ...] = tuple(upstream_facts()["schema"]["properties"]["version"]["enum"])
 #: Label prefixes that are Cluster API's own: its selectors and topology use them. (Its
@@ -278,31 +265,43 @@ def parse_pool_spec(spec: object, field: str = "spec") -> tuple[PoolSpec, list[V
         text = data.get(key)
         if isinstance(text, str) and text and not NAME.fullmatch(text) and not looks_private(text):
             strict.invalid(f"{field}.{key}", f"is not {what} (the value is not shown)")
+    # Read in the chart's key order, so the denials come in it too. The values that only the
+    # chart's checks and the renderer read (they take them from ``values``) are read here for
+    # their types alone and not kept.
+    cluster = reader.string(data, "cluster", field, required=True)
+    worker_class_name = reader.string(data, "workerClassName", field, pattern=NAME, what="a WorkerClass name")
+    min_replicas = reader.integer(data, "minReplicas", field)
+    max_replicas = reader.integer(data, "maxReplicas", field)
+    reader.string(data, "instanceType", field)
+    resources = _resources(reader, data, field)
+    _quantity(reader, data, "diskSize", field)
+    storage_class = reader.string(data, "storageClass", field)
+    max_unhealthy = reader.string(data, "maxUnhealthy", field)
+    for key in ("nodeStartupTimeout", "readyUnknownTimeout", "readyFalseTimeout"):
+        reader.string(data, key, field)
+    gpus = _gpus(reader, data, field)
+    ssh_keys = reader.string_list(data, "sshKeys", field)
+    os_settings = parse_os(reader, data, field, strict)
+    reader.string(data, "maxNodeProvisionTime", field)
+    reader.boolean(data, "logSerialConsole", field)
+    _quantity(reader, data, "podCpuLimit", field)
+    _quantity(reader, data, "podCpuRequest", field)
     pool = PoolSpec(
-        cluster=reader.string(data, "cluster", field, required=True),
-        worker_class_name=reader.string(data, "workerClassName", field, pattern=NAME, what="a WorkerClass name"),
+        cluster=cluster,
+        worker_class_name=worker_class_name,
         version=version,
-        min_replicas=reader.integer(data, "minReplicas", field),
-        max_replicas=reader.integer(data, "maxReplicas", field),
-        instance_type=reader.string(data, "instanceType", field),
-        resources=_resources(reader, data, field),
-        disk_size=_quantity(reader, data, "diskSize", field),
-        storage_class=reader.string(data, "storageClass", field),
+        min_replicas=min_replicas,
+        max_replicas=max_replicas,
+        resources=resources,
+        storage_class=storage_class,
         roles=roles,
         labels=labels,
         taints=tuple(taints),
-        max_unhealthy=reader.string(data, "maxUnhealthy", field),
-        node_startup_timeout=reader.string(data, "nodeStartupTimeout", field),
-        ready_unknown_timeout=reader.string(data, "readyUnknownTimeout", field),
-        ready_false_timeout=reader.string(data, "readyFalseTimeout", field),
-        gpus=_gpus(reader, data, field),
-        ssh_keys=reader.string_list(data, "sshKeys", field),
-        os=parse_os(reader, data, field, strict),
-        max_node_provision_time=reader.string(data, "maxNodeProvisionTime", field),
-        log_serial_console=reader.boolean(data, "logSerialConsole", field),
-        pod_cpu_limit=_quantity(reader, data, "podCpuLimit", field),
-        pod_cpu_request=_quantity(reader, data, "podCpuRequest", field),
-        kubelet=_string_map(reader, data, "kubelet", KUBELET_KEYS, field),
+        max_unhealthy=max_unhealthy,
+        gpus=gpus,
+        ssh_keys=ssh_keys,
+        os=os_settings,
+        kubelet=_string_map(reader, data, "kubelet", _KUBELET_KEYS, field),
         images=_string_map(reader, data, "images", frozenset({"kubectl"}), field),
         values=data,
         class_violations=tuple(strict.violations),
@@ -331,16 +330,19 @@ def parse_node_group(group: object, field: str) -> tuple[PoolSpec, list[Violatio
                 f"ComputePlane node groups keep the classless Talos path; allowed keys: {allowed}."
                 " Use a standalone KubernetesNodes pool to select a worker class, version or Talos settings",
             )
+    min_replicas = reader.integer(data, "minReplicas", field)
+    max_replicas = reader.integer(data, "maxReplicas", field)
+    reader.string(data, "instanceType", field)  # its type only: the chart's checks read it from ``values``
+    resources = _resources(reader, data, field)
+    _quantity(reader, data, "diskSize", field)
     pool = PoolSpec(
-        min_replicas=reader.integer(data, "minReplicas", field),
-        max_replicas=reader.integer(data, "maxReplicas", field),
-        instance_type=reader.string(data, "instanceType", field),
-        resources=_resources(reader, data, field),
-        disk_size=_quantity(reader, data, "diskSize", field),
+        min_replicas=min_replicas,
+        max_replicas=max_replicas,
+        resources=resources,
         storage_class=reader.string(data, "storageClass", field),
         roles=reader.string_list(data, "roles", field) or (),
         gpus=_gpus(reader, data, field),
-        kubelet=_string_map(reader, data, "kubelet", KUBELET_KEYS, field),
+        kubelet=_string_map(reader, data, "kubelet", _KUBELET_KEYS, field),
         values=data,
         warnings=tuple(reader.warnings),
     )

@@ -15,52 +15,17 @@ from collections.abc import Mapping
 from typing import Any, Literal
 
 from ..api.patterns import (
-    DNS_LABEL,
-    DURATION,
     HTTP_URL,
-    KUBERNETES_MINOR,
-    KUBERNETES_PATCH,
     LABEL_KEY,
     LABEL_VALUE,
-    MODULE_NAME,
-    NAME,
-    PERCENT,
-    PINNED,
-    PRIVATE_KEY,
-    PRIVATE_KEY_MARKERS,
-    QUANTITY,
-    REPOSITORY,
-    SCHEMATIC_ID,
-    TALOS_VERSION,
     URL_CREDENTIALS,
     looks_like_token,
     looks_private,
 )
 from ..violations import Violation
 
-# The patterns are :mod:`workerclass.api.patterns`' (one definition, read by the CRDs too); they
-# stay importable from here for the parser's other modules and older importers.
 __all__ = [
     "CREDENTIALS_MESSAGE",
-    "DNS_LABEL",
-    "DURATION",
-    "HTTP_URL",
-    "KUBERNETES_MINOR",
-    "KUBERNETES_PATCH",
-    "LABEL_KEY",
-    "LABEL_VALUE",
-    "MODULE_NAME",
-    "NAME",
-    "PERCENT",
-    "PINNED",
-    "PRIVATE_KEY",
-    "PRIVATE_KEY_MARKERS",
-    "QUANTITY",
-    "REPOSITORY",
-    "SCHEMATIC_ID",
-    "TALOS_VERSION",
-    "URL",
-    "URL_CREDENTIALS",
     "Reader",
     "key_path",
     "label_key_problem",
@@ -76,8 +41,6 @@ CREDENTIALS_MESSAGE = (
     "must not carry credentials (user:password@): classes and pools hold no credentials; "
     "configure registry or Image Factory authentication on the platform side"
 )
-#: the parser's name for :data:`workerclass.api.patterns.HTTP_URL`
-URL = HTTP_URL
 
 
 def key_path(field: str, key: object) -> str:
@@ -243,7 +206,7 @@ class Reader:
             self.invalid(path, "is required and must not be empty")
             return value
         if value and pattern is not None and not pattern.fullmatch(value):
-            if pattern is URL and URL_CREDENTIALS.match(value):
+            if pattern is HTTP_URL and URL_CREDENTIALS.match(value):
                 self.invalid(path, CREDENTIALS_MESSAGE)  # the value is not quoted: it holds a secret
             else:
                 self.invalid(path, _not(value, what))
@@ -293,7 +256,7 @@ class Reader:
                 self.invalid(f"{path}[{index}]", f"must be a string, not {type_name(item)}")
                 continue
             if pattern is not None and not pattern.fullmatch(item):
-                if pattern is URL and URL_CREDENTIALS.match(item):
+                if pattern is HTTP_URL and URL_CREDENTIALS.match(item):
                     self.invalid(f"{path}[{index}]", CREDENTIALS_MESSAGE)
                 else:
                     self.invalid(f"{path}[{index}]", _not(item, what))

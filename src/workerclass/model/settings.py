@@ -13,10 +13,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..api import schema
+from ..api.patterns import HTTP_URL, URL_CREDENTIALS
 from .reader import (
     CREDENTIALS_MESSAGE,
-    URL,
-    URL_CREDENTIALS,
     Reader,
     key_path,
     looks_private,
@@ -179,7 +178,7 @@ def _talos(reader: Reader, value: object, field: str, strict: Reader) -> TalosSe
         text = reader.string(data, key, field)
         if text and not pattern.fullmatch(text):
             path = f"{field}.{key}"
-            if pattern is URL and URL_CREDENTIALS.match(text):
+            if pattern is HTTP_URL and URL_CREDENTIALS.match(text):
                 strict.invalid(path, CREDENTIALS_MESSAGE)
             elif not looks_private(text):
                 strict.invalid(path, f"is not {what} (the value is not shown)")

@@ -7,15 +7,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from ..api.names import FAMILIES, Family, is_family
+from ..api.names import Family, is_family
 from ..api.schema import CLASS_IMAGE, CLASS_SPEC
 from ..violations import Violation
 from .reader import Reader
 from .settings import OsSettings, parse_os
 
-__all__ = ["BOOTSTRAPS", "FixedImage", "WorkerClassSpec", "parse_class_spec"]
+__all__ = ["FixedImage", "WorkerClassSpec", "parse_class_spec"]
 
-BOOTSTRAPS = FAMILIES
 _CLASS_KEYS = CLASS_SPEC.keys
 _IMAGE_KEYS = CLASS_IMAGE.keys
 _IMAGE_VERSION = CLASS_IMAGE.string("kubernetesVersion")

@@ -248,11 +248,7 @@ def desired_workers(state: State) -> list[DesiredPool]:
                 replace(
                     base,
                     state="refused",
-                    denials=tuple(
-                        Violation(str(failure.code), str(failure.field), str(failure.message))
-                        for failure in error.failures
-                        if hasattr(failure, "code")
-                    ),
+                    denials=error.failures,
                     message="the chart refuses the pool: left as it is",
                 )
             )

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+
+from ..violations import Violation
 
 __all__ = ["RenderError"]
 
@@ -11,6 +12,6 @@ __all__ = ["RenderError"]
 class RenderError(ValueError):
     """The pool cannot be rendered; ``failures`` holds the chart's refusals when it refused."""
 
-    def __init__(self, message: str, failures: Sequence[Any] = ()) -> None:
+    def __init__(self, message: str, failures: Sequence[Violation] = ()) -> None:
         super().__init__(message)
         self.failures = tuple(failures)

@@ -10,7 +10,7 @@ rename a running pool's template. How that is kept, per family:
 
 - **Talos on KubeVirt (classless or classified)**: the KubevirtMachineTemplate's name is the
   chart's own: ``kubernetes-<cluster>-<pool>-<hash6>``, the first 6 hex digits of the sha256 of
-  the exact text the chart's ``kubevirtmachinetemplate`` define renders (:func:`chart_hash`
+  the exact text the chart's ``kubevirtmachinetemplate`` define renders (:func:`~workerclass.chart.nodegroup.chart_hash`
   over the text :mod:`workerclass.chart` emits). It is not a hash of our choosing, so there is
   nothing of ours to version: the parity tests render pools through the real chart
   (``shared/tools/cozystack-render``) and compare the text byte for byte and every object field
@@ -58,21 +58,19 @@ the two annotations from issue 21 on; the hashes themselves did not change).
 from __future__ import annotations
 
 import copy
-import hashlib
 import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..api.resources import WEBHOOK_DOMAIN
+from ..chart.nodegroup import chart_hash
 
 __all__ = [
-    "HASH_LENGTH",
     "HASH_VERSION",
     "HASH_VERSION_ANNOTATION",
     "INFRASTRUCTURE_KINDS",
     "TEMPLATE_HASH_ANNOTATION",
     "canonical_text",
-    "chart_hash",
     "content_hash",
     "keep_running",
     "named_by_content",
@@ -80,8 +78,6 @@ __all__ = [
 ]
 
 HASH_VERSION = "v2"
-#: Hex digits kept in names: the chart's ``trunc 6``.
-HASH_LENGTH = 6
 #: The kinds whose name carries the pool's rolling content hash.
 INFRASTRUCTURE_KINDS = ("KubevirtMachineTemplate", "ProxmoxMachineTemplate")
 #: On a template we name: the hash rule (:data:`HASH_VERSION`) that named it or last re-stamped it.
@@ -90,11 +86,6 @@ HASH_VERSION_ANNOTATION = f"{WEBHOOK_DOMAIN}/hash-version"
 TEMPLATE_HASH_ANNOTATION = f"{WEBHOOK_DOMAIN}/template-hash"
 #: The rule a template we named before the annotations existed was named by.
 _UNSTAMPED_VERSION = "v2"
-
-
-def chart_hash(text: str) -> str:
-    """``sha256sum | trunc 6`` of a text, as the chart names its KubevirtMachineTemplate."""
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:HASH_LENGTH]
 
 
 def canonical_text(document: Any) -> str:

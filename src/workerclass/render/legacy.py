@@ -34,7 +34,6 @@ __all__ = [
     "class_era",
     "default_factory_url",
     "legacy_values",
-    "stored_values",
     "talos_values",
 ]
 
@@ -69,8 +68,8 @@ def talos_values(talos: EffectiveTalos) -> dict[str, Any]:
     }
 
 
-def stored_values(effective: Effective) -> Mapping[str, Any]:
-    """The pool's values as stored (resolution carries them on the effective settings)."""
+def _values_as_written(effective: Effective) -> Mapping[str, Any]:
+    """The pool's values as written (resolution carries them on the effective settings)."""
     return effective.values or effective.pool.values
 
 
@@ -81,14 +80,14 @@ def legacy_values(effective: Effective) -> dict[str, Any]:
     :data:`CLASS_ERA_KEYS`, with ``talos`` written out from the effective settings (a Kairos
     pool has none: the chart's defaults fill the Talos parts, which a Kairos render drops).
     """
-    values = copy.deepcopy(dict(stored_values(effective)))
+    values = copy.deepcopy(dict(_values_as_written(effective)))
     if effective.legacy:
         return values
     for key in CLASS_ERA_KEYS:
         values.pop(key, None)
     if effective.talos is not None:
         talos = talos_values(effective.talos)
-        stored = stored_values(effective).get("talos")
+        stored = _values_as_written(effective).get("talos")
         if effective.origins.get("talos.registryMirrors") == "pool" and isinstance(stored, Mapping):
             # the pool's own map as written: the chart passes every mirror key through (skipFallback...)
             raw = stored.get("registryMirrors")

@@ -29,7 +29,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..api.names import FAMILIES, INFRASTRUCTURES
-from ..chart import RELEASE_PREFIX, ChartInput
+from ..api.resources import RELEASE_PREFIX
+from ..chart import ChartInput
 from ..chart.context import ChartRefused
 from ..chart.nodegroup import Disk
 from ..chart.render import kubevirtmachinetemplate_hash, render_chart, render_kubevirtmachinetemplate
@@ -149,8 +150,7 @@ def render(
             **extras,
         )
     except ChartRefused as refused:
-        messages = "; ".join(failure.message for failure in refused.failures)
-        raise RenderError(f"{effective.identity}: the chart refuses the pool: {messages}", refused.failures) from None
+        raise _refused(effective, refused) from None
     if effective.bootstrap == "kairos":
         return kairos_objects(objects, effective)
     if effective.infrastructure == "proxmox":
@@ -160,6 +160,12 @@ def render(
             objects, effective, cpu=size.effective_cpu, memory=size.effective_memory, disk_size=disk_size
         )
     return objects
+
+
+def _refused(effective: Effective, refused: ChartRefused) -> RenderError:
+    """The chart's refusal of the pool as the renderer's error, its failures kept."""
+    messages = "; ".join(failure.message for failure in refused.failures)
+    return RenderError(f"{effective.identity}: the chart refuses the pool: {messages}", refused.failures)
 
 
 def template_hash(effective: Effective) -> str:
@@ -175,19 +181,13 @@ def template_hash(effective: Effective) -> str:
         try:
             return kubevirtmachinetemplate_hash(chart_input_for(effective), disk=disk, **extras)
         except ChartRefused as refused:
-            messages = "; ".join(failure.message for failure in refused.failures)
-            raise RenderError(
-                f"{effective.identity}: the chart refuses the pool: {messages}", refused.failures
-            ) from None
+            raise _refused(effective, refused) from None
     if effective.bootstrap == "kairos" and effective.infrastructure == "kubevirt":
         # Kairos: the chart's KubevirtMachineTemplate made a Kairos one, nothing else rendered.
         try:
             chart_kmt = render_kubevirtmachinetemplate(chart_input_for(effective))
         except ChartRefused as refused:
-            messages = "; ".join(failure.message for failure in refused.failures)
-            raise RenderError(
-                f"{effective.identity}: the chart refuses the pool: {messages}", refused.failures
-            ) from None
+            raise _refused(effective, refused) from None
         reference = effective.image.reference
         if not reference:  # as kairos_objects refuses it
             raise RenderError(f"{effective.identity}: the Kairos image has no reference")

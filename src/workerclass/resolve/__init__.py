@@ -38,7 +38,7 @@ from .classes import class_problems
 from .effective import Effective, EffectiveImage, EffectiveTalos
 from .image import GOLDEN_NAMESPACE, golden_reference, resolve_kubevirt_image
 from .pools import resolve, resolve_all, resolve_pool
-from .resolution import Resolution, shown_name
+from .resolution import Resolution, shown_cluster_name
 from .talos import NVIDIA_MODULES, mirror_map, resolve_talos
 from .versions import MAX_MINOR_SKEW
 
@@ -67,5 +67,5 @@ __all__ = [
     "resolve_kubevirt_image",
     "resolve_pool",
     "resolve_talos",
-    "shown_name",
+    "shown_cluster_name",
 ]

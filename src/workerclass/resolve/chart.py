@@ -14,12 +14,11 @@ from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any, cast
 
-from ..api.paths import is_within
-from ..chart import ChartFailure
+from ..api.resources import RELEASE_PREFIX
 from ..chart.checks import chart_failures
 from ..chart.values import chart_defaults, chart_input, version_map
-from ..state import RELEASE_PREFIX, PoolRecord, State, release_of
-from ..violations import Violation
+from ..state import PoolRecord, State, release_of
+from ..violations import Violation, under_values
 
 __all__ = [
     "CLASS_RESOLVED_CODES",
@@ -94,13 +93,7 @@ def chart_checks(state: State, record: PoolRecord) -> tuple[Violation, ...]:
             if len(_SHARED_CHECKS) > SHARED_CHECKS_SIZE:
                 with contextlib.suppress(KeyError):
                     _SHARED_CHECKS.popitem(last=False)
-    out: list[Violation] = []
-    for failure in failures:
-        where = failure.field
-        if is_within(where, "spec"):
-            where = record.field + where[len("spec") :]
-        out.append(Violation(failure.code, where, failure.message))
-    violations = tuple(out)
+    violations = under_values(failures, record.field)
     state.memo[key] = (record.values, violations)
     return violations
 
@@ -109,7 +102,7 @@ def chart_checks(state: State, record: PoolRecord) -> tuple[Violation, ...]:
 #: the instance types: identical pools across States (a plan's two states, a resync, a retried
 #: review) share one computation. Bounded, least recently used first out.
 SHARED_CHECKS_SIZE = 4096
-_SHARED_CHECKS: OrderedDict[str, tuple[Mapping[str, Any], tuple[ChartFailure, ...]]] = OrderedDict()
+_SHARED_CHECKS: OrderedDict[str, tuple[Mapping[str, Any], tuple[Violation, ...]]] = OrderedDict()
 
 
 def _content_key(

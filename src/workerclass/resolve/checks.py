@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from ..api.patterns import DNS_LABEL
 from ..model import PoolSpec
-from ..model.reader import DNS_LABEL
 from ..state import PoolRecord, State
 from .resolution import Resolution
 

@@ -1,7 +1,7 @@
 """A WorkerClass as resolution reads it: its own rules plus its baseline against the platform.
 
-The rules of a class on its own need no resolution and live in :mod:`workerclass.rules.classes`
-(re-exported here); what this module adds is the baseline: a Talos class's disk source, resolved
+The rules of a class on its own need no resolution and live in :mod:`workerclass.rules.classes`;
+what this module adds is the baseline: a Talos class's disk source, resolved
 with nothing from a pool, must agree with its installer. :func:`class_problems` is what pools
 that select the class fail closed on, once per State and class.
 """
@@ -11,22 +11,14 @@ from __future__ import annotations
 from typing import Any, cast
 
 from ..model import Platform, WorkerClassSpec
-from ..rules.classes import BUILTIN_FAMILIES, CREDENTIALS, PINNED, REFERENCE, class_spec_violations, reference_problem
+from ..rules.classes import class_spec_violations
 from ..state import ClassRecord, State
 from ..violations import Violation
 from .image import resolve_kubevirt_image
 from .resolution import Resolution
 from .talos import resolve_talos
 
-__all__ = [
-    "BUILTIN_FAMILIES",
-    "CREDENTIALS",
-    "PINNED",
-    "REFERENCE",
-    "class_problems",
-    "class_rule_violations",
-    "reference_problem",
-]
+__all__ = ["class_problems", "class_rule_violations"]
 
 
 def class_rule_violations(

@@ -24,7 +24,7 @@ from .checks import check_health, check_pool_name, check_replicas
 from .classes import class_problems
 from .effective import Effective
 from .kairos import resolve_kairos
-from .resolution import Resolution, class_origin, infrastructure_of, shown_name
+from .resolution import Resolution, class_origin, infrastructure_of, shown_cluster_name
 from .talos import resolve_talos_pool
 from .versions import check_control_plane, kubernetes_minor, root_version_cause
 
@@ -85,7 +85,7 @@ def _resolve_pool(state: State, record: PoolRecord) -> tuple[Effective | None, l
         result.deny(
             "ClusterNotFound",
             f"{field}.cluster",
-            f"Kubernetes app {shown_name(record.cluster)} does not exist in namespace {record.namespace}"
+            f"Kubernetes app {shown_cluster_name(record.cluster)} does not exist in namespace {record.namespace}"
             + (" (a ComputePlane of that name is no pool's parent cluster)" if plane else "")
             + ": create the parent cluster first",
         )

@@ -1,7 +1,7 @@
 """The working space of one resolution, and the small helpers every resolution module shares.
 
 :class:`Resolution` collects denials, warnings and the origin of every value while a pool (or a
-class baseline) resolves; :func:`shown_name` and :func:`class_origin` word resolution's messages;
+class baseline) resolves; :func:`shown_cluster_name` and :func:`class_origin` word resolution's messages;
 :func:`infrastructure_of` is where a pool's workers run.
 """
 
@@ -10,19 +10,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..api.names import Infrastructure, is_infrastructure
+from ..api.patterns import DNS_LABEL
 from ..model import Cluster
-from ..model.reader import DNS_LABEL
 from ..state import ClassRecord
 from ..violations import Violation
 
-__all__ = ["Resolution", "class_origin", "infrastructure_of", "shown_name"]
+__all__ = ["Resolution", "class_origin", "infrastructure_of", "shown_cluster_name"]
 
 
-def shown_name(name: str) -> str:
+def shown_cluster_name(name: str) -> str:
     """A name quoted when it is a DNS label; anything else may hold anything and is not shown.
 
     Resolution's wording (``ClusterNotFound``); admission's pool-change rules word it their own
-    way (:func:`workerclass.rules.pools.shown_name`), and both messages are pinned.
+    way (:func:`workerclass.rules.pools.shown_cluster_name`), and both messages are pinned.
     """
     return repr(name) if DNS_LABEL.fullmatch(name) and len(name) <= 63 else "(name not shown)"
 

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..api.names import Infrastructure
+from ..api.patterns import TALOS_VERSION
 from ..model import (
     Cluster,
     KernelModule,
@@ -22,7 +23,6 @@ from ..model import (
     WorkerClassSpec,
     minor_of,
 )
-from ..model.reader import TALOS_VERSION
 from ..state import ClassRecord, PoolRecord, State
 from .chart import chart_context, chart_talos_defaults
 from .checks import check_talos_vgpu

@@ -29,19 +29,12 @@ from .keys import private_key_paths
 
 __all__ = [
     "BUILTIN_FAMILIES",
-    "CREDENTIALS",
-    "PINNED",
-    "REFERENCE",
     "class_being_deleted",
     "class_immutable",
     "class_spec_violations",
     "reference_problem",
     "spec_changed",
 ]
-
-#: the old name of :data:`workerclass.api.patterns.DIGEST_SUFFIX`, kept for importers (``CREDENTIALS``
-#: and ``REFERENCE`` are api.patterns' too, imported here by their names)
-PINNED = DIGEST_SUFFIX
 
 
 def reference_problem(reference: str, field: str, what: str) -> Violation | None:

@@ -44,7 +44,7 @@ from collections.abc import Mapping
 from functools import cache
 from typing import Any
 
-from ..chart.facts import upstream_facts
+from ..chart.schema import values_schema
 from ..state import State
 from .family import family_of
 
@@ -56,18 +56,9 @@ __all__ = [
     "kairos_filled_paths",
     "kairos_read_paths",
     "strip_paths",
-    "values_schema",
 ]
 
 Path = tuple[str, ...]
-
-
-@cache
-def values_schema() -> Mapping[str, Any]:
-    """The chart's values schema (the ApplicationDefinition's openAPISchema is the same), as the
-    generated facts carry it: the words that type, default and constrain a value."""
-    loaded = upstream_facts().get("schema")
-    return loaded if isinstance(loaded, dict) else {}
 
 
 def _effective_type(schema: Mapping[str, Any]) -> str:

@@ -5,7 +5,7 @@ Built from a STATE folder (the cluster as GitOps holds it, read by
 controller's cache). Its edge: it indexes and parses; it decides nothing. Its modules:
 
 - :mod:`~workerclass.state.snapshot`: :class:`State` itself (construction, lookups, the
-  incremental :meth:`State.with_object` / :meth:`State.without`), :class:`Lines`,
+  incremental :meth:`State.with_object` / :meth:`State.without`),
   :func:`embedded_instancetypes`;
 - :mod:`~workerclass.state.records`: one object into one record: :class:`ObjectRecord`,
   :class:`ClassRecord`, :class:`PoolRecord`, :class:`Document`, :class:`LoadError`,
@@ -17,7 +17,7 @@ controller's cache). Its edge: it indexes and parses; it decides nothing. Its mo
 - :mod:`~workerclass.state.skipped`: :class:`Skipped`, what indexing skips, said one line each (or
   counted per kind), with "did you mean" for a near miss of a kind read;
 - :mod:`~workerclass.state.kinds`: the kinds read (:data:`KINDS`, :data:`POOL_KINDS`,
-  :data:`AUXILIARY_KINDS`, the API groups, :data:`RELEASE_PREFIX`...), views of
+  :data:`AUXILIARY_KINDS`, the API groups...), views of
   :mod:`workerclass.api.resources`, kept importable from here.
 """
 
@@ -34,7 +34,6 @@ from .kinds import (
     INSTANCETYPE_KIND,
     KINDS,
     POOL_KINDS,
-    RELEASE_PREFIX,
 )
 from .memo import Memo
 from .pmap import PMap
@@ -52,7 +51,7 @@ from .records import (
     pool_from_object,
     release_of,
 )
-from .snapshot import Lines, State, embedded_instancetypes
+from .snapshot import State, embedded_instancetypes
 
 __all__ = [
     "APPLICATION_KIND_LABEL",
@@ -64,10 +63,8 @@ __all__ = [
     "INSTANCETYPE_KIND",
     "KINDS",
     "POOL_KINDS",
-    "RELEASE_PREFIX",
     "ClassRecord",
     "Document",
-    "Lines",
     "LoadError",
     "Memo",
     "ObjectRecord",

@@ -19,7 +19,6 @@ from ..api.resources import (
     FLUX,
     INSTANCETYPE,
     POOL_KINDS,
-    RELEASE_PREFIX,
     RESOURCES,
 )
 
@@ -34,7 +33,6 @@ __all__ = [
     "INSTANCETYPE_KIND",
     "KINDS",
     "POOL_KINDS",
-    "RELEASE_PREFIX",
 ]
 
 #: the instance types' API group and kind: read into :attr:`State.instancetypes`, not indexed as objects

@@ -17,11 +17,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..api.resources import KUBERNETES_NODES
+from ..api.resources import KUBERNETES_NODES, RELEASE_PREFIX
 from ..model import Cluster, PoolSpec, WorkerClassSpec, parse_cluster, parse_node_group, parse_pool_spec
 from ..model.reader import key_path
 from ..violations import Violation
-from .kinds import APPLICATION_KIND_LABEL, CLUSTER_RELEASE_PREFIX, KINDS, RELEASE_PREFIX
+from .kinds import APPLICATION_KIND_LABEL, CLUSTER_RELEASE_PREFIX, KINDS
 
 __all__ = [
     "CLUSTER_RELEASE_PREFIX",

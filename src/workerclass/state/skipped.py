@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import difflib
 
-from .kinds import APPLICATION_KIND_LABEL, INSTANCETYPE_KIND, KINDS, RELEASE_PREFIX
+from ..api.resources import RELEASE_PREFIX
+from .kinds import APPLICATION_KIND_LABEL, INSTANCETYPE_KIND, KINDS
 from .records import Document, LoadError
 
 __all__ = ["Skipped", "meant_kind", "shown_value"]

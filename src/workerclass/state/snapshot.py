@@ -26,11 +26,12 @@ from functools import cache, cached_property
 from types import MappingProxyType
 from typing import Any
 
+from ..api.resources import RELEASE_PREFIX
 from ..builtin import CLASSES_ORIGIN, PLATFORM_ORIGIN, builtin_classes, embedded_platform, embedded_platform_spec
 from ..chart.source import ChartSource
 from ..chart.values import load_instancetypes
 from ..model import Cluster, Platform, parse_class_spec, parse_cluster, parse_platform
-from .kinds import AUXILIARY_KINDS, INSTANCETYPE_GROUP, INSTANCETYPE_KIND, KINDS, POOL_KINDS, RELEASE_PREFIX
+from .kinds import AUXILIARY_KINDS, INSTANCETYPE_GROUP, INSTANCETYPE_KIND, KINDS, POOL_KINDS
 from .memo import Memo
 from .pmap import EMPTY, PMap, as_pmap
 from .records import (
@@ -50,24 +51,7 @@ from .records import (
 )
 from .skipped import Skipped
 
-__all__ = ["Lines", "State", "embedded_instancetypes"]
-
-
-class Lines(tuple[str, ...]):
-    """Lines of text that cannot change: a tuple, equal to a list of the same lines as well.
-
-    :attr:`State.warnings` was a list, and its readers compare it with one (``state.warnings == []``).
-    """
-
-    __slots__ = ()
-
-    def __eq__(self, other: object) -> bool:
-        return tuple.__eq__(self, tuple(other) if isinstance(other, list) else other)
-
-    def __ne__(self, other: object) -> bool:
-        return not self == other
-
-    __hash__ = tuple.__hash__
+__all__ = ["State", "embedded_instancetypes"]
 
 
 def _empty() -> PMap:
@@ -138,7 +122,7 @@ class State:
     #: the objects read, by ``(kind, namespace, name)`` (:attr:`objects` lists them in check order)
     records: Mapping[tuple[str, str, str], ObjectRecord] = field(default_factory=_empty)
     #: what indexing skipped, one line each (the folder reader's lines first, see ``load_state``)
-    warnings: Lines = field(default_factory=Lines)
+    warnings: tuple[str, ...] = ()
     #: objects of :data:`AUXILIARY_KINDS` (webhook installation), for ``preflight``
     auxiliary: tuple[ObjectRecord, ...] = ()
     #: VirtualMachineClusterInstancetype objects by name: Cozystack's shipped set, then the
@@ -260,7 +244,7 @@ class State:
             # the shipped facts' chart as of now (the built-ins' State is made once and shared)
             chart=ChartSource.shipped(),
             **_instancetype_fields(PMap(instancetypes) if instancetypes else EMPTY),
-            warnings=Lines(warnings or ()),
+            warnings=tuple(warnings or ()),
             auxiliary=tuple(auxiliary),
         )
 
@@ -366,7 +350,7 @@ class State:
         attributes.update(self.__dict__)
         for name in _DERIVED:
             attributes.pop(name, None)
-        attributes["warnings"] = _NO_LINES
+        attributes["warnings"] = ()
         attributes.update(changes)
         attributes["memo"] = Memo.seeded(attributes["pool_names"])
         return new
@@ -418,9 +402,6 @@ def _parent(records: PMap, clusters: PMap, namespace: str, name: str) -> PMap:
     release = records.get(("HelmRelease", namespace, f"{CLUSTER_RELEASE_PREFIX}{name}"))
     found = parent_cluster(namespace, name, kubernetes and kubernetes.obj, release and release.obj)
     return clusters.put((namespace, name), found)
-
-
-_NO_LINES = Lines()
 
 
 def _platform_fields(obj: Mapping[str, Any] | None) -> dict[str, Any]:

@@ -12,7 +12,6 @@ from collections.abc import Iterator, Mapping, Sequence
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
-from prometheus_client.exposition import CONTENT_TYPE_LATEST
 from prometheus_client.registry import Collector
 
 from ..adapters.sync import SyncReport
@@ -24,8 +23,6 @@ RESULTS = ("allowed", "patched", "denied", "bad_request", "not_ready", "error", 
 
 #: admission latency buckets: the API server's webhook timeout is at most 30 s, the target p99 25 ms
 BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 10.0)
-
-CONTENT_TYPE = CONTENT_TYPE_LATEST
 
 
 class _Series:

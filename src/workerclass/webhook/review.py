@@ -34,8 +34,6 @@ from ..api.webhooks import ADMITTED_OPERATIONS
 
 API_VERSION = "admission.k8s.io/v1"
 KIND = "AdmissionReview"
-#: the operations this server decides (some webhook receives each); any other is a bad request
-OPERATIONS = ADMITTED_OPERATIONS
 
 #: the HTTP status of a denial, by the first violation's code (API.md section 5)
 DENIED_CODE = 403
@@ -151,8 +149,8 @@ def decode(body: bytes, target: Target) -> Review:
 
 def _decode_request(uid: str, request: Mapping[str, Any], target: Target) -> Review:
     operation = request.get("operation")
-    if operation not in OPERATIONS:
-        raise RequestError(uid, f"request.operation is not one of {', '.join(OPERATIONS)}")
+    if operation not in ADMITTED_OPERATIONS:
+        raise RequestError(uid, f"request.operation is not one of {', '.join(ADMITTED_OPERATIONS)}")
     obj = request.get("object")
     old = request.get("oldObject")
     if obj is not None and not isinstance(obj, dict):

@@ -29,13 +29,14 @@ from typing import Any
 from aiohttp import web
 from aiohttp.abc import AbstractAccessLogger
 from aiohttp.web_protocol import RequestHandler
+from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 from ..adapters.tls import ReloadingContext, TLSFileError, stop_task
 from ..api import HEALTH_PATH, METRICS_PATH, READY_PATH
 from ..state import State
 from .connections import ConnectionGuard
 from .handler import ByteBudget, Decider, ReviewHandler, core_deciders
-from .metrics import CONTENT_TYPE, WebhookMetrics
+from .metrics import WebhookMetrics
 from .routes import ROUTES
 from .settings import MIB, Settings
 from .sources import StateSource, sync_reports
@@ -191,7 +192,7 @@ class WebhookServer(ReviewHandler):
             if self.tls.not_after is not None:
                 self.metrics.certificate_expiry.set(self.tls.not_after.timestamp())
         response = web.Response(body=self.metrics.exposition())
-        response.headers["Content-Type"] = CONTENT_TYPE
+        response.headers["Content-Type"] = CONTENT_TYPE_LATEST
         return response
 
     def _note_state(self, state: State | None) -> None:

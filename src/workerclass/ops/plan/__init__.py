@@ -67,7 +67,6 @@ from .rows import (
     Refusal,
     Side,
 )
-from .settings import chart_defaults
 
 __all__ = [
     "ACTIONS",
@@ -79,7 +78,6 @@ __all__ = [
     "Plan",
     "PlanRow",
     "Refusal",
-    "chart_defaults",
     "plan",
     "render_all",
 ]

@@ -13,11 +13,11 @@ from functools import cache
 from typing import Any
 
 from ...api.schema import OS_KEYS
-from ...chart.values import chart_defaults as _chart_defaults
+from ...chart.values import chart_defaults
 from ...resolve.effective import Effective
 from .rows import IN_PLACE_SETTINGS, Side
 
-__all__ = ["chart_defaults", "is_rebuild_only", "setting_changes", "short"]
+__all__ = ["is_rebuild_only", "setting_changes", "short"]
 
 
 def short(value: Any) -> str:
@@ -76,9 +76,9 @@ def _taint(taint: Any) -> str:
 
 
 @cache
-def chart_defaults() -> Mapping[str, Any]:
-    """The chart's default values (an absent pool value means the default, not none)."""
-    return _chart_defaults()
+def _defaults() -> Mapping[str, Any]:
+    """The chart's default values, once (an absent pool value means the default, not none)."""
+    return chart_defaults()
 
 
 def _show(setting: str, value: Any) -> str:
@@ -116,7 +116,7 @@ def setting_changes(old: Side, new: Side) -> list[tuple[str, str, str, str]]:
         shown_before, shown_after = _show(setting, before.get(setting)), _show(setting, after.get(setting))
         if before.get(setting) != after.get(setting) and shown_before != shown_after:
             out.append((setting, words, shown_before, shown_after))
-    old_values, new_values, defaults = old.record.values, new.record.values, chart_defaults()
+    old_values, new_values, defaults = old.record.values, new.record.values, _defaults()
     for key in sorted((set(old_values) | set(new_values)) - _COVERED, key=str):
         was, becomes = old_values.get(key, defaults.get(key)), new_values.get(key, defaults.get(key))
         if was != becomes and _show(key, was) != _show(key, becomes):
