@@ -1,4 +1,5 @@
-"""The State is an immutable snapshot: frozen fields, a memo of its own, the API table's kinds."""
+"""The State is an immutable snapshot: frozen fields, derived views that follow each snapshot's own
+contents (never a stale one carried over), the API table's kinds."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import pytest
 
 from workerclass.adapters.folder import load_state
 from workerclass.api import resources
-from workerclass.state import KINDS, POOL_KINDS, Memo, State, identify
+from workerclass.state import KINDS, POOL_KINDS, State, identify
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
@@ -19,22 +20,20 @@ def test_a_state_cannot_be_changed_in_place() -> None:
     with pytest.raises(dataclasses.FrozenInstanceError):
         state.pools = {}  # type: ignore[misc]
     assert isinstance(state.warnings, tuple) and isinstance(state.auxiliary, tuple)
-    assert state.objects is state.objects  # cached on the frozen instance
 
 
-def test_every_snapshot_has_a_memo_of_its_own() -> None:
+def test_a_derived_snapshot_never_carries_its_parents_derived_views() -> None:
     state = load_state(EXAMPLES)
-    assert isinstance(state.memo, Memo) and state.memo["pool-names"] is state.pool_names
     state.memo[("probe", "x")] = 1
-    names = [record.name for record in state.objects]  # cached on this snapshot, not carried
+    names = [record.name for record in state.objects]  # computed on this snapshot first
     pool = state.sorted_pools()[0]
     changed = state.without(pool.kind, pool.namespace, pool.name)
     copied = dataclasses.replace(state)
     for other in (changed, copied):
-        assert other.memo is not state.memo and ("probe", "x") not in other.memo
-        assert other.memo["pool-names"] is other.pool_names
-    assert "objects" not in changed.__dict__
+        assert ("probe", "x") not in other.memo  # what one snapshot remembered is not another's
     assert [record.name for record in changed.objects] == [name for name in names if name != pool.name]
+    assert [record.name for record in copied.objects] == names
+    assert [record.name for record in state.objects] == names  # the parent is as it was
 
 
 def test_the_kinds_are_the_api_tables() -> None:
