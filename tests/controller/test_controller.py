@@ -725,3 +725,23 @@ async def test_a_refused_finalizer_patch_is_tried_again_on_the_next_state(code: 
     await eventually(lambda: ("fresh", ["example.com/keep"], ["example.com/keep", FINALIZER]) in finalizers.calls)
     stop.set()
     await asyncio.wait_for(task, 5)
+
+
+async def test_a_failing_status_write_is_retried_after_the_delay_not_at_once() -> None:
+    writer = RecordingWriter(failing=("a-first",))
+    state = State.from_objects([*example_objects(), worker_class("a-first"), worker_class("z-last")])
+    source = Source(state)
+    controller = ClassController(
+        source,  # type: ignore[arg-type]
+        writer,
+        NoPools(),
+        settings=ControllerSettings(retain_recheck=3600, retry_delay=0.5),
+    )
+    stop = asyncio.Event()
+    task = asyncio.create_task(controller.run(stop=stop))
+    await eventually(lambda: "z-last" in writer.calls)
+    await asyncio.sleep(0.2)
+    assert writer.calls.count("a-first") == 1  # not tried again before the retry delay
+    await eventually(lambda: writer.calls.count("a-first") == 2, limit=2)  # and tried again after it
+    stop.set()
+    await asyncio.wait_for(task, 5)

@@ -309,3 +309,21 @@ async def test_the_worker_loop_reconciles_on_an_announced_state_and_sleeps_witho
     assert runs == [True, False]
     stop.set()
     await asyncio.wait_for(loop, 5)
+
+
+async def test_the_worker_loop_waits_quietly_for_the_first_state() -> None:
+    """Before the cache has synced there is nothing to reconcile, and no resync is due either."""
+    from tests.controller.test_controller import Source
+
+    worker = WorkerController(FakeClient([kairos_crd("kubeadm")]), events=False)
+    source = Source(None)
+    stop = asyncio.Event()
+    loop = asyncio.create_task(worker.run(source, stop=stop))
+    await asyncio.sleep(0.3)
+    assert source.reads <= 2  # one look, then asleep until the first State is announced
+    source.publish(state_of(TALOS))
+    async with asyncio.timeout(5):
+        while not worker.settled:
+            await asyncio.sleep(0.01)
+    stop.set()
+    await asyncio.wait_for(loop, 5)

@@ -655,9 +655,11 @@ class WorkerController:
                     logger.warning("reconciling the worker pools failed (%s)", short_error(error), exc_info=True)
                     await _sleep(stop, self._rng.uniform(0.5, 1.5) * self.settings.retry_delay * 5)
                     continue
-            now = self._clock()
-            due = [last_full + self.settings.resync_interval, *(backoff.until for backoff in self._backoff.values())]
-            await wait_first(stop, source.changed(seen), timeout=max(0.0, min(due) - now))
+            timeout: float | None = None  # before the first State nothing is due: wait for it
+            if state is not None:
+                due = [last_full + self.settings.resync_interval, *(b.until for b in self._backoff.values())]
+                timeout = max(0.0, min(due) - self._clock())
+            await wait_first(stop, source.changed(generation), timeout=timeout)
 
 
 async def wait_first(stop: asyncio.Event, *waits: Awaitable[Any], timeout: float | None = None) -> None:
