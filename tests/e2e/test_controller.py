@@ -91,6 +91,16 @@ def test_status_finalizer_and_a_quiet_restart(
     }  # fmt: skip
     kube.create(pool)
     wait_until(lambda: _conditions(_status(kube, name)).get("InUse") == "True", timeout=30, what="InUse=True")
+    # settled before the restart: the worker controller has reported the pool (no HelmRelease here), so
+    # WorkersApplied is no longer the "not reconciled yet" that the class status may write first
+    wait_until(
+        lambda: next(
+            (c["reason"] for c in _status(kube, name).get("conditions", []) if c["type"] == "WorkersApplied"), None
+        )
+        == "WaitingForRelease",
+        timeout=30,
+        what="WorkersApplied WaitingForRelease",
+    )
     status = _status(kube, name)
     assert status["pools"] == 1
     in_use = next(c for c in status["conditions"] if c["type"] == "InUse")
