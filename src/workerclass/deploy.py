@@ -38,10 +38,9 @@ It imports neither the webhook nor the adapters: it is their sibling, and reads 
 * the WorkerClass controller (:func:`controller_manifests`, included unless
   ``--without-controller``): its own ServiceAccount and ClusterRole (read what the cache reads;
   patch WorkerClasses for the finalizer and ``workerclasses/status``; apply, pin and prune the
-  objects of classified pools; create Events; list and watch CRDs, which kopf discovers resources
-  through), a Role on its leader Lease, and a Deployment of two replicas of which only the holder
-  of the Lease acts (kopf runs standalone, so it runs on the leader only), liveness on ``/healthz``
-  and metrics on ``/metrics``.
+  objects of classified pools; create Events), a Role on its leader Lease, and a Deployment of two
+  replicas of which only the holder of the Lease acts, liveness on ``/healthz`` and metrics on
+  ``/metrics``.
 
 Why one module over the house ~500 lines (about 720): it is the one generator of the install,
 document by document in apply order, with the reason of each RBAC rule beside the rule, and the
@@ -300,7 +299,7 @@ def controller_rbac_rules() -> list[dict[str, Any]]:
 
 def _controller_rules() -> Reasoned:
     """The controller cache's reads, plus what it writes: the class finalizer and status, the objects
-    of classified pools, kopf's Events.
+    of classified pools, Events.
 
     The first rows come from the API table (:data:`workerclass.api.CONTROLLER_READS`,
     :data:`~workerclass.api.resources.WORKER_CLASS`); the worker rows from the kinds the chart
@@ -309,10 +308,9 @@ def _controller_rules() -> Reasoned:
     The chart renders RBAC for a pool (the talos-reconcile Job's Role and ClusterRole, the
     dashboard's Role), which the API server lets only a holder of those permissions create, or one
     granted ``bind`` and ``escalate`` on roles: those two verbs are the price of applying the chart's
-    RBAC for Helm (which runs as cluster-admin in Cozystack). The last two rows are the framework's,
-    not the API's: kopf posts Events about the objects it handles and lists and watches the
-    CustomResourceDefinitions to discover its resources; the controller itself gets one CRD, the Kairos
-    bootstrap provider's template (:mod:`workerclass.ops.providers`).
+    RBAC for Helm (which runs as cluster-admin in Cozystack). Then Events (a pool's state, a class
+    whose retention fails), and one CRD read by name, the Kairos bootstrap provider's template
+    (:mod:`workerclass.ops.providers`).
     """
     by_group: dict[str, list[str]] = defaultdict(list)
     for kind in WORKER_KINDS:
@@ -355,18 +353,10 @@ def _controller_rules() -> Reasoned:
             "ClusterRole, the dashboard's Role), which the API server lets only a holder of those "
             "permissions, or of these two verbs, create",
         ),
-        # kopf's own needs and ours: Events (listed, so that a restart does not say one again), and CRD discovery
         (
             {"apiGroups": [""], "resources": ["events"], "verbs": ["create", "list"]},
-            "events: each pool's state on its HelmRelease, listed so that a restart does not say one again",
-        ),
-        (
-            {
-                "apiGroups": ["apiextensions.k8s.io"],
-                "resources": ["customresourcedefinitions"],
-                "verbs": ["list", "watch"],
-            },
-            "customresourcedefinitions: kopf, the controller's framework, discovers the resources it handles",
+            "events: each pool's state on its HelmRelease, listed so that a restart does not say one again, and "
+            "a WorkerClass whose deletion cannot be decided or whose finalizer cannot be written",
         ),
         (
             {

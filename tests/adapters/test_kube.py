@@ -349,3 +349,46 @@ async def test_a_required_api_answered_403_is_a_failure(kmock: kmock.KubernetesE
     await asyncio.sleep(0.2)
     assert cache.state is None and cache.warnings == ()
     assert "waiting for the first list of helmreleases.helm.toolkit.fluxcd.io" in cache.reason
+
+
+async def test_a_new_state_is_announced_and_a_burst_once(kmock: kmock.KubernetesEmulator) -> None:
+    """``changed`` wakes a waiter for the first State and for a watch event; events within the
+    debounce of the first are announced once, while ``state`` itself is never held back."""
+    seed(kmock, example_objects())
+    config = KubeConfig.from_dict(
+        {
+            "clusters": [{"name": "kmock", "cluster": {"server": str(kmock.url)}}],
+            "users": [{"name": "webhook", "user": {"token": "test-token"}}],
+            "contexts": [{"name": "kmock", "context": {"cluster": "kmock", "user": "webhook"}}],
+            "current-context": "kmock",
+        }
+    )
+    client = AsyncClient(config=config, trust_env=False)
+    cache = ClusterCache(client, retry_delay=0.05, max_retry_delay=0.2, debounce=0.5)
+    announced: list[int] = []
+
+    async def follow() -> None:
+        seen = cache.published
+        while True:
+            seen = await cache.changed(seen)
+            announced.append(seen)
+
+    follower = asyncio.create_task(follow())
+    try:
+        await cache.start()
+        await cache.wait_synced(5)
+        await eventually(lambda: announced == [1], limit=5)  # the first State
+        classes = BY_KIND["WorkerClass"]
+        for name in ("burst-a", "burst-b", "burst-c"):
+            reply = await kmock.post(url_of(kmock, classes), json=worker_class(name, bootstrap="talos"))
+            assert reply.status in (200, 201)
+        await eventually(lambda: cache.state is not None and cache.state.worker_class("burst-c") is not None)
+        assert announced == [1]  # the State is current; the wake-up waits for the burst to end
+        await eventually(lambda: len(announced) == 2, limit=5)
+        assert announced == [1, 4] and cache.generation == 4  # one wake-up for three new States
+        await asyncio.sleep(0.7)  # nothing changes: nothing is announced
+        assert announced == [1, 4]
+    finally:
+        follower.cancel()
+        await cache.stop()
+        await client.close()

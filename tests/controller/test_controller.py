@@ -1,8 +1,10 @@
-"""The WorkerClass controller (kopf) against kmock, a fake Kubernetes API over HTTP.
+"""The WorkerClass controller against kmock, a fake Kubernetes API over HTTP, and against fakes.
 
-The real kopf operator and the real cluster cache (lightkube) run against the emulator: status
-written in API.md's shape, kept current as pools come and go, and a custom class held by its
-finalizer while live pools select it.
+The real controller loop and the real cluster cache (lightkube) run against the emulator: status
+written in the contract's shape, kept current as pools come and go, and a custom class held by its
+finalizer while live pools select it, the finalizer patched under a ``test`` of what was read. The
+loop waits on the cache's announcements: a change is acted on with every timer set far away, and a
+quiet cluster wakes nothing.
 """
 
 from __future__ import annotations
@@ -10,32 +12,35 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import uuid
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
+import aiohttp.web
+import jsonpatch
 import kmock
-import kopf
 import pytest
 import pytest_asyncio
 from lightkube import AsyncClient, KubeConfig
 
+from workerclass.adapters.changes import Changes
 from workerclass.adapters.folder import load_state
 from workerclass.adapters.kube import WATCHED, ClusterCache
 from workerclass.api import CONTROLLER_READS, Resource
 from workerclass.controller import (
     FINALIZER,
+    RETAINED,
     ClassController,
     ControllerSettings,
+    LightkubeFinalizerWriter,
     LightkubePoolLister,
     LightkubeStatusWriter,
 )
 from workerclass.state import State
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
-
-pytestmark = pytest.mark.asyncio
 
 BY_KIND = {watched.kind: watched for watched in WATCHED}
 CLASSES = BY_KIND["WorkerClass"]
@@ -66,13 +71,6 @@ def seed(
             verbs={"get", "list", "watch", "create", "patch", "update", "delete"},
             subresources={"status"} if watched.kind == "WorkerClass" else set(),
         )
-    # kopf's own backbone: it discovers CRDs and namespaces before it watches anything
-    emulator.resources[kmock.resource("apiextensions.k8s.io", "v1", "customresourcedefinitions")] = kmock.ResourceInfo(
-        kind="CustomResourceDefinition", namespaced=False, verbs={"list", "watch"}
-    )
-    emulator.resources[kmock.resource("", "v1", "namespaces")] = kmock.ResourceInfo(
-        kind="Namespace", namespaced=False, verbs={"list", "watch"}
-    )
     for obj in objects:
         watched = BY_KIND[obj["kind"]]
         metadata = obj["metadata"]
@@ -84,7 +82,7 @@ def example_objects() -> list[dict[str, Any]]:
     for obj in objects:
         obj["metadata"].setdefault("generation", 1)
         obj["metadata"].setdefault("resourceVersion", "1")
-        obj["metadata"].setdefault("uid", str(uuid.uuid4()))  # kopf keeps per-object memory by uid
+        obj["metadata"].setdefault("uid", str(uuid.uuid4()))
     return objects
 
 
@@ -104,11 +102,85 @@ async def eventually(check: Callable[[], Any], limit: float = 10.0) -> Any:
             await asyncio.sleep(0.02)
 
 
+def _merge_patch(old: Any, new: Any) -> Any:
+    """The merge patch that turns ``old`` into ``new`` (None removes a key), the form kmock applies."""
+    if not isinstance(old, dict) or not isinstance(new, dict):
+        return new
+    patch = {key: None for key in old.keys() - new.keys()}
+    for key, value in new.items():
+        if old.get(key) != value:
+            patch[key] = _merge_patch(old.get(key), value)
+    return patch
+
+
+class Emulator(kmock.KubernetesEmulator):  # type: ignore[misc]
+    """kmock plus JSON patch (RFC 6902) as the API server applies it: kmock merges every patch body.
+
+    A failed ``test`` is answered 422 and changes nothing; a ``test`` for null passes on an absent
+    member (the API server's JSON patch does the same: the finalizer's guard relies on it).
+    """
+
+    async def _handle(self, request: Any) -> aiohttp.web.StreamResponse:
+        if request.action == kmock.action.UPDATE and isinstance(request.data, list) and request.resource is not None:
+            key = (request.resource, request.namespace, request.name)
+            found = self.objects[key] if key in self.objects else None  # noqa: SIM401 (kmock: no .get)
+            if found is not None and not found.deleted:
+                current = json.loads(json.dumps(dict(found.raw)))
+                operations = []
+                for operation in request.data:
+                    if operation.get("op") == "test" and operation.get("value") is None:
+                        pointer = jsonpatch.JsonPointer(operation["path"])
+                        try:
+                            pointer.resolve(current)
+                        except jsonpatch.JsonPointerException:
+                            continue  # absent, tested for null: passes
+                    operations.append(operation)
+                try:
+                    patched = jsonpatch.apply_patch(current, operations)
+                except (jsonpatch.JsonPatchException, jsonpatch.JsonPointerException) as error:
+                    self.refused.append(request.name)
+                    status = {"kind": "Status", "apiVersion": "v1", "status": "Failure", "code": 422}
+                    return aiohttp.web.json_response({**status, "reason": "Invalid", "message": str(error)}, status=422)
+                self.json_patches.append(request.data)
+                # the same request object (kmock tracks requests by identity), carrying kmock's merge form
+                object.__setattr__(request, "data", _merge_patch(current, patched))
+        return await super()._handle(request)
+
+    @property
+    def json_patches(self) -> list[Any]:
+        """The JSON patches applied."""
+        if not hasattr(self, "_json_patches"):
+            self._json_patches: list[Any] = []
+        return self._json_patches
+
+    @property
+    def refused(self) -> list[str]:
+        """The names of the objects whose JSON patch was refused (422)."""
+        if not hasattr(self, "_refused"):
+            self._refused: list[str] = []
+        return self._refused
+
+
+pytestmark = [pytest.mark.asyncio, pytest.mark.kmock(cls=Emulator)]
+
+
+class Events:
+    """Records the Warning Events the controller would post."""
+
+    def __init__(self) -> None:
+        self.posted: list[tuple[str, str, str]] = []
+
+    async def warn(self, name: str, reason: str, message: str) -> None:
+        self.posted.append((name, reason, message))
+
+
 @contextlib.asynccontextmanager
 async def running(
-    emulator: kmock.KubernetesEmulator, source: Callable[[ClusterCache], Any] | None = None
+    emulator: kmock.KubernetesEmulator,
+    source: Callable[[ClusterCache], Any] | None = None,
+    settings: ControllerSettings | None = None,
 ) -> AsyncIterator[ClassController]:
-    """The real controller (kopf operator, status loop, cluster cache) against ``emulator``.
+    """The real controller (its loop, the cluster cache, lightkube's writers) against ``emulator``.
 
     ``source`` may wrap the cache to feed the controller a different view of the cluster.
     """
@@ -123,28 +195,21 @@ async def running(
     client = AsyncClient(config=config, trust_env=False)
     cache = ClusterCache(client, resources=CONTROLLER_READS, retry_delay=0.05, max_retry_delay=0.2)
     await cache.start()
-
-    def login(**_: Any) -> kopf.ConnectionInfo:
-        return kopf.ConnectionInfo(server=str(emulator.url).rstrip("/"), token="test-token")
-
-    settings = ControllerSettings(poll_interval=0.05, retain_recheck=0.2, retry_delay=0.1)
     controller = ClassController(
         source(cache) if source is not None else cache,
         LightkubeStatusWriter(client),
         LightkubePoolLister(client),
-        settings=settings,
-        login=login,
+        finalizers=LightkubeFinalizerWriter(client),
+        events=Events(),
+        settings=settings or ControllerSettings(retain_recheck=0.2, retry_delay=0.1),
     )
     stop = asyncio.Event()
-    ready = asyncio.Event()
-    task = asyncio.create_task(controller.run(stop_flag=stop, ready_flag=ready))
+    task = asyncio.create_task(controller.run(stop=stop))
     try:
-        await asyncio.wait_for(ready.wait(), 10)
         yield controller
     finally:
         stop.set()
-        with contextlib.suppress(asyncio.CancelledError):  # kopf ends its own tasks by cancelling them
-            await asyncio.wait_for(task, 15)
+        await asyncio.wait_for(task, 15)
         await cache.stop()
         await client.close()
 
@@ -262,36 +327,42 @@ async def test_an_unused_custom_class_is_released_and_builtins_carry_no_finalize
     await eventually(lambda: stored(operator, "spare") is None)
 
 
-class Frozen:
-    """A cache view stuck at its first synced State: a watch that fell behind or is being re-listed."""
+class Lagging:
+    """A cache view that has not seen the pool ``late`` yet (a watch that fell behind or is being
+    re-listed), and sees everything else."""
 
     def __init__(self, cache: ClusterCache) -> None:
         self.cache = cache
-        self.frozen: State | None = None
 
     @property
     def state(self) -> State | None:
-        if self.frozen is None and self.cache.state is not None:
-            self.frozen = self.cache.state
-        return self.frozen
+        state = self.cache.state
+        return state.without("KubernetesNodes", NS, "late") if state is not None else None
 
     @property
     def reason(self) -> str:
         return self.cache.reason
 
+    @property
+    def published(self) -> int:
+        return self.cache.published
 
-async def test_a_stale_cache_never_releases_a_class_a_new_pool_selects(kmock: kmock.KubernetesEmulator) -> None:
+    async def changed(self, after: int) -> int:
+        return await self.cache.changed(after)
+
+
+async def test_a_lagging_cache_never_releases_a_class_a_new_pool_selects(kmock: kmock.KubernetesEmulator) -> None:
     seed(kmock, [*example_objects(), worker_class("talos-r3", bootstrap="talos")])
-    async with running(kmock, source=Frozen):
+    async with running(kmock, source=Lagging):
         await eventually(
             lambda: FINALIZER in ((stored(kmock, "talos-r3") or {}).get("metadata") or {}).get("finalizers", [])
         )
-        # the pool appears after the controller's view froze: only the API server knows it
+        # the pool the controller's view lacks: only the API server knows it
         reply = await kmock.post(url_of(NODES, NS), json=pool("late", "talos-r3"))
         assert reply.status in (200, 201)
         reply = await kmock.delete(url_of(CLASSES, name="talos-r3"))
         assert reply.status == 200
-        await asyncio.sleep(1.0)
+        await asyncio.sleep(1.0)  # several rechecks (0.2 s)
         held = stored(kmock, "talos-r3")
         assert held is not None and FINALIZER in held["metadata"]["finalizers"]
         reply = await kmock.delete(url_of(NODES, NS, "late"))
@@ -304,23 +375,28 @@ class Unsynced:
         self.cache = cache
 
     state = None
+    published = 0
 
     @property
     def reason(self) -> str:
         return "the cluster cache has not synced: waiting for the first list of workerclasses.cozystack.io"
 
+    async def changed(self, after: int) -> int:
+        await asyncio.Event().wait()
+        return after
+
 
 async def test_nothing_is_written_or_released_before_the_cache_syncs(kmock: kmock.KubernetesEmulator) -> None:
-    seed(kmock, [*example_objects(), worker_class("spare", bootstrap="talos")])
+    held = worker_class("spare", bootstrap="talos")
+    held["metadata"]["finalizers"] = [FINALIZER]
+    seed(kmock, [*example_objects(), held, worker_class("bare", bootstrap="talos")])
     async with running(kmock, source=Unsynced) as controller:
-        await eventually(
-            lambda: FINALIZER in ((stored(kmock, "spare") or {}).get("metadata") or {}).get("finalizers", [])
-        )
         reply = await kmock.delete(url_of(CLASSES, name="spare"))
         assert reply.status == 200
         await asyncio.sleep(0.8)
         assert stored(kmock, "spare") is not None  # not released: the controller cannot know
-        assert controller.writes == 0
+        assert FINALIZER not in (stored(kmock, "bare") or {})["metadata"].get("finalizers", [])
+        assert controller.writes == 0 and controller.finalizer_writes == 0
         assert not conditions(stored(kmock, "talos-example-r1"))
 
 
@@ -381,3 +457,291 @@ async def test_one_failing_class_does_not_starve_the_others() -> None:
     writer.calls.clear()
     await controller.refresh(state)
     assert writer.calls == ["a-first"]  # only the failed one again; the missing one counts as done
+
+
+# --------------------------------------------------------------------------- driven by events, not polls
+
+
+class Counting:
+    """The cache, counting how often the controller reads its State (each read is one wake-up's work)."""
+
+    def __init__(self, cache: ClusterCache) -> None:
+        self.cache = cache
+        self.reads = 0
+
+    @property
+    def state(self) -> State | None:
+        self.reads += 1
+        return self.cache.state
+
+    @property
+    def reason(self) -> str:
+        return self.cache.reason
+
+    @property
+    def published(self) -> int:
+        return self.cache.published
+
+    async def changed(self, after: int) -> int:
+        return await self.cache.changed(after)
+
+
+async def test_a_change_is_acted_on_at_once_and_a_quiet_cluster_wakes_nothing(
+    kmock: kmock.KubernetesEmulator,
+) -> None:
+    """Every timer an hour away: what happens can only come from the cache's announcements."""
+    seed(kmock, example_objects())
+    views: list[Counting] = []
+
+    def counting(cache: ClusterCache) -> Counting:
+        views.append(Counting(cache))
+        return views[0]
+
+    hour = ControllerSettings(retain_recheck=3600, retry_delay=3600)
+    async with running(kmock, source=counting, settings=hour) as controller:
+        await eventually(lambda: pools_of(kmock, "talos-example-r1") == 1)
+        await eventually(
+            lambda: FINALIZER in (stored(kmock, "talos-example-r1") or {})["metadata"].get("finalizers", [])
+        )
+        await asyncio.sleep(0.3)  # the announcements of the controller's own writes come back through the watch
+        reads, writes = views[0].reads, (controller.writes, controller.finalizer_writes)
+        await asyncio.sleep(1.0)
+        assert views[0].reads == reads  # not one wake-up in a quiet second
+        assert (controller.writes, controller.finalizer_writes) == writes
+
+        reply = await kmock.post(url_of(NODES, NS), json=pool("second", "talos-example-r1"))
+        assert reply.status in (200, 201)
+        await eventually(lambda: pools_of(kmock, "talos-example-r1") == 2, limit=2)
+        reply = await kmock.post(url_of(CLASSES), json=worker_class("unused", bootstrap="talos"))
+        assert reply.status in (200, 201)
+        await eventually(
+            lambda: FINALIZER in ((stored(kmock, "unused") or {}).get("metadata") or {}).get("finalizers", [])
+        )
+        reply = await kmock.delete(url_of(CLASSES, name="unused"))
+        assert reply.status == 200
+        await eventually(lambda: stored(kmock, "unused") is None, limit=2)  # released without a recheck
+
+
+class Unseen:
+    """The cache, but the class ``shared`` shows no finalizers (another controller's was added after the read)."""
+
+    def __init__(self, cache: ClusterCache) -> None:
+        self.cache = cache
+        self.lying = True
+
+    @property
+    def state(self) -> State | None:
+        state = self.cache.state
+        record = state.classes.get("shared") if state is not None else None
+        if state is None or record is None or not self.lying:
+            return state
+        obj = json.loads(json.dumps(dict(record.obj)))
+        obj["metadata"].pop("finalizers", None)
+        return state.with_object(obj)
+
+    @property
+    def reason(self) -> str:
+        return self.cache.reason
+
+    @property
+    def published(self) -> int:
+        return self.cache.published
+
+    async def changed(self, after: int) -> int:
+        return await self.cache.changed(after)
+
+
+async def test_a_finalizer_written_meanwhile_is_never_overwritten(kmock: kmock.KubernetesEmulator) -> None:
+    other = "example.com/keep"
+    shared = worker_class("shared", bootstrap="talos")
+    shared["metadata"]["finalizers"] = [other]
+    seed(kmock, [*example_objects(), shared])
+    views: list[Unseen] = []
+
+    def unseen(cache: ClusterCache) -> Unseen:
+        views.append(Unseen(cache))
+        return views[0]
+
+    async with running(kmock, source=unseen):
+        await eventually(lambda: "shared" in kmock.refused)  # the add, on a read that missed the other finalizer
+        await asyncio.sleep(0.3)  # and its retries (every 0.1 s), each refused the same way
+        assert (stored(kmock, "shared") or {})["metadata"]["finalizers"] == [other]
+        views[0].lying = False
+        reply = await kmock.post(url_of(NODES, NS), json=pool("poke", "talos-example-r1"))  # any new State
+        assert reply.status in (200, 201)
+        await eventually(lambda: (stored(kmock, "shared") or {})["metadata"]["finalizers"] == [other, FINALIZER])
+
+
+# --------------------------------------------------------------------------- retention with fakes
+
+
+class Source:
+    """A cluster cache stand-in: ``publish`` a State and the waiters are woken."""
+
+    reason = ""
+
+    def __init__(self, state: State | None = None) -> None:
+        self._state = state
+        self.reads = 0  # how often a loop read the State: each read is a wake-up's work
+        self.changes = Changes()
+        if state is not None:
+            self.changes.bump()
+
+    @property
+    def state(self) -> State | None:
+        self.reads += 1
+        return self._state
+
+    def publish(self, state: State) -> None:
+        self._state = state
+        self.changes.bump()
+
+    @property
+    def published(self) -> int:
+        return self.changes.published
+
+    async def changed(self, after: int) -> int:
+        return await self.changes.wait(after)
+
+
+class Finalizers:
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, list[str] | None, list[str]]] = []
+        self.refusals: list[int] = []  # status codes to answer the next calls with
+
+    async def set(self, name: str, seen: list[str] | None, finalizers: list[str]) -> None:
+        self.calls.append((name, seen, finalizers))
+        if self.refusals:
+            error = RuntimeError("refused")
+            error.status = type("Status", (), {"code": self.refusals.pop(0)})()  # type: ignore[attr-defined]
+            raise error
+
+
+class FailingPools:
+    def __init__(self) -> None:
+        self.failing = True
+        self.calls = 0
+
+    async def selecting(self, name: str) -> list[str]:
+        self.calls += 1
+        if self.failing:
+            raise RuntimeError("503 Service Unavailable")
+        return []
+
+
+def deleted_class(name: str, *finalizers: str) -> dict[str, Any]:
+    obj = worker_class(name, bootstrap="talos")
+    obj["metadata"]["finalizers"] = list(finalizers)
+    obj["metadata"]["deletionTimestamp"] = "2026-12-02T00:00:00Z"
+    return obj
+
+
+async def test_a_deletion_that_cannot_be_decided_is_held_said_once_and_retried(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    state = State.from_objects([*example_objects(), deleted_class("going", "example.com/keep", FINALIZER)])
+    source, finalizers, pools, events = Source(state), Finalizers(), FailingPools(), Events()
+    controller = ClassController(
+        source,  # type: ignore[arg-type]
+        RecordingWriter(),
+        pools,
+        finalizers=finalizers,
+        events=events,
+        settings=ControllerSettings(retain_recheck=3600, retry_delay=0.05),
+    )
+    stop = asyncio.Event()
+    with caplog.at_level(logging.INFO, logger="workerclass.controller"):
+        task = asyncio.create_task(controller.run(stop=stop))
+        await eventually(lambda: pools.calls >= 4)  # retried every 0.05 s
+        assert finalizers.calls == [] or all(call[0] != "going" for call in finalizers.calls)
+        assert events.posted == [
+            (
+                "going",
+                "RetainCheckFailed",
+                "cannot list the pools that select WorkerClass going (RuntimeError)",
+            )
+        ]
+        warnings = [r for r in caplog.records if r.levelno == logging.WARNING and "going" in r.getMessage()]
+        assert len(warnings) == 1  # said once, not at every retry
+        pools.failing = False
+        await eventually(lambda: ("going", ["example.com/keep", FINALIZER], ["example.com/keep"]) in finalizers.calls)
+        stop.set()
+        await asyncio.wait_for(task, 5)
+
+
+async def test_a_held_deletion_is_logged_at_info_and_released_when_its_pool_goes(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    on = {**pool("on-held", "held"), "metadata": {"name": "on-held", "namespace": NS}}
+    state = State.from_objects([*example_objects(), deleted_class("held", FINALIZER), on])
+    source, finalizers = Source(state), Finalizers()
+    controller = ClassController(
+        source,  # type: ignore[arg-type]
+        RecordingWriter(),
+        NoPools(),
+        finalizers=finalizers,
+        settings=ControllerSettings(retain_recheck=3600, retry_delay=3600),
+    )
+    stop = asyncio.Event()
+    with caplog.at_level(logging.INFO, logger="workerclass.controller"):
+        task = asyncio.create_task(controller.run(stop=stop))
+        await eventually(lambda: any(RETAINED in r.getMessage() for r in caplog.records))
+        held = [r for r in caplog.records if RETAINED in r.getMessage()]
+        assert [r.levelno for r in held] == [logging.INFO] and "tenant-example/on-held" in held[0].getMessage()
+        assert [call for call in finalizers.calls if call[0] == "held"] == []
+        source.publish(state.without("KubernetesNodes", NS, "on-held"))
+        # released on the new State, without a recheck timer
+        await eventually(lambda: ("held", [FINALIZER], []) in finalizers.calls, limit=2)
+        stop.set()
+        await asyncio.wait_for(task, 5)
+
+
+@pytest.mark.parametrize("code", [409, 422], ids=["conflict", "test-failed"])
+async def test_a_refused_finalizer_patch_is_tried_again_on_the_next_state(code: int) -> None:
+    state = State.from_objects([*example_objects(), worker_class("fresh", bootstrap="talos")])
+    source, finalizers = Source(state), Finalizers()
+    finalizers.refusals = [code]
+    controller = ClassController(
+        source,  # type: ignore[arg-type]
+        RecordingWriter(),
+        NoPools(),
+        finalizers=finalizers,
+        settings=ControllerSettings(retain_recheck=3600, retry_delay=3600),
+    )
+    stop = asyncio.Event()
+    task = asyncio.create_task(controller.run(stop=stop))
+    await eventually(lambda: any(call[0] == "fresh" for call in finalizers.calls))
+    await asyncio.sleep(0.1)
+    assert [call for call in finalizers.calls if call[0] == "fresh"] == [("fresh", None, [FINALIZER])]
+    assert controller.finalizer_writes == 2  # the two example classes; not the refused one
+    source.publish(
+        state.with_object(
+            {
+                **worker_class("fresh", bootstrap="talos"),
+                "metadata": {"name": "fresh", "finalizers": ["example.com/keep"]},
+            }
+        )
+    )
+    await eventually(lambda: ("fresh", ["example.com/keep"], ["example.com/keep", FINALIZER]) in finalizers.calls)
+    stop.set()
+    await asyncio.wait_for(task, 5)
+
+
+async def test_a_failing_status_write_is_retried_after_the_delay_not_at_once() -> None:
+    writer = RecordingWriter(failing=("a-first",))
+    state = State.from_objects([*example_objects(), worker_class("a-first"), worker_class("z-last")])
+    source = Source(state)
+    controller = ClassController(
+        source,  # type: ignore[arg-type]
+        writer,
+        NoPools(),
+        settings=ControllerSettings(retain_recheck=3600, retry_delay=0.5),
+    )
+    stop = asyncio.Event()
+    task = asyncio.create_task(controller.run(stop=stop))
+    await eventually(lambda: "z-last" in writer.calls)
+    await asyncio.sleep(0.2)
+    assert writer.calls.count("a-first") == 1  # not tried again before the retry delay
+    await eventually(lambda: writer.calls.count("a-first") == 2, limit=2)  # and tried again after it
+    stop.set()
+    await asyncio.wait_for(task, 5)

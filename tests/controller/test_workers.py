@@ -244,7 +244,9 @@ async def test_a_pool_prunes_only_its_own_objects() -> None:
 
 async def test_the_class_status_waits_for_the_first_reconcile() -> None:
     """Before its first reconcile the worker controller knows no pool's state: the class status
-    (WorkersApplied) is not written then, so a restart does not write Pending and then take it back."""
+    (WorkersApplied) is not written then, so a restart does not write Pending and then take it back;
+    the reconcile's end wakes the class status (no poll)."""
+    from tests.controller.test_controller import Source
     from workerclass.controller import ClassController, ControllerSettings
 
     client = FakeClient([kairos_crd("kubeadm")])
@@ -260,16 +262,68 @@ async def test_the_class_status_waits_for_the_first_reconcile() -> None:
         async def selecting(self, name: str) -> list[str]:
             return []
 
-    source = type("Source", (), {"state": state, "reason": ""})()
-    classes = ClassController(
-        source, Writer(), Pools(), settings=ControllerSettings(poll_interval=0.01), workers=worker
-    )
-    loop = asyncio.create_task(classes._status_loop())
+    hour = ControllerSettings(retain_recheck=3600, retry_delay=3600)
+    classes = ClassController(Source(state), Writer(), Pools(), settings=hour, workers=worker)  # type: ignore[arg-type]
+    stop = asyncio.Event()
+    loop = asyncio.create_task(classes.run(stop=stop))
     await asyncio.sleep(0.1)
     assert not worker.settled and written == []  # nothing before the worker controller has reconciled
     await worker.reconcile(state, full=True)
     async with asyncio.timeout(5):
         while not written:
             await asyncio.sleep(0.01)
-    loop.cancel()
+    stop.set()
+    await asyncio.wait_for(loop, 5)
     assert worker.settled
+
+
+async def test_the_worker_loop_reconciles_on_an_announced_state_and_sleeps_without_one() -> None:
+    from tests.controller.test_controller import Source
+    from workerclass.controller.workers import WorkerSettings
+
+    client = FakeClient([kairos_crd("kubeadm")])
+    worker = WorkerController(client, events=False, settings=WorkerSettings(resync_interval=3600))
+    runs: list[bool] = []
+    reconcile = worker.reconcile
+
+    async def counted(state: Any, *, full: bool = False) -> Any:
+        runs.append(full)
+        return await reconcile(state, full=full)
+
+    worker.reconcile = counted  # type: ignore[method-assign]
+    source = Source(state_of(TALOS))
+    stop = asyncio.Event()
+    loop = asyncio.create_task(worker.run(source, stop=stop))
+    async with asyncio.timeout(5):
+        while not runs:
+            await asyncio.sleep(0.01)
+    await asyncio.sleep(0.1)
+    reads = source.reads
+    await asyncio.sleep(0.5)
+    assert runs == [True]  # the first, full; then nothing while nothing changes (the resync is an hour away)
+    assert source.reads == reads  # not even a look: the loop sleeps until the cache announces a State
+    source.publish(state_of(make_pool("talos", workerClassName="talos", maxReplicas=5)))
+    async with asyncio.timeout(2):
+        while len(runs) < 2:
+            await asyncio.sleep(0.01)
+    assert runs == [True, False]
+    stop.set()
+    await asyncio.wait_for(loop, 5)
+
+
+async def test_the_worker_loop_waits_quietly_for_the_first_state() -> None:
+    """Before the cache has synced there is nothing to reconcile, and no resync is due either."""
+    from tests.controller.test_controller import Source
+
+    worker = WorkerController(FakeClient([kairos_crd("kubeadm")]), events=False)
+    source = Source(None)
+    stop = asyncio.Event()
+    loop = asyncio.create_task(worker.run(source, stop=stop))
+    await asyncio.sleep(0.3)
+    assert source.reads <= 2  # one look, then asleep until the first State is announced
+    source.publish(state_of(TALOS))
+    async with asyncio.timeout(5):
+        while not worker.settled:
+            await asyncio.sleep(0.01)
+    stop.set()
+    await asyncio.wait_for(loop, 5)

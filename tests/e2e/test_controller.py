@@ -1,6 +1,8 @@
 """The WorkerClass controller (``workerclass serve controller``) against the real API server, as the
 bundle's controller ServiceAccount: the status subresource written, the finalizer held while a
-pool selects a custom class and released after, and a restart that writes nothing.
+pool selects a custom class and released after, a restart that writes nothing, and one watch per
+resource for the whole process (the audit log counts the controller's watches: with kopf beside
+the cache, WorkerClasses were watched twice).
 
 The finalizer is the second line behind the webhook's ``ClassInUse``: it matters when the webhook
 is not in the way (uninstalled, or a direct HelmRelease writer's pool, which no webhook sees). The
@@ -19,6 +21,8 @@ from typing import Any
 
 import pytest
 
+from workerclass.api import CONTROLLER_READS
+
 from .conftest import ACCOUNT_GROUPS, CONTROLLER_USER, TENANT, Install, Served
 from .kube import Kube
 from .testbed import ApiServer, Process, chart_option, wait_until, workerclass_command
@@ -36,7 +40,8 @@ def controller(cluster: ApiServer, install: Install, tmp_path_factory: pytest.Te
         [
             *workerclass_command(), "serve", "controller",
             "--kubeconfig", str(identity.kubeconfig),
-            "--liveness-port", "0", "--poll-interval", "0.2", "--retain-recheck", "1", *chart_option(),
+            "--liveness-port", "0", "--metrics-port", "0", "--debounce", "0.1", "--retain-recheck", "1",
+            *chart_option(),
         ],
         tmp_path_factory.mktemp("controller") / "controller.log",
     ).start()  # fmt: skip
@@ -86,6 +91,16 @@ def test_status_finalizer_and_a_quiet_restart(
     }  # fmt: skip
     kube.create(pool)
     wait_until(lambda: _conditions(_status(kube, name)).get("InUse") == "True", timeout=30, what="InUse=True")
+    # settled before the restart: the worker controller has reported the pool (no HelmRelease here), so
+    # WorkersApplied is no longer the "not reconciled yet" that the class status may write first
+    wait_until(
+        lambda: next(
+            (c["reason"] for c in _status(kube, name).get("conditions", []) if c["type"] == "WorkersApplied"), None
+        )
+        == "WaitingForRelease",
+        timeout=30,
+        what="WorkersApplied WaitingForRelease",
+    )
     status = _status(kube, name)
     assert status["pools"] == 1
     in_use = next(c for c in status["conditions"] if c["type"] == "InUse")
@@ -95,8 +110,14 @@ def test_status_finalizer_and_a_quiet_restart(
     controller.stop()
     mark = cluster.audit_mark()
     controller.start()
-    time.sleep(8)  # the cache lists, kopf starts and sees every class, the status loop runs
+    time.sleep(8)  # the cache lists and watches, the loops run on its first State
     assert controller.running, controller.tail()
+    # one list-watch per resource for the whole process (a watch lasts 30 s before it is renewed)
+    watched = sorted(
+        w["objectRef"].get("resource", "") for w in cluster.requests_by(CONTROLLER_USER, since=mark, verbs=("watch",))
+    )
+    assert "workerclasses" in watched and len(watched) == len(set(watched)), watched
+    assert set(watched) <= {watched_resource.plural for watched_resource in CONTROLLER_READS}, watched
     writes = cluster.writes_by(CONTROLLER_USER, since=mark)
     # the leader Lease's renewals are the election's heartbeat, not writes to what the controller manages
     described = [

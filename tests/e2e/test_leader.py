@@ -67,7 +67,7 @@ class Controllers:
             [
                 *workerclass_command(), "serve", "controller",
                 "--kubeconfig", str(self.kubeconfig),
-                "--liveness-port", "0", "--metrics-port", "0", "--poll-interval", "0.2",
+                "--liveness-port", "0", "--metrics-port", "0", "--debounce", "0.1",
                 "--lease-namespace", NAMESPACE, "--resync-interval", "5", *chart_option(), *self.extra, *extra,
             ],
             self.folder / f"{name}.log",

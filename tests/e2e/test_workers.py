@@ -51,7 +51,7 @@ def start_controller(cluster: ApiServer, log: Path, *, resync: float, metrics_po
         [
             *workerclass_command(), "serve", "controller",
             "--kubeconfig", str(identity.kubeconfig),
-            "--liveness-port", "0", "--metrics-port", str(metrics_port), "--poll-interval", "0.2",
+            "--liveness-port", "0", "--metrics-port", str(metrics_port), "--debounce", "0.1",
             "--lease-namespace", "cozy-workerclass", "--resync-interval", str(resync), "--chart-poll", "0.5",
         ],
         log,

@@ -303,6 +303,8 @@ def kubeconfig(server: str, ca: bytes, cert: bytes, key: bytes, user: str) -> st
 
 #: users whose lists and watches the audit log records as well as their writes
 COUNTED_READERS = ("workerclass-e2e-reader", "workerclass-e2e-lister")
+#: users whose watches the audit log records (the controller: one list-watch per resource, counted)
+COUNTED_WATCHERS = ("system:serviceaccount:cozy-workerclass:workerclass-controller",)
 
 AUDIT_POLICY = {
     "apiVersion": "audit.k8s.io/v1",
@@ -311,6 +313,7 @@ AUDIT_POLICY = {
     "rules": [
         # reads too, for the identities whose list/watch pace a test counts
         {"level": "Metadata", "users": list(COUNTED_READERS), "verbs": ["list", "watch"]},
+        {"level": "Metadata", "users": list(COUNTED_WATCHERS), "verbs": ["watch"]},
         {"level": "Metadata", "verbs": ["create", "update", "patch", "delete", "deletecollection"]},
         {"level": "None"},
     ],

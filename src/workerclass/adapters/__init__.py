@@ -1,6 +1,8 @@
 """Adapters: the only places that touch files, TLS material or a Kubernetes API.
 
 - :mod:`.helm`: Helm's own engine (the optional ``helm`` extra) for a chart the port was not proved against.
+- :mod:`.changes`: a change notification (:class:`~.changes.Changes`: a version counter whose
+  waiters wake on a change, bursts gathered by a debounce), what the controller's loops wait on.
 - :mod:`.chart`: a Helm chart read from a folder or a packaged archive into ``{path: bytes}``
   (:func:`~.chart.read_chart`, :func:`~.chart.chart_archive_files`), what the core identifies.
 - :mod:`.flux`: the chart the cluster's pools run, read through Flux's source API
@@ -10,7 +12,8 @@
   :func:`~.folder.load_state`; errors name the file and the line.
 - :mod:`.kube`: the cluster cache (:class:`~.kube.ClusterCache`): list and watch the resources of
   the API table (:data:`workerclass.api.WATCHED`, the controller's
-  :data:`workerclass.api.CONTROLLER_READS`), keep a State current per event, say when it is stale;
+  :data:`workerclass.api.CONTROLLER_READS`), keep a State current per event, announce each new
+  State (:meth:`~.kube.ClusterCache.changed`), say when it is stale;
   :func:`~.kube.short_error` reduces client errors to code and reason.
 - :mod:`.live`: the webhook installation read once from the API server for ``preflight --live``
   (:func:`~.live.read_install`: webhook configurations, the Services, Deployments and

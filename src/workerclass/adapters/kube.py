@@ -52,6 +52,11 @@ entries the object touches and shares the rest (no rebuild, no lock: a request h
 it started with). The first lists are paginated (``limit`` :data:`LIST_CHUNK`, ``continue``) and
 the first State is built once from the complete lists (``State.from_objects``).
 
+Change notification: every new State bumps :attr:`ClusterCache.generation`, and
+:meth:`ClusterCache.changed` wakes whoever waits for one (the controller's loops: no polling). A
+burst of events within ``debounce`` seconds of its first is announced once; :attr:`~ClusterCache.state`
+is never held back (the webhook reads the newest snapshot), only the wake-up is gathered.
+
 Why one module: the list/watch loop, its backoff, the absent and stale bookkeeping and the texts
 made from them read and write the same per-resource progress; split, each part would reach into
 the others' state.
@@ -75,6 +80,7 @@ from ..api import WATCHED, Resource
 from ..api.resources import APPLICATION_KIND_LABEL, INSTANCETYPE
 from ..chart.source import ChartSource
 from ..state import State
+from .changes import Changes
 from .sync import SyncReport, age_report, where
 
 __all__ = [
@@ -290,7 +296,8 @@ class ClusterCache:
     the API server does not serve or RBAC hides is read as empty and never stale
     (:attr:`warnings`). Retries back off (:class:`Backoff` from ``retry_delay`` to
     ``max_retry_delay``), starting over only after a healthy watch; ``sleep`` and ``jitter`` are
-    injectable for tests, as is ``clock`` (monotonic seconds).
+    injectable for tests, as is ``clock`` (monotonic seconds). :meth:`changed` announces new States
+    (bursts within ``debounce`` seconds gathered into one wake-up).
     """
 
     def __init__(
@@ -335,11 +342,9 @@ class ClusterCache:
         #: optional resources last listed as absent (404 or 403), by kind: the warning that says so
         self._absent: dict[str, str] = {}
         self._state: State | None = None
-        #: accepted for callers written for the rebuilding cache; events are applied as they arrive
-        self.debounce = debounce
+        #: every new State, for :meth:`changed` (waiters woken at most once per ``debounce`` seconds)
+        self.changes = Changes(debounce)
         self._tasks: list[asyncio.Task[None]] = []
-        #: how many snapshots were made (cold sync included)
-        self.generation = 0
         #: events applied to the State, and events dropped because nothing read changed
         self.applied = 0
         self.dropped = 0
@@ -363,6 +368,27 @@ class ClusterCache:
     @property
     def synced(self) -> bool:
         return self._state is not None
+
+    @property
+    def debounce(self) -> float:
+        """Seconds a burst of new States is gathered before :meth:`changed` wakes its waiters (0: at once)."""
+        return self.changes.debounce
+
+    @property
+    def generation(self) -> int:
+        """How many snapshots were made (the cold sync's included)."""
+        return self.changes.version
+
+    @property
+    def published(self) -> int:
+        """The generation :meth:`changed` last announced: what a waiter passes as ``after`` next."""
+        return self.changes.published
+
+    async def changed(self, after: int) -> int:
+        """Wait for a State newer than generation ``after`` (a burst within ``debounce`` seconds of its
+        first change is announced once, with its last State); return the generation announced.
+        :attr:`state` itself is always the newest: only the wake-up is gathered."""
+        return await self.changes.wait(after)
 
     @property
     def warnings(self) -> tuple[str, ...]:
@@ -475,7 +501,7 @@ class ClusterCache:
         self.chart = chart
         if self._state is not None:
             self._state = self._state.with_chart(chart if chart is not None else ChartSource.shipped())
-            self.generation += 1
+            self.changes.bump()
 
     def _fit_read_timeout(self) -> None:
         """Raise a given lightkube client's read timeout to :attr:`read_timeout` when it is shorter.
@@ -519,6 +545,7 @@ class ClusterCache:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
         self._tasks = []
+        self.changes.close()
         if self._owns_client and self._client is not None:
             with contextlib.suppress(Exception):
                 await self._client.close()
@@ -528,7 +555,7 @@ class ClusterCache:
         """The first synced state (for tests and tools); raises TimeoutError."""
         async with asyncio.timeout(timeout):
             while self._state is None:
-                await asyncio.sleep(0.01)
+                await self.changed(self.published)
         assert self._state is not None
         return self._state
 
@@ -701,7 +728,7 @@ class ClusterCache:
             return
         if state is not self._state:
             self._state = state
-            self.generation += 1
+            self.changes.bump()
 
     def _relisted(
         self,
@@ -735,7 +762,7 @@ class ClusterCache:
         if self._state is None:
             logger.info("cluster cache synced: %d objects", len(objects))
         self._state = state
-        self.generation += 1
+        self.changes.bump()
 
 
 def resource_class(api_version: str, kind: str, plural: str, *, namespaced: bool) -> Any:

@@ -60,8 +60,8 @@ RELEASE_PREFIX = "kubernetes-nodes-"
 #: the Kubernetes app's ``release.prefix``: the parent cluster ``N`` is HelmRelease ``kubernetes-N``
 #: (labelled ``application.kind: Kubernetes``), its CAPI cluster ``kubernetes-N`` too
 CLUSTER_RELEASE_PREFIX = "kubernetes-"
-#: the suffix of the webhook names (``kubernetesnodes.mutate.workerclass.cozystack.io``), the
-#: finalizer's and kopf's annotation prefix
+#: the suffix of the webhook names (``kubernetesnodes.mutate.workerclass.cozystack.io``) and the
+#: finalizer's prefix
 WEBHOOK_DOMAIN = "workerclass.cozystack.io"
 #: the finalizer that holds a custom class while live pools select it
 FINALIZER = f"{WEBHOOK_DOMAIN}/retain-while-selected"

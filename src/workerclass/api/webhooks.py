@@ -31,8 +31,8 @@ ALL_OPERATIONS: tuple[Operation, ...] = ("CREATE", "UPDATE", "DELETE", "CONNECT"
 Decider = Literal["mutate", "validate"]
 #: the server's readiness path: ready only once its cache of classes, pools and platform synced
 READY_PATH = "/readyz"
-#: the liveness path: the webhook server's (up while the process serves, synced or not), and the
-#: one ``serve controller`` opens kopf's liveness endpoint at
+#: the liveness path: the webhook server's (up while the process serves, synced or not), and
+#: ``serve controller``'s (every replica, :mod:`workerclass.controller.liveness`)
 HEALTH_PATH = "/healthz"
 #: the server's Prometheus metrics path
 METRICS_PATH = "/metrics"

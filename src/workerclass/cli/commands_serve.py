@@ -259,10 +259,17 @@ def serve_controller(
         Path | None,
         typer.Option("--kubeconfig", metavar="FILE", help="Without it: in-cluster, then KUBECONFIG, ~/.kube/config."),
     ] = None,
-    poll_interval: Annotated[
+    debounce: Annotated[
         float,
-        typer.Option(min=0.1, help="Seconds between checks for a changed cluster (statuses are written on change)."),
-    ] = 2.0,
+        typer.Option(
+            min=0.0,
+            help="Seconds a burst of cluster changes is gathered before status and pools are reconciled (0: at once).",
+        ),
+    ] = 0.2,
+    poll_interval: Annotated[
+        float | None,
+        typer.Option(hidden=True, help="Ignored (the controller waits for changes now); kept for older manifests."),
+    ] = None,
     retain_recheck: Annotated[
         float, typer.Option(min=1.0, help="Seconds between re-checks of a class deletion held by live pools.")
     ] = 30.0,
@@ -302,13 +309,19 @@ def serve_controller(
     Replicas elect a leader on the Lease workerclass-controller; only the leader writes.
     """
     try:
-        import kopf  # noqa: F401
         from lightkube import KubeConfig
     except ImportError:
-        fail("the controller needs kopf and lightkube: install workerclass[controller]")
+        fail("the controller needs lightkube: install workerclass[controller]")
     from ..adapters.kube import ClusterCache
     from ..api import CONTROLLER_READS
-    from ..controller import ClassController, ControllerSettings, LightkubePoolLister, LightkubeStatusWriter
+    from ..controller import (
+        ClassController,
+        ControllerSettings,
+        LightkubeClassEvents,
+        LightkubeFinalizerWriter,
+        LightkubePoolLister,
+        LightkubeStatusWriter,
+    )
     from ..controller.leader import LeaseElector
     from ..controller.liveness import serve_liveness
     from ..controller.workers import WorkerController, WorkerMetrics, WorkerSettings
@@ -320,11 +333,13 @@ def serve_controller(
     )
     for chatty in ("httpx", "httpx2", "aiohttp.access"):  # a line per API request or probe
         logging.getLogger(chatty).setLevel(max(logging.WARNING, logging.getLogger().level))
+    if poll_interval is not None:
+        logging.getLogger("workerclass.controller").warning(
+            "--poll-interval is ignored: the controller acts on the cluster cache's changes (see --debounce)"
+        )
     config = _kube_config(KubeConfig, kubeconfig)
-    if kubeconfig is not None:
-        os.environ["KUBECONFIG"] = str(kubeconfig)  # kopf logs in through the same file as the cache
     given = load_chart(chart) if chart is not None else None
-    settings = ControllerSettings(poll_interval=poll_interval, retain_recheck=retain_recheck)
+    settings = ControllerSettings(retain_recheck=retain_recheck)
     identity = os.environ.get("POD_NAME") or f"{socket.gethostname()}-{uuid.uuid4().hex[:8]}"
 
     async def run() -> None:
@@ -342,8 +357,13 @@ def serve_controller(
             )
         # one client for the cache's lists and watches and every write: its read timeout fits the cache's
         client = _cache_client(config, "workerclass-controller")
+        # the process's one list-watch per resource: status, finalizers and pools all wait on it
         cache = ClusterCache(
-            client, resources=CONTROLLER_READS, chart=given, charts=_follower(client, given, chart_poll)
+            client,
+            resources=CONTROLLER_READS,
+            debounce=debounce,
+            chart=given,
+            charts=_follower(client, given, chart_poll),
         )
         await cache.start()
         liveness = await serve_liveness(liveness_port, HEALTH_PATH) if liveness_port else None
@@ -356,8 +376,7 @@ def serve_controller(
         )
 
         async def until_stopped(job: Any) -> None:
-            """Run ``job``; when it ends (kopf ends on SIGTERM: it takes over the signal handlers
-            once it starts), stop everything else too."""
+            """Run ``job``; when it ends (a stop, or a loop that failed), stop everything else too."""
             try:
                 await job
             finally:
@@ -368,10 +387,12 @@ def serve_controller(
                 cache,
                 LightkubeStatusWriter(client),
                 LightkubePoolLister(client),
+                finalizers=LightkubeFinalizerWriter(client),
+                events=LightkubeClassEvents(client),
                 settings=settings,
                 workers=worker if workers else None,
             )
-            jobs = [until_stopped(classes.run(stop_flag=stop))]
+            jobs = [until_stopped(classes.run(stop=stop))]
             if workers:
                 jobs.append(until_stopped(worker.run(cache, stop=stop)))
             await asyncio.gather(*jobs)
@@ -392,7 +413,7 @@ def serve_controller(
         asyncio.run(run())
     except KeyboardInterrupt:
         pass
-    except Exception as error:  # kopf gave up (the API stayed unreachable): one line, exit 1
+    except Exception as error:  # a loop gave up: one line, exit 1
         from ..adapters.kube import short_error  # never the message: it may quote a server URL
 
         fail(f"the controller stopped: {short_error(error)}", code=1)

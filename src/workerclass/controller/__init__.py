@@ -6,58 +6,65 @@ A thin door over the core (:mod:`workerclass.ops.status`):
   worker controller beside it ``WorkersApplied``) and ``status.pools`` as the contract lays them
   out. The controller reads the same cluster cache as the webhook
   (:class:`~workerclass.adapters.kube.ClusterCache`: classes, pools, the platform and parent
-  clusters); whenever the cache holds a new State, or a pool's worker state changes, it recomputes
-  every class and patches the ``status`` subresource of those whose status differs, so a pool that
-  starts or stops selecting a class shows within ``poll_interval`` seconds and a quiet cluster sees
-  no writes;
+  clusters); whenever the cache announces a new State (:meth:`~workerclass.adapters.kube.ClusterCache.changed`,
+  bursts gathered by its debounce), or a pool's worker state changes, it recomputes every class
+  and patches the ``status`` subresource of those whose status differs. Nothing polls: a quiet
+  cluster wakes nothing and sees no writes;
 * custom classes (every name but the built-in ``talos`` and ``kairos``) carry the finalizer
-  :data:`FINALIZER`, through kopf. The design page: "Retain custom classes and the worker
-  controller while live classified pools depend on them." A deletion waits, re-checked every
-  ``retain_recheck`` seconds, until no live pool selects the class. The validating webhook's
-  ``ClassInUse`` is the first line; this one also holds while the webhook is down. The page's
-  other half: "Removing the controller can also leave custom classes with finalizers needing
-  hoster handling": remove the finalizer by hand only after checking that no pool selects the class.
+  :data:`FINALIZER`, added and released from the same cache's States (a JSON patch that tests the
+  finalizers it read, so a concurrent write is never overwritten). The design page: "Retain custom
+  classes and the worker controller while live classified pools depend on them." A deletion waits
+  until no live pool selects the class: the cache's view first, then a fresh list from the API
+  server itself (:class:`PoolLister`), re-checked every ``retain_recheck`` seconds while held. The
+  validating webhook's ``ClassInUse`` is the first line; this one also holds while the webhook is
+  down. The page's other half: "Removing the controller can also leave custom classes with
+  finalizers needing hoster handling": remove the finalizer by hand only after checking that no
+  pool selects the class.
 
-Until the cache has synced nothing is written and no finalizer is released: the controller waits
-rather than guesses. kopf runs standalone (no peering): ``serve controller`` runs this class
-controller, and the worker controller, only on the replica that holds the leader Lease
-(:mod:`.leader`), so any number of replicas can run.
+Until the cache has synced nothing is written and no finalizer is added or released: the
+controller waits rather than guesses. ``serve controller`` runs this class controller, and the
+worker controller, only on the replica that holds the leader Lease (:mod:`.leader`), so any number
+of replicas can run. One list-watch per resource for the whole process: the cache's (kopf ran a
+second watch of WorkerClasses for its one handler, the finalizer, until issue 21).
 
-Its edge: kopf handlers, the status writes and the loop; no rule lives here. kopf is imported
-here only, so the core and the webhook do not need it. The resource it handles, the finalizer and
-kopf's annotation prefix come from the API table (:mod:`workerclass.api`), what it reads from the
-cluster cache's list (:data:`workerclass.api.CONTROLLER_READS`).
+Its edge: the status and finalizer writes, the Events and the loop; no rule lives here. The
+resource, the finalizer and what it reads come from the API table (:mod:`workerclass.api`,
+:data:`workerclass.api.CONTROLLER_READS`).
 
-Modules: this one (the status loop, the retention handler and the two lightkube-backed helpers,
-:class:`LightkubeStatusWriter` and :class:`LightkubePoolLister`); :mod:`.workers` (the worker
-controller: classified pools become machines, the handoff from Helm, Events and metrics);
-:mod:`.reporting` (its Events and metrics); :mod:`.leader` (leader election on a Lease);
-:mod:`.liveness` (``/healthz`` on every replica).
+Modules: this one (the loop, status and retention, and the lightkube-backed helpers
+:class:`LightkubeStatusWriter`, :class:`LightkubeFinalizerWriter`, :class:`LightkubeClassEvents`
+and :class:`LightkubePoolLister`); :mod:`.workers` (the worker controller: classified pools become
+machines, the handoff from Helm, Events and metrics); :mod:`.reporting` (Events and metrics);
+:mod:`.leader` (leader election on a Lease); :mod:`.liveness` (``/healthz`` on every replica).
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-import kopf
-
 from ..adapters.kube import LIST_CHUNK, short_error, status_code
-from ..api import CONTROLLER_READS, FINALIZER, WEBHOOK_DOMAIN
+from ..api import CONTROLLER_READS, FINALIZER
 from ..api.resources import POOL_KINDS, WORKER_CLASS
 from ..ops.status import class_status
 from ..rules.classes import BUILTIN_FAMILIES
 from ..rules.usage import deletion_blocker, in_use_message
 from ..state import State, pool_from_object
+from .reporting import post_object_event
+from .workers import FIELD_MANAGER, wait_first
 
 __all__ = [
     "FINALIZER",
     "ClassController",
+    "ClassEvents",
     "ControllerSettings",
+    "FinalizerWriter",
+    "LightkubeClassEvents",
+    "LightkubeFinalizerWriter",
     "LightkubePoolLister",
     "LightkubeStatusWriter",
     "PoolLister",
@@ -68,23 +75,33 @@ __all__ = [
 
 logger = logging.getLogger("workerclass.controller")
 
-#: The words that start the reason kopf logs while a deletion waits (an expected wait, logged at INFO).
+#: The words that start the log line of a deletion held while live pools select the class (an
+#: expected wait, logged at INFO).
 RETAINED = "retained:"
 
 # FINALIZER (imported from the API table, exported): holds a custom class while live pools select it.
 
-#: the resource kopf handles (the WorkerClass row of the API table)
 GROUP, VERSION, PLURAL = WORKER_CLASS.group, WORKER_CLASS.version, WORKER_CLASS.plural
 
 
 class StateSource(Protocol):
-    """Where the controller reads the cluster: a synced State, or ``None`` and the reason why not."""
+    """Where the controller reads the cluster (a :class:`~workerclass.adapters.kube.ClusterCache`):
+    a synced State or ``None`` and the reason why not, and the announcement of new States."""
 
     @property
     def state(self) -> State | None: ...
 
     @property
     def reason(self) -> str: ...
+
+    @property
+    def published(self) -> int:
+        """The generation of the State last announced."""
+        ...
+
+    async def changed(self, after: int) -> int:
+        """Wait until a generation newer than ``after`` is announced; return it."""
+        ...
 
 
 class StatusWriter(Protocol):
@@ -120,6 +137,10 @@ class WorkerStates(Protocol):
     @property
     def settled(self) -> bool:
         """Whether one reconcile has run: before it no pool's state is known."""
+        ...
+
+    async def states_changed(self, after: int) -> int:
+        """Wait until ``states_version`` passes ``after``; return it."""
         ...
 
 
@@ -164,31 +185,73 @@ class LightkubePoolLister:
         return sorted(found)
 
 
+class FinalizerWriter(Protocol):
+    """Sets the finalizers of one WorkerClass, only if they are still ``seen`` (``None``: none)."""
+
+    async def set(self, name: str, seen: list[str] | None, finalizers: list[str]) -> None:
+        """Raises on a refusal: 409 or 422 when the finalizers changed since they were read."""
+        ...
+
+
+class LightkubeFinalizerWriter:
+    """:class:`FinalizerWriter` over a ``lightkube.AsyncClient``: a JSON patch whose ``test`` op holds
+    the finalizers read, so a finalizer another controller added meanwhile is never overwritten."""
+
+    def __init__(self, client: Any) -> None:
+        from lightkube.generic_resource import create_global_resource
+
+        self._client = client
+        self._resource = create_global_resource(GROUP, VERSION, WORKER_CLASS.kind, PLURAL)
+
+    async def set(self, name: str, seen: list[str] | None, finalizers: list[str]) -> None:
+        from lightkube.types import PatchType
+
+        # a test for null passes on an absent list (the API server's JSON patch), so the add is guarded too
+        patch = [
+            {"op": "test", "path": "/metadata/finalizers", "value": seen},
+            {"op": "add" if seen is None else "replace", "path": "/metadata/finalizers", "value": finalizers},
+        ]
+        await self._client.patch(self._resource, name, patch, patch_type=PatchType.JSON)
+
+
+class ClassEvents(Protocol):
+    """Posts a Warning Event about one WorkerClass (best effort)."""
+
+    async def warn(self, name: str, reason: str, message: str) -> None: ...
+
+
+class LightkubeClassEvents:
+    """:class:`ClassEvents` over a ``lightkube.AsyncClient`` (in ``default``: a class is cluster-scoped)."""
+
+    def __init__(self, client: Any) -> None:
+        self._client = client
+
+    async def warn(self, name: str, reason: str, message: str) -> None:
+        involved = {"apiVersion": WORKER_CLASS.api_version, "kind": WORKER_CLASS.kind, "name": name}
+        await post_object_event(
+            self._client, involved, reason, message, warning=True, component=FIELD_MANAGER, what=f"WorkerClass {name}"
+        )
+
+
 @dataclass(frozen=True)
 class ControllerSettings:
-    #: seconds between checks for a new State (a cheap identity check; statuses are written on change)
-    poll_interval: float = 2.0
     #: seconds between re-checks of a deletion held because live pools select the class
     retain_recheck: float = 30.0
-    #: seconds before the deletion handler retries while the cache has not synced
+    #: seconds before a failed status write, pool list or finalizer patch is tried again
     retry_delay: float = 5.0
 
 
-class _ExpectedWait(logging.Filter):
-    """kopf logs a retried handler at ERROR (and posts an Event); a held deletion is expected: INFO."""
+@dataclass
+class _Held:
+    """A deletion being held: when to check it again, why, and whether the API server's list said so."""
 
-    def filter(self, record: logging.LogRecord) -> bool:
-        if record.levelno >= logging.ERROR and RETAINED in record.getMessage():
-            record.levelno, record.levelname = logging.INFO, "INFO"
-        return True
-
-
-def _custom(name: str | None = None, **_: Any) -> bool:
-    return name not in BUILTIN_FAMILIES
+    until: float
+    message: str
+    listed: bool
 
 
 class ClassController:
-    """The status loop, plus kopf's deletion handler in its own registry (no module-level kopf state)."""
+    """The status and the finalizer of every WorkerClass, driven by the cache's new States."""
 
     def __init__(
         self,
@@ -196,50 +259,79 @@ class ClassController:
         writer: StatusWriter,
         pools: PoolLister,
         *,
+        finalizers: FinalizerWriter | None = None,
+        events: ClassEvents | None = None,
         settings: ControllerSettings | None = None,
-        login: Callable[..., Any] | None = None,
         workers: WorkerStates | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.source = source
         #: the worker controller's pool states, for the ``WorkersApplied`` condition (None: not run)
         self.workers = workers
         self.writer = writer
         self.pools = pools
+        #: None: status only (no finalizer is added or released)
+        self.finalizers = finalizers
+        self.events = events
         #: the last status written per class and (uid, generation): never written twice, so a server that
         #: prunes or defaults part of it cannot make the loop write forever
         self._written: dict[str, tuple[Any, Any, dict[str, Any]]] = {}
         self.settings = settings or ControllerSettings()
-        self.registry = kopf.OperatorRegistry()
-        self._login = login
+        self._clock = clock
+        self._held: dict[str, _Held] = {}
+        #: the last problem said (logged and posted as an Event) per class: said again only when it changes
+        self._warned: dict[str, str] = {}
         self.writes = 0  # status patches sent (for the log and tests)
-        kopf.on.startup(registry=self.registry)(self._configure)
-        kopf.on.login(registry=self.registry)(self._authenticate)
-        kopf.on.delete(GROUP, VERSION, PLURAL, registry=self.registry, when=_custom, id="retain")(self._retain)
+        self.finalizer_writes = 0  # finalizer patches sent
 
-    async def run(
-        self,
-        *,
-        stop_flag: Any = None,
-        ready_flag: Any = None,
-        liveness_endpoint: str | None = None,
-    ) -> None:
-        """Run the status loop and the kopf operator until ``stop_flag`` is set."""
-        loop = asyncio.create_task(self._status_loop(), name="workerclass-status")
-        try:
-            await kopf.operator(
-                registry=self.registry,
-                clusterwide=True,
-                standalone=True,
-                stop_flag=stop_flag,
-                ready_flag=ready_flag,
-                liveness_endpoint=liveness_endpoint,
-            )
-        finally:
-            loop.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await loop
+    async def run(self, *, stop: asyncio.Event | None = None) -> None:
+        """Write status and keep the finalizers on every announced State until ``stop`` is set.
+
+        Between States it sleeps: woken by the cache's announcement, the worker controller's change
+        of a pool's state, a held deletion's recheck or a retry after a failure, nothing else."""
+        stop = stop or asyncio.Event()
+        status_seen: tuple[int, int] | None = None
+        retain_seen = -1
+        retain_due = float("inf")
+        status_due = float("inf")
+        while not stop.is_set():
+            generation = self.source.published
+            version = self.workers.states_version if self.workers is not None else 0
+            state = self.source.state
+            now = self._clock()
+            if state is not None:
+                # with the worker controller beside it, the status waits for its first reconcile: a
+                # WorkersApplied written before would say Pending, and a restart would write twice
+                waiting = self.workers is not None and not self.workers.settled
+                if not waiting and ((generation, version) != status_seen or now >= status_due):
+                    status_due = float("inf")
+                    if await self._refresh_logged(state):
+                        status_seen = (generation, version)
+                    else:
+                        status_due = self._clock() + self.settings.retry_delay  # the same State again later
+                if self.finalizers is not None and (generation != retain_seen or now >= retain_due):
+                    retain_seen = generation
+                    retain_due = await self.retain(state)
+            timeout = max(0.0, min(retain_due, status_due) - self._clock())
+            waits = [self.source.changed(generation)]
+            if self.workers is not None:
+                waits.append(self.workers.states_changed(version))
+            await wait_first(stop, *waits, timeout=None if timeout == float("inf") else timeout)
 
     # ------------------------------------------------------------------ status
+
+    async def _refresh_logged(self, state: State) -> bool:
+        before = self.writes
+        try:
+            complete = await self.refresh(state)
+        except asyncio.CancelledError:
+            raise
+        except Exception:  # a bug must not end the loop: log it and try again after a pause
+            logger.exception("refreshing WorkerClass status failed")
+            complete = False
+        if self.writes > before:
+            logger.info("wrote the status of %d WorkerClass(es)", self.writes - before)
+        return complete
 
     async def refresh(self, state: State) -> bool:
         """Write the status of every cluster class whose status differs; ``False`` if a write failed."""
@@ -277,72 +369,96 @@ class ClassController:
             del self._written[gone]
         return complete
 
-    async def _status_loop(self) -> None:
-        seen: State | None = None
-        seen_workers = -1
-        while True:
-            state = self.source.state
-            version = self.workers.states_version if self.workers is not None else 0
-            # with the worker controller beside it, the status waits for its first reconcile: a
-            # WorkersApplied written before would say Pending, and a restart would write twice
-            waiting = self.workers is not None and not self.workers.settled
-            if state is not None and not waiting and (state is not seen or version != seen_workers):
-                before = self.writes
-                try:
-                    complete = await self.refresh(state)
-                except asyncio.CancelledError:
-                    raise
-                except Exception:  # a bug must not end the loop: log it and try the next State
-                    logger.exception("refreshing WorkerClass status failed")
-                    complete = False
-                if complete:
-                    seen, seen_workers = state, version  # else the same State is tried again after a pause
-                if self.writes > before:
-                    logger.info("wrote the status of %d WorkerClass(es)", self.writes - before)
-            current = (state is seen and version == seen_workers) or waiting
-            await asyncio.sleep(self.settings.poll_interval if current else self.settings.retry_delay)
+    # ------------------------------------------------------------------ the finalizer
 
-    # ------------------------------------------------------------------ kopf
+    async def retain(self, state: State) -> float:
+        """Add :data:`FINALIZER` to every custom class that lacks it, and release the deleted ones no
+        live pool selects; the monotonic time of the next check needed (a held deletion's recheck or
+        a retry), ``inf`` if none."""
+        assert self.finalizers is not None
+        now = self._clock()
+        due = float("inf")
+        for name, record in sorted(state.classes.items()):
+            if record.builtin or name in BUILTIN_FAMILIES:
+                continue  # the built-ins are never held: the package carries them
+            metadata = record.obj.get("metadata") or {}
+            listed = metadata.get("finalizers")
+            seen = [str(item) for item in listed] if isinstance(listed, list) and listed else None
+            current = seen or []
+            if not metadata.get("deletionTimestamp"):
+                self._held.pop(name, None)
+                if FINALIZER not in current and not await self._set(name, seen, [*current, FINALIZER], "adding"):
+                    due = min(due, now + self.settings.retry_delay)
+                continue
+            if FINALIZER not in current:
+                self._held.pop(name, None)
+                continue  # being deleted, and not ours to hold (released already, or never added)
+            due = min(due, await self._release(state, name, seen or [], now))
+        for gone in set(self._held) - set(state.classes):
+            del self._held[gone]
+        for gone in set(self._warned) - set(state.classes):
+            del self._warned[gone]
+        return due
 
-    def _configure(self, settings: kopf.OperatorSettings, **_: Any) -> None:
-        settings.persistence.finalizer = FINALIZER
-        settings.posting.level = logging.WARNING  # Kubernetes Events only for problems
-        settings.watching.server_timeout = 300
-        settings.watching.client_timeout = 360  # a silent connection is dropped and the watch restarted
-        settings.networking.error_backoffs = [1, 2, 5, 10, 20, 30, 60, 60, 60, 60, 60, 60]  # ~7 minutes
-        kopf_objects = logging.getLogger("kopf.objects")
-        if not any(isinstance(existing, _ExpectedWait) for existing in kopf_objects.filters):
-            kopf_objects.addFilter(_ExpectedWait())
-        # kopf's bookkeeping in our own annotations; status belongs to API.md's shape.
-        settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix=WEBHOOK_DOMAIN)
-        settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(
-            prefix=WEBHOOK_DOMAIN, key="last-handled-configuration"
-        )
-
-    def _authenticate(self, **kwargs: Any) -> kopf.ConnectionInfo | None:
-        if self._login is not None:
-            return self._login(**kwargs)  # type: ignore[no-any-return]
-        return kopf.login_with_service_account(**kwargs) or kopf.login_with_kubeconfig(**kwargs)
-
-    async def _retain(self, name: str, **_: Any) -> None:
-        state = self.source.state
-        if state is None:
-            raise kopf.TemporaryError(
-                self.source.reason or "the cluster cache has not synced", delay=self.settings.retry_delay
-            )
+    async def _release(self, state: State, name: str, seen: list[str], now: float) -> float:
+        """A deleted class with our finalizer: released if no live pool selects it, else held."""
+        held = self._held.get(name)
         blocker = deletion_blocker(state, name)
+        listed = blocker is None  # whether the API server's list (not the cache) holds it
         if blocker is None:
-            # The cache can lag behind a pool created a moment ago (or a watch being re-listed):
-            # the finalizer is released only on a fresh list from the API server itself.
+            if held is not None and held.listed and now < held.until:
+                return held.until  # the API server's list said held a moment ago: its recheck decides
+            # The cache can lag behind a pool created a moment ago (or a watch being re-listed): the
+            # finalizer is released only on a fresh list from the API server itself.
             try:
                 live = await self.pools.selecting(name)
+            except asyncio.CancelledError:
+                raise
             except Exception as error:
-                raise kopf.TemporaryError(
-                    f"cannot list the pools that select WorkerClass {name} ({short_error(error)})",
-                    delay=self.settings.retry_delay,
-                ) from None
+                problem = f"cannot list the pools that select WorkerClass {name} ({short_error(error)})"
+                await self._problem(name, "RetainCheckFailed", problem)
+                self._held[name] = _Held(now + self.settings.retry_delay, held.message if held else "", listed=True)
+                return now + self.settings.retry_delay
             if live:
                 blocker = in_use_message(name, live)
-        if blocker is not None:
-            raise kopf.TemporaryError(f"{RETAINED} {blocker}", delay=self.settings.retain_recheck)
-        logger.info("WorkerClass %s: no live pool selects it; releasing it for deletion", name)
+            else:
+                logger.info("WorkerClass %s: no live pool selects it; releasing it for deletion", name)
+                if await self._set(name, seen, [item for item in seen if item != FINALIZER], "releasing"):
+                    self._held.pop(name, None)
+                    return float("inf")
+                return now + self.settings.retry_delay
+        # an expected wait: INFO, when it starts, when its reason changes and at every recheck
+        if held is None or held.message != blocker or now >= held.until:
+            logger.info("WorkerClass %s: %s %s", name, RETAINED, blocker)
+            held = _Held(now + self.settings.retain_recheck, blocker, listed=listed)
+            self._held[name] = held
+        return held.until
+
+    async def _set(self, name: str, seen: list[str] | None, finalizers: list[str], doing: str) -> bool:
+        assert self.finalizers is not None
+        try:
+            await self.finalizers.set(name, seen, finalizers)
+        except asyncio.CancelledError:
+            raise
+        except Exception as error:
+            code = status_code(error)
+            if code == 404:
+                return True  # gone since the cache saw it: nothing to hold
+            if code in (409, 422):  # its finalizers changed since the cache read them: the next State decides
+                logger.info("WorkerClass %s changed while %s the finalizer; trying again", name, doing)
+                return False
+            problem = f"{doing} the finalizer of WorkerClass {name} failed ({short_error(error)})"
+            await self._problem(name, "FinalizerFailed", problem)
+            return False
+        self.finalizer_writes += 1
+        self._warned.pop(name, None)
+        return True
+
+    async def _problem(self, name: str, reason: str, message: str) -> None:
+        """A failure to decide or to write: a WARNING and a Warning Event, once per change of message."""
+        if self._warned.get(name) == message:
+            return
+        self._warned[name] = message
+        logger.warning("%s; trying again in %gs", message, self.settings.retry_delay)
+        if self.events is not None:
+            await self.events.warn(name, reason, message)

@@ -1,8 +1,7 @@
 """The controller's liveness endpoint: ``/healthz`` answers 200 while the process's loop runs.
 
-Every replica answers it, the leader and the ones waiting for the Lease alike (kopf's own liveness
-endpoint runs only where kopf runs, on the leader). Its edge: one aiohttp route on loopback or all
-addresses.
+Every replica answers it, the leader and the ones waiting for the Lease alike. Its edge: one
+aiohttp route on loopback or all addresses.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""What the worker controller tells people: Kubernetes Events on a pool's HelmRelease, and metrics.
+"""What the controller tells people: Kubernetes Events on a pool's HelmRelease or a WorkerClass, and metrics.
 
 Events carry our own messages only (states, counts, denial codes), never a pool's values, so no
 secret reaches them. Metrics (Prometheus, the process registry): pools by state, write requests,
@@ -16,7 +16,7 @@ from ..adapters.kube import short_error
 from ..api.resources import HELM_RELEASE
 from ..ops.workers import DesiredPool
 
-__all__ = ["WorkerMetrics", "post_event"]
+__all__ = ["WorkerMetrics", "post_event", "post_object_event"]
 
 logger = logging.getLogger("workerclass.workers")
 
@@ -47,16 +47,38 @@ async def post_event(
     client: Any, pool: DesiredPool, reason: str, message: str, *, warning: bool, component: str
 ) -> bool:
     """Post one Event about ``pool`` on its HelmRelease; ``False`` if the API refused it (best effort)."""
+    involved = {
+        "apiVersion": HELM_RELEASE.api_version,
+        "kind": HELM_RELEASE.kind,
+        "name": pool.owner,
+        "namespace": pool.namespace,
+    }
+    return await post_object_event(
+        client, involved, reason, message, warning=warning, component=component, what=pool.identity
+    )
+
+
+async def post_object_event(
+    client: Any,
+    involved: dict[str, str],
+    reason: str,
+    message: str,
+    *,
+    warning: bool,
+    component: str,
+    what: str,
+) -> bool:
+    """Post one Event about ``involved`` (apiVersion, kind, name, and namespace unless cluster-scoped:
+    its Event then goes to ``default``, as kubectl shows them); ``False`` if the API refused it."""
     from lightkube.models.core_v1 import EventSource, ObjectReference
     from lightkube.models.meta_v1 import ObjectMeta
     from lightkube.resources.core_v1 import Event
 
     now = datetime.datetime.now(datetime.UTC)
+    namespace = involved.get("namespace") or "default"
     event = Event(
-        metadata=ObjectMeta(generateName=f"{pool.owner}.", namespace=pool.namespace),
-        involvedObject=ObjectReference(
-            apiVersion=HELM_RELEASE.api_version, kind=HELM_RELEASE.kind, name=pool.owner, namespace=pool.namespace
-        ),
+        metadata=ObjectMeta(generateName=f"{involved['name']}.", namespace=namespace),
+        involvedObject=ObjectReference(**involved),
         reason=reason,
         message=message[:1000],
         type="Warning" if warning else "Normal",
@@ -68,6 +90,6 @@ async def post_event(
     try:
         await client.create(event)
     except Exception as error:
-        logger.warning("posting an Event on %s failed (%s)", pool.identity, short_error(error))
+        logger.warning("posting an Event on %s failed (%s)", what, short_error(error))
         return False
     return True

@@ -48,10 +48,11 @@ import json
 import logging
 import random
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..adapters.changes import Changes
 from ..adapters.kube import LIST_CHUNK, resource_class, short_error, status_code
 from ..api.resources import HELM_RELEASE
 from ..ops.providers import KAIROS_TEMPLATE_CRD, KAIROS_UNSUPPORTED, ProviderSupport, kairos_kubeadm
@@ -100,8 +101,6 @@ Key = tuple[str, str, str]  # kind, namespace, name
 class WorkerSettings:
     #: seconds between full resyncs (everything re-listed: what a watch missed is caught here)
     resync_interval: float = 60.0
-    #: seconds to gather State changes before a reconcile
-    settle: float = 0.2
     #: applies in flight at once
     concurrency: int = 16
     #: backoff of a failing pool: first delay and cap, in seconds (full jitter)
@@ -184,8 +183,8 @@ class WorkerController:
         #: while Kairos pools exist); ``None``: not read yet
         self._kairos: ProviderSupport | None = None
         self.writes = 0  # every write request sent (applies, patches, deletes, events)
-        #: bumped whenever a pool's state changes or a pool goes (the class status follows it)
-        self.states_version = 0
+        #: bumped whenever a pool's state changes or a pool goes (the class status waits on it)
+        self.states = Changes()
         #: whether one reconcile has run to its end (before it, no pool's state is known: the class
         #: status waits rather than write a Pending that a restart would then take back)
         self.settled = False
@@ -317,6 +316,15 @@ class WorkerController:
             self._wrote("event")
 
     @property
+    def states_version(self) -> int:
+        """Bumped whenever a pool's state changes or a pool goes (:meth:`states_changed` waits for it)."""
+        return self.states.published
+
+    async def states_changed(self, after: int) -> int:
+        """Wait until :attr:`states_version` passes ``after``; return it."""
+        return await self.states.wait(after)
+
+    @property
     def pool_states(self) -> dict[str, str]:
         """Each classified pool's last state (identity -> ``applied``, ``refused``...), for class status."""
         return {identity: state for identity, (state, _) in self._pool_states.items()}
@@ -325,7 +333,7 @@ class WorkerController:
         previous = self._pool_states.get(pool.identity)
         self._pool_states[pool.identity] = (state, message)
         if previous is None or previous[0] != state:
-            self.states_version += 1
+            self.states.bump()
         if state == "applied":
             if wrote:
                 await self._event(
@@ -447,12 +455,16 @@ class WorkerController:
             ):
                 self.metrics.pools.labels(state_name).set(counts.get(state_name, 0))
             self.metrics.reconcile_seconds.observe(self._clock() - started)
+        # a backoff ends with its pool's failure: gone, refused or applied pools are not retried on a timer
+        for identity in [identity for identity in self._backoff if report.states.get(identity) != "failing"]:
+            del self._backoff[identity]
+        first = not self.settled
         gone = set(self._pool_states) - {pool.identity for pool in desired}
         for identity in gone:
             del self._pool_states[identity]
-        if gone or not self.settled:
-            self.states_version += 1
-        self.settled = True
+        self.settled = True  # before the bump: a waiter woken by it reads settled
+        if gone or first:
+            self.states.bump()
         return report
 
     async def _pool(self, pool: DesiredPool, report: ReconcileReport, *, fresh: bool) -> None:
@@ -616,27 +628,51 @@ class WorkerController:
     # ------------------------------------------------------------------ the loop
 
     async def run(self, source: Any, *, stop: asyncio.Event | None = None) -> None:
-        """Reconcile on every new State of ``source`` (a cluster cache) and fully every ``resync_interval``."""
-        seen: State | None = None
+        """Reconcile on every new State of ``source`` (a cluster cache: ``state``, ``published`` and
+        ``changed``), fully every ``resync_interval``, and when a failing pool's backoff ends.
+
+        Between those it waits on the cache's change notification: a quiet cluster wakes it only
+        for the full resync, and a change is acted on as soon as the cache announces it (within the
+        cache's debounce, which gathers a burst of events into one reconcile)."""
+        seen = -1  # the cache's announced generation the last reconcile ran on
         last_full = -float("inf")
         stop = stop or asyncio.Event()
         while not stop.is_set():
+            generation = source.published
             state = source.state
             now = self._clock()
             full = now - last_full >= self.settings.resync_interval
-            if state is not None and (state is not seen or full or self._backoff):
+            retry = any(backoff.until <= now for backoff in self._backoff.values())
+            if state is not None and (generation != seen or full or retry):
                 try:
                     await self.reconcile(state, full=full)
                     if full:
                         last_full = now
-                    seen = state
+                    seen = generation
                 except asyncio.CancelledError:
                     raise
                 except Exception as error:  # the lists failed: retry after a pause
                     logger.warning("reconciling the worker pools failed (%s)", short_error(error), exc_info=True)
                     await _sleep(stop, self._rng.uniform(0.5, 1.5) * self.settings.retry_delay * 5)
                     continue
-            await _sleep(stop, self.settings.settle)
+            timeout: float | None = None  # before the first State nothing is due: wait for it
+            if state is not None:
+                due = [last_full + self.settings.resync_interval, *(b.until for b in self._backoff.values())]
+                timeout = max(0.0, min(due) - self._clock())
+            await wait_first(stop, source.changed(generation), timeout=timeout)
+
+
+async def wait_first(stop: asyncio.Event, *waits: Awaitable[Any], timeout: float | None = None) -> None:
+    """Wait for the first of ``waits`` to finish, ``stop`` to be set, or ``timeout`` seconds; cancel the rest."""
+    tasks = [asyncio.ensure_future(wait) for wait in (stop.wait(), *waits)]
+    try:
+        await asyncio.wait(tasks, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
 
 
 async def _sleep(stop: asyncio.Event, seconds: float) -> None:

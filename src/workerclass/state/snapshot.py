@@ -451,11 +451,18 @@ class _PoolIndex:
         if old is None and pool is None:
             return
         self.pools = self.pools.put(key, pool)
-        for record, present in ((old, False), (pool, True)):
-            if record is not None and record.class_name is not None:
-                members = as_pmap(self.by_class.get(record.class_name) or {})
-                members = members.set(key, record) if present else members.delete(key)
-                self.by_class = self.by_class.put(record.class_name, members if members else None)
+        # Each map is changed only where its entry changes: a pool that keeps its class is set once
+        # in that class's members, and the by-name index changes only when a pool appears or goes
+        # (each change copies a path of trie nodes, which the young collector must then scan).
+        old_class = old.class_name if old is not None else None
+        new_class = pool.class_name if pool is not None else None
+        if old_class is not None and old_class != new_class:
+            members = as_pmap(self.by_class.get(old_class) or {}).delete(key)
+            self.by_class = self.by_class.put(old_class, members if members else None)
+        if new_class is not None:
+            self.by_class = self.by_class.set(new_class, as_pmap(self.by_class.get(new_class) or {}).set(key, pool))
+        if (old is None) == (pool is None):
+            return  # replaced: the kinds read under its name are the same
         kinds = set(self.names.get((namespace, name), ()))
         kinds.discard(kind)
         if pool is not None:
