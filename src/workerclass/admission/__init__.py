@@ -43,7 +43,7 @@ from ..rules.family import family_of
 from ..rules.pools import chart_not_gated, cluster_move, family_switch, immutable_changes
 from ..rules.supplied import api_filled_paths, json_pointer, kairos_read_paths, strip_paths
 from ..rules.usage import deletion_blocker
-from ..state import KINDS, State, cluster_release, identify, is_pool_release, pool_from_object
+from ..state import KINDS, State, cluster_release, identify, is_pool_release, pool_cluster, pool_from_object
 from ..violations import Violation
 from .decision import Decision
 from .names import name_violations, shown_name
@@ -339,9 +339,8 @@ def _validate_pool(
             denials.append(switch)
     immutable = state.chart.rules.immutable_fields
     if operation == "UPDATE" and isinstance(old, Mapping):
-        previous = pool_from_object(old)
         move = cluster_move(
-            previous.cluster if previous is not None else None,
+            pool_cluster(old),  # the old object's cluster alone: the rest of it is not parsed
             record.cluster,
             f"{record.field}.cluster",
             immutable="cluster" in immutable,

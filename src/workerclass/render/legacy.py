@@ -81,7 +81,7 @@ def legacy_values(effective: Effective) -> dict[str, Any]:
     :data:`CLASS_ERA_KEYS`, with ``talos`` written out from the effective settings (a Kairos
     pool has none: the chart's defaults fill the Talos parts, which a Kairos render drops).
     """
-    values = copy_values(dict(stored_values(effective)))
+    values: dict[str, Any] = copy_values(dict(stored_values(effective)))
     if effective.legacy:
         return values
     for key in CLASS_ERA_KEYS:
