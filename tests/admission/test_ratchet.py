@@ -28,7 +28,8 @@ from tests.builders import (
     rename,
 )
 from workerclass import State, admit
-from workerclass.admission.ratchet import MISSING, value_at
+from workerclass.admission.ratchet import MISSING, ratchet, value_at
+from workerclass.violations import Violation
 
 
 def _edit(obj: dict[str, Any], change: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
@@ -163,3 +164,19 @@ def test_a_field_is_found_through_dotted_keys_and_stops_at_a_list(field: str, ex
 @pytest.mark.parametrize("field", ["spec.missing.key", "spec.talos.version.more", "spec.talos.versionx"])
 def test_a_field_that_leads_nowhere_is_missing(field: str) -> None:
     assert value_at(OBJ, field) is MISSING
+
+
+@pytest.mark.parametrize(
+    ("field", "values"),
+    [("spec.maxReplicas", "spec"), ("metadata.name", "spec"), ("spec.values.version", "spec.values")],
+    ids=["changed-field", "outside-the-changed-values", "release-values"],
+)
+def test_the_stored_object_is_not_judged_when_no_denied_field_is_left_as_stored(field: str, values: str) -> None:
+    old = {"metadata": {"name": "p"}, "spec": {"maxReplicas": 3, "values": {"version": "v1.34"}}}
+    new = {"metadata": {"name": "p"}, "spec": {"maxReplicas": 4, "values": {"version": "v1.35"}}}
+    denial = Violation("Invalid", field, "refused")
+
+    def stored() -> list[Violation]:
+        raise AssertionError("the stored object was judged though nothing denied was left as stored")
+
+    assert ratchet([denial], new=new, old=old, values=values, stored=stored) == ([denial], [])

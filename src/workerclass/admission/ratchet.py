@@ -105,26 +105,35 @@ def ratchet(
 ) -> Outcome:
     """``(denials kept, warnings)``: each denial the stored object already gets (``stored()``,
     called only when there is a denial) whose field is unchanged between ``new`` and ``old`` (the
-    objects as supplied) becomes a warning. ``values``: the field path of the object's values."""
+    objects as supplied) becomes a warning. ``values``: the field path of the object's values.
+
+    Whether each denial's field is unchanged is settled first: when none is, nothing can become a
+    warning, and the stored object is not judged at all (the usual denied UPDATE changes what is
+    refused, and judging the stored object is a whole second validation)."""
     if not denials:
+        return denials, []
+    all_values_same: bool | None = None
+    unchanged: list[bool] = []
+    for violation in denials:
+        if is_within(violation.field, values) or violation.field.startswith(values + "["):
+            unchanged.append(_same(value_at(new, violation.field), value_at(old, violation.field)))
+        else:
+            if all_values_same is None:
+                all_values_same = _same(value_at(new, values), value_at(old, values))
+            unchanged.append(all_values_same)
+    if not any(unchanged):
         return denials, []
     before = set(stored())
     if not before:
         return denials, []
-    all_values_same = _same(value_at(new, values), value_at(old, values))
     kept: list[Violation] = []
     said: list[str] = []
-    for violation in denials:
-        if violation in before:
-            if is_within(violation.field, values) or violation.field.startswith(values + "["):
-                unchanged = _same(value_at(new, violation.field), value_at(old, violation.field))
-            else:
-                unchanged = all_values_same
-            if unchanged:
-                said.append(
-                    f"{violation.code} {_shown(violation.field)}: {violation.message} (allowed: the stored object is "
-                    "refused for this already, and this update leaves what it judges as stored)"
-                )
-                continue
+    for violation, same in zip(denials, unchanged, strict=True):
+        if violation in before and same:
+            said.append(
+                f"{violation.code} {_shown(violation.field)}: {violation.message} (allowed: the stored object is "
+                "refused for this already, and this update leaves what it judges as stored)"
+            )
+            continue
         kept.append(violation)
     return kept, said

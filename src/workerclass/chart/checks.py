@@ -60,6 +60,9 @@ TALOS_K8S_SUPPORT: dict[str, tuple[str, ...]] = {
 _MEMORY = re.compile(r"[0-9]+(\.[0-9]+)?([eE][+-]?[0-9]+)?(Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E)?")
 _CPU = re.compile(r"([0-9]+m|[0-9]+(\.[0-9]+)?)")
 _PCT_NUMBER = re.compile(r"[0-9]+(\.[0-9]+)?")
+_TALOS_MINOR = re.compile(r"v[0-9]+\.[0-9]+")
+_WHOLE = re.compile(r"[0-9]+")
+_WHOLE_PERCENT = re.compile(r"[0-9]+%")
 
 # Shapes safe to echo back in a message (no secret fits them).
 _SAFE_DNS = re.compile(r"[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?")
@@ -252,7 +255,7 @@ def _check_talos_matrix(inp: ChartInput, out: _Collector) -> None:
     version = inp.values.get("version")
     if not isinstance(talos_version, str):
         return
-    m = re.match(r"v[0-9]+\.[0-9]+", talos_version)
+    m = _TALOS_MINOR.match(talos_version)
     supported = TALOS_K8S_SUPPORT.get(m.group(0)) if m else None
     if supported is not None and version not in supported:
         shown = _shown(version, _SAFE_DNS) or "the version"
@@ -651,7 +654,7 @@ def _check_duration(values: Mapping[str, Any], key: str, out: _Collector) -> Non
 
 def _check_max_unhealthy(values: Mapping[str, Any], out: _Collector) -> None:
     s = go_str(values.get("maxUnhealthy"))
-    ok = re.fullmatch(r"[0-9]+%", s) if s.endswith("%") else re.fullmatch(r"[0-9]+", s)
+    ok = _WHOLE_PERCENT.fullmatch(s) if s.endswith("%") else _WHOLE.fullmatch(s)
     if not ok:
         out.add(
             "InvalidMaxUnhealthy",

@@ -159,6 +159,9 @@ def _default(fallback: Any, *given: Any) -> Any:
     return given[0] if given and truthy(given[0]) else fallback
 
 
+_PRINTF_VERB = re.compile(r"%([svdq%])")
+
+
 def _printf(pattern: str, *values: Any) -> str:
     pieces = iter(values)
 
@@ -169,7 +172,7 @@ def _printf(pattern: str, *values: Any) -> str:
         value = next(pieces)
         return go_quote_text(go_str(value)) if verb == "q" else _printed(value)
 
-    return re.sub(r"%([svdq%])", one, pattern)
+    return _PRINTF_VERB.sub(one, pattern)
 
 
 #: sprig's and Go's functions as the templates the port reads use them (a caller adds ``include``).

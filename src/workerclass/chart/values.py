@@ -38,12 +38,12 @@ def chart_defaults(upstream: str = DEFAULT_UPSTREAM) -> dict[str, Any]:
 _ATOMS = (str, int, float, bool, type(None))
 
 
-def _copy(value: Any) -> Any:
+def copy_values(value: Any) -> Any:
     """``copy.deepcopy`` for values data (dicts, lists and scalars; anything else is deep-copied)."""
     if type(value) is dict:
-        return {k: v if type(v) in _ATOMS else _copy(v) for k, v in value.items()}
+        return {k: v if type(v) in _ATOMS else copy_values(v) for k, v in value.items()}
     if type(value) is list:
-        return [v if type(v) in _ATOMS else _copy(v) for v in value]
+        return [v if type(v) in _ATOMS else copy_values(v) for v in value]
     if type(value) in _ATOMS:
         return value
     return copy.deepcopy(value)
@@ -63,7 +63,7 @@ def _coalesce_tables(dst: dict[str, Any], src: Mapping[str, Any]) -> dict[str, A
             del dst[key]  # the user's null removes the default too
             continue
         if key not in dst:
-            dst[key] = _copy(val)
+            dst[key] = copy_values(val)
             continue
         dv = dst[key]
         if _is_table(val) and _is_table(dv):
@@ -78,7 +78,7 @@ def coalesce(values: Mapping[str, Any], defaults: Mapping[str, Any]) -> dict[str
     have that key (elsewhere below the top level it stays null, as in Helm); scalars and lists
     replace. ``values`` is not mutated.
     """
-    return _coalesce_owned(_copy(dict(values)), defaults)
+    return _coalesce_owned(copy_values(dict(values)), defaults)
 
 
 def _coalesce_owned(out: dict[str, Any], defaults: Mapping[str, Any]) -> dict[str, Any]:
@@ -91,7 +91,7 @@ def _coalesce_owned(out: dict[str, Any], defaults: Mapping[str, Any]) -> dict[st
             elif _is_table(uv) and _is_table(val):
                 out[key] = _coalesce_tables(dict(uv), val)
         else:
-            out[key] = _copy(val)
+            out[key] = copy_values(val)
     # A top-level null the defaults do not know stays nil in Helm; nil and absent read the same
     # in every template expression, so it is dropped.
     for key in [k for k, v in out.items() if v is None]:
@@ -101,13 +101,13 @@ def _coalesce_owned(out: dict[str, Any], defaults: Mapping[str, Any]) -> dict[st
 
 def deep_merge(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
     """Flux's values merge (valuesFrom underneath, spec.values on top): maps merge, the rest replaces."""
-    out: dict[str, Any] = _copy(dict(base))
+    out: dict[str, Any] = copy_values(dict(base))
     for k, v in over.items():
         cur = out.get(k)
         if _is_table(v) and _is_table(cur):
             out[k] = deep_merge(cur, v)
         else:
-            out[k] = _copy(v)
+            out[k] = copy_values(v)
     return out
 
 
@@ -184,7 +184,7 @@ def chart_input(
     platform = DEFAULT_CLUSTER_VALUES if cluster_values is None else cluster_values
     merged = deep_merge(platform, pool_values)  # a fresh tree: coalesced in place
     nulls = tuple(null_failures(merged, _defaults(chart.upstream), chart.upstream))  # Helm validates its schema first
-    supplied = {} if chart.known else _copy(merged)  # Helm's engine coalesces a chart the port does not know
+    supplied = {} if chart.known else copy_values(merged)  # Helm's engine coalesces a chart the port does not know
     values = _coalesce_owned(merged, _defaults(chart.upstream))
     return ChartInput(
         values=values,

@@ -19,13 +19,13 @@ Its edge: an :class:`~workerclass.resolve.effective.Effective` in, plain values 
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from ..api.schema import CLASS_ERA_KEYS
 from ..chart import factory_disk_url
+from ..chart.values import copy_values
 from ..resolve.effective import Effective, EffectiveTalos
 
 __all__ = [
@@ -51,7 +51,7 @@ def _mirrors(mirrors: Mapping[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for host, mirror in mirrors.items():
         if isinstance(mirror, Mapping):
-            out[host] = copy.deepcopy(dict(mirror))
+            out[host] = copy_values(dict(mirror))
         else:  # resolution's compact form: host -> endpoint URLs
             out[host] = {"endpoints": list(mirror)}
     return out
@@ -80,7 +80,7 @@ def legacy_values(effective: Effective) -> dict[str, Any]:
     :data:`CLASS_ERA_KEYS`, with ``talos`` written out from the effective settings (a Kairos
     pool has none: the chart's defaults fill the Talos parts, which a Kairos render drops).
     """
-    values = copy.deepcopy(dict(_values_as_written(effective)))
+    values: dict[str, Any] = copy_values(dict(_values_as_written(effective)))
     if effective.legacy:
         return values
     for key in CLASS_ERA_KEYS:
@@ -92,7 +92,7 @@ def legacy_values(effective: Effective) -> dict[str, Any]:
             # the pool's own map as written: the chart passes every mirror key through (skipFallback...)
             raw = stored.get("registryMirrors")
             if isinstance(raw, Mapping):
-                talos["registryMirrors"] = copy.deepcopy(dict(raw))
+                talos["registryMirrors"] = copy_values(dict(raw))
         values["talos"] = talos
     else:
         values.pop("talos", None)

@@ -37,10 +37,10 @@ Its edge: the chart's objects and the effective settings in, plain dicts out.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping
 from typing import Any
 
+from ..chart.values import copy_values
 from ..resolve.effective import Effective
 from .errors import RenderError
 from .hash import named_by_content
@@ -91,7 +91,7 @@ def _retarget(
     version: str | None = None,
 ) -> dict[str, Any]:
     """A copy of the chart's MachineDeployment pointing at other templates."""
-    md = copy.deepcopy(md)
+    md = copy_values(md)
     machine = md["spec"]["template"]["spec"]
     for key, target in (("infrastructureRef", infrastructure), ("bootstrap", bootstrap)):
         if target is None:
@@ -125,7 +125,7 @@ def _replace(objects: list[dict[str, Any]], old: Mapping[str, Any], new: list[di
 
 
 def _kairos_machine_template(chart_template: Mapping[str, Any], reference: str) -> dict[str, Any]:
-    template = copy.deepcopy(chart_template["spec"]["template"])
+    template = copy_values(chart_template["spec"]["template"])
     vm_spec = template["spec"]["virtualMachineTemplate"]["spec"]
     system = vm_spec["dataVolumeTemplates"][0]
     data_volume: dict[str, Any] = {"metadata": {"name": KAIROS_DATA_VOLUME}}

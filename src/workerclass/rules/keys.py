@@ -7,6 +7,8 @@ import binascii
 from collections.abc import Iterator
 from typing import Any
 
+import orjson
+
 from ..model.reader import key_path, looks_private
 
 __all__ = ["holds_private", "looks_private", "private_key_paths", "public_key_problem"]
@@ -24,12 +26,33 @@ PUBLIC_KEY_TYPES = frozenset(
 )
 
 
+def _cannot_hold_private(value: Any) -> bool:
+    """True when no string below ``value`` can pass :func:`looks_private`'s first test, read off
+    one serialization of the whole value (orjson: one pass in C, ~10x cheaper than walking it here).
+
+    Every string and mapping key the walk of :func:`holds_private` visits is in the JSON text as
+    written, but for JSON's escapes of ``"``, ``\\`` and control characters, none of which is in the
+    markers; lower-casing is per character, so a string whose lower case holds ``private key`` leaves
+    it in the lower case of the text. Anything orjson does not take (a key that is not a string,
+    an integer over 64 bits, a deep value, a type JSON lacks) is left to the walk (False).
+    """
+    try:
+        text = orjson.dumps(value)
+    except (TypeError, ValueError):
+        return False
+    folded = text.lower() if text.isascii() else text.decode().lower().encode()
+    return b"private key" not in folded and b"PuTTY-User-Key-File-" not in text
+
+
 def holds_private(value: Any) -> bool:
     """Whether any string below ``value`` holds private key material, in any armour.
 
     Iterative (an explicit stack), so values nested arbitrarily deep cannot exhaust the
-    interpreter's recursion limit; keys of mappings are searched too.
+    interpreter's recursion limit; keys of mappings are searched too. Values with no string that
+    could hold a key (nearly all of them) are told apart without the walk.
     """
+    if _cannot_hold_private(value):
+        return False
     stack: list[Any] = [value]
     while stack:
         item = stack.pop()

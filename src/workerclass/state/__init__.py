@@ -9,7 +9,7 @@ controller's cache). Its edge: it indexes and parses; it decides nothing. Its mo
   :func:`embedded_instancetypes`;
 - :mod:`~workerclass.state.records`: one object into one record: :class:`ObjectRecord`,
   :class:`ClassRecord`, :class:`PoolRecord`, :class:`Document`, :class:`LoadError`,
-  :func:`identify`, :func:`pool_from_object`, :func:`node_group_pools`, :func:`helm_release_name`,
+  :func:`identify`, :func:`pool_from_object`, :func:`pool_cluster`, :func:`node_group_pools`, :func:`helm_release_name`,
   :func:`release_of`, :func:`is_pool_release`, :func:`cluster_release`;
 - :mod:`~workerclass.state.memo`: :class:`Memo`, the facts derived from one snapshot (its one
   mutable part, and why that is safe);
@@ -48,6 +48,7 @@ from .records import (
     identify,
     is_pool_release,
     node_group_pools,
+    pool_cluster,
     pool_from_object,
     release_of,
 )
@@ -78,6 +79,7 @@ __all__ = [
     "identify",
     "is_pool_release",
     "node_group_pools",
+    "pool_cluster",
     "pool_from_object",
     "release_of",
 ]

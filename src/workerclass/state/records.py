@@ -38,6 +38,7 @@ __all__ = [
     "node_group_pools",
     "origin_file",
     "parent_cluster",
+    "pool_cluster",
     "pool_from_object",
     "pool_values",
     "release_of",
@@ -248,6 +249,22 @@ def pool_from_object(obj: Mapping[str, Any]) -> PoolRecord | None:
         parsed.cluster or "",
         release_of(kind, name, obj),
     )
+
+
+def pool_cluster(obj: Mapping[str, Any]) -> str | None:
+    """The parent cluster a pool object names, as :func:`pool_from_object`'s record reads it
+    (``""`` when it names none as a string), without parsing the rest of the values; ``None`` for an
+    object that is not a pool (the record would be ``None``)."""
+    kind = obj.get("kind")
+    if kind == "KubernetesNodes":
+        values = obj.get("spec")
+    elif kind == "HelmRelease" and is_pool_release(obj):
+        spec = obj.get("spec")
+        values = spec.get("values") if isinstance(spec, dict) else None
+    else:
+        return None
+    cluster = values.get("cluster") if isinstance(values, dict) else None
+    return cluster if isinstance(cluster, str) else ""
 
 
 def stored_nodes(namespace: str, owner: str, values: Mapping[str, Any]) -> PoolRecord | None:
