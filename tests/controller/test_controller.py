@@ -327,17 +327,15 @@ async def test_an_unused_custom_class_is_released_and_builtins_carry_no_finalize
     await eventually(lambda: stored(operator, "spare") is None)
 
 
-class Lagging:
-    """A cache view that has not seen the pool ``late`` yet (a watch that fell behind or is being
-    re-listed), and sees everything else."""
+class CacheView:
+    """The cache as the controller reads it; the views below change what one part of it shows."""
 
     def __init__(self, cache: ClusterCache) -> None:
         self.cache = cache
 
     @property
     def state(self) -> State | None:
-        state = self.cache.state
-        return state.without("KubernetesNodes", NS, "late") if state is not None else None
+        return self.cache.state
 
     @property
     def reason(self) -> str:
@@ -349,6 +347,16 @@ class Lagging:
 
     async def changed(self, after: int) -> int:
         return await self.cache.changed(after)
+
+
+class Lagging(CacheView):
+    """A cache view that has not seen the pool ``late`` yet (a watch that fell behind or is being
+    re-listed), and sees everything else."""
+
+    @property
+    def state(self) -> State | None:
+        state = self.cache.state
+        return state.without("KubernetesNodes", NS, "late") if state is not None else None
 
 
 async def test_a_lagging_cache_never_releases_a_class_a_new_pool_selects(kmock: kmock.KubernetesEmulator) -> None:
@@ -462,28 +470,17 @@ async def test_one_failing_class_does_not_starve_the_others() -> None:
 # --------------------------------------------------------------------------- driven by events, not polls
 
 
-class Counting:
+class Counting(CacheView):
     """The cache, counting how often the controller reads its State (each read is one wake-up's work)."""
 
     def __init__(self, cache: ClusterCache) -> None:
-        self.cache = cache
+        super().__init__(cache)
         self.reads = 0
 
     @property
     def state(self) -> State | None:
         self.reads += 1
         return self.cache.state
-
-    @property
-    def reason(self) -> str:
-        return self.cache.reason
-
-    @property
-    def published(self) -> int:
-        return self.cache.published
-
-    async def changed(self, after: int) -> int:
-        return await self.cache.changed(after)
 
 
 async def test_a_change_is_acted_on_at_once_and_a_quiet_cluster_wakes_nothing(
