@@ -519,11 +519,11 @@ async def test_a_change_is_acted_on_at_once_and_a_quiet_cluster_wakes_nothing(
         await eventually(lambda: stored(kmock, "unused") is None, limit=2)  # released without a recheck
 
 
-class Unseen:
+class Unseen(CacheView):
     """The cache, but the class ``shared`` shows no finalizers (another controller's was added after the read)."""
 
     def __init__(self, cache: ClusterCache) -> None:
-        self.cache = cache
+        super().__init__(cache)
         self.lying = True
 
     @property
@@ -535,17 +535,6 @@ class Unseen:
         obj = json.loads(json.dumps(dict(record.obj)))
         obj["metadata"].pop("finalizers", None)
         return state.with_object(obj)
-
-    @property
-    def reason(self) -> str:
-        return self.cache.reason
-
-    @property
-    def published(self) -> int:
-        return self.cache.published
-
-    async def changed(self, after: int) -> int:
-        return await self.cache.changed(after)
 
 
 async def test_a_finalizer_written_meanwhile_is_never_overwritten(kmock: kmock.KubernetesEmulator) -> None:
