@@ -137,10 +137,13 @@ class Emulator(kmock.KubernetesEmulator):  # type: ignore[misc]
                     operations.append(operation)
                 try:
                     patched = jsonpatch.apply_patch(current, operations)
-                except (jsonpatch.JsonPatchException, jsonpatch.JsonPointerException) as error:
+                except (jsonpatch.JsonPatchException, jsonpatch.JsonPointerException):
                     self.refused.append(request.name)
+                    # the API server's answer to a patch that does not apply: its generic 422, the
+                    # reason (a failed test, a missing path) left out of the message
+                    message = "the server rejected our request due to an error in our request"
                     status = {"kind": "Status", "apiVersion": "v1", "status": "Failure", "code": 422}
-                    return aiohttp.web.json_response({**status, "reason": "Invalid", "message": str(error)}, status=422)
+                    return aiohttp.web.json_response({**status, "reason": "Invalid", "message": message}, status=422)
                 self.json_patches.append(request.data)
                 # the same request object (kmock tracks requests by identity), carrying kmock's merge form
                 object.__setattr__(request, "data", _merge_patch(current, patched))
@@ -593,13 +596,14 @@ class Source:
 class Finalizers:
     def __init__(self) -> None:
         self.calls: list[tuple[str, list[str] | None, list[str]]] = []
-        self.refusals: list[int] = []  # status codes to answer the next calls with
+        self.refusals: list[tuple[int, str]] = []  # (status code, message) to answer the next calls with
 
     async def set(self, name: str, seen: list[str] | None, finalizers: list[str]) -> None:
         self.calls.append((name, seen, finalizers))
         if self.refusals:
-            error = RuntimeError("refused")
-            error.status = type("Status", (), {"code": self.refusals.pop(0)})()  # type: ignore[attr-defined]
+            code, message = self.refusals.pop(0)
+            error = RuntimeError(message)
+            error.status = type("Status", (), {"code": code, "message": message})()  # type: ignore[attr-defined]
             raise error
 
 
@@ -682,11 +686,18 @@ async def test_a_held_deletion_is_logged_at_info_and_released_when_its_pool_goes
         await asyncio.wait_for(task, 5)
 
 
-@pytest.mark.parametrize("code", [409, 422], ids=["conflict", "test-failed"])
-async def test_a_refused_finalizer_patch_is_tried_again_on_the_next_state(code: int) -> None:
+@pytest.mark.parametrize(
+    ("code", "message"),
+    [
+        (409, "Operation cannot be fulfilled: the object has been modified"),
+        (422, "the server rejected our request due to an error in our request"),
+    ],
+    ids=["conflict", "test-failed"],
+)
+async def test_a_refused_finalizer_patch_is_tried_again_on_the_next_state(code: int, message: str) -> None:
     state = State.from_objects([*example_objects(), worker_class("fresh", bootstrap="talos")])
     source, finalizers = Source(state), Finalizers()
-    finalizers.refusals = [code]
+    finalizers.refusals = [(code, message)]
     controller = ClassController(
         source,  # type: ignore[arg-type]
         RecordingWriter(),
@@ -731,3 +742,66 @@ async def test_a_failing_status_write_is_retried_after_the_delay_not_at_once() -
     await eventually(lambda: writer.calls.count("a-first") == 2, limit=2)  # and tried again after it
     stop.set()
     await asyncio.wait_for(task, 5)
+
+
+async def test_a_finalizer_patch_refused_for_good_is_a_warning_and_an_event(caplog: pytest.LogCaptureFixture) -> None:
+    """A 422 is a failed ``test`` (a race: the next State decides) or a refusal that stays (a
+    webhook's or the CRD's): the API server words both alike, so the same patch refused twice is
+    said, not retried quietly forever."""
+    state = State.from_objects([*example_objects(), worker_class("fresh", bootstrap="talos")])
+    source, finalizers, events = Source(state), Finalizers(), Events()
+    refused = (422, "the server rejected our request due to an error in our request")
+    # each pass adds in name order: fresh, then the two example classes; the second pass's first
+    # patch (fresh's, the same as before) is refused again, the example classes' go through
+    finalizers.refusals = [refused] * 4
+    controller = ClassController(
+        source,  # type: ignore[arg-type]
+        RecordingWriter(),
+        NoPools(),
+        finalizers=finalizers,
+        events=events,
+        settings=ControllerSettings(retain_recheck=3600, retry_delay=0.05),
+    )
+    stop = asyncio.Event()
+    with caplog.at_level(logging.INFO, logger="workerclass.controller"):
+        task = asyncio.create_task(controller.run(stop=stop))
+        await eventually(lambda: events.posted != [])
+        stop.set()
+        await asyncio.wait_for(task, 5)
+    assert [(name, reason) for name, reason, _ in events.posted] == [("fresh", "FinalizerFailed")]
+    assert any(r.levelno == logging.WARNING and "fresh" in r.getMessage() for r in caplog.records)
+
+
+async def test_a_bug_in_the_finalizer_pass_never_ends_the_controller(
+    caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import workerclass.controller as controller_module
+
+    real = controller_module.deletion_blocker
+    calls: list[str] = []
+
+    def failing_once(state: State, name: str) -> str | None:
+        calls.append(name)
+        if len(calls) == 1:
+            raise KeyError("a bug")
+        return real(state, name)
+
+    monkeypatch.setattr(controller_module, "deletion_blocker", failing_once)
+    state = State.from_objects([*example_objects(), deleted_class("going", FINALIZER)])
+    source, finalizers = Source(state), Finalizers()
+    controller = ClassController(
+        source,  # type: ignore[arg-type]
+        RecordingWriter(),
+        NoPools(),
+        finalizers=finalizers,
+        settings=ControllerSettings(retain_recheck=3600, retry_delay=0.05),
+    )
+    stop = asyncio.Event()
+    with caplog.at_level(logging.INFO, logger="workerclass.controller"):
+        task = asyncio.create_task(controller.run(stop=stop))
+        # tried again after the delay, and this time released
+        await eventually(lambda: ("going", [FINALIZER], []) in finalizers.calls, limit=2)
+        assert not task.done()
+        stop.set()
+        await asyncio.wait_for(task, 5)
+    assert any("finalizers failed" in r.getMessage() for r in caplog.records if r.levelno == logging.ERROR)

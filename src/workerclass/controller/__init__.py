@@ -86,13 +86,10 @@ GROUP, VERSION, PLURAL = WORKER_CLASS.group, WORKER_CLASS.version, WORKER_CLASS.
 
 class StateSource(Protocol):
     """Where the controller reads the cluster (a :class:`~workerclass.adapters.kube.ClusterCache`):
-    a synced State or ``None`` and the reason why not, and the announcement of new States."""
+    a synced State or ``None`` (nothing is decided then), and the announcement of new States."""
 
     @property
     def state(self) -> State | None: ...
-
-    @property
-    def reason(self) -> str: ...
 
     @property
     def published(self) -> int:
@@ -281,6 +278,8 @@ class ClassController:
         self._held: dict[str, _Held] = {}
         #: the last problem said (logged and posted as an Event) per class: said again only when it changes
         self._warned: dict[str, str] = {}
+        #: the finalizer patch last refused per class (409/422): the same one refused again is no race
+        self._refused: dict[str, tuple[tuple[str, ...] | None, tuple[str, ...]]] = {}
         self.writes = 0  # status patches sent (for the log and tests)
         self.finalizer_writes = 0  # finalizer patches sent
 
@@ -311,12 +310,21 @@ class ClassController:
                         status_due = self._clock() + self.settings.retry_delay  # the same State again later
                 if self.finalizers is not None and (generation != retain_seen or now >= retain_due):
                     retain_seen = generation
-                    retain_due = await self.retain(state)
+                    retain_due = await self._retain_logged(state)
             timeout = max(0.0, min(retain_due, status_due) - self._clock())
             waits = [self.source.changed(generation)]
             if self.workers is not None:
                 waits.append(self.workers.states_changed(version))
             await wait_first(stop, *waits, timeout=None if timeout == float("inf") else timeout)
+
+    async def _retain_logged(self, state: State) -> float:
+        try:
+            return await self.retain(state)
+        except asyncio.CancelledError:
+            raise
+        except Exception:  # a bug must not end the loop (nor the worker controller beside it): log, retry later
+            logger.exception("adding or releasing WorkerClass finalizers failed")
+            return self._clock() + self.settings.retry_delay
 
     # ------------------------------------------------------------------ status
 
@@ -398,6 +406,8 @@ class ClassController:
             del self._held[gone]
         for gone in set(self._warned) - set(state.classes):
             del self._warned[gone]
+        for gone in set(self._refused) - set(state.classes):
+            del self._refused[gone]
         return due
 
     async def _release(self, state: State, name: str, seen: list[str], now: float) -> float:
@@ -444,7 +454,12 @@ class ClassController:
             code = status_code(error)
             if code == 404:
                 return True  # gone since the cache saw it: nothing to hold
-            if code in (409, 422):  # its finalizers changed since the cache read them: the next State decides
+            patch = (tuple(seen) if seen is not None else None, tuple(finalizers))
+            if code in (409, 422) and self._refused.get(name) != patch:
+                # its finalizers changed since the cache read them (the test failed: 422, whose
+                # message the API server does not pass on): the next State decides. The same patch
+                # refused again is no race: a webhook or the CRD refuses it, said below.
+                self._refused[name] = patch
                 logger.info("WorkerClass %s changed while %s the finalizer; trying again", name, doing)
                 return False
             problem = f"{doing} the finalizer of WorkerClass {name} failed ({short_error(error)})"
@@ -452,6 +467,7 @@ class ClassController:
             return False
         self.finalizer_writes += 1
         self._warned.pop(name, None)
+        self._refused.pop(name, None)
         return True
 
     async def _problem(self, name: str, reason: str, message: str) -> None:
