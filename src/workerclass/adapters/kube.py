@@ -370,11 +370,6 @@ class ClusterCache:
         return self._state is not None
 
     @property
-    def debounce(self) -> float:
-        """Seconds a burst of new States is gathered before :meth:`changed` wakes its waiters (0: at once)."""
-        return self.changes.debounce
-
-    @property
     def generation(self) -> int:
         """How many snapshots were made (the cold sync's included)."""
         return self.changes.version

@@ -69,7 +69,6 @@ from .kubeconfig import LiveError
 
 __all__ = ["READ", "Install", "live_preflight", "read_install", "read_uninstall"]
 
-#: objects per list page (``limit``; lightkube follows ``continue``)
 #: kind -> (lightkube module, apiVersion, the resource as RBAC names it): what is read, typed
 READ: dict[str, tuple[str, str, str]] = {
     MUTATING: (

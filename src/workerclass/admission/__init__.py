@@ -17,12 +17,11 @@ Its edge: dicts in, a :class:`Decision` out; no I/O.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Mapping
 from typing import Any
 
 from ..api.webhooks import ALL_OPERATIONS
-from ..chart.values import chart_defaults
+from ..chart.values import read_chart_defaults
 from ..model import (
     parse_class_spec,
     parse_cluster,
@@ -285,14 +284,6 @@ def _named_class_rules(denials: list[Violation], classless: list[Violation], tar
     ]
 
 
-@functools.cache
-def _chart_defaults(upstream: str) -> Mapping[str, Any]:
-    """The chart's defaults, for rules that only read them: one copy per chart, made once
-    (:func:`~workerclass.chart.values.chart_defaults` hands out a fresh deep copy on every call:
-    11 % of a pool UPDATE's validation). Never handed out or changed."""
-    return chart_defaults(upstream)
-
-
 def _metadata_name(obj: Mapping[str, Any] | None) -> str:
     _, _, name = identify(obj or {})
     return name
@@ -348,7 +339,7 @@ def _validate_pool(
             # The chart's values schema rule (self == oldSelf) is the application's: a HelmRelease
             # written directly goes through Helm, which does not apply it.
             others = [path for path in immutable if path != "cluster"]
-            defaults = _chart_defaults(state.chart.upstream)
+            defaults = read_chart_defaults(state.chart.upstream)
             denials += immutable_changes(_pool_values(old), record.values, others, defaults, record.field)
     if record.class_name is not None and record.kind != "ComputePlane":
         gate = chart_not_gated(state.chart, f"{record.field}.{CLASS_FIELD}")

@@ -246,11 +246,14 @@ _TWO53 = float(1 << 53)
 
 
 def _scaled(value: Any) -> tuple[int, int]:
-    """``_dec(value)`` as ``(m, k)`` with the value ``m / 10**k``."""
+    """The exact decimal the float64 of ``value`` prints as (shopspring's NewFromFloat), as
+    ``(m, k)`` with the value ``m / 10**k``."""
     f = value if type(value) is float else to_float64(value)
     if -_TWO53 < f < _TWO53 and f == int(f):
         return int(f), 0  # an integer float below 2**53 prints as exactly its digits
     if f != f or f in (math.inf, -math.inf):
+        # shopspring/decimal panics here, so the chart errors (checks.chart_failures reports the
+        # non-finite quantity); the arithmetic stays total (0) instead of raising
         return 0, 0
     text = repr(f)
     if "e" in text:

@@ -9,8 +9,8 @@ or ``{}``. Resolution depends on that difference.
 
 Modules:
 
-- :mod:`.reader`: the typed reader over dicts (violations with field paths), label rules, and the
-  value patterns (:mod:`workerclass.api.patterns`', re-exported).
+- :mod:`.reader`: the typed reader over dicts (violations with field paths) and label rules (the
+  value patterns are :mod:`workerclass.api.patterns`').
 - :mod:`.versions`: ``version_tuple``, ``minor_of``.
 - :mod:`.settings`: the Talos-only settings a class and a pool share (``talos``, ``kernelModules``,
   ``kubevirt.osImage``, ``proxmox.templateTags``) and their parser.

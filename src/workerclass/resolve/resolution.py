@@ -22,7 +22,7 @@ def shown_cluster_name(name: str) -> str:
     """A name quoted when it is a DNS label; anything else may hold anything and is not shown.
 
     Resolution's wording (``ClusterNotFound``); admission's pool-change rules word it their own
-    way (:func:`workerclass.rules.pools.shown_cluster_name`), and both messages are pinned.
+    way (:func:`workerclass.rules.pools.shown_name`), and both messages are pinned.
     """
     return repr(name) if DNS_LABEL.fullmatch(name) and len(name) <= 63 else "(name not shown)"
 
