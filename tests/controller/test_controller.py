@@ -607,6 +607,26 @@ class Finalizers:
             raise error
 
 
+def fake_controller(
+    source: Any,
+    *,
+    writer: Any = None,
+    pools: Any = None,
+    finalizers: Any = None,
+    events: Any = None,
+    retry_delay: float = 3600.0,
+) -> ClassController:
+    """A class controller over the fakes above; a held deletion is never rechecked within a test."""
+    return ClassController(
+        source,
+        writer or RecordingWriter(),
+        pools or NoPools(),
+        finalizers=finalizers,
+        events=events,
+        settings=ControllerSettings(retain_recheck=3600, retry_delay=retry_delay),
+    )
+
+
 class FailingPools:
     def __init__(self) -> None:
         self.failing = True
@@ -631,14 +651,7 @@ async def test_a_deletion_that_cannot_be_decided_is_held_said_once_and_retried(
 ) -> None:
     state = State.from_objects([*example_objects(), deleted_class("going", "example.com/keep", FINALIZER)])
     source, finalizers, pools, events = Source(state), Finalizers(), FailingPools(), Events()
-    controller = ClassController(
-        source,  # type: ignore[arg-type]
-        RecordingWriter(),
-        pools,
-        finalizers=finalizers,
-        events=events,
-        settings=ControllerSettings(retain_recheck=3600, retry_delay=0.05),
-    )
+    controller = fake_controller(source, pools=pools, finalizers=finalizers, events=events, retry_delay=0.05)
     stop = asyncio.Event()
     with caplog.at_level(logging.INFO, logger="workerclass.controller"):
         task = asyncio.create_task(controller.run(stop=stop))
@@ -665,13 +678,7 @@ async def test_a_held_deletion_is_logged_at_info_and_released_when_its_pool_goes
     on = {**pool("on-held", "held"), "metadata": {"name": "on-held", "namespace": NS}}
     state = State.from_objects([*example_objects(), deleted_class("held", FINALIZER), on])
     source, finalizers = Source(state), Finalizers()
-    controller = ClassController(
-        source,  # type: ignore[arg-type]
-        RecordingWriter(),
-        NoPools(),
-        finalizers=finalizers,
-        settings=ControllerSettings(retain_recheck=3600, retry_delay=3600),
-    )
+    controller = fake_controller(source, finalizers=finalizers)
     stop = asyncio.Event()
     with caplog.at_level(logging.INFO, logger="workerclass.controller"):
         task = asyncio.create_task(controller.run(stop=stop))
@@ -698,13 +705,7 @@ async def test_a_refused_finalizer_patch_is_tried_again_on_the_next_state(code: 
     state = State.from_objects([*example_objects(), worker_class("fresh", bootstrap="talos")])
     source, finalizers = Source(state), Finalizers()
     finalizers.refusals = [(code, message)]
-    controller = ClassController(
-        source,  # type: ignore[arg-type]
-        RecordingWriter(),
-        NoPools(),
-        finalizers=finalizers,
-        settings=ControllerSettings(retain_recheck=3600, retry_delay=3600),
-    )
+    controller = fake_controller(source, finalizers=finalizers)
     stop = asyncio.Event()
     task = asyncio.create_task(controller.run(stop=stop))
     await eventually(lambda: any(call[0] == "fresh" for call in finalizers.calls))
@@ -728,12 +729,7 @@ async def test_a_failing_status_write_is_retried_after_the_delay_not_at_once() -
     writer = RecordingWriter(failing=("a-first",))
     state = State.from_objects([*example_objects(), worker_class("a-first"), worker_class("z-last")])
     source = Source(state)
-    controller = ClassController(
-        source,  # type: ignore[arg-type]
-        writer,
-        NoPools(),
-        settings=ControllerSettings(retain_recheck=3600, retry_delay=0.5),
-    )
+    controller = fake_controller(source, writer=writer, retry_delay=0.5)
     stop = asyncio.Event()
     task = asyncio.create_task(controller.run(stop=stop))
     await eventually(lambda: "z-last" in writer.calls)
@@ -754,14 +750,7 @@ async def test_a_finalizer_patch_refused_for_good_is_a_warning_and_an_event(capl
     # each pass adds in name order: fresh, then the two example classes; the second pass's first
     # patch (fresh's, the same as before) is refused again, the example classes' go through
     finalizers.refusals = [refused] * 4
-    controller = ClassController(
-        source,  # type: ignore[arg-type]
-        RecordingWriter(),
-        NoPools(),
-        finalizers=finalizers,
-        events=events,
-        settings=ControllerSettings(retain_recheck=3600, retry_delay=0.05),
-    )
+    controller = fake_controller(source, finalizers=finalizers, events=events, retry_delay=0.05)
     stop = asyncio.Event()
     with caplog.at_level(logging.INFO, logger="workerclass.controller"):
         task = asyncio.create_task(controller.run(stop=stop))
@@ -789,13 +778,7 @@ async def test_a_bug_in_the_finalizer_pass_never_ends_the_controller(
     monkeypatch.setattr(controller_module, "deletion_blocker", failing_once)
     state = State.from_objects([*example_objects(), deleted_class("going", FINALIZER)])
     source, finalizers = Source(state), Finalizers()
-    controller = ClassController(
-        source,  # type: ignore[arg-type]
-        RecordingWriter(),
-        NoPools(),
-        finalizers=finalizers,
-        settings=ControllerSettings(retain_recheck=3600, retry_delay=0.05),
-    )
+    controller = fake_controller(source, finalizers=finalizers, retry_delay=0.05)
     stop = asyncio.Event()
     with caplog.at_level(logging.INFO, logger="workerclass.controller"):
         task = asyncio.create_task(controller.run(stop=stop))
