@@ -9,8 +9,6 @@ import pytest
 
 from workerclass.adapters.changes import Changes
 
-pytestmark = pytest.mark.asyncio
-
 
 async def woken(changes: Changes, after: int, limit: float) -> int | None:
     """The version a waiter is woken for within ``limit`` seconds, or None."""
@@ -20,6 +18,7 @@ async def woken(changes: Changes, after: int, limit: float) -> int | None:
         return None
 
 
+@pytest.mark.asyncio
 async def test_a_change_wakes_a_waiter_at_once_without_a_debounce() -> None:
     changes = Changes()
     waiter = asyncio.create_task(changes.wait(changes.published))
@@ -29,6 +28,7 @@ async def test_a_change_wakes_a_waiter_at_once_without_a_debounce() -> None:
     assert await asyncio.wait_for(waiter, 1) == 1
 
 
+@pytest.mark.asyncio
 async def test_nothing_wakes_a_waiter_without_a_change() -> None:
     changes = Changes(debounce=0.01)
     changes.bump()
@@ -37,6 +37,7 @@ async def test_nothing_wakes_a_waiter_without_a_change() -> None:
     assert await woken(changes, seen, 0.1) is None
 
 
+@pytest.mark.asyncio
 async def test_a_change_between_two_waits_is_not_missed() -> None:
     changes = Changes()
     seen = changes.published
@@ -44,6 +45,7 @@ async def test_a_change_between_two_waits_is_not_missed() -> None:
     assert await woken(changes, seen, 0.1) == 1
 
 
+@pytest.mark.asyncio
 async def test_a_burst_within_the_debounce_wakes_once_with_its_last_version() -> None:
     changes = Changes(debounce=0.2)
     wakes: list[int] = []
@@ -67,9 +69,25 @@ async def test_a_burst_within_the_debounce_wakes_once_with_its_last_version() ->
     assert wakes == [5, 6]
 
 
+@pytest.mark.asyncio
 async def test_closing_announces_a_pending_burst() -> None:
     changes = Changes(debounce=60)
     changes.bump()
     assert changes.published == 0
     changes.close()
     assert await woken(changes, 0, 0.1) == 1
+
+
+def test_a_burst_left_pending_on_a_closed_loop_does_not_silence_the_next_loop() -> None:
+    changes = Changes(debounce=0.05)
+
+    async def bump_and_leave() -> None:
+        changes.bump()  # its timer dies with this loop, never fired, never closed
+
+    async def bump_and_wait() -> int:
+        seen = changes.published
+        changes.bump()
+        return await asyncio.wait_for(changes.wait(seen), 2)
+
+    asyncio.run(bump_and_leave())
+    assert asyncio.run(bump_and_wait()) == 2

@@ -32,6 +32,7 @@ class Changes:
         self.published = 0
         self._event: asyncio.Event | None = None
         self._timer: asyncio.TimerHandle | None = None
+        self._timer_loop: asyncio.AbstractEventLoop | None = None
 
     def bump(self) -> None:
         """Count one change; publish it now, or with the burst it belongs to."""
@@ -39,14 +40,14 @@ class Changes:
         if self.debounce <= 0:
             self._publish()
             return
-        if self._timer is not None:
-            return  # a burst is gathering: this change goes out with it
+        if self._timer is not None and self._timer_loop is not None and not self._timer_loop.is_closed():
+            return  # a burst is gathering: this change goes out with it (a closed loop's timer never fires)
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:  # outside an event loop (a State built before the loop runs): nobody waits yet
             self._publish()
             return
-        self._timer = loop.call_later(self.debounce, self._publish)
+        self._timer, self._timer_loop = loop.call_later(self.debounce, self._publish), loop
 
     def _publish(self) -> None:
         self._timer = None
