@@ -392,3 +392,106 @@ async def test_a_new_state_is_announced_and_a_burst_once(kmock: kmock.Kubernetes
         follower.cancel()
         await cache.stop()
         await client.close()
+
+
+class LaggingClient:
+    """A client whose watches stay quiet: what is written after the first lists reaches the cache
+    only through a list. Lists record their scope; ``failing`` makes every later list fail."""
+
+    def __init__(self, objects: list[dict[str, Any]]) -> None:
+        self.objects = objects
+        self.lists: list[tuple[str, dict[str, Any]]] = []
+        self.failing = False
+
+    def list(self, resource: Any, **scope: Any) -> Any:
+        kind = resource._api_info.resource.kind
+        self.lists.append((kind, {key: value for key, value in scope.items() if key != "chunk_size"}))
+        namespace = scope.get("namespace", "*")
+        items = [
+            obj
+            for obj in self.objects
+            if obj["kind"] == kind and namespace in ("*", obj["metadata"].get("namespace"))
+        ]
+        failing = self.failing
+
+        class Listing:
+            resourceVersion = "7"
+
+            async def __aiter__(self) -> AsyncIterator[dict[str, Any]]:
+                if failing:
+                    raise RuntimeError("503 ServiceUnavailable")
+                for item in items:
+                    yield item
+
+        return Listing()
+
+    async def watch(self, resource: Any, **scope: Any) -> AsyncIterator[tuple[str, dict[str, Any]]]:
+        await asyncio.Event().wait()  # a healthy watch that has not delivered the newest writes yet
+        yield "ADDED", {}  # pragma: no cover
+
+
+def live_reads(server: WebhookServer, webhook: str, outcome: str) -> float:
+    value = server.metrics.registry.get_sample_value(
+        "workerclass_webhook_live_reads_total", {"webhook": webhook, "outcome": outcome}
+    )
+    return value or 0.0
+
+
+async def test_a_decision_resting_on_absence_is_confirmed_live(tmp_certs: CertFiles) -> None:
+    """A pool created right after its class, a class deleted right after a pool selected it: the
+    watches have not delivered those writes yet, and the webhook answers as the API server holds
+    them, not as the cache does. A denial that stands is read once, in the pool's namespace only."""
+    client = LaggingClient(example_objects())
+    cache = ClusterCache(client, retry_delay=0.01)
+    server = WebhookServer(cache, tls=ReloadingContext(tmp_certs.cert, tmp_certs.key), settings=fast_settings())
+    await server.start()
+    try:
+        await cache.wait_synced(5)
+        https = Client(server.port, tmp_certs.client_context())
+
+        def call(path: str, body: Any) -> Any:
+            return https.post_review(path, body).response
+
+        listed = len(client.lists)
+        answer = await asyncio.to_thread(call, "/validate/kubernetesnodes", review(pool(workerClassName="nowhere")))
+        assert answer["allowed"] is False and answer["status"]["reason"] == "ClassNotFound"
+        assert live_reads(server, "validate-kubernetesnodes", "same") == 1
+        assert client.lists[listed:] == [("WorkerClass", {})]
+
+        client.objects.append(worker_class("talos-late", bootstrap="talos"))  # written, not yet watched
+        assert cache.state is not None and cache.state.worker_class("talos-late") is None
+        listed = len(client.lists)
+        answer = await asyncio.to_thread(call, "/validate/kubernetesnodes", review(pool(workerClassName="talos-late")))
+        assert answer["allowed"] is True, answer
+        assert live_reads(server, "validate-kubernetesnodes", "behind") == 1
+        assert client.lists[listed:] == [("WorkerClass", {})]
+        assert cache.state.worker_class("talos-late") is None  # the stores stay the watches'
+
+        listed = len(client.lists)
+        stray = pool("stray", cluster="elsewhere", workerClassName="talos")
+        answer = await asyncio.to_thread(call, "/validate/kubernetesnodes", review(stray))
+        assert answer["allowed"] is False and answer["status"]["reason"] == "ClusterNotFound"
+        namespace = stray["metadata"]["namespace"]
+        assert sorted(kind for kind, _ in client.lists[listed:]) == ["ComputePlane", "Kubernetes"]
+        assert all(scope["namespace"] == namespace for _, scope in client.lists[listed:])
+
+        # a class nothing selected when the watches last spoke, selected by a pool since
+        client.objects.append(worker_class("talos-spare", bootstrap="talos"))
+        selecting = pool("late-selects", workerClassName="talos-spare")
+        await asyncio.to_thread(call, "/validate/kubernetesnodes", review(selecting))  # the cache learns nothing
+        client.objects.append(selecting)
+        listed = len(client.lists)
+        gone = review(None, operation="DELETE", old=worker_class("talos-spare", bootstrap="talos"))
+        answer = await asyncio.to_thread(call, "/validate/workerclasses", gone)
+        assert answer["allowed"] is False and answer["status"]["reason"] == "ClassInUse", answer
+        assert sorted(kind for kind, _ in client.lists[listed:]) == ["HelmRelease", "KubernetesNodes"]
+        assert live_reads(server, "validate-workerclasses", "behind") == 1
+
+        # the API fails the read: the cache's decision is answered, as before (the class is unknown to it)
+        client.failing = True
+        answer = await asyncio.to_thread(call, "/validate/kubernetesnodes", review(pool(workerClassName="talos-late")))
+        assert answer["allowed"] is False and answer["status"]["reason"] == "ClassNotFound"
+        assert live_reads(server, "validate-kubernetesnodes", "failed") == 1
+        await asyncio.to_thread(https.close)
+    finally:
+        await server.stop()

@@ -118,11 +118,32 @@ def test_an_invalid_value_is_a_422(kube: Kube, webhook: Served) -> None:
     assert "spec.minReplicas" in error.message
 
 
+def live_reads(webhook: Served) -> dict[str, float]:
+    """The webhook's ``workerclass_webhook_live_reads_total`` of ``validate-kubernetesnodes``, by outcome."""
+    import ssl
+    import urllib.request
+
+    context = ssl.create_default_context(cadata=webhook.ca.decode())
+    with urllib.request.urlopen(f"https://127.0.0.1:{webhook.port}/metrics", context=context, timeout=5) as answer:
+        text = answer.read().decode()
+    counts = {"same": 0.0, "behind": 0.0, "failed": 0.0}
+    for line in text.splitlines():
+        if line.startswith("workerclass_webhook_live_reads_total{") and 'webhook="validate-kubernetesnodes"' in line:
+            outcome = line.split('outcome="', 1)[1].split('"', 1)[0]
+            counts[outcome] = float(line.rsplit(" ", 1)[1])
+    return counts
+
+
 def test_a_pool_for_a_cluster_that_does_not_exist_is_refused(kube: Kube, webhook: Served) -> None:
+    before = live_reads(webhook)
     obj = pool("nowhere-e2e", workerClassName="talos")
     obj["spec"]["cluster"] = "nowhere"
     error = _refusal(kube, obj)
     assert error.reason == "ClusterNotFound"
+    # confirmed by reading the parent kinds live, with the webhook's own RBAC, before it was denied
+    after = live_reads(webhook)
+    assert after["failed"] == before["failed"]
+    assert after["same"] + after["behind"] > before["same"] + before["behind"]
 
 
 CLASSES = "cozystack.io/v1alpha1"

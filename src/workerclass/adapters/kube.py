@@ -72,7 +72,7 @@ import http
 import logging
 import random
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -554,6 +554,43 @@ class ClusterCache:
         assert self._state is not None
         return self._state
 
+    async def fresher(self, kinds: Collection[str], namespace: str | None = None) -> State | None:
+        """The newest snapshot with ``kinds`` as the API server holds them now, or ``None`` when the
+        watches already hold exactly that.
+
+        For the webhook, before a decision that rests on an object not being there (a denial of
+        :data:`~workerclass.api.resources.LOOKED_UP`, a WorkerClass DELETE no pool stands in the way
+        of): a watch delivers a write moments after the API server made it, so a pool created right
+        after its class would otherwise be denied ``ClassNotFound`` by a cache that has not heard of
+        the class yet. ``kinds`` are listed (namespaced ones in ``namespace`` only; ``None``: in every
+        namespace), and what differs from the stores is applied to a copy of the current snapshot.
+        The stores are left to the watches: a list applied there could be overtaken by an older
+        event still on its way. An optional resource read as absent is not listed; a failed list
+        raises (the caller keeps the decision it has).
+        """
+        chosen = [
+            watched for watched in self.resources if watched.kind in kinds and not self._absent_and_current(watched)
+        ]
+        if self._state is None or self._client is None or not chosen:
+            return None
+        listings = await asyncio.gather(
+            *(self._list(watched, self._resource(watched), self._scope(watched, namespace)) for watched in chosen)
+        )
+        current = self._state  # the stores are this snapshot's objects: nothing was awaited from here on
+        if current is None:
+            return None
+        fresh = current
+        for watched, (items, _version) in zip(chosen, listings, strict=True):
+            held = self._stores.get(watched.kind, {})
+            if watched.namespaced and namespace is not None:
+                held = {key: obj for key, obj in held.items() if key[0] == namespace}
+            for key in held.keys() - items.keys():
+                fresh = fresh.without(watched.kind, *key)
+            for key, obj in items.items():
+                if held.get(key) != obj:
+                    fresh = fresh.with_object(obj)
+        return None if fresh is current else fresh
+
     # ------------------------------------------------------------------ list + watch
 
     def _normalized(self, watched: Resource, obj: Any) -> tuple[tuple[str, str], dict[str, Any]] | None:
@@ -607,14 +644,25 @@ class ClusterCache:
             self._absent[watched.kind] = text
             logger.warning("%s; probing it again with backoff", text)
 
-    async def _follow(self, watched: Resource) -> None:
+    @staticmethod
+    def _resource(watched: Resource) -> Any:
+        """lightkube's generic resource class for ``watched`` (lightkube keeps one per kind)."""
         from lightkube.generic_resource import create_global_resource, create_namespaced_resource
 
         factory = create_namespaced_resource if watched.namespaced else create_global_resource
-        resource = factory(watched.group, watched.version, watched.kind, watched.plural)
-        scope: dict[str, Any] = {"namespace": "*"} if watched.namespaced else {}
+        return factory(watched.group, watched.version, watched.kind, watched.plural)
+
+    @staticmethod
+    def _scope(watched: Resource, namespace: str | None = None) -> dict[str, Any]:
+        """The list and watch arguments for ``watched``: its namespace (``None``: every one) and labels."""
+        scope: dict[str, Any] = {"namespace": namespace or "*"} if watched.namespaced else {}
         if watched.labels:
             scope["labels"] = dict(watched.labels)
+        return scope
+
+    async def _follow(self, watched: Resource) -> None:
+        resource = self._resource(watched)
+        scope = self._scope(watched)
         backoff = Backoff(self.retry_delay, self.max_retry_delay, self._jitter)
         deadline = self.watch_deadline
         healthy_after = min(float(self.watch_timeout), HEALTHY_WATCH)

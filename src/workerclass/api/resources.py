@@ -23,6 +23,7 @@ __all__ = [
     "CHART_CONTEXT_KINDS",
     "CHART_SOURCES",
     "CLASS_CONDITIONS",
+    "CLASS_SELECTORS",
     "CLUSTER_RELEASE_PREFIX",
     "COMPUTE_PLANE",
     "CONTROLLER_READS",
@@ -34,6 +35,7 @@ __all__ = [
     "INSTANCETYPES",
     "KUBERNETES",
     "KUBERNETES_NODES",
+    "LOOKED_UP",
     "POOL_APPLICATION",
     "POOL_KINDS",
     "RELEASE_PREFIX",
@@ -172,6 +174,21 @@ WATCHED: tuple[Resource, ...] = (
     INSTANCETYPE,
     HELM_RELEASE,
 )
+#: the kinds a denial code rests on not finding there. A watch cache hears of a write moments after
+#: the API server made it (a pool created right after its class), so before the webhook denies with
+#: one of these codes it reads these kinds live
+#: (:meth:`~workerclass.adapters.kube.ClusterCache.fresher`) and decides again on what it read
+LOOKED_UP: Mapping[str, tuple[str, ...]] = MappingProxyType(
+    {
+        "ClassNotFound": (WORKER_CLASS.kind,),
+        "ClusterNotFound": (KUBERNETES.kind, COMPUTE_PLANE.kind),
+        "InstanceTypeNotFound": (INSTANCETYPE.kind,),
+        "GoldenNotFound": (WORKER_PLATFORM.kind,),
+    }
+)
+#: the pool kinds that can select a class: a WorkerClass DELETE is allowed because none of them
+#: does, so the webhook reads them live before it allows one (a pool may have selected it moments ago)
+CLASS_SELECTORS: tuple[str, ...] = (KUBERNETES_NODES.kind, HELM_RELEASE.kind)
 #: what the WorkerClass controller's cache lists and watches
 CONTROLLER_READS: tuple[Resource, ...] = tuple(resource for resource in WATCHED if resource.controller)
 

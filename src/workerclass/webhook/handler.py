@@ -24,15 +24,17 @@ import collections
 import contextlib
 import logging
 import time
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, NamedTuple
 
 from aiohttp import web
 from aiohttp.http_exceptions import HttpProcessingError
 
+from ..adapters.kube import short_error
 from ..adapters.sync import where as where_raised
 from ..admission import mutate, validate
 from ..admission.decision import Decision
+from ..api.resources import CLASS_SELECTORS, LOOKED_UP, WORKER_CLASS
 from ..state import State
 from . import review as wire
 from .connections import ConnectionGuard
@@ -42,7 +44,7 @@ from .routes import Route
 from .settings import Settings
 from .sources import StateSource, staleness
 
-__all__ = ["ByteBudget", "Decider", "ReviewHandler", "core_deciders"]
+__all__ = ["ByteBudget", "Decider", "ReviewHandler", "core_deciders", "looked_up"]
 
 logger = logging.getLogger("workerclass.webhook")
 
@@ -53,6 +55,32 @@ Decider = Callable[[State, str, dict[str, Any] | None, dict[str, Any] | None], D
 def core_deciders() -> dict[str, Decider]:
     """The core's ``mutate`` and ``validate``, by the route's decider name."""
     return {"mutate": mutate, "validate": validate}
+
+
+def looked_up(review: wire.Review, decision: Decision) -> frozenset[str]:
+    """The kinds ``decision`` rests on not finding, to be read live before it is answered: a denial's
+    codes' (:data:`~workerclass.api.resources.LOOKED_UP`), and the pool kinds for a WorkerClass DELETE
+    allowed because no pool selects the class. Empty for every other decision (the usual case)."""
+    if not decision.allowed:
+        return frozenset(kind for violation in decision.denials for kind in LOOKED_UP.get(violation.code, ()))
+    if review.operation == "DELETE" and review.kind == WORKER_CLASS.kind:
+        return frozenset(CLASS_SELECTORS)
+    return frozenset()
+
+
+class _Recheck(NamedTuple):
+    """A decision to confirm with a live read of ``kinds`` before it is answered."""
+
+    route: Route
+    review: wire.Review
+    decision: Decision
+    kinds: frozenset[str]
+    #: the source's ``fresher(kinds, namespace)`` (:meth:`~workerclass.adapters.kube.ClusterCache.fresher`)
+    fresher: Callable[[frozenset[str], str | None], Awaitable[State | None]]
+
+
+#: an encoded answer (its metrics result and the response), or a decision to confirm first
+_Outcome = tuple[str, web.Response] | _Recheck
 
 
 class ReviewHandler:
@@ -136,10 +164,14 @@ class ReviewHandler:
         except (HttpProcessingError, ConnectionError, ValueError) as error:
             message = f"the request body could not be read ({type(error).__name__})"
             return "rejected", _error(400, message, close=True)
-        return self._decide(route, body)
+        outcome = self._decide(route, body)
+        if isinstance(outcome, _Recheck):
+            return await self._rechecked(outcome)
+        return outcome
 
-    def _decide(self, route: Route, body: bytes) -> tuple[str, web.Response]:
-        """Decode, decide and encode one review (no awaits: the body is all there)."""
+    def _decide(self, route: Route, body: bytes) -> _Outcome:
+        """Decode, decide and encode one review (no awaits: the body is all there), unless the
+        decision must be confirmed with a live read first (:func:`looked_up`)."""
         try:
             review = wire.decode(body, route.target)
         except wire.EnvelopeError as error:
@@ -173,6 +205,11 @@ class ReviewHandler:
             )
             return "not_ready", _review(answer)
 
+        return self._judged(route, review, state, recheck=True)
+
+    def _judged(self, route: Route, review: wire.Review, state: State, *, recheck: bool) -> _Outcome:
+        """The decision on ``state``, encoded; or, when ``recheck`` and the decision rests on an
+        object not being there that the source can read live, what :meth:`_rechecked` needs."""
         decide = self._deciders[route.decider]
         try:
             decision = decide(state, review.operation, review.obj, review.old)
@@ -196,6 +233,41 @@ class ReviewHandler:
             )
             return "error", _review(answer)
 
+        if recheck:
+            kinds = looked_up(review, decision)
+            fresher = getattr(self.source, "fresher", None) if kinds else None
+            if fresher is not None:  # a source that can read live (the cluster cache)
+                return _Recheck(route, review, decision, kinds, fresher)
+        return self._encoded(route, review, decision)
+
+    async def _rechecked(self, pending: _Recheck) -> tuple[str, web.Response]:
+        """Read the kinds ``pending``'s decision rests on live and decide again on them when the
+        cache was behind; on a failed or slow read the cache's decision stands (logged)."""
+        route, review = pending.route, pending.review
+        try:
+            async with asyncio.timeout(self.settings.live_read_timeout):
+                state = await pending.fresher(pending.kinds, review.namespace or None)
+        except Exception as error:  # the API is slow or failing: answer from the cache, as before
+            self.metrics.live_reads.labels(route.name, "failed").inc()
+            logger.warning(
+                "%s: uid=%s %s %s: reading %s live failed (%s); answering from the cache",
+                route.name,
+                uid_text(review.uid),
+                review.operation,
+                identity_text(review.namespace, review.name),
+                ", ".join(sorted(pending.kinds)),
+                "timed out" if isinstance(error, TimeoutError) else short_error(error),
+            )
+            return self._encoded(route, review, pending.decision)
+        if state is None:
+            self.metrics.live_reads.labels(route.name, "same").inc()
+            return self._encoded(route, review, pending.decision)
+        self.metrics.live_reads.labels(route.name, "behind").inc()
+        outcome = self._judged(route, review, state, recheck=False)
+        assert not isinstance(outcome, _Recheck)
+        return outcome
+
+    def _encoded(self, route: Route, review: wire.Review, decision: Decision) -> tuple[str, web.Response]:
         answer = wire.from_decision(review.uid, decision, mutating=route.mutating)
         if not decision.allowed or decision.warnings:
             wire.scrub(answer, review.obj, review.old)

@@ -147,6 +147,14 @@ class WebhookMetrics:
             ["webhook"],
             registry=self.registry,
         )
+        self.live_reads = Counter(
+            "workerclass_webhook_live_reads",
+            "Decisions that rest on an object not being there, confirmed by reading its kinds live: same (the "
+            "cache held what the API server holds), behind (the cache had not heard of a write yet: decided "
+            "again on what was read), failed (the read failed or was slow: the cache's decision was answered).",
+            ["webhook", "outcome"],
+            registry=self.registry,
+        )
         self.ready = Gauge(
             "workerclass_webhook_ready",
             "1 when the state the webhook decides against is synced, 0 while it fails closed.",

@@ -60,6 +60,10 @@ class Settings:
     shutdown_delay: float = 5.0
     #: how often the certificate files are checked for rotation
     tls_reload_interval: float = 5.0
+    #: a decision that rests on an object not being there (``ClassNotFound``, a class DELETE no pool
+    #: stands in the way of) is confirmed by reading those kinds live, for at most this many seconds;
+    #: past it the cache's decision is answered (the API server's webhook timeout is 10 s by default)
+    live_read_timeout: float = 2.0
     #: log every request line (off by default: denials are logged anyway)
     access_log: bool = False
     max_field_size: int = 8190
