@@ -408,9 +408,7 @@ class LaggingClient:
         self.lists.append((kind, {key: value for key, value in scope.items() if key != "chunk_size"}))
         namespace = scope.get("namespace", "*")
         items = [
-            obj
-            for obj in self.objects
-            if obj["kind"] == kind and namespace in ("*", obj["metadata"].get("namespace"))
+            obj for obj in self.objects if obj["kind"] == kind and namespace in ("*", obj["metadata"].get("namespace"))
         ]
         failing = self.failing
 
