@@ -485,6 +485,20 @@ async def test_a_decision_resting_on_absence_is_confirmed_live(tmp_certs: CertFi
         assert sorted(kind for kind, _ in client.lists[listed:]) == ["HelmRelease", "KubernetesNodes"]
         assert live_reads(server, "validate-workerclasses", "behind") == 1
 
+        # a class whose pools the cache holds, deleted since (the watches have not said so): it can go
+        def selects(obj: dict[str, Any], name: str) -> bool:
+            values = obj["spec"].get("values", {}) if obj["kind"] == "HelmRelease" else obj["spec"]
+            return obj["kind"] in ("KubernetesNodes", "HelmRelease") and values.get("workerClassName") == name
+
+        used = review(None, operation="DELETE", old=worker_class("talos-example-r1", bootstrap="talos"))
+        held = [obj for obj in client.objects if selects(obj, "talos-example-r1")]
+        assert held and cache.state.pools_selecting("talos-example-r1")  # the cache still holds them
+        for obj in held:
+            client.objects.remove(obj)
+        answer = await asyncio.to_thread(call, "/validate/workerclasses", used)
+        assert answer["allowed"] is True, answer
+        assert live_reads(server, "validate-workerclasses", "behind") == 2
+
         # the API fails the read: the cache's decision is answered, as before (the class is unknown to it)
         client.failing = True
         answer = await asyncio.to_thread(call, "/validate/kubernetesnodes", review(pool(workerClassName="talos-late")))

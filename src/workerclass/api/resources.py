@@ -186,8 +186,9 @@ LOOKED_UP: Mapping[str, tuple[str, ...]] = MappingProxyType(
         "GoldenNotFound": (WORKER_PLATFORM.kind,),
     }
 )
-#: the pool kinds that can select a class: a WorkerClass DELETE is allowed because none of them
-#: does, so the webhook reads them live before it allows one (a pool may have selected it moments ago)
+#: the pool kinds that can select a class: a WorkerClass DELETE is allowed because none of them does
+#: and denied ``ClassInUse`` because one does, so the webhook reads them live before it answers one
+#: (a pool may have selected the class, or been deleted, a moment ago)
 CLASS_SELECTORS: tuple[str, ...] = (KUBERNETES_NODES.kind, HELM_RELEASE.kind)
 #: what the WorkerClass controller's cache lists and watches
 CONTROLLER_READS: tuple[Resource, ...] = tuple(resource for resource in WATCHED if resource.controller)

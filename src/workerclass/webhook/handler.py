@@ -58,13 +58,14 @@ def core_deciders() -> dict[str, Decider]:
 
 
 def looked_up(review: wire.Review, decision: Decision) -> frozenset[str]:
-    """The kinds ``decision`` rests on not finding, to be read live before it is answered: a denial's
-    codes' (:data:`~workerclass.api.resources.LOOKED_UP`), and the pool kinds for a WorkerClass DELETE
-    allowed because no pool selects the class. Empty for every other decision (the usual case)."""
-    if not decision.allowed:
-        return frozenset(kind for violation in decision.denials for kind in LOOKED_UP.get(violation.code, ()))
+    """The kinds ``decision`` rests on, to be read live before it is answered: a denial's codes'
+    (:data:`~workerclass.api.resources.LOOKED_UP`: what was not found), and the pool kinds for a
+    WorkerClass DELETE (allowed because no pool selects the class, or denied ``ClassInUse`` because
+    one does: either may have changed a moment ago). Empty for every other decision (the usual case)."""
     if review.operation == "DELETE" and review.kind == WORKER_CLASS.kind:
         return frozenset(CLASS_SELECTORS)
+    if not decision.allowed:
+        return frozenset(kind for violation in decision.denials for kind in LOOKED_UP.get(violation.code, ()))
     return frozenset()
 
 
