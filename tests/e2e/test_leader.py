@@ -24,7 +24,6 @@ applied 10.0-12.2 s after the kill); a SIGTERMed one exits in 5.3 s and the othe
 from __future__ import annotations
 
 import os
-import threading
 import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -158,34 +157,47 @@ def test_a_killed_leader_is_replaced_within_15_s(cluster: ApiServer, kube: Kube,
         delete_pools(kube, names)
 
 
+def holders_since(kube: Kube, version: str, until: str) -> list[str]:
+    """Every holder the Lease had from ``version`` on, in order, up to ``until``: read back from the
+    API server's watch, which replays each write (a 50 ms poll missed a release taken over at once)."""
+    import json
+
+    path = kube.resource(COORDINATION, "Lease").path(NAMESPACE)
+    params = {
+        "watch": "1",
+        "resourceVersion": version,
+        "fieldSelector": f"metadata.name={LEASE}",
+        "timeoutSeconds": "3",
+    }
+    seen: list[str] = []
+    with kube.http.stream("GET", path, params=params) as answer:
+        assert answer.status_code == 200, answer.read()[:500]
+        for line in answer.iter_lines():
+            if not line:
+                continue
+            event = json.loads(line)
+            assert event["type"] in ("ADDED", "MODIFIED"), event
+            current = str((event["object"].get("spec") or {}).get("holderIdentity") or "")
+            if not seen or seen[-1] != current:
+                seen.append(current)
+            if current == until:
+                break
+    return seen
+
+
 def test_a_stopped_leader_releases_the_lease(kube: Kube, controllers: Controllers) -> None:
     controllers.start("leader-c")
     controllers.start("leader-d")
     leader = one_leader(kube, controllers, {"leader-c", "leader-d"})
     other = ({"leader-c", "leader-d"} - {leader}).pop()
-    seen: list[str | None] = []
-    done = threading.Event()
-
-    def watch() -> None:
-        while not done.is_set():
-            current = holder(kube)
-            if not seen or seen[-1] != current:
-                seen.append(current)
-            time.sleep(0.05)
-
-    watcher = threading.Thread(target=watch, daemon=True)
-    watcher.start()
-    try:
-        stopped = time.monotonic()
-        controllers.processes[leader].stop()  # SIGTERM, waits for the exit
-        exited = time.monotonic()
-        # the watcher's own record (not a read of this thread's): it may otherwise stop before it sees the handover
-        wait_until(lambda: other in seen, timeout=15, what=f"{other} holding the Lease" + controllers.tails())
-        took, after_exit = time.monotonic() - stopped, time.monotonic() - exited
-        exited -= stopped
-    finally:
-        done.set()
-        watcher.join(5)
+    version = kube.get(COORDINATION, "Lease", LEASE, NAMESPACE)["metadata"]["resourceVersion"]
+    stopped = time.monotonic()
+    controllers.processes[leader].stop()  # SIGTERM, waits for the exit
+    exited = time.monotonic()
+    wait_until(lambda: holder(kube) == other, timeout=15, what=f"{other} holding the Lease" + controllers.tails())
+    took, after_exit = time.monotonic() - stopped, time.monotonic() - exited
+    exited -= stopped
+    seen = holders_since(kube, version, other)
     print(
         f"\nhandover after SIGTERM: leader exited in {exited:.2f} s, {other} held the Lease {after_exit:.2f} s "
         f"later ({took:.2f} s after the SIGTERM)"
