@@ -5,7 +5,6 @@ the very objects ``workerclass manifests`` prints for the same settings."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 from collections import Counter
 from pathlib import Path
@@ -15,7 +14,7 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from tests.chart.oracle import ORACLE, oracle_python
+from tests.chart.oracle import ORACLE, need_oracle, oracle_python
 from workerclass.cli.main import _register, app
 from workerclass.deploy import install_manifests
 from workerclass.helm_chart import chart_files, default_values, options_for
@@ -71,10 +70,7 @@ print(json.dumps(out))
 
 def _helm(cases: dict[str, tuple[dict[str, Any], str]]) -> dict[str, Any]:
     if not ORACLE.is_file():
-        reason = f"Helm's engine is the oracle venv's: {ORACLE} is absent (check out ../shared beside the repository)"
-        if os.environ.get("CI") == "true":
-            pytest.fail(reason)
-        pytest.skip(reason)
+        need_oracle()  # Helm's engine is the oracle venv's
     python, env = oracle_python()
     request = {"chart": str(CHART), "cases": cases}
     out = subprocess.run(

@@ -29,6 +29,8 @@ from typing import Any
 import pytest
 import yaml
 
+from tests.shared import SHARED_ENV, unavailable
+
 from .oracle import ORACLE, REPO_ROOT, OracleResult, get_oracle
 from .test_checks import ROWS
 
@@ -57,10 +59,10 @@ def _need(*paths: Path) -> None:
     """Skip (with the reason) when the shared material is absent; under CI=true that is a failure."""
     missing = [str(path) for path in paths if not path.exists()]
     if missing:
-        reason = f"absent: {', '.join(missing)} (CI has ../shared beside the repository)"
-        if os.environ.get("CI") == "true":
-            pytest.fail(reason, pytrace=False)
-        pytest.skip(reason)
+        unavailable(
+            f"the upstream mirror is absent: {', '.join(missing)} (set {SHARED_ENV} to a folder with "
+            "upstream-cozystack/, upstream-crds/ and tools/)"
+        )
 
 
 def _copy_chart(name: str, into: Path) -> Path:

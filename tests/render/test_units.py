@@ -10,12 +10,11 @@ same values on KubeVirt).
 from __future__ import annotations
 
 import copy
-import os
 from typing import Any
 
 import pytest
 
-from tests.chart.oracle import available, get_oracle
+from tests.chart.oracle import get_oracle, need_oracle
 from workerclass.admission import admit
 from workerclass.render import RenderError
 
@@ -59,17 +58,9 @@ def test_a_quantity_check_admits_renders_on_proxmox(name: str) -> None:
     )
 
 
-def _need_oracle() -> None:
-    if not available():
-        reason = "the oracle ../shared/tools/cozystack-render is absent (put shared/ beside the repository)"
-        if os.environ.get("CI") == "true":
-            pytest.fail(reason, pytrace=False)
-        pytest.skip(reason)
-
-
 @pytest.mark.parametrize("name", sorted(CASES), ids=sorted(CASES))
 def test_the_chart_renders_every_spelling_too(name: str) -> None:
-    _need_oracle()
+    need_oracle()
     values, _ = CASES[name]
     classless = pool(**copy.deepcopy(values))
     result = get_oracle().render(

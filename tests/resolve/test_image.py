@@ -9,11 +9,9 @@ and against the oracle itself when ``../shared`` is there.
 
 from __future__ import annotations
 
-import os
-
 import pytest
 
-from tests.chart.oracle import available, get_oracle
+from tests.chart.oracle import get_oracle, need_oracle
 from tests.render.builders import (
     CHART_SCHEMATIC,
     NAMESPACE,
@@ -77,17 +75,9 @@ def test_restore_finds_no_setting_a_trailing_slash_did_not_make(name: str) -> No
     assert (row.status, row.restorable) == ("restorable", True), row.reasons
 
 
-def _need_oracle() -> None:
-    if not available():
-        reason = "the oracle ../shared/tools/cozystack-render is absent (put shared/ beside the repository)"
-        if os.environ.get("CI") == "true":
-            pytest.fail(reason, pytrace=False)
-        pytest.skip(reason)
-
-
 @pytest.mark.parametrize("name", sorted(ENDPOINTS), ids=sorted(ENDPOINTS))
 def test_the_oracle_renders_the_same_disk_and_name(name: str) -> None:
-    _need_oracle()
+    need_oracle()
     pool_object, cls = _classified(ENDPOINTS[name])
     effective = effective_of(pool_object, cls)
     ours = by_kind(render(effective))["KubevirtMachineTemplate"]
