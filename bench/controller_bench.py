@@ -156,6 +156,41 @@ def controller(cluster: ApiServer, folder: Path, name: str, resync: float) -> Pr
     ).start()  # fmt: skip
 
 
+def prepare(kube: Kube, binaries: Any, shared: Path, folder: Path, namespaces: tuple[str, ...]) -> None:
+    """The bundle (CRDs, RBAC; no webhook registered), the application, Flux, Cilium and Cluster API
+    CRDs, the install namespace and ``namespaces``, and the parent Kubernetes ``example`` with its
+    Cluster in :data:`TENANT`: what the controller needs to apply a pool."""
+    install_crds(kube, APPLICATION_CRDS)
+    install_crds(kube, read_crds(shared / "upstream-crds", "helm.toolkit.fluxcd.io_helmreleases.yaml"))
+    install_crds(
+        kube, read_crds(module_dir("github.com/cilium/cilium", CILIUM) / CILIUM_CRDS, "ciliumnetworkpolicies.yaml")
+    )
+    install_crds(kube, capi_crds(binaries, shared))
+    ca_file = folder / "ca.crt"
+    ca_file.write_bytes(CertAuthority.create("bench-ca").pem)
+    bundle = [obj for obj in manifests(ca_file) if not obj["kind"].endswith("WebhookConfiguration")]
+    crds = [obj for obj in bundle if obj["kind"] == "CustomResourceDefinition"]
+    install_crds(kube, crds)
+    # the bundle creates no namespace (the install's own exists first, as cozy-system does)
+    kube.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}})
+    for obj in bundle:
+        if obj["kind"] != "CustomResourceDefinition":
+            kube.apply(obj, manager="bench-install")
+    for namespace in namespaces:
+        kube.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
+    for obj in example_objects("cluster.yaml"):
+        kube.apply(obj, manager="cozystack-api")
+    kube.apply(
+        {
+            "apiVersion": "cluster.x-k8s.io/v1beta1",
+            "kind": "Cluster",
+            "metadata": {"name": "kubernetes-example", "namespace": TENANT},
+            "spec": {},
+        },
+        manager="bench",
+    )
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pools", type=int, default=2000)
@@ -186,35 +221,7 @@ def main() -> int:
         def admin() -> Kube:
             return Kube(cluster.url, context, timeout=120)
 
-        install_crds(kube, APPLICATION_CRDS)
-        install_crds(kube, read_crds(shared / "upstream-crds", "helm.toolkit.fluxcd.io_helmreleases.yaml"))
-        install_crds(
-            kube, read_crds(module_dir("github.com/cilium/cilium", CILIUM) / CILIUM_CRDS, "ciliumnetworkpolicies.yaml")
-        )
-        install_crds(kube, capi_crds(binaries, shared))
-        ca_file = folder / "ca.crt"
-        ca_file.write_bytes(CertAuthority.create("bench-ca").pem)
-        bundle = [obj for obj in manifests(ca_file) if not obj["kind"].endswith("WebhookConfiguration")]
-        crds = [obj for obj in bundle if obj["kind"] == "CustomResourceDefinition"]
-        install_crds(kube, crds)
-        # the bundle creates no namespace (the install's own exists first, as cozy-system does)
-        kube.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}})
-        for obj in bundle:
-            if obj["kind"] != "CustomResourceDefinition":
-                kube.apply(obj, manager="bench-install")
-        for namespace in (TENANT, BASELINE):
-            kube.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
-        for obj in example_objects("cluster.yaml"):
-            kube.apply(obj, manager="cozystack-api")
-        kube.apply(
-            {
-                "apiVersion": "cluster.x-k8s.io/v1beta1",
-                "kind": "Cluster",
-                "metadata": {"name": "kubernetes-example", "namespace": TENANT},
-                "spec": {},
-            },
-            manager="bench",
-        )
+        prepare(kube, binaries, shared, folder, (TENANT, BASELINE))
         names = [f"example-bench-{index:05d}" for index in range(args.pools)]
         started = time.monotonic()
         parallel(

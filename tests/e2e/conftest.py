@@ -178,6 +178,7 @@ def install_crds(kube: Kube, crds: list[dict[str, Any]]) -> None:
         spec.pop("conversion", None)  # conversion webhooks: none on the test bed (one version served)
         kube.apply(crd, manager="workerclass-e2e-crds")
     kube.wait_established(crd["metadata"]["name"] for crd in crds)
+    kube.wait_listable(crds)
 
 
 # ------------------------------------------------------------------ the API server

@@ -242,3 +242,23 @@ class Kube:
         if pending:
             raise TimeoutError(f"CRDs not Established in {timeout:g}s: {sorted(pending)}")
         self._resources = {}  # discovery changed
+
+    def wait_listable(self, crds: Iterable[Mapping[str, Any]], *, timeout: float = 120.0) -> None:
+        """Every CRD's objects can be listed: an Established CRD is answered 429 (its watch cache still
+        initializing) for some seconds on a fresh API server, which a controller retries through but a
+        measurement or a tight wait would count."""
+        pending = {
+            f"/apis/{crd['spec']['group']}/{version['name']}/{crd['spec']['names']['plural']}"
+            for crd in crds
+            for version in crd["spec"]["versions"]
+            if version.get("served", True)
+        }
+        deadline = time.monotonic() + timeout
+        while pending and time.monotonic() < deadline:
+            for path in sorted(pending):
+                if self.http.get(path, params={"limit": "1"}).status_code != 429:
+                    pending.discard(path)
+            if pending:
+                time.sleep(0.2)
+        if pending:
+            raise TimeoutError(f"still answered 429 after {timeout:g}s: {sorted(pending)}")

@@ -2,10 +2,13 @@
 
 Two controller processes run as the bundle's controller ServiceAccount, each with its own
 ``POD_NAME`` (its identity in the Lease ``cozy-workerclass/workerclass-controller``): exactly one
-holds the Lease; SIGKILLed (a crashed pod, no goodbye), the other holds it and has acted (a pool
-created after the kill gets its MachineDeployment) within 15 s, the Lease's 10 s duration plus a
-2 s renew period plus a reconcile; stopped cleanly (SIGTERM), the leader releases the Lease (an
-empty holder) and the other takes over within a renew period. A restarted controller, its pools
+holds the Lease; SIGKILLed (a crashed pod, no goodbye), the other takes the Lease only once the
+killed one's last renewal has expired (never two leaders) and acts (a pool created after the kill
+gets its MachineDeployment); stopped cleanly (SIGTERM), the leader exits by itself and releases the
+Lease (an empty holder), and the other takes it before that renewal would have expired. The
+Lease's history is read back from the API server's watch, which replays every write. How long
+these take is measured by ``bench/failover_bench.py``, not asserted here (a test bed on a loaded
+host is slower, not wrong). A restarted controller, its pools
 applied and settled, sends no write to the pools' objects nor to the WorkerClasses (the Lease
 renewals, the election's own heartbeat, are counted apart).
 
@@ -16,16 +19,18 @@ over 20.4 s after the SIGTERM (holders seen: the leader, then the other, never e
 restart test never got to the restart: every full resync re-applied each pool's MachineDeployment,
 template and MachineHealthCheck, because the live objects carry Cluster API's owner references
 beside ours and a normalized ``nodeStartupTimeout`` (``20m0s`` for ``20m``), which ``covers`` read
-as differences. Measured after the fixes: a SIGKILLed leader replaced in 9.7-11.8 s (its new pool
-applied 10.0-12.2 s after the kill); a SIGTERMed one exits in 5.3 s and the other holds the Lease
-0.7 s later; a restart sends 0 writes but the Lease renewals.
+as differences. Measured after the fixes (then asserted here, now in the bench): a SIGKILLed leader
+replaced in 9.7-11.8 s (its new pool applied 10.0-12.2 s after the kill); a SIGTERMed one exits in
+5.3 s and the other holds the Lease 0.7 s later; a restart sends 0 writes but the Lease renewals.
 """
 
 from __future__ import annotations
 
+import datetime
+import json
 import os
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -128,7 +133,54 @@ def one_leader(kube: Kube, controllers: Controllers, among: set[str]) -> str:
     return str(leader)
 
 
-def test_a_killed_leader_is_replaced_within_15_s(cluster: ApiServer, kube: Kube, controllers: Controllers) -> None:
+def lease_history(kube: Kube, until: str) -> tuple[dict[str, Any], Callable[[], list[dict[str, Any]]]]:
+    """The Lease's spec now, and a reader of every spec it is written with from now on, in order, up to
+    the first held by ``until``: the API server's watch from this resourceVersion replays each write
+    (a 50 ms poll missed a release taken over at once). Call the reader once ``until`` holds it."""
+    lease = kube.get(COORDINATION, "Lease", LEASE, NAMESPACE)
+
+    def read() -> list[dict[str, Any]]:
+        written: list[dict[str, Any]] = []
+        path = kube.resource(COORDINATION, "Lease").path(NAMESPACE)
+        params = {
+            "watch": "1",
+            "resourceVersion": lease["metadata"]["resourceVersion"],
+            "fieldSelector": f"metadata.name={LEASE}",
+            "timeoutSeconds": "3",
+        }
+        with kube.http.stream("GET", path, params=params) as answer:
+            assert answer.status_code == 200, answer.read()[:500]
+            for line in answer.iter_lines():
+                if not line:
+                    continue
+                event = json.loads(line)
+                assert event["type"] in ("ADDED", "MODIFIED"), event
+                spec = event["object"].get("spec") or {}
+                written.append(spec)
+                if spec.get("holderIdentity") == until:
+                    break
+        return written
+
+    return lease["spec"], read
+
+
+def holders(specs: Iterable[dict[str, Any]]) -> list[str]:
+    """The holders in ``specs``, each run of the same one once (``""``: released)."""
+    seen: list[str] = []
+    for spec in specs:
+        current = str(spec.get("holderIdentity") or "")
+        if not seen or seen[-1] != current:
+            seen.append(current)
+    return seen
+
+
+def moment(value: str) -> datetime.datetime:
+    return datetime.datetime.fromisoformat(value.replace("Z", "+00:00"))
+
+
+def test_a_killed_leader_is_replaced_once_its_lease_expires(
+    cluster: ApiServer, kube: Kube, controllers: Controllers
+) -> None:
     from .test_cluster_api import parent_cluster
 
     parent_cluster(kube)
@@ -143,46 +195,26 @@ def test_a_killed_leader_is_replaced_within_15_s(cluster: ApiServer, kube: Kube,
         create_pool(kube, names[0])
         wait_until(lambda: deployment_of(kube, names[0]), timeout=60, what="the leader acting" + controllers.tails())
 
+        before, history = lease_history(kube, other)
         controllers.processes[leader].kill()
         killed = time.monotonic()
         create_pool(kube, names[1])  # only the survivor can apply it
-        wait_until(lambda: holder(kube) == other, timeout=30, what=f"{other} holding the Lease" + controllers.tails())
+        wait_until(lambda: holder(kube) == other, timeout=60, what=f"{other} holding the Lease" + controllers.tails())
         held = time.monotonic() - killed
-        wait_until(lambda: deployment_of(kube, names[1]), timeout=30, what=f"{other} acting" + controllers.tails())
+        wait_until(lambda: deployment_of(kube, names[1]), timeout=60, what=f"{other} acting" + controllers.tails())
         acted = time.monotonic() - killed
         print(f"\nfailover after SIGKILL: Lease held by {other} after {held:.2f} s, pool applied after {acted:.2f} s")
-        assert acted < 15, f"failover took {acted:.2f} s"
+        specs = [before, *history()]
+        assert holders(specs) == [leader, other], holders(specs)
+        # taken only once the killed leader's last renewal had expired: never two leaders at once
+        renewed = max(moment(spec["renewTime"]) for spec in specs if spec["holderIdentity"] == leader)
+        duration = datetime.timedelta(seconds=before["leaseDurationSeconds"])
+        taken = specs[-1]
+        assert moment(taken["acquireTime"]) > renewed + duration, (taken, renewed)
+        assert taken["leaseTransitions"] == before["leaseTransitions"] + 1
         assert controllers.processes[other].running
     finally:
         delete_pools(kube, names)
-
-
-def holders_since(kube: Kube, version: str, until: str) -> list[str]:
-    """Every holder the Lease had from ``version`` on, in order, up to ``until``: read back from the
-    API server's watch, which replays each write (a 50 ms poll missed a release taken over at once)."""
-    import json
-
-    path = kube.resource(COORDINATION, "Lease").path(NAMESPACE)
-    params = {
-        "watch": "1",
-        "resourceVersion": version,
-        "fieldSelector": f"metadata.name={LEASE}",
-        "timeoutSeconds": "3",
-    }
-    seen: list[str] = []
-    with kube.http.stream("GET", path, params=params) as answer:
-        assert answer.status_code == 200, answer.read()[:500]
-        for line in answer.iter_lines():
-            if not line:
-                continue
-            event = json.loads(line)
-            assert event["type"] in ("ADDED", "MODIFIED"), event
-            current = str((event["object"].get("spec") or {}).get("holderIdentity") or "")
-            if not seen or seen[-1] != current:
-                seen.append(current)
-            if current == until:
-                break
-    return seen
 
 
 def test_a_stopped_leader_releases_the_lease(kube: Kube, controllers: Controllers) -> None:
@@ -190,23 +222,24 @@ def test_a_stopped_leader_releases_the_lease(kube: Kube, controllers: Controller
     controllers.start("leader-d")
     leader = one_leader(kube, controllers, {"leader-c", "leader-d"})
     other = ({"leader-c", "leader-d"} - {leader}).pop()
-    version = kube.get(COORDINATION, "Lease", LEASE, NAMESPACE)["metadata"]["resourceVersion"]
+    before, history = lease_history(kube, other)
     stopped = time.monotonic()
-    controllers.processes[leader].stop()  # SIGTERM, waits for the exit
-    exited = time.monotonic()
-    wait_until(lambda: holder(kube) == other, timeout=15, what=f"{other} holding the Lease" + controllers.tails())
-    took, after_exit = time.monotonic() - stopped, time.monotonic() - exited
-    exited -= stopped
-    seen = holders_since(kube, version, other)
+    code = controllers.processes[leader].stop()  # SIGTERM, waits for the exit (SIGKILL after 10 s)
+    exited = time.monotonic() - stopped
+    wait_until(lambda: holder(kube) == other, timeout=60, what=f"{other} holding the Lease" + controllers.tails())
+    taken_after = time.monotonic() - stopped
+    specs = [before, *history()]
+    seen = holders(specs)
     print(
-        f"\nhandover after SIGTERM: leader exited in {exited:.2f} s, {other} held the Lease {after_exit:.2f} s "
-        f"later ({took:.2f} s after the SIGTERM)"
+        f"\nhandover after SIGTERM: leader exited in {exited:.2f} s, {other} held the Lease "
+        f"{taken_after - exited:.2f} s later; holders seen: {seen}"
     )
-    print(f"holders seen: {seen}")
-    assert "" in seen, f"the Lease was never released: {seen}"  # an empty holder before the other's name
-    assert seen.index("") < seen.index(other)
-    assert exited < 9, f"the leader took {exited:.2f} s to exit on SIGTERM"  # (Process.stop kills at 10 s)
-    assert after_exit < 3, f"the handover took {after_exit:.2f} s (a released Lease is taken within a renew period)"
+    assert code == 0, f"the leader did not exit on SIGTERM by itself (exit status {code})"
+    assert "" in seen and seen.index("") < seen.index(other), f"the Lease was never released: {seen}"
+    # taken because it was released, before the leader's last renewal would have expired
+    renewed = max(moment(spec["renewTime"]) for spec in specs if spec["holderIdentity"] in (leader, ""))
+    duration = datetime.timedelta(seconds=before["leaseDurationSeconds"])
+    assert moment(specs[-1]["acquireTime"]) < renewed + duration, (specs[-1], renewed)
 
 
 def test_a_restart_writes_nothing(cluster: ApiServer, kube: Kube, controllers: Controllers) -> None:

@@ -240,9 +240,10 @@ class Process:
     def running(self) -> bool:
         return self.popen is not None and self.popen.poll() is None
 
-    def stop(self, timeout: float = 10.0) -> None:
+    def stop(self, timeout: float = 10.0) -> int | None:
+        """SIGTERM, then SIGKILL after ``timeout`` seconds; the exit status (``None``: not running)."""
         if self.popen is None:
-            return
+            return None
         if self.popen.poll() is None:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(self.popen.pid, signal.SIGTERM)
@@ -252,7 +253,9 @@ class Process:
                 with contextlib.suppress(ProcessLookupError):
                     os.killpg(self.popen.pid, signal.SIGKILL)
                 self.popen.wait(5)
+        code = self.popen.returncode
         self.popen = None
+        return code
 
     def kill(self) -> None:
         """SIGKILL at once (a crashed pod): no drain, no goodbye."""
