@@ -195,6 +195,17 @@ def prepare(kube: Kube, binaries: Any, shared: Path, folder: Path, namespaces: t
     )
 
 
+def finish(cluster: ApiServer, folder: Path, *, keep: bool) -> None:
+    """Stop the test bed; remove its folder unless ``keep`` (then say where it is)."""
+    cluster.stop()
+    if keep:
+        print(f"kept {folder}")
+        return
+    from tests.e2e.testbed import rmtree
+
+    rmtree(folder)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pools", type=int, default=2000)
@@ -353,13 +364,7 @@ def main() -> int:
     finally:
         for process in processes:
             process.stop()
-        cluster.stop()
-        if not args.keep:
-            from tests.e2e.testbed import rmtree
-
-            rmtree(folder)
-        else:
-            print(f"kept {folder}")
+        finish(cluster, folder, keep=args.keep)
 
 
 if __name__ == "__main__":

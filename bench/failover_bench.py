@@ -32,7 +32,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from controller_bench import pool_objects, prepare  # noqa: E402
+from controller_bench import finish, pool_objects, prepare  # noqa: E402
 from tests.e2e.conftest import TENANT, shared_dir  # noqa: E402
 from tests.e2e.kube import Kube, KubeError  # noqa: E402
 from tests.e2e.test_leader import Controllers, deployment_of, holder  # noqa: E402
@@ -140,13 +140,7 @@ def main() -> int:
         return 1
     finally:
         controllers.stop_all()
-        cluster.stop()
-        if not args.keep:
-            from tests.e2e.testbed import rmtree
-
-            rmtree(folder)
-        else:
-            print(f"kept {folder}")
+        finish(cluster, folder, keep=args.keep)
 
 
 if __name__ == "__main__":

@@ -57,17 +57,22 @@ def url_of(emulator: kmock.KubernetesEmulator, watched: Resource, namespace: str
     return f"{prefix}/namespaces/{namespace}/{watched.plural}" if namespace else f"{prefix}/{watched.plural}"
 
 
-@pytest_asyncio.fixture
-async def cache(kmock: kmock.KubernetesEmulator) -> AsyncIterator[ClusterCache]:
+def kmock_client(emulator: kmock.KubernetesEmulator) -> AsyncClient:
+    """lightkube's real client, pointed at the fake API with a token."""
     config = KubeConfig.from_dict(
         {
-            "clusters": [{"name": "kmock", "cluster": {"server": str(kmock.url)}}],
+            "clusters": [{"name": "kmock", "cluster": {"server": str(emulator.url)}}],
             "users": [{"name": "webhook", "user": {"token": "test-token"}}],
             "contexts": [{"name": "kmock", "context": {"cluster": "kmock", "user": "webhook"}}],
             "current-context": "kmock",
         }
     )
-    client = AsyncClient(config=config, trust_env=False)
+    return AsyncClient(config=config, trust_env=False)
+
+
+@pytest_asyncio.fixture
+async def cache(kmock: kmock.KubernetesEmulator) -> AsyncIterator[ClusterCache]:
+    client = kmock_client(kmock)
     cache = ClusterCache(client, retry_delay=0.05, max_retry_delay=0.2)
     yield cache
     await cache.stop()
@@ -263,15 +268,7 @@ OPTIONAL = ("ComputePlane", "VirtualMachineClusterInstancetype")
 @pytest_asyncio.fixture
 async def quick(kmock: kmock.KubernetesEmulator) -> AsyncIterator[ClusterCache]:
     """A cache whose watches are given up after 1.5 s of silence (so a removed group is listed soon)."""
-    config = KubeConfig.from_dict(
-        {
-            "clusters": [{"name": "kmock", "cluster": {"server": str(kmock.url)}}],
-            "users": [{"name": "webhook", "user": {"token": "test-token"}}],
-            "contexts": [{"name": "kmock", "context": {"cluster": "kmock", "user": "webhook"}}],
-            "current-context": "kmock",
-        }
-    )
-    client = AsyncClient(config=config, trust_env=False)
+    client = kmock_client(kmock)
     cache = ClusterCache(client, retry_delay=0.05, max_retry_delay=0.2, watch_timeout=1, watch_margin=0.5)
     yield cache
     await cache.stop()
@@ -355,15 +352,7 @@ async def test_a_new_state_is_announced_and_a_burst_once(kmock: kmock.Kubernetes
     """``changed`` wakes a waiter for the first State and for a watch event; events within the
     debounce of the first are announced once, while ``state`` itself is never held back."""
     seed(kmock, example_objects())
-    config = KubeConfig.from_dict(
-        {
-            "clusters": [{"name": "kmock", "cluster": {"server": str(kmock.url)}}],
-            "users": [{"name": "webhook", "user": {"token": "test-token"}}],
-            "contexts": [{"name": "kmock", "context": {"cluster": "kmock", "user": "webhook"}}],
-            "current-context": "kmock",
-        }
-    )
-    client = AsyncClient(config=config, trust_env=False)
+    client = kmock_client(kmock)
     cache = ClusterCache(client, retry_delay=0.05, max_retry_delay=0.2, debounce=0.5)
     announced: list[int] = []
 
