@@ -496,3 +496,37 @@ async def test_a_decision_resting_on_absence_is_confirmed_live(tmp_certs: CertFi
         await asyncio.to_thread(https.close)
     finally:
         await server.stop()
+
+
+async def test_the_controllers_pool_lister_reads_the_api_not_the_cache() -> None:
+    """The finalizer is released only on what the API server holds: a pool that selected the class
+    after the watches last spoke holds it, and one deleted since does not."""
+    from workerclass.controller import CachePoolLister
+
+    client = LaggingClient(example_objects())
+    cache = ClusterCache(client, retry_delay=0.01)
+    await cache.start()
+    try:
+        await cache.wait_synced(5)
+        lister = CachePoolLister(cache)
+        assert await lister.selecting("talos-spare") == []
+        client.objects.append(pool("late-selects", workerClassName="talos-spare"))
+        assert cache.state is not None and not cache.state.pools_selecting("talos-spare")
+        assert await lister.selecting("talos-spare") == ["tenant-example/example-late-selects"]
+
+        held = [obj for obj in client.objects if obj["kind"] == "KubernetesNodes"]
+        assert cache.state.pools_selecting("talos-example-r1")
+        for obj in held:
+            client.objects.remove(obj)
+        client.objects[:] = [
+            obj
+            for obj in client.objects
+            if not (obj["kind"] == "HelmRelease" and obj["spec"]["values"].get("workerClassName") == "talos-example-r1")
+        ]
+        assert await lister.selecting("talos-example-r1") == []
+
+        client.failing = True
+        with pytest.raises(RuntimeError):
+            await lister.selecting("talos-spare")
+    finally:
+        await cache.stop()

@@ -32,10 +32,10 @@ from workerclass.api import CONTROLLER_READS, Resource
 from workerclass.controller import (
     FINALIZER,
     RETAINED,
+    CachePoolLister,
     ClassController,
     ControllerSettings,
     LightkubeFinalizerWriter,
-    LightkubePoolLister,
     LightkubeStatusWriter,
 )
 from workerclass.state import State
@@ -201,7 +201,7 @@ async def running(
     controller = ClassController(
         source(cache) if source is not None else cache,
         LightkubeStatusWriter(client),
-        LightkubePoolLister(client),
+        CachePoolLister(cache),
         finalizers=LightkubeFinalizerWriter(client),
         events=Events(),
         settings=settings or ControllerSettings(retain_recheck=0.2, retry_delay=0.1),

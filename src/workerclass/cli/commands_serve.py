@@ -315,11 +315,11 @@ def serve_controller(
     from ..adapters.kube import ClusterCache
     from ..api import CONTROLLER_READS
     from ..controller import (
+        CachePoolLister,
         ClassController,
         ControllerSettings,
         LightkubeClassEvents,
         LightkubeFinalizerWriter,
-        LightkubePoolLister,
         LightkubeStatusWriter,
     )
     from ..controller.leader import LeaseElector
@@ -386,7 +386,7 @@ def serve_controller(
             classes = ClassController(
                 cache,
                 LightkubeStatusWriter(client),
-                LightkubePoolLister(client),
+                CachePoolLister(cache),
                 finalizers=LightkubeFinalizerWriter(client),
                 events=LightkubeClassEvents(client),
                 settings=settings,

@@ -32,8 +32,8 @@ resource, the finalizer and what it reads come from the API table (:mod:`workerc
 :data:`workerclass.api.CONTROLLER_READS`).
 
 Modules: this one (the loop, status and retention, and the lightkube-backed helpers
-:class:`LightkubeStatusWriter`, :class:`LightkubeFinalizerWriter`, :class:`LightkubeClassEvents`
-and :class:`LightkubePoolLister`); :mod:`.workers` (the worker controller: classified pools become
+:class:`LightkubeStatusWriter`, :class:`LightkubeFinalizerWriter` and :class:`LightkubeClassEvents`,
+and :class:`CachePoolLister` over the cluster cache); :mod:`.workers` (the worker controller: classified pools become
 machines, the handoff from Helm, Events and metrics); :mod:`.reporting` (Events and metrics);
 :mod:`.leader` (leader election on a Lease); :mod:`.liveness` (``/healthz`` on every replica).
 """
@@ -47,25 +47,25 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from ..adapters.kube import LIST_CHUNK, short_error, status_code
-from ..api import CONTROLLER_READS, FINALIZER
-from ..api.resources import POOL_KINDS, WORKER_CLASS
+from ..adapters.kube import ClusterCache, short_error, status_code
+from ..api import FINALIZER
+from ..api.resources import CLASS_SELECTORS, WORKER_CLASS
 from ..ops.status import class_status
 from ..rules.classes import BUILTIN_FAMILIES
-from ..rules.usage import deletion_blocker, in_use_message
-from ..state import State, pool_from_object
+from ..rules.usage import deletion_blocker, in_use_message, selecting
+from ..state import State
 from .reporting import post_object_event
 from .workers import FIELD_MANAGER, wait_first
 
 __all__ = [
     "FINALIZER",
+    "CachePoolLister",
     "ClassController",
     "ClassEvents",
     "ControllerSettings",
     "FinalizerWriter",
     "LightkubeClassEvents",
     "LightkubeFinalizerWriter",
-    "LightkubePoolLister",
     "LightkubeStatusWriter",
     "PoolLister",
     "StateSource",
@@ -147,39 +147,19 @@ class PoolLister(Protocol):
     async def selecting(self, name: str) -> list[str]: ...
 
 
-class LightkubePoolLister:
-    """:class:`PoolLister` over a ``lightkube.AsyncClient``: KubernetesNodes and pool HelmReleases, all namespaces."""
+class CachePoolLister:
+    """:class:`PoolLister` over the cluster cache: the pool kinds that can select a class, listed from the
+    API server (:meth:`~workerclass.adapters.kube.ClusterCache.fresher`, as the webhook confirms a
+    class DELETE), every namespace; where the list equals the cache's stores, the cache's snapshot."""
 
-    def __init__(self, client: Any) -> None:
-        from lightkube.generic_resource import create_namespaced_resource
-
-        self._client = client
-        self._resources = [
-            (create_namespaced_resource(w.group, w.version, w.kind, w.plural), w)
-            for w in CONTROLLER_READS
-            if w.kind in POOL_KINDS
-        ]
+    def __init__(self, cache: ClusterCache) -> None:
+        self._cache = cache
 
     async def selecting(self, name: str) -> list[str]:
-        found: set[str] = set()
-        for resource, watched in self._resources:
-            scope: dict[str, Any] = {"namespace": "*"}
-            if watched.labels:
-                scope["labels"] = dict(watched.labels)
-            try:
-                listed = [obj async for obj in self._client.list(resource, chunk_size=LIST_CHUNK, **scope)]
-            except Exception as error:  # an optional API the cluster does not serve (or RBAC hides) has no pools
-                if watched.optional and status_code(error) in (403, 404):
-                    continue
-                raise
-            for obj in listed:
-                raw = obj.to_dict() if hasattr(obj, "to_dict") else obj
-                if isinstance(raw, dict):  # list items may leave apiVersion and kind out
-                    raw = {"apiVersion": watched.api_version, "kind": watched.kind, **raw}
-                record = pool_from_object(raw) if isinstance(raw, dict) else None
-                if record is not None and record.class_name == name:
-                    found.add(record.identity)
-        return sorted(found)
+        state = await self._cache.fresher(CLASS_SELECTORS) or self._cache.state
+        if state is None:
+            raise RuntimeError("the cluster cache has not synced")
+        return selecting(state, name)
 
 
 class FinalizerWriter(Protocol):
