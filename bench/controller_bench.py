@@ -195,6 +195,20 @@ def prepare(kube: Kube, binaries: Any, shared: Path, folder: Path, namespaces: t
     )
 
 
+def start(prefix: str) -> tuple[ApiServer, Path, Any, Path] | None:
+    """A running test bed in a new folder named ``prefix...``: the API server, the folder, the
+    binaries and the upstream mirror; ``None`` (said on stderr) when the test bed is not built."""
+    binaries, reason = find_binaries()
+    shared = shared_dir()
+    if binaries is None or shared is None:
+        print(f"the test bed is not available: {reason or 'no upstream-crds mirror'}", file=sys.stderr)
+        return None
+    folder = Path(tempfile.mkdtemp(prefix=prefix))
+    cluster = ApiServer(folder, binaries)
+    cluster.start()
+    return cluster, folder, binaries, shared
+
+
 def finish(cluster: ApiServer, folder: Path, *, keep: bool) -> None:
     """Stop the test bed; remove its folder unless ``keep`` (then say where it is)."""
     cluster.stop()
@@ -219,14 +233,10 @@ def main() -> int:
     )
     parser.add_argument("--cold-only", action="store_true", help="stop after the cold start (no baseline, no restart)")
     args = parser.parse_args()
-    binaries, reason = find_binaries()
-    shared = shared_dir()
-    if binaries is None or shared is None:
-        print(f"the test bed is not available: {reason or 'no upstream-crds mirror'}", file=sys.stderr)
+    started_bed = start("controller-bench-")
+    if started_bed is None:
         return 2
-    folder = Path(tempfile.mkdtemp(prefix="controller-bench-"))
-    cluster = ApiServer(folder, binaries)
-    cluster.start()
+    cluster, folder, binaries, shared = started_bed
     processes: list[Process] = []
     try:
         kube = Kube(cluster.url, cluster.ssl_context(), timeout=120)

@@ -24,7 +24,6 @@ import argparse
 import os
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -32,11 +31,11 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from controller_bench import finish, pool_objects, prepare  # noqa: E402
-from tests.e2e.conftest import TENANT, shared_dir  # noqa: E402
+from controller_bench import finish, pool_objects, prepare, start  # noqa: E402
+from tests.e2e.conftest import TENANT  # noqa: E402
 from tests.e2e.kube import Kube, KubeError  # noqa: E402
 from tests.e2e.test_leader import Controllers, deployment_of, holder  # noqa: E402
-from tests.e2e.testbed import ApiServer, find_binaries, wait_until  # noqa: E402
+from tests.e2e.testbed import wait_until  # noqa: E402
 
 from workerclass.controller.leader import LeaseSettings  # noqa: E402
 
@@ -100,14 +99,10 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--keep", action="store_true", help="keep the test bed's folder")
     args = parser.parse_args()
-    binaries, reason = find_binaries()
-    shared = shared_dir()
-    if binaries is None or shared is None:
-        print(f"the test bed is not available: {reason or 'no upstream-crds mirror'}", file=sys.stderr)
+    started_bed = start("failover-bench-")
+    if started_bed is None:
         return 2
-    folder = Path(tempfile.mkdtemp(prefix="failover-bench-"))
-    cluster = ApiServer(folder, binaries)
-    cluster.start()
+    cluster, folder, binaries, shared = started_bed
     controllers = Controllers(cluster, folder)
     rows: list[dict[str, float]] = []
     try:
