@@ -131,6 +131,9 @@ def _references(md: Mapping[str, Any]) -> dict[str, str]:
     for ref in (machine.get("infrastructureRef"), (machine.get("bootstrap") or {}).get("configRef")):
         if isinstance(ref, Mapping) and isinstance(ref.get("kind"), str) and isinstance(ref.get("name"), str):
             out[ref["kind"]] = ref["name"]
+    data_secret = (machine.get("bootstrap") or {}).get("dataSecretName")
+    if isinstance(data_secret, str):  # a Kairos pool's bootstrap data Secret
+        out["Secret"] = data_secret
     return out
 
 
@@ -173,7 +176,10 @@ def keep_running(rendered: list[dict[str, Any]], running: Iterable[Mapping[str, 
             continue
         kept = copy.deepcopy(obj)
         kept["metadata"]["name"] = name
-        kept["spec"] = copy.deepcopy(current["spec"])  # what the machines run (templates do not change in place)
+        if "spec" in current:  # what the machines run (templates do not change in place)
+            kept["spec"] = copy.deepcopy(current["spec"])
+        # a bootstrap Secret keeps its name and takes the rendered text: its join inputs are the
+        # controller's to fill in, and only machines created afterwards read it
         kept["metadata"]["annotations"] = {
             **kept["metadata"]["annotations"],
             HASH_VERSION_ANNOTATION: HASH_VERSION,
@@ -193,4 +199,6 @@ def _pointed(md: Mapping[str, Any], renamed: Mapping[str, str]) -> dict[str, Any
     for ref in (machine.get("infrastructureRef"), (machine.get("bootstrap") or {}).get("configRef")):
         if isinstance(ref, dict) and ref.get("kind") in renamed:
             ref["name"] = renamed[ref["kind"]]
+    if "Secret" in renamed and "dataSecretName" in (machine.get("bootstrap") or {}):
+        machine["bootstrap"]["dataSecretName"] = renamed["Secret"]
     return out
