@@ -495,3 +495,17 @@ def test_a_compute_plane_group_outside_its_allowlist_is_refused_for_that_group_o
     assert by_pool["tenant-example/cp-md1"].refused == ("NotAllowedInComputePlane",)
     assert by_pool["tenant-example/cp-md0"].refused == () and by_pool["tenant-example/cp-md0"].action == "unchanged"
     assert result.detailed_exit_code() == 1
+
+
+def _ssh_key(obj: dict[str, Any]) -> None:
+    obj["spec"]["sshKeys"] = ["ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGV4YW1wbGVrZXlleGFtcGxla2V5 ops@example"]
+
+
+def test_a_kairos_bootstrap_change_is_a_new_data_secret_and_replaces_the_workers() -> None:
+    """The data-secret path (no Kairos provider with kubeadm in STATE): a new SSH key is new
+    bootstrap data, a new Secret name in ``dataSecretName``, so plan says the machines are replaced."""
+    row = rows(plan(state(), state(**{"example-kairos": _ssh_key})))["tenant-example/example-kairos"]
+    assert row.action == "replace" and row.replace
+    assert any("bootstrap.dataSecretName" in reason for reason in row.reasons), row.reasons
+    others = rows(plan(state(), state(**{"example-kairos": _ssh_key})))
+    assert not others["tenant-example/example-custom-kairos"].replace
