@@ -233,6 +233,32 @@ async def test_join_inputs_that_are_not_usable_are_refused_without_quoting_them(
     assert applied(client) == []
 
 
+async def test_the_join_inputs_are_read_on_a_full_resync_and_when_the_secret_changes() -> None:
+    """Not on every pass: a change elsewhere reconciles the pool from what was filled in last; a
+    full resync reads them again (a rotated token reaches the Secret there)."""
+    reads: list[str] = []
+
+    class Counting(FakeClient):
+        async def get(self, resource: Any, name: str, *, namespace: str | None = None) -> Any:
+            if _kind(resource) == "Secret":
+                reads.append(name)
+            return await super().get(resource, name, namespace=namespace)
+
+    client = Counting(join_input_secrets(NAMESPACE, "example"))
+    controller = WorkerController(client, events=False)
+    await controller.reconcile(state_of(KAIROS), full=True)
+    assert reads == ["kubernetes-example-talos-secrets", "kubernetes-example-ca"]
+    await controller.reconcile(state_of(KAIROS))
+    assert len(reads) == 2  # nothing read, nothing written
+    rotated = "0a1b2c.0123456789abcdef"
+    client.put(join_input_secrets(NAMESPACE, "example", token=rotated)[0])
+    await controller.reconcile(state_of(KAIROS), full=True)
+    assert len(reads) == 4 and rotated in joined(client) and TOKEN not in joined(client)
+    keyed = make_pool("kairos", workerClassName="kairos", sshKeys=[], version="v1.35")
+    await controller.reconcile(state_of(keyed))  # another bootstrap: read again, a new Secret
+    assert len(reads) == 6
+
+
 async def test_a_tenant_pool_reads_the_join_inputs_of_its_own_namespace_only() -> None:
     """Another tenant's cluster of the same name: its Secrets are never read for this pool."""
     other = "tenant-other"

@@ -199,6 +199,8 @@ class WorkerController:
         #: whether the cluster's Kairos bootstrap provider takes the render (read on every full resync
         #: while Kairos pools exist); ``None``: not read yet
         self._kairos: ProviderSupport | None = None
+        #: a bootstrap Secret's rendered digest and the Secret as filled in from it (see :meth:`_joined`)
+        self._joined_inputs: dict[Key, tuple[str, dict[str, Any]]] = {}
         self.writes = 0  # every write request sent (applies, patches, deletes, events)
         #: bumped whenever a pool's state changes or a pool goes (the class status waits on it)
         self.states = Changes()
@@ -311,16 +313,23 @@ class WorkerController:
         support = support if support is not None else self._kairos
         return KAIROS_PROVIDER_PATH if support is not None and support.supported else KAIROS_DATA_SECRET_PATH
 
-    async def _joined(self, pool: DesiredPool, secret: dict[str, Any]) -> dict[str, Any]:
-        """The pool's bootstrap data Secret with its join inputs, read now from the pool's own
-        namespace (the parent cluster's bootstrap token and CA, the Secrets Cozystack's
-        talos-reconcile Job reads). Nothing read is logged or put in an error."""
+    async def _joined(self, pool: DesiredPool, secret: dict[str, Any], *, fresh: bool) -> dict[str, Any]:
+        """The pool's bootstrap data Secret with its join inputs, read from the pool's own namespace
+        (the parent cluster's bootstrap token and CA, the Secrets Cozystack's talos-reconcile Job
+        reads): on a full resync (``fresh``: a rotation is picked up there) or when the rendered
+        Secret changed; otherwise what this process filled in last. Nothing read is logged or put
+        in an error."""
         from lightkube.resources.core_v1 import Secret
+
+        key, rendered = _key(secret), _digest(secret)
+        cached = self._joined_inputs.get(key)
+        if not fresh and cached is not None and cached[0] == rendered:
+            return cached[1]
 
         labels = (secret.get("metadata") or {}).get("labels") or {}
         cluster = str(labels.get("cluster.x-k8s.io/cluster-name") or "")
         values: list[bytes] = []
-        for name, key in join_input_names(cluster):
+        for name, entry in join_input_names(cluster):
             try:
                 found = await self._client.get(Secret, name, namespace=pool.namespace)
             except Exception as error:
@@ -329,15 +338,17 @@ class WorkerController:
                 ) from None
             raw = found.to_dict() if hasattr(found, "to_dict") else dict(found)
             data = raw.get("data") or {}
-            if not data.get(key):
-                raise JoinInputsMissing(f"the join input Secret {pool.namespace}/{name} has no key {key}")
+            if not data.get(entry):
+                raise JoinInputsMissing(f"the join input Secret {pool.namespace}/{name} has no key {entry}")
             try:
-                values.append(base64.b64decode(data[key], validate=True))
+                values.append(base64.b64decode(data[entry], validate=True))
             except ValueError:
-                raise JoinInputsMissing(f"the key {key} of {pool.namespace}/{name} is not base64") from None
+                raise JoinInputsMissing(f"the key {entry} of {pool.namespace}/{name} is not base64") from None
         token = values[0].decode("ascii", "replace").strip()
         try:
-            return with_join_inputs(secret, token=token, ca_pem=values[1])
+            joined = with_join_inputs(secret, token=token, ca_pem=values[1])
+            self._joined_inputs[key] = (rendered, joined)
+            return joined
         except JoinInputsInvalid as invalid:
             raise JoinInputsMissing(
                 f"the join inputs of {pool.namespace}/{cluster} are not usable: {invalid}"
@@ -545,7 +556,9 @@ class WorkerController:
         running = [self._live[key] for key in sorted(self._by_pool.get(pool.key, ()))]
         objects = keep_running(list(pool.objects), running) if running else list(pool.objects)
         try:
-            objects = [await self._joined(pool, obj) if is_bootstrap_secret(obj) else obj for obj in objects]
+            objects = [
+                await self._joined(pool, obj, fresh=fresh) if is_bootstrap_secret(obj) else obj for obj in objects
+            ]
             for obj in objects:
                 key = _key(obj)
                 digest = _digest(obj)
@@ -621,6 +634,7 @@ class WorkerController:
             await self._delete(key)
             self._forget(key)
             self._applied.pop(key, None)
+            self._joined_inputs.pop(key, None)
             report.deleted += 1
 
     async def _referenced(self, namespace: str) -> set[str]:
@@ -679,6 +693,7 @@ class WorkerController:
                     await self._delete(key)
                     self._forget(key)
                     self._applied.pop(key, None)
+                    self._joined_inputs.pop(key, None)
                     report.deleted += 1
             except asyncio.CancelledError:
                 raise
