@@ -30,7 +30,9 @@ The join's run-time inputs are the ones Cozystack's talos-reconcile Job reads fo
 the same cluster: the bootstrap token (Secret ``kubernetes-<cluster>-talos-secrets``, key
 ``bootstrapToken``, which Cozystack's ``kubernetes`` chart creates) and the tenant CA (Secret
 ``kubernetes-<cluster>-ca``, key ``ca.crt``, Kamaji's), and the endpoint the Talos workers dial,
-``kubernetes-<cluster>.<namespace>.svc:6443``. The render never knows the token or the CA:
+``kubernetes-<cluster>.<namespace>.svc:6443`` (a name the parent chart's KamajiControlPlane lists
+in its ``certSANs`` from its first render on, so the join's TLS check holds without a Talos pool's
+Job). The render never knows the token or the CA:
 :func:`bootstrap_secret` writes ``${BOOTSTRAP_TOKEN}`` and ``${CA_CERT_HASH}`` in their place (what
 ``workerclass render`` prints, in ``stringData``), and names the Secret
 ``kubernetes-<cluster>-<pool>-<hash6>`` by that redacted text, so the name is a function of the
