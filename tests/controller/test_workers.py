@@ -259,6 +259,38 @@ async def test_the_join_inputs_are_read_on_a_full_resync_and_when_the_secret_cha
     assert len(reads) == 6
 
 
+class Forbidden(Exception):
+    status = SimpleNamespace(code=403, reason="Forbidden")
+
+
+async def test_a_crd_that_cannot_be_read_switches_no_path_and_rolls_nothing() -> None:
+    """The provider's CRD unreadable (RBAC, an outage): before it was ever read, Kairos pools wait;
+    after, the path last read stands, so a transient error never moves running pools to the
+    other path (which would replace every Kairos worker)."""
+    refuse = [True]
+
+    class Flaky(FakeClient):
+        async def get(self, resource: Any, name: str, *, namespace: str | None = None) -> Any:
+            if _kind(resource) == "CustomResourceDefinition" and refuse[0]:
+                raise Forbidden(name)
+            return await super().get(resource, name, namespace=namespace)
+
+    client = Flaky([kairos_crd("kubeadm"), *join_input_secrets(NAMESPACE, "example")])
+    controller = WorkerController(client, events=False)
+    report = await controller.reconcile(state_of(KAIROS), full=True)
+    assert report.states == {"tenant-example/example-kairos": "failing"} and applied(client) == []
+    assert "could not be read" in controller._pool_states["tenant-example/example-kairos"][1]
+    refuse[0] = False
+    report = await controller.reconcile(state_of(KAIROS), full=True)
+    assert report.states == {"tenant-example/example-kairos": "applied"}
+    assert client.of("KairosConfigTemplate")  # the provider path
+    before = len(client.writes)
+    refuse[0] = True
+    report = await controller.reconcile(state_of(KAIROS), full=True)
+    assert report.states == {"tenant-example/example-kairos": "applied"}
+    assert client.writes[before:] == []  # still the provider path: nothing renamed, nothing rolled
+
+
 async def test_a_tenant_pool_reads_the_join_inputs_of_its_own_namespace_only() -> None:
     """Another tenant's cluster of the same name: its Secrets are never read for this pool."""
     other = "tenant-other"

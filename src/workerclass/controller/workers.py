@@ -292,8 +292,9 @@ class WorkerController:
         )
         self._wrote("patch")
 
-    async def _kairos_support(self) -> ProviderSupport:
-        """Read the Kairos bootstrap provider's template CRD: can the cluster take a Kairos pool?"""
+    async def _kairos_support(self) -> ProviderSupport | None:
+        """Read the Kairos bootstrap provider's template CRD: does it take the kubeadm path?
+        ``None``: it cannot be told (RBAC, an outage)."""
         from lightkube.resources.apiextensions_v1 import CustomResourceDefinition
 
         try:
@@ -301,9 +302,8 @@ class WorkerController:
         except Exception as error:
             if status_code(error) == 404:
                 return kairos_kubeadm(None)
-            # cannot tell (RBAC, an outage): apply, and let the API server's validation decide
-            logger.warning("reading the %s CRD failed (%s): not checked", KAIROS_TEMPLATE_CRD, short_error(error))
-            return ProviderSupport(True)
+            logger.warning("reading the %s CRD failed (%s)", KAIROS_TEMPLATE_CRD, short_error(error))
+            return None
         raw = crd.to_dict() if hasattr(crd, "to_dict") else dict(crd)
         return kairos_kubeadm(raw)
 
@@ -500,9 +500,11 @@ class WorkerController:
         if kairos and (full or fresh or self._kairos is None):
             before = self._kairos_path()
             support = await self._kairos_support()
-            if support != self._kairos:
+            # cannot tell: the path last read stands (a guess would switch paths and roll every
+            # Kairos pool); never read yet: Kairos pools wait (:meth:`_pool`)
+            if support is not None and support != self._kairos:
                 logger.info("Kairos pools take the %s path: %s", self._kairos_path(support), support.message or "")
-            self._kairos = support
+            self._kairos = support if support is not None else self._kairos
             if self._kairos_path() != before:
                 desired = desired_workers(state, kairos_path=self._kairos_path())
         if full or fresh or classified != self._scanned:
@@ -546,6 +548,15 @@ class WorkerController:
         if (pool.namespace, pool.release) in self._ungated:
             report.states[pool.identity] = "refused"
             await self._report(pool, "refused", CHART_NOT_GATED)
+            return
+        if pool.bootstrap == "kairos" and self._kairos is None:
+            report.states[pool.identity] = "failing"
+            await self._report(
+                pool,
+                "failing",
+                f"the {KAIROS_TEMPLATE_CRD} CRD could not be read, so which bootstrap path Kairos pools take "
+                "is unknown: nothing applied, retrying",
+            )
             return
         backoff = self._backoff.get(pool.identity)
         if backoff is not None and self._clock() < backoff.until:
