@@ -378,7 +378,7 @@ def test_omitting_the_class_on_update_keeps_the_stored_class() -> None:
 # --------------------------------------------------------------------------- generic over rendered objects
 
 
-def _chart_like_render(effective: Any) -> list[dict[str, Any]]:
+def _chart_like_render(effective: Any, **_: Any) -> list[dict[str, Any]]:
     """A small renderer shaped like Cozystack's chart: a hash-named infrastructure template, a
     stable-named TalosConfigTemplate (registry mirrors live there), a v1beta1 MachineDeployment."""
     base = f"kubernetes-{effective.name}"
@@ -509,3 +509,14 @@ def test_a_kairos_bootstrap_change_is_a_new_data_secret_and_replaces_the_workers
     assert any("bootstrap.dataSecretName" in reason for reason in row.reasons), row.reasons
     others = rows(plan(state(), state(**{"example-kairos": _ssh_key})))
     assert not others["tenant-example/example-custom-kairos"].replace
+
+
+def test_plan_renders_kairos_pools_on_the_path_the_state_gives_them() -> None:
+    """A STATE holding a Kairos provider's CRD that takes kubeadm: the provider path on both sides,
+    so the same SSH-key change is a new KairosConfigTemplate in ``bootstrap.configRef``."""
+    from tests.ops.test_providers import crd
+
+    provider = crd(enum=["k0s", "k3s", "kubeadm"])
+    before, after = extra(state(), provider), extra(state(**{"example-kairos": _ssh_key}), provider)
+    row = rows(plan(before, after))["tenant-example/example-kairos"]
+    assert row.replace and any("bootstrap.configRef" in reason for reason in row.reasons), row.reasons
