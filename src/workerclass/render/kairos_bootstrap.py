@@ -93,6 +93,7 @@ JOIN_INPUTS = (("-talos-secrets", "bootstrapToken"), ("-ca", "ca.crt"))
 _TOKEN = re.compile(r"[a-z0-9]{6}\.[a-z0-9]{16}")
 _PEM = re.compile(rb"-----BEGIN CERTIFICATE-----\s*(.*?)\s*-----END CERTIFICATE-----", re.S)
 _API_PORT = 6443
+_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 class JoinInputsInvalid(ValueError):
@@ -250,8 +251,8 @@ def with_join_inputs(secret: Mapping[str, Any], *, token: str, ca_pem: bytes) ->
     text = str((secret.get("stringData") or {}).get("value") or "")
     if not text.startswith(CLOUD_CONFIG_HEADER):
         raise RenderError("the bootstrap Secret holds no cloud-config")
-    document = yaml.safe_load(text)
-    config = yaml.safe_load(document["cluster"]["config"])
+    document = yaml.load(text, Loader=_LOADER)  # our own text: PyYAML's safe loader, in C where built
+    config = yaml.load(document["cluster"]["config"], Loader=_LOADER)
     discovery = config["joinConfiguration"]["discovery"]["bootstrapToken"]
     if discovery.get("token") != TOKEN_PLACEHOLDER or discovery.get("caCertHashes") != [CA_HASH_PLACEHOLDER]:
         raise RenderError("the bootstrap Secret's join inputs are not the render's placeholders")
