@@ -21,7 +21,9 @@ rename a running pool's template. How that is kept, per family:
 - **Kairos, and Talos on Proxmox** (no chart renders them): the KubevirtMachineTemplate or
   ProxmoxMachineTemplate and the KairosConfigTemplate are named ``kubernetes-<cluster>-<pool>-<hash6>``
   with :func:`content_hash` of their own canonical text (:func:`canonical_text`: the template's
-  ``spec.template`` as JSON with sorted keys and no insignificant whitespace). The template
+  ``spec.template`` as JSON with sorted keys and no insignificant whitespace); a Kairos pool's
+  bootstrap data Secret (the data-secret path) the same way, of ``{"value": <its cloud-config with
+  the join inputs redacted>}``, so the token and the CA never enter the name. The template
   content is a function of the pool's settings alone, and ``tests/render/test_templates.py``
   pins golden hashes for a table of pools: any change that alters a golden hash (a new field, a
   new default, another canonical form) fails the suite. Such a change must be made on purpose:
