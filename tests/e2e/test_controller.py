@@ -94,12 +94,10 @@ def test_status_finalizer_and_a_quiet_restart(
     # settled before the restart: the worker controller has reported the pool (no HelmRelease here), so
     # WorkersApplied is no longer the "not reconciled yet" that the class status may write first
     wait_until(
-        lambda: (
-            next(
-                (c["reason"] for c in _status(kube, name).get("conditions", []) if c["type"] == "WorkersApplied"), None
-            )
-            == "WaitingForRelease"
-        ),
+        lambda: next(
+            (c["reason"] for c in _status(kube, name).get("conditions", []) if c["type"] == "WorkersApplied"), None
+        )
+        == "WaitingForRelease",
         timeout=30,
         what="WorkersApplied WaitingForRelease",
     )
