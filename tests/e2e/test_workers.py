@@ -430,6 +430,21 @@ def test_a_kairos_pool_joins_through_its_bootstrap_data_secret_on_cozystacks_clu
             lambda: _machines(kube, deployment_name), timeout=90, what="Cluster API's Machine of the Kairos pool"
         )
         assert [machine["spec"]["bootstrap"].get("dataSecretName") for machine in machines] == [first]
+
+        # Cluster API takes the Secret as the machine's bootstrap data, no bootstrap provider involved:
+        # v1.10.1 says so in the v1beta2 condition BootstrapConfigReady (reason DataSecretProvided,
+        # internal/controllers/machine/machine_controller_status.go:76-83); its v1beta1
+        # status.bootstrapReady stays false for such a machine (reconcileBootstrap returns early
+        # without a configRef, machine_controller_phases.go:151-154)
+        def data_secret_provided() -> bool:
+            for machine in _machines(kube, deployment_name):
+                conditions = ((machine.get("status") or {}).get("v1beta2") or {}).get("conditions") or []
+                ready = [c for c in conditions if c.get("type") == "BootstrapConfigReady"]
+                if not ready or (ready[0]["status"], ready[0]["reason"]) != ("True", "DataSecretProvided"):
+                    return False
+            return True
+
+        wait_until(data_secret_provided, timeout=60, what="the Machine's BootstrapConfigReady: DataSecretProvided")
         (machine_set,) = machine_sets_of(kube, deployment_name)
         assert machine_set["spec"]["template"]["spec"]["bootstrap"] == {"dataSecretName": first}
         wait_until(

@@ -3,7 +3,10 @@ MachineDeployment names in ``bootstrap.dataSecretName`` (the data-secret path).
 
 Cluster API needs no bootstrap provider for a machine whose ``bootstrap.dataSecretName`` names a
 Secret of type ``cluster.x-k8s.io/secret`` with the key ``value``: the infrastructure provider hands
-those bytes to the VM (CAPK: the ``<machine>-userdata`` config drive). A Kairos image reads them as
+those bytes to the VM (CAPK v0.1.10: the ``<secret>-userdata`` Secret of the VM's cloud-init,
+``controllers/kubevirtmachine_controller.go:555-601``; unchanged where the KubevirtCluster is
+externally managed, as Cozystack's Kamaji-managed one is: otherwise CAPK adds a ``capk`` user with
+the cluster's own SSH key to a cloud-config, ``:203-214``, ``:571-579``). A Kairos image reads them as
 its cloud-config, and Kairos's kubeadm provider (kairos-io/provider-kubeadm at ``da12c04``) turns
 its ``cluster:`` block into a ``kubeadm join``. What it reads, and the three traps of its source
 this module is written against:
