@@ -27,6 +27,8 @@ Versions (change one and only that component is rebuilt):
 - the Cluster API core manager v1.10.1 (the version Cozystack ships), ``go install``ed as is.
 - kube-controller-manager from the same ``k8s.io/kubernetes`` wrapper, run with its garbage
   collector only, so that owner references delete what they own on the test bed as in a cluster.
+- ``kairos-schema``: our program in ``tests/e2e/kairos_schema`` against kairos-sdk v0.0.21, which
+  validates Kairos cloud-configs with Kairos's own schema code (not a server).
 """
 
 from __future__ import annotations
@@ -231,11 +233,42 @@ def build_cluster_api(dest: Path, gover: str) -> None:
         built.rename(dest / "capi-manager")
 
 
+# --------------------------------------------------------------------------- Kairos's schema
+# Not a server: a small Go program of ours (tests/e2e/kairos_schema) that judges the cloud-configs
+# workerclass renders for Kairos pools with Kairos's own code (kairos-sdk's schema package), built
+# against the module proxy's kairos-sdk. Keyed by the SDK's version and a digest of our source, so
+# an edit of the program rebuilds it.
+
+KAIROS_SDK = "v0.0.21"
+KAIROS_SCHEMA_SOURCE = Path(__file__).resolve().parent.parent / "tests" / "e2e" / "kairos_schema"
+
+
+def kairos_schema_version() -> str:
+    import hashlib
+
+    digest = hashlib.sha256()
+    for name in ("go.mod", "main.go"):
+        digest.update((KAIROS_SCHEMA_SOURCE / name).read_bytes())
+    return f"{KAIROS_SDK}-{digest.hexdigest()[:8]}"
+
+
+def build_kairos_schema(dest: Path, gover: str) -> None:
+    work = dest / "src"
+    work.mkdir(parents=True, exist_ok=True)
+    env = go_env(work)
+    for name in ("go.mod", "main.go"):
+        shutil.copyfile(KAIROS_SCHEMA_SOURCE / name, work / name)
+    run(["go", "get", f"github.com/kairos-io/kairos-sdk@{KAIROS_SDK}"], work, env)
+    run(["go", "mod", "tidy"], work, env)
+    run(["go", "build", "-ldflags", "-s -w", "-o", str(dest / "kairos-schema"), "."], work, env)
+
+
 COMPONENTS = [
     ("kube-apiserver", KUBERNETES, "kube-apiserver", build_kube_apiserver),
     ("etcd", ETCD, "etcd", build_etcd),
     ("cluster-api", CLUSTER_API, "capi-manager", build_cluster_api),
     ("kube-controller-manager", KUBERNETES, "kube-controller-manager", build_kube_controller_manager),
+    ("kairos-schema", kairos_schema_version(), "kairos-schema", build_kairos_schema),
 ]
 
 

@@ -314,7 +314,8 @@ def _controller_rules() -> Reasoned:
     """
     by_group: dict[str, list[str]] = defaultdict(list)
     for kind in WORKER_KINDS:
-        by_group[kind.group].append(kind.plural)
+        if kind.kind != "Secret":  # its own row, without watch
+            by_group[kind.group].append(kind.plural)
     worker_rows: Reasoned = [
         (
             {
@@ -327,6 +328,19 @@ def _controller_rules() -> Reasoned:
         )
         for group, plurals in sorted(by_group.items())
     ]
+    worker_rows.append(
+        (
+            {
+                "apiGroups": [""],
+                "resources": ["secrets"],
+                "verbs": ["get", "list", "create", "update", "patch", "delete"],
+            },
+            "secrets: a Kairos pool's bootstrap data Secret (applied server-side, listed by the controller's label "
+            "and pruned) and, read by name in the pool's own namespace only, the parent cluster's join inputs "
+            "(kubernetes-<cluster>-talos-secrets, kubernetes-<cluster>-ca, which the talos-reconcile Job reads too); "
+            "no watch: no Secret is cached",
+        )
+    )
     return [
         *_read_rules(CONTROLLER_READS, "the controller renders pools and writes class status from"),
         *_chart_rules(),
@@ -365,8 +379,8 @@ def _controller_rules() -> Reasoned:
                 "resourceNames": [KAIROS_TEMPLATE_CRD],
                 "verbs": ["get"],
             },
-            "the Kairos bootstrap provider's template CRD, read by name: whether it takes the kubeadm path the "
-            "render writes (the controller applies no Kairos pool until it does)",
+            "the Kairos bootstrap provider's template CRD, read by name: whether it takes the kubeadm path (Kairos "
+            "pools then get a KairosConfigTemplate, else their bootstrap data Secret)",
         ),
     ]
 

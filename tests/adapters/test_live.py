@@ -128,14 +128,14 @@ async def test_the_healthy_install_read_live_is_safe(kmock: kmock.KubernetesEmul
 @pytest.mark.parametrize(
     ("provider", "verdict", "says"),
     [
-        (("k0s", "k3s", "kubeadm"), "ok", "takes the kubeadm path"),
-        (("k0s", "k3s"), "warn", "KairosProviderUnsupported: the Kairos bootstrap provider's"),
-        (None, "warn", "KairosProviderUnsupported: the cluster has no kairosconfigtemplates"),
+        (("k0s", "k3s", "kubeadm"), "ok", "provider path: the Kairos bootstrap provider takes the kubeadm path"),
+        (("k0s", "k3s"), "ok", "data-secret path: the Kairos bootstrap provider's"),
+        (None, "ok", "data-secret path: the cluster has no kairosconfigtemplates"),
     ],
     ids=["kubeadm", "upstream-enum", "no-provider"],
 )
 @pytest.mark.asyncio
-async def test_a_kairos_provider_without_the_kubeadm_path_warns(
+async def test_live_preflight_says_which_bootstrap_path_kairos_pools_get(
     kmock: kmock.KubernetesEmulator, provider: tuple[str, ...] | None, verdict: str, says: str
 ) -> None:
     objects = [obj for obj in healthy_install() if obj["kind"] != "CustomResourceDefinition"]
@@ -145,7 +145,8 @@ async def test_a_kairos_provider_without_the_kubeadm_path_warns(
     result = (await read(kmock)).preflight()
     rows = result.of("kairosProvider")
     assert [(row.verdict, says in row.message) for row in rows] == [(verdict, True)]
-    assert result.safe  # a warning: the webhooks are still safe to rely on
+    assert "STATE holds no such CRD" not in rows[0].message  # live: the cluster was read
+    assert result.safe
 
 
 @pytest.mark.asyncio

@@ -51,7 +51,9 @@ def test_render_prints_yaml_for_every_pool() -> None:
     ]
     for kind in ("MachineHealthCheck", "WorkloadMonitor", "KubevirtMachineTemplate"):
         assert sum(doc["kind"] == kind for doc in documents) == 4, kind
-    assert sum(doc["kind"] == "KairosConfigTemplate" for doc in documents) == 2
+    # a cluster without a Kairos bootstrap provider (STATE holds no CRD): the data-secret path
+    assert sum(doc["kind"] == "KairosConfigTemplate" for doc in documents) == 0
+    assert sum(doc["kind"] == "Secret" and doc["type"] == "cluster.x-k8s.io/secret" for doc in documents) == 2
     assert sum(doc["kind"] == "Job" for doc in documents) == 2  # the Talos pools' talos-reconcile Jobs
     if crd_directory() is not None:
         assert all(validation_errors(doc) == [] for doc in documents)

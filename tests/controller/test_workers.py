@@ -9,6 +9,7 @@ write is counted, so "nothing is sent" is an assertion on the client's own recor
 from __future__ import annotations
 
 import asyncio
+import base64
 import copy
 from collections.abc import AsyncIterator, Iterable, Mapping
 from types import SimpleNamespace
@@ -19,6 +20,7 @@ import pytest
 pytest.importorskip("lightkube")
 
 from tests.builders import NAMESPACE, SSH_KEY, make_pool, make_state
+from tests.kairos_join import TOKEN, ca_certificate, join_input_secrets, kubeadm_hash
 from workerclass.controller.workers import FIELD_MANAGER, WorkerController
 from workerclass.ops.providers import KAIROS_TEMPLATE_CRD
 from workerclass.ops.workers import POOL_ANNOTATION, POOL_LABEL, pool_key
@@ -155,27 +157,148 @@ def applied(client: FakeClient) -> list[Key]:
     return [key for verb, key in client.writes if verb == "apply"]
 
 
-async def test_a_kairos_pool_waits_for_a_provider_with_the_kubeadm_path() -> None:
-    client = FakeClient([kairos_crd("k0s", "k3s")])
+def joined(client: FakeClient, namespace: str = NAMESPACE) -> str:
+    """The cloud-config the controller applied for the Kairos pool (its one bootstrap Secret)."""
+    (secret,) = [obj for obj in client.of("Secret") if obj.get("type") == "cluster.x-k8s.io/secret"]
+    assert "stringData" not in secret
+    return base64.b64decode(secret["data"]["value"]).decode()
+
+
+async def test_kairos_pools_take_the_data_secret_path_until_a_provider_takes_kubeadm() -> None:
+    client = FakeClient([kairos_crd("k0s", "k3s"), *join_input_secrets(NAMESPACE, "example")])
     controller = WorkerController(client, events=False)
     report = await controller.reconcile(state_of(KAIROS, TALOS), full=True)
-    assert report.states == {"tenant-example/example-kairos": "refused", "tenant-example/example-talos": "applied"}
-    assert not [key for key in applied(client) if "example-kairos" in key[2]]  # nothing of the Kairos pool
-    assert [key for key in applied(client) if "example-talos" in key[2]]
+    assert report.states == {"tenant-example/example-kairos": "applied", "tenant-example/example-talos": "applied"}
+    kinds = {key[0] for key in applied(client) if "example-kairos" in key[2]}
+    assert {"Secret", "KubevirtMachineTemplate", "MachineDeployment"} <= kinds and "KairosConfigTemplate" not in kinds
+    machine = client.of("MachineDeployment")[0]["spec"]["template"]["spec"]
+    (secret,) = [obj for obj in client.of("Secret") if obj.get("type") == "cluster.x-k8s.io/secret"]
+    assert machine["bootstrap"] == {"dataSecretName": secret["metadata"]["name"]}
+    assert secret["metadata"]["labels"][POOL_LABEL] == pool_key(NAMESPACE, "kubernetes-nodes-example-kairos")
+    assert secret["metadata"]["ownerReferences"][0]["uid"] == "uid-kubernetes-nodes-example-kairos"
+    text = joined(client)
+    assert TOKEN in text and kubeadm_hash(ca_certificate()) in text
 
-    client.put(kairos_crd("k0s", "k3s", "kubeadm"))  # the provider upgraded: the next full resync applies it
+    client.put(kairos_crd("k0s", "k3s", "kubeadm"))  # a provider with the kubeadm path: the next full resync
     report = await controller.reconcile(state_of(KAIROS, TALOS), full=True)
     assert report.states["tenant-example/example-kairos"] == "applied"
-    kinds = {key[0] for key in applied(client) if "example-kairos" in key[2]}
-    assert {"KairosConfigTemplate", "KubevirtMachineTemplate", "MachineDeployment"} <= kinds
+    machine = next(obj for obj in client.of("MachineDeployment") if "kairos" in obj["metadata"]["name"])
+    assert machine["spec"]["template"]["spec"]["bootstrap"]["configRef"]["kind"] == "KairosConfigTemplate"
+    # no MachineSet builds from the bootstrap Secret any more: pruned with the rest of the old path
+    assert [obj for obj in client.of("Secret") if obj.get("type") == "cluster.x-k8s.io/secret"] == []
 
 
-async def test_a_cluster_without_the_provider_refuses_kairos_pools_only() -> None:
-    client = FakeClient()
+async def test_a_cluster_without_the_provider_applies_kairos_pools_with_their_join_inputs() -> None:
+    client = FakeClient(join_input_secrets(NAMESPACE, "example"))
     controller = WorkerController(client, events=False)
     report = await controller.reconcile(state_of(KAIROS), full=True)
-    assert report.states == {"tenant-example/example-kairos": "refused"}
+    assert report.states == {"tenant-example/example-kairos": "applied"}
+    text = joined(client)
+    assert f'token: "{TOKEN}"' in text or f"token: {TOKEN}" in text
+    assert "${BOOTSTRAP_TOKEN}" not in text and "${CA_CERT_HASH}" not in text
+    assert "unsafeSkipCAVerification: false" in text
+    before = len(client.writes)
+    report = await WorkerController(client, events=False).reconcile(state_of(KAIROS), full=True)
+    assert client.writes[before:] == [] and report.applied == 0  # a restart re-reads and sends nothing
+
+
+async def test_a_kairos_pool_waits_for_its_join_inputs_and_says_which(caplog: pytest.LogCaptureFixture) -> None:
+    now = [0.0]
+    client = FakeClient([join_input_secrets(NAMESPACE, "example")[0]])  # the CA Secret is not there yet
+    controller = WorkerController(client, events=False, clock=lambda: now[0])
+    report = await controller.reconcile(state_of(KAIROS), full=True)
+    assert report.states == {"tenant-example/example-kairos": "failing"}
+    assert applied(client) == []  # nothing of the pool half-written
+    message = controller._pool_states["tenant-example/example-kairos"][1]
+    assert "kubernetes-example-ca" in message and "cannot be read" in message
+    for secret in join_input_secrets(NAMESPACE, "example"):
+        client.put(secret)
+    now[0] = 3600.0  # past the backoff
+    report = await controller.reconcile(state_of(KAIROS), full=True)
+    assert report.states == {"tenant-example/example-kairos": "applied"}
+    assert TOKEN in joined(client)
+    logged = "\n".join(record.getMessage() for record in caplog.records)
+    assert TOKEN not in logged and "not-for-print" not in logged
+
+
+async def test_join_inputs_that_are_not_usable_are_refused_without_quoting_them() -> None:
+    secrets = join_input_secrets(NAMESPACE, "example", token="not a token", ca=b"junk-ca-bytes")
+    client = FakeClient(secrets)
+    controller = WorkerController(client, events=False)
+    report = await controller.reconcile(state_of(KAIROS), full=True)
+    assert report.states == {"tenant-example/example-kairos": "failing"}
+    message = controller._pool_states["tenant-example/example-kairos"][1]
+    assert "not a kubeadm bootstrap token" in message
+    assert "not a token" not in message.replace("not a kubeadm", "")
     assert applied(client) == []
+
+
+async def test_the_join_inputs_are_read_on_a_full_resync_and_when_the_secret_changes() -> None:
+    """Not on every pass: a change elsewhere reconciles the pool from what was filled in last; a
+    full resync reads them again (a rotated token reaches the Secret there)."""
+    reads: list[str] = []
+
+    class Counting(FakeClient):
+        async def get(self, resource: Any, name: str, *, namespace: str | None = None) -> Any:
+            if _kind(resource) == "Secret":
+                reads.append(name)
+            return await super().get(resource, name, namespace=namespace)
+
+    client = Counting(join_input_secrets(NAMESPACE, "example"))
+    controller = WorkerController(client, events=False)
+    await controller.reconcile(state_of(KAIROS), full=True)
+    assert reads == ["kubernetes-example-talos-secrets", "kubernetes-example-ca"]
+    await controller.reconcile(state_of(KAIROS))
+    assert len(reads) == 2  # nothing read, nothing written
+    rotated = "0a1b2c.0123456789abcdef"
+    client.put(join_input_secrets(NAMESPACE, "example", token=rotated)[0])
+    await controller.reconcile(state_of(KAIROS), full=True)
+    assert len(reads) == 4 and rotated in joined(client) and TOKEN not in joined(client)
+    keyed = make_pool("kairos", workerClassName="kairos", sshKeys=[], version="v1.35")
+    await controller.reconcile(state_of(keyed))  # another bootstrap: read again, a new Secret
+    assert len(reads) == 6
+
+
+class Forbidden(Exception):
+    status = SimpleNamespace(code=403, reason="Forbidden")
+
+
+async def test_a_crd_that_cannot_be_read_switches_no_path_and_rolls_nothing() -> None:
+    """The provider's CRD unreadable (RBAC, an outage): before it was ever read, Kairos pools wait;
+    after, the path last read stands, so a transient error never moves running pools to the
+    other path (which would replace every Kairos worker)."""
+    refuse = [True]
+
+    class Flaky(FakeClient):
+        async def get(self, resource: Any, name: str, *, namespace: str | None = None) -> Any:
+            if _kind(resource) == "CustomResourceDefinition" and refuse[0]:
+                raise Forbidden(name)
+            return await super().get(resource, name, namespace=namespace)
+
+    client = Flaky([kairos_crd("kubeadm"), *join_input_secrets(NAMESPACE, "example")])
+    controller = WorkerController(client, events=False)
+    report = await controller.reconcile(state_of(KAIROS), full=True)
+    assert report.states == {"tenant-example/example-kairos": "failing"} and applied(client) == []
+    assert "could not be read" in controller._pool_states["tenant-example/example-kairos"][1]
+    refuse[0] = False
+    report = await controller.reconcile(state_of(KAIROS), full=True)
+    assert report.states == {"tenant-example/example-kairos": "applied"}
+    assert client.of("KairosConfigTemplate")  # the provider path
+    before = len(client.writes)
+    refuse[0] = True
+    report = await controller.reconcile(state_of(KAIROS), full=True)
+    assert report.states == {"tenant-example/example-kairos": "applied"}
+    assert client.writes[before:] == []  # still the provider path: nothing renamed, nothing rolled
+
+
+async def test_a_tenant_pool_reads_the_join_inputs_of_its_own_namespace_only() -> None:
+    """Another tenant's cluster of the same name: its Secrets are never read for this pool."""
+    other = "tenant-other"
+    client = FakeClient(join_input_secrets(other, "example", token="abcdef.0123456789abcdef"))
+    controller = WorkerController(client, events=False)
+    report = await controller.reconcile(state_of(KAIROS), full=True)
+    assert report.states == {"tenant-example/example-kairos": "failing"}
+    assert [obj for obj in client.of("Secret") if obj.get("type") == "cluster.x-k8s.io/secret"] == []
 
 
 async def test_a_restart_sends_nothing_for_pools_already_applied() -> None:

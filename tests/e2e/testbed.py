@@ -317,7 +317,16 @@ AUDIT_POLICY = {
         # reads too, for the identities whose list/watch pace a test counts
         {"level": "Metadata", "users": list(COUNTED_READERS), "verbs": ["list", "watch"]},
         {"level": "Metadata", "users": list(COUNTED_WATCHERS), "verbs": ["watch"]},
-        {"level": "Metadata", "verbs": ["create", "update", "patch", "delete", "deletecollection"]},
+        # Secrets' writes without their bodies; every other write with its request body, so that a
+        # test can search what reached the API server for a secret (a Kairos pool's join token
+        # must reach nothing but its bootstrap data Secret)
+        {
+            "level": "Metadata",
+            "resources": [{"group": "", "resources": ["secrets"]}],
+            "verbs": ["create", "update", "patch", "delete", "deletecollection"],
+        },
+        {"level": "Request", "verbs": ["create", "update", "patch"]},
+        {"level": "Metadata", "verbs": ["delete", "deletecollection"]},
         {"level": "None"},
     ],
 }

@@ -378,7 +378,7 @@ def test_omitting_the_class_on_update_keeps_the_stored_class() -> None:
 # --------------------------------------------------------------------------- generic over rendered objects
 
 
-def _chart_like_render(effective: Any) -> list[dict[str, Any]]:
+def _chart_like_render(effective: Any, **_: Any) -> list[dict[str, Any]]:
     """A small renderer shaped like Cozystack's chart: a hash-named infrastructure template, a
     stable-named TalosConfigTemplate (registry mirrors live there), a v1beta1 MachineDeployment."""
     base = f"kubernetes-{effective.name}"
@@ -495,3 +495,28 @@ def test_a_compute_plane_group_outside_its_allowlist_is_refused_for_that_group_o
     assert by_pool["tenant-example/cp-md1"].refused == ("NotAllowedInComputePlane",)
     assert by_pool["tenant-example/cp-md0"].refused == () and by_pool["tenant-example/cp-md0"].action == "unchanged"
     assert result.detailed_exit_code() == 1
+
+
+def _ssh_key(obj: dict[str, Any]) -> None:
+    obj["spec"]["sshKeys"] = ["ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGV4YW1wbGVrZXlleGFtcGxla2V5 ops@example"]
+
+
+def test_a_kairos_bootstrap_change_is_a_new_data_secret_and_replaces_the_workers() -> None:
+    """The data-secret path (no Kairos provider with kubeadm in STATE): a new SSH key is new
+    bootstrap data, a new Secret name in ``dataSecretName``, so plan says the machines are replaced."""
+    row = rows(plan(state(), state(**{"example-kairos": _ssh_key})))["tenant-example/example-kairos"]
+    assert row.action == "replace" and row.replace
+    assert any("bootstrap.dataSecretName" in reason for reason in row.reasons), row.reasons
+    others = rows(plan(state(), state(**{"example-kairos": _ssh_key})))
+    assert not others["tenant-example/example-custom-kairos"].replace
+
+
+def test_plan_renders_kairos_pools_on_the_path_the_state_gives_them() -> None:
+    """A STATE holding a Kairos provider's CRD that takes kubeadm: the provider path on both sides,
+    so the same SSH-key change is a new KairosConfigTemplate in ``bootstrap.configRef``."""
+    from tests.ops.test_providers import crd
+
+    provider = crd(enum=["k0s", "k3s", "kubeadm"])
+    before, after = extra(state(), provider), extra(state(**{"example-kairos": _ssh_key}), provider)
+    row = rows(plan(before, after))["tenant-example/example-kairos"]
+    assert row.replace and any("bootstrap.configRef" in reason for reason in row.reasons), row.reasons

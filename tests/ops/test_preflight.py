@@ -485,16 +485,23 @@ def test_unreadable_state_exits_2(tmp_path: Path) -> None:
 # ---------------------------------------------------------------------- the Kairos provider
 
 
-def test_a_folder_is_judged_on_the_kairos_provider_only_when_it_holds_its_crd(tmp_path: Path) -> None:
+def test_preflight_says_which_bootstrap_path_kairos_pools_get_and_why(tmp_path: Path) -> None:
     from tests.ops.test_providers import crd
 
-    assert preflight_objects(install()).of("kairosProvider") == ()
+    def said(result: Any) -> list[tuple[str, str]]:
+        return [(check.verdict, check.message.split(":", 1)[0]) for check in result.of("kairosProvider")]
+
+    # a folder without the CRD: read as a cluster without it (Cozystack as it ships), and said so
+    bare = preflight_objects(install())
+    assert said(bare) == [("ok", "data-secret path")]
+    assert "STATE holds no such CRD" in bare.of("kairosProvider")[0].message
     upstream = preflight_objects([*install(), crd()])
-    assert [check.verdict for check in upstream.of("kairosProvider")] == ["warn"] and upstream.safe
+    assert said(upstream) == [("ok", "data-secret path")] and upstream.safe
+    assert "allows spec.template.spec.distribution k0s, k3s only" in upstream.of("kairosProvider")[0].message
     widened = preflight_objects([*install(), crd(enum=["k0s", "k3s", "kubeadm"])])
-    assert [check.verdict for check in widened.of("kairosProvider")] == ["ok"]
+    assert said(widened) == [("ok", "provider path")]
     # read from a STATE folder too: a CRD file is kept for preflight, not skipped as an unknown kind
     (tmp_path / "install.yaml").write_text(yaml.safe_dump_all([*install(), crd()]))
     state = load_state(tmp_path)
-    assert [check.verdict for check in preflight(state).of("kairosProvider")] == ["warn"]
+    assert said(preflight(state)) == [("ok", "data-secret path")]
     assert not any("CustomResourceDefinition" in warning for warning in state.warnings)

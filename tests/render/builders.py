@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from workerclass import render, resolve
+from workerclass.render.templates import KAIROS_DATA_SECRET_PATH
 from workerclass.resolve.effective import Effective
 from workerclass.state import State
 
@@ -94,9 +95,10 @@ def render_pool(
     *objects: dict[str, Any],
     infrastructure: str = "kubevirt",
     talos_config_template: bool = True,
+    kairos_path: str = KAIROS_DATA_SECRET_PATH,
 ) -> list[dict[str, Any]]:
     effective = effective_of(pool_object, *objects, infrastructure=infrastructure)
-    return render(effective, talos_config_template=talos_config_template)
+    return render(effective, talos_config_template=talos_config_template, kairos_path=kairos_path)
 
 
 def by_kind(objects: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:

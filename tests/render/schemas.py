@@ -24,6 +24,7 @@ version, as the API server would check it:
 
 from __future__ import annotations
 
+import base64
 import copy
 import os
 import re
@@ -90,6 +91,7 @@ CORE_KINDS: frozenset[tuple[str, str]] = frozenset(
     {
         ("v1", "ServiceAccount"),
         ("v1", "ConfigMap"),
+        ("v1", "Secret"),
         ("batch/v1", "Job"),
         ("rbac.authorization.k8s.io/v1", "Role"),
         ("rbac.authorization.k8s.io/v1", "RoleBinding"),
@@ -247,6 +249,23 @@ def validation_errors(obj: dict[str, Any]) -> list[str]:
             + [f"{k}: unknown field" for k in extra]
             + _metadata_errors(obj)
         )
+    if key == ("v1", "Secret"):
+        # A core type: the shape the API server enforces for what we render (string values under
+        # valid keys; data base64), and the type Cluster API reads bootstrap data from.
+        errors = [
+            f"{k}: unknown field"
+            for k in sorted(set(obj) - {"apiVersion", "kind", "metadata", "data", "stringData", "type", "immutable"})
+        ]
+        for field in ("data", "stringData"):
+            for k, v in (obj.get(field) or {}).items():
+                if not isinstance(v, str) or not re.match(r"^[-._a-zA-Z0-9]+$", k):
+                    errors.append(f"{field}.{k}: not a string value under a valid key")
+                elif field == "data":
+                    try:
+                        base64.b64decode(v, validate=True)
+                    except ValueError:
+                        errors.append(f"data.{k}: not base64")
+        return errors + _metadata_errors(obj)
     if key in CORE_KINDS:
         return _metadata_errors(obj)
     if key not in CRD_FILES:

@@ -26,8 +26,8 @@ pytestmark = pytest.mark.usefixtures("chart_text")
 
 #: the variants whose templates we name, and the kinds named
 OURS = {
-    "kairos-platform": ("KubevirtMachineTemplate", "KairosConfigTemplate"),
-    "kairos-fixed-ssh": ("KubevirtMachineTemplate", "KairosConfigTemplate"),
+    "kairos-platform": ("KubevirtMachineTemplate", "Secret"),
+    "kairos-fixed-ssh": ("KubevirtMachineTemplate", "Secret"),
     "talos-proxmox": ("ProxmoxMachineTemplate",),
     "talos-proxmox-resources": ("ProxmoxMachineTemplate",),
 }
@@ -45,7 +45,15 @@ def _bump(monkeypatch: pytest.MonkeyPatch) -> None:
 def _references(objects: list[dict[str, Any]]) -> dict[str, str]:
     machine = by_kind(objects)["MachineDeployment"]["spec"]["template"]["spec"]
     refs = (machine["infrastructureRef"], machine["bootstrap"].get("configRef") or {})
-    return {ref["kind"]: ref["name"] for ref in refs if ref}
+    out = {ref["kind"]: ref["name"] for ref in refs if ref}
+    if "dataSecretName" in machine["bootstrap"]:
+        out["Secret"] = machine["bootstrap"]["dataSecretName"]
+    return out
+
+
+def _content(obj: dict[str, Any]) -> Any:
+    """What the machines boot from: a template's spec, a bootstrap Secret's text."""
+    return obj["stringData"] if obj["kind"] == "Secret" else obj["spec"]
 
 
 def _names(objects: list[dict[str, Any]]) -> list[tuple[str, str]]:
@@ -87,7 +95,7 @@ def test_a_bump_renames_nothing_that_runs(name: str, monkeypatch: pytest.MonkeyP
     assert _references(kept) == _references(running)
     for kind in OURS[name]:
         template, was = by_kind(kept)[kind], by_kind(running)[kind]
-        assert template["spec"] == was["spec"]  # the machines' template, unchanged
+        assert _content(template) == _content(was)  # the machines' template, unchanged
         assert template["metadata"]["annotations"] == {
             HASH_VERSION_ANNOTATION: "v-next",
             TEMPLATE_HASH_ANNOTATION: by_kind(after)[kind]["metadata"]["annotations"][TEMPLATE_HASH_ANNOTATION],
@@ -111,7 +119,7 @@ def test_a_real_change_after_a_bump_still_rolls(monkeypatch: pytest.MonkeyPatch)
         == by_kind(changed)["KubevirtMachineTemplate"]["metadata"]["name"]
     )
     assert _references(rolled)["KubevirtMachineTemplate"] != _references(kept)["KubevirtMachineTemplate"]
-    assert _references(rolled)["KairosConfigTemplate"] == _references(kept)["KairosConfigTemplate"]
+    assert _references(rolled)["Secret"] == _references(kept)["Secret"]
 
 
 def test_without_a_bump_nothing_changes_and_a_change_rolls() -> None:

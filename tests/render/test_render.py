@@ -17,6 +17,7 @@ import yaml
 
 from workerclass.adapters.folder import Document, read_folder
 from workerclass.render import HASH_VERSION, KIND_RANK, RenderError, render, sort_manifests, template_hash
+from workerclass.render.templates import KAIROS_PROVIDER_PATH
 from workerclass.render.text import manifests_yaml
 from workerclass.resolve import resolve_pool
 from workerclass.state import State
@@ -176,11 +177,13 @@ def test_classless_pools_ignore_class_era_keys_as_the_chart_does() -> None:
 # --------------------------------------------------------------------------- Kairos
 
 
-def test_kairos_disk_is_a_container_disk_and_bootstraps_on_kubeadm() -> None:
+def test_kairos_disk_is_a_container_disk_and_bootstraps_on_the_providers_kubeadm_path() -> None:
     fixed = worker_class(
         "kairos-fixed-r1", bootstrap="kairos", image={"kubernetesVersion": "v1.35.6", "reference": FIXED_REFERENCE}
     )
-    objects = render_pool(pool(workerClassName="kairos-fixed-r1", sshKeys=[SSH_KEY]), fixed)
+    objects = render_pool(
+        pool(workerClassName="kairos-fixed-r1", sshKeys=[SSH_KEY]), fixed, kairos_path=KAIROS_PROVIDER_PATH
+    )
     volumes = _vm(objects)["template"]["spec"]["volumes"]
     assert {"name": "system", "containerDisk": {"image": FIXED_REFERENCE}} in volumes
     spec = by_kind(objects)["KairosConfigTemplate"]["spec"]["template"]["spec"]
@@ -196,8 +199,8 @@ def test_kairos_disk_is_a_container_disk_and_bootstraps_on_kubeadm() -> None:
     assert not {"Job", "TalosConfigTemplate", "CiliumNetworkPolicy"} & kinds
 
 
-def test_kairos_without_a_key_renders_no_login() -> None:
-    objects = render_pool(pool(workerClassName="kairos"))
+def test_kairos_without_a_key_renders_no_login_on_the_provider_path() -> None:
+    objects = render_pool(pool(workerClassName="kairos"), kairos_path=KAIROS_PROVIDER_PATH)
     spec = by_kind(objects)["KairosConfigTemplate"]["spec"]["template"]["spec"]
     assert not {"sshPublicKey", "userName", "userGroups", "userPassword", "githubUser"} & set(spec)
 

@@ -17,6 +17,7 @@ import pytest
 
 from workerclass.chart import chart_hash
 from workerclass.render import HASH_VERSION, canonical_text, content_hash, template_suffix
+from workerclass.render.templates import KAIROS_DATA_SECRET_PATH, KAIROS_PATHS, KAIROS_PROVIDER_PATH
 
 from .builders import FIXED_REFERENCE, SSH_KEY, by_kind, pool, render_pool, worker_class
 from .variants import rendered, variants
@@ -42,9 +43,16 @@ GOLDEN_HASHES: dict[str, tuple[str, str | None]] = {
 }
 
 
-def _kairos_hash(objects: list[dict[str, Any]]) -> str | None:
+#: variant -> the hash in the name of its bootstrap data Secret (the data-secret path: the default).
+GOLDEN_SECRET_HASHES: dict[str, str] = {
+    "kairos-platform": "8af31b",
+    "kairos-fixed-ssh": "5ee10f",
+}
+
+
+def _kairos_hash(objects: list[dict[str, Any]], kind: str = "KairosConfigTemplate") -> str | None:
     for obj in objects:
-        if obj["kind"] == "KairosConfigTemplate":
+        if obj["kind"] == kind:
             return str(obj["metadata"]["name"]).rsplit("-", 1)[1]
     return None
 
@@ -56,8 +64,16 @@ def test_every_variant_has_a_golden_hash() -> None:
 
 @pytest.mark.parametrize("name", sorted(GOLDEN_HASHES), ids=sorted(GOLDEN_HASHES))
 def test_golden_hashes(name: str) -> None:
-    objects = rendered(name)
+    objects = rendered(name, kairos_path=KAIROS_PROVIDER_PATH)
     assert (template_suffix(objects), _kairos_hash(objects)) == GOLDEN_HASHES[name]
+
+
+@pytest.mark.parametrize("name", sorted(GOLDEN_SECRET_HASHES), ids=sorted(GOLDEN_SECRET_HASHES))
+def test_golden_bootstrap_secret_hashes(name: str) -> None:
+    objects = rendered(name)
+    assert template_suffix(objects) == GOLDEN_HASHES[name][0]  # the machine template is the same on both paths
+    assert _kairos_hash(objects) is None
+    assert _kairos_hash(objects, "Secret") == GOLDEN_SECRET_HASHES[name]
 
 
 @pytest.mark.parametrize("name", ["kairos-platform", "kairos-fixed-ssh", "talos-proxmox"])
@@ -67,6 +83,9 @@ def test_own_templates_are_named_by_the_hash_of_their_canonical_text(name: str) 
             suffix = str(obj["metadata"]["name"]).rsplit("-", 1)[1]
             assert suffix == content_hash(obj["spec"]["template"])
             assert suffix == chart_hash(canonical_text(obj["spec"]["template"]))
+        if obj["kind"] == "Secret":  # the bootstrap data, named by its redacted text
+            suffix = str(obj["metadata"]["name"]).rsplit("-", 1)[1]
+            assert suffix == content_hash({"value": obj["stringData"]["value"]})
 
 
 def test_canonical_text_is_key_order_free() -> None:
@@ -76,47 +95,62 @@ def test_canonical_text_is_key_order_free() -> None:
 # --------------------------------------------------------------------------- Kairos conventions
 
 
-def _kairos(**spec: Any) -> list[dict[str, Any]]:
-    return render_pool(pool("kairos", workerClassName="kairos", **spec))
+def _kairos(kairos_path: str = KAIROS_DATA_SECRET_PATH, **spec: Any) -> list[dict[str, Any]]:
+    return render_pool(pool("kairos", workerClassName="kairos", **spec), kairos_path=kairos_path)
 
 
 def _talos(**spec: Any) -> list[dict[str, Any]]:
     return render_pool(pool("kairos", **spec))
 
 
-def test_kairos_follows_the_charts_machine_deployment_health_check_and_monitor() -> None:
+def _bootstrap_reference(kairos: dict[str, dict[str, Any]], kairos_path: str) -> dict[str, Any]:
+    """What the MachineDeployment's ``bootstrap`` must be on each path."""
+    if kairos_path == KAIROS_PROVIDER_PATH:
+        return {
+            "configRef": {
+                "apiVersion": "bootstrap.cluster.x-k8s.io/v1beta2",
+                "kind": "KairosConfigTemplate",
+                "name": kairos["KairosConfigTemplate"]["metadata"]["name"],
+                "namespace": "tenant-example",
+            }
+        }
+    return {"dataSecretName": kairos["Secret"]["metadata"]["name"]}
+
+
+@pytest.mark.parametrize("kairos_path", KAIROS_PATHS, ids=KAIROS_PATHS)
+def test_kairos_follows_the_charts_machine_deployment_health_check_and_monitor(kairos_path: str) -> None:
     spec = {"minReplicas": 1, "maxReplicas": 4, "maxUnhealthy": "1", "instanceType": "u1.large"}
-    kairos, talos = by_kind(_kairos(**spec)), by_kind(_talos(**spec))
+    kairos, talos = by_kind(_kairos(kairos_path, **spec)), by_kind(_talos(**spec))
     assert kairos["MachineHealthCheck"] == talos["MachineHealthCheck"]
     assert kairos["WorkloadMonitor"] == talos["WorkloadMonitor"]
     md, chart_md = copy.deepcopy(kairos["MachineDeployment"]), copy.deepcopy(talos["MachineDeployment"])
     machine = md["spec"]["template"]["spec"]
-    assert machine["bootstrap"]["configRef"] == {
-        "apiVersion": "bootstrap.cluster.x-k8s.io/v1beta2",
-        "kind": "KairosConfigTemplate",
-        "name": kairos["KairosConfigTemplate"]["metadata"]["name"],
-        "namespace": "tenant-example",
-    }
+    assert machine["bootstrap"] == _bootstrap_reference(kairos, kairos_path)
     assert machine["infrastructureRef"]["name"] == kairos["KubevirtMachineTemplate"]["metadata"]["name"]
     for side in (md, chart_md):
         del side["spec"]["template"]["spec"]["bootstrap"], side["spec"]["template"]["spec"]["infrastructureRef"]
     assert md == chart_md  # annotations, strategy, selector, labels, version: the chart's
 
 
-def test_kairos_names() -> None:
-    objects = by_kind(_kairos())
+@pytest.mark.parametrize("kairos_path", KAIROS_PATHS, ids=KAIROS_PATHS)
+def test_kairos_names(kairos_path: str) -> None:
+    objects = by_kind(_kairos(kairos_path))
     for kind in ("MachineDeployment", "MachineHealthCheck", "WorkloadMonitor"):
         assert objects[kind]["metadata"]["name"] == "kubernetes-example-kairos"
-    for kind in ("KubevirtMachineTemplate", "KairosConfigTemplate"):
+    bootstrap = "KairosConfigTemplate" if kairos_path == KAIROS_PROVIDER_PATH else "Secret"
+    assert ("KairosConfigTemplate" in objects) == (kairos_path == KAIROS_PROVIDER_PATH)
+    assert ("Secret" in objects) == (kairos_path == KAIROS_DATA_SECRET_PATH)
+    for kind in ("KubevirtMachineTemplate", bootstrap):
         base, digest = str(objects[kind]["metadata"]["name"]).rsplit("-", 1)
         assert base == "kubernetes-example-kairos" and len(digest) == 6
 
 
-def test_a_kairos_bootstrap_change_changes_the_bootstrap_reference() -> None:
+@pytest.mark.parametrize("kairos_path", KAIROS_PATHS, ids=KAIROS_PATHS)
+def test_a_kairos_bootstrap_change_changes_the_bootstrap_reference(kairos_path: str) -> None:
     # The page: Kairos bootstrap changes require replacement workers.
-    before = by_kind(_kairos())["MachineDeployment"]["spec"]["template"]["spec"]["bootstrap"]
-    after = by_kind(_kairos(sshKeys=[SSH_KEY]))["MachineDeployment"]["spec"]["template"]["spec"]["bootstrap"]
-    assert before["configRef"]["name"] != after["configRef"]["name"]
+    before = by_kind(_kairos(kairos_path))["MachineDeployment"]["spec"]["template"]["spec"]["bootstrap"]
+    after = by_kind(_kairos(kairos_path, sshKeys=[SSH_KEY]))["MachineDeployment"]["spec"]["template"]["spec"]
+    assert before != after["bootstrap"]
 
 
 def test_a_kairos_image_change_renames_the_machine_template() -> None:
@@ -130,7 +164,9 @@ def test_a_kairos_image_change_renames_the_machine_template() -> None:
 
 def test_kairos_replicas_and_health_change_no_template() -> None:
     def templates(objects: list[dict[str, Any]]) -> list[str]:
-        return [obj["metadata"]["name"] for obj in objects if obj["kind"].endswith("Template")]
+        return [
+            obj["metadata"]["name"] for obj in objects if obj["kind"].endswith("Template") or obj["kind"] == "Secret"
+        ]
 
     assert templates(_kairos()) == templates(_kairos(minReplicas=2, maxReplicas=9, maxUnhealthy="1"))
 

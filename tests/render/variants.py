@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from workerclass.render.templates import KAIROS_DATA_SECRET_PATH
+
 from .builders import CA, FIXED_REFERENCE, SSH_KEY, pool, release, render_pool, worker_class
 
 KAIROS_FIXED = worker_class(
@@ -61,6 +63,6 @@ def variants() -> dict[str, Variant]:
     }
 
 
-def rendered(name: str) -> list[dict[str, Any]]:
+def rendered(name: str, *, kairos_path: str = KAIROS_DATA_SECRET_PATH) -> list[dict[str, Any]]:
     pool_object, objects, infrastructure = variants()[name]
-    return render_pool(pool_object, *objects, infrastructure=infrastructure)
+    return render_pool(pool_object, *objects, infrastructure=infrastructure, kairos_path=kairos_path)

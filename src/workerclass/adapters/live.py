@@ -15,8 +15,8 @@ What is read (each a ``list``, the least an identity needs for the checks):
    Namespace (their labels), and that kind's objects (KubernetesNodes, ComputePlanes) across all
    namespaces, to see whether the selector leaves out a namespace that holds some.
 
-4. the Kairos bootstrap provider's KairosConfigTemplate CRD (one ``list`` by name): whether it takes
-   the kubeadm path Kairos pools are rendered with (:mod:`workerclass.ops.providers`), a warning when not;
+4. the Kairos bootstrap provider's KairosConfigTemplate CRD (one ``list`` by name): which bootstrap
+   path Kairos pools get (:mod:`workerclass.ops.providers`);
 
 5. the serving certificate: each Secret that a Deployment behind a webhook's Service mounts as a
    volume (``secret.secretName``; the bundle's is ``workerclass-webhook-tls``), one ``get`` each.
@@ -315,13 +315,18 @@ def read_uninstall(client: Any) -> Install:
             {**scope, "labels": {POOL_LABEL: exists()}},
             missing_is_empty=True,
         )
-        helm = reader._list(
-            kind.kind,
-            resource,
-            kind.api_version,
-            name,
-            {**scope, "labels": {"app.kubernetes.io/managed-by": "Helm"}},
-            missing_is_empty=True,
+        # the chart renders no Secret: Helm never made one of a pool, nothing of it was pinned
+        helm = (
+            []
+            if kind.kind == "Secret"
+            else reader._list(
+                kind.kind,
+                resource,
+                kind.api_version,
+                name,
+                {**scope, "labels": {"app.kubernetes.io/managed-by": "Helm"}},
+                missing_is_empty=True,
+            )
         )
         pinned = [obj for obj in helm if PINNED_ANNOTATION in ((obj.get("metadata") or {}).get("annotations") or {})]
         seen: set[tuple[str, str]] = set()

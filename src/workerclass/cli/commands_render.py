@@ -18,6 +18,7 @@ import typer
 from typer import _click
 
 from ..ops.plan import IN_PLACE, NEW_MACHINES_ONLY, REBUILD_ONLY, REFUSED, Plan, plan
+from ..ops.providers import kairos_path_of
 from ..render import RenderError, render, sort_manifests
 from ..render.text import iter_manifests_yaml
 from ..resolve import resolve_all
@@ -116,6 +117,7 @@ def _render_pools(
     denied = False
     manifests: list[dict[str, Any]] = []
     rows: list[dict[str, Any]] = []
+    kairos_path = kairos_path_of(state)  # the bootstrap path the STATE's cluster gives Kairos pools
     for record, effective, denials, warnings in resolve_all(state):
         if pool is not None and record.identity != pool:
             continue
@@ -124,9 +126,9 @@ def _render_pools(
         if effective is not None:
             try:
                 if talos_config_template:
-                    manifests.extend(_render(effective, talos_config_template=True))
+                    manifests.extend(_render(effective, talos_config_template=True, kairos_path=kairos_path))
                 else:
-                    manifests.extend(render(effective))
+                    manifests.extend(render(effective, kairos_path=kairos_path))
             except RenderError as error:
                 denials = render_denials(record, error)
         if denials or effective is None:

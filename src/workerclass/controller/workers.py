@@ -16,8 +16,12 @@ cache holds it:
    template) only once no MachineSet references it, as the chart's own lookup keeps it, anything
    else at once;
 3. leaves a pool that is ``refused``, ``not-resolvable`` or ``waiting-for-release`` exactly as it
-   is: nothing applied, nothing pruned; a Kairos pool too while the cluster's Kairos bootstrap
-   provider does not take the kubeadm path (:mod:`workerclass.ops.providers`);
+   is: nothing applied, nothing pruned. Kairos pools take the bootstrap path the cluster serves
+   (:func:`workerclass.ops.providers.kairos_path`, from the Kairos provider's CRD, read by name):
+   on the data-secret path the pool's bootstrap Secret gets its join inputs here
+   (:meth:`WorkerController._joined`: the parent's bootstrap token and CA, read by name from the
+   pool's own namespace, never logged), and a pool whose inputs are not there yet is ``failing``
+   and retried with backoff;
 4. finds classified pools whose release's chart still renders worker objects (Helm-made objects
    of the release that neither the controller's pin nor its label marks): that chart lacks the
    chart gate, so the pool is reported ``ChartNotGated`` and nothing is applied for it (the chart
@@ -42,6 +46,7 @@ step, every part would reach into the same private index.
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import hashlib
 import json
@@ -55,7 +60,7 @@ from typing import Any
 from ..adapters.changes import Changes
 from ..adapters.kube import LIST_CHUNK, resource_class, short_error, status_code
 from ..api.resources import HELM_RELEASE
-from ..ops.providers import KAIROS_TEMPLATE_CRD, KAIROS_UNSUPPORTED, ProviderSupport, kairos_kubeadm
+from ..ops.providers import KAIROS_TEMPLATE_CRD, ProviderSupport, kairos_kubeadm
 from ..ops.workers import (
     HELM_KEEP,
     HELM_RELEASE_NAME,
@@ -74,6 +79,8 @@ from ..ops.workers import (
     worker_kind,
 )
 from ..render.hash import keep_running
+from ..render.kairos_bootstrap import JoinInputsInvalid, is_bootstrap_secret, join_input_names, with_join_inputs
+from ..render.templates import KAIROS_DATA_SECRET_PATH, KAIROS_PROVIDER_PATH
 from ..state import State
 from .reporting import WorkerMetrics, post_event
 
@@ -84,7 +91,9 @@ logger = logging.getLogger("workerclass.workers")
 #: the one field manager of everything the controller applies
 FIELD_MANAGER = "workerclass-controller"
 #: the templates a MachineSet references (kept while one does, as the chart's lookup keeps them)
-TEMPLATE_KINDS = frozenset({"KubevirtMachineTemplate", "ProxmoxMachineTemplate", "KairosConfigTemplate"})
+TEMPLATE_KINDS = frozenset({"KubevirtMachineTemplate", "ProxmoxMachineTemplate", "KairosConfigTemplate", "Secret"})
+#: kinds the chart never renders, so never Helm-made objects to pin or to find ungated
+NOT_CHART_KINDS = frozenset({"Secret"})
 MACHINE_SET = WorkerKind("cluster.x-k8s.io/v1beta1", "MachineSet", "machinesets")
 HELM_MANAGED = ("app.kubernetes.io/managed-by", "Helm")
 #: the report of a classified pool whose release's chart renders worker objects (no chart gate)
@@ -120,12 +129,20 @@ def _key(obj: Mapping[str, Any]) -> Key:
 def _template_refs(machine_set: Mapping[str, Any]) -> set[str]:
     """The templates a MachineSet builds machines from (infrastructure and bootstrap)."""
     spec = ((machine_set.get("spec") or {}).get("template") or {}).get("spec") or {}
-    refs = (spec.get("infrastructureRef") or {}, (spec.get("bootstrap") or {}).get("configRef") or {})
-    return {str(ref["name"]) for ref in refs if ref.get("name")}
+    bootstrap = spec.get("bootstrap") or {}
+    refs = (spec.get("infrastructureRef") or {}, bootstrap.get("configRef") or {})
+    names = {str(ref["name"]) for ref in refs if ref.get("name")}
+    if bootstrap.get("dataSecretName"):  # a Kairos pool's bootstrap data Secret
+        names.add(str(bootstrap["dataSecretName"]))
+    return names
 
 
 def _annotations(obj: Mapping[str, Any]) -> Mapping[str, Any]:
     return ((obj.get("metadata") or {}).get("annotations")) or {}
+
+
+class JoinInputsMissing(RuntimeError):
+    """A Kairos pool's join inputs cannot be read or used (the message names Secrets, never values)."""
 
 
 @dataclass
@@ -182,6 +199,8 @@ class WorkerController:
         #: whether the cluster's Kairos bootstrap provider takes the render (read on every full resync
         #: while Kairos pools exist); ``None``: not read yet
         self._kairos: ProviderSupport | None = None
+        #: a bootstrap Secret's rendered digest and the Secret as filled in from it (see :meth:`_joined`)
+        self._joined_inputs: dict[Key, tuple[str, dict[str, Any]]] = {}
         self.writes = 0  # every write request sent (applies, patches, deletes, events)
         #: bumped whenever a pool's state changes or a pool goes (the class status waits on it)
         self.states = Changes()
@@ -273,8 +292,9 @@ class WorkerController:
         )
         self._wrote("patch")
 
-    async def _kairos_support(self) -> ProviderSupport:
-        """Read the Kairos bootstrap provider's template CRD: can the cluster take a Kairos pool?"""
+    async def _kairos_support(self) -> ProviderSupport | None:
+        """Read the Kairos bootstrap provider's template CRD: does it take the kubeadm path?
+        ``None``: it cannot be told (RBAC, an outage)."""
         from lightkube.resources.apiextensions_v1 import CustomResourceDefinition
 
         try:
@@ -282,11 +302,57 @@ class WorkerController:
         except Exception as error:
             if status_code(error) == 404:
                 return kairos_kubeadm(None)
-            # cannot tell (RBAC, an outage): apply, and let the API server's validation decide
-            logger.warning("reading the %s CRD failed (%s): not checked", KAIROS_TEMPLATE_CRD, short_error(error))
-            return ProviderSupport(True)
+            logger.warning("reading the %s CRD failed (%s)", KAIROS_TEMPLATE_CRD, short_error(error))
+            return None
         raw = crd.to_dict() if hasattr(crd, "to_dict") else dict(crd)
         return kairos_kubeadm(raw)
+
+    def _kairos_path(self, support: ProviderSupport | None = None) -> str:
+        """The Kairos pools' bootstrap path (:func:`workerclass.ops.providers.kairos_path`); before
+        the CRD is read, the data-secret path (the CRD is read before any Kairos pool is applied)."""
+        support = support if support is not None else self._kairos
+        return KAIROS_PROVIDER_PATH if support is not None and support.supported else KAIROS_DATA_SECRET_PATH
+
+    async def _joined(self, pool: DesiredPool, secret: dict[str, Any], *, fresh: bool) -> dict[str, Any]:
+        """The pool's bootstrap data Secret with its join inputs, read from the pool's own namespace
+        (the parent cluster's bootstrap token and CA, the Secrets Cozystack's talos-reconcile Job
+        reads): on a full resync (``fresh``: a rotation is picked up there) or when the rendered
+        Secret changed; otherwise what this process filled in last. Nothing read is logged or put
+        in an error."""
+        from lightkube.resources.core_v1 import Secret
+
+        key, rendered = _key(secret), _digest(secret)
+        cached = self._joined_inputs.get(key)
+        if not fresh and cached is not None and cached[0] == rendered:
+            return cached[1]
+
+        labels = (secret.get("metadata") or {}).get("labels") or {}
+        cluster = str(labels.get("cluster.x-k8s.io/cluster-name") or "")
+        values: list[bytes] = []
+        for name, entry in join_input_names(cluster):
+            try:
+                found = await self._client.get(Secret, name, namespace=pool.namespace)
+            except Exception as error:
+                raise JoinInputsMissing(
+                    f"the join input Secret {pool.namespace}/{name} cannot be read ({short_error(error)})"
+                ) from None
+            raw = found.to_dict() if hasattr(found, "to_dict") else dict(found)
+            data = raw.get("data") or {}
+            if not data.get(entry):
+                raise JoinInputsMissing(f"the join input Secret {pool.namespace}/{name} has no key {entry}")
+            try:
+                values.append(base64.b64decode(data[entry], validate=True))
+            except ValueError:
+                raise JoinInputsMissing(f"the key {entry} of {pool.namespace}/{name} is not base64") from None
+        token = values[0].decode("ascii", "replace").strip()
+        try:
+            joined = with_join_inputs(secret, token=token, ca_pem=values[1])
+            self._joined_inputs[key] = (rendered, joined)
+            return joined
+        except JoinInputsInvalid as invalid:
+            raise JoinInputsMissing(
+                f"the join inputs of {pool.namespace}/{cluster} are not usable: {invalid}"
+            ) from None
 
     async def _release_exists(self, namespace: str, name: str) -> bool:
         from lightkube.generic_resource import create_namespaced_resource
@@ -419,7 +485,7 @@ class WorkerController:
         if full or not self._synced_live:
             await self.resync_live()
         report = ReconcileReport()
-        desired = desired_workers(state)
+        desired = desired_workers(state, kairos_path=self._kairos_path())
         keys = {pool.key for pool in desired} | {pool_key(ns, release) for ns, release in classless_releases(state)}
         semaphore = asyncio.Semaphore(self.settings.concurrency)
 
@@ -432,10 +498,15 @@ class WorkerController:
         classified = {(pool.namespace, pool.release) for pool in desired}
         kairos = any(pool.bootstrap == "kairos" and pool.state == "ready" for pool in desired)
         if kairos and (full or fresh or self._kairos is None):
+            before = self._kairos_path()
             support = await self._kairos_support()
-            if support != self._kairos and not support.supported:
-                logger.warning("Kairos pools are not applied: %s", support.message)
-            self._kairos = support
+            # cannot tell: the path last read stands (a guess would switch paths and roll every
+            # Kairos pool); never read yet: Kairos pools wait (:meth:`_pool`)
+            if support is not None and support != self._kairos:
+                logger.info("Kairos pools take the %s path: %s", self._kairos_path(support), support.message or "")
+            self._kairos = support if support is not None else self._kairos
+            if self._kairos_path() != before:
+                desired = desired_workers(state, kairos_path=self._kairos_path())
         if full or fresh or classified != self._scanned:
             await self._pin(state, classified, report)
             self._scanned = classified
@@ -478,9 +549,14 @@ class WorkerController:
             report.states[pool.identity] = "refused"
             await self._report(pool, "refused", CHART_NOT_GATED)
             return
-        if pool.bootstrap == "kairos" and self._kairos is not None and not self._kairos.supported:
-            report.states[pool.identity] = "refused"
-            await self._report(pool, "refused", f"{KAIROS_UNSUPPORTED}: {self._kairos.message}; nothing is applied")
+        if pool.bootstrap == "kairos" and self._kairos is None:
+            report.states[pool.identity] = "failing"
+            await self._report(
+                pool,
+                "failing",
+                f"the {KAIROS_TEMPLATE_CRD} CRD could not be read, so which bootstrap path Kairos pools take "
+                "is unknown: nothing applied, retrying",
+            )
             return
         backoff = self._backoff.get(pool.identity)
         if backoff is not None and self._clock() < backoff.until:
@@ -491,6 +567,9 @@ class WorkerController:
         running = [self._live[key] for key in sorted(self._by_pool.get(pool.key, ()))]
         objects = keep_running(list(pool.objects), running) if running else list(pool.objects)
         try:
+            objects = [
+                await self._joined(pool, obj, fresh=fresh) if is_bootstrap_secret(obj) else obj for obj in objects
+            ]
             for obj in objects:
                 key = _key(obj)
                 digest = _digest(obj)
@@ -515,7 +594,11 @@ class WorkerController:
             self._backoff[pool.identity] = _Backoff(failures, self._clock() + self._rng.uniform(0, delay))
             if self.metrics is not None:
                 self.metrics.apply_errors.labels("pool").inc()
-            message = f"applying the pool's objects failed ({short_error(error)}): retrying"
+            message = (
+                f"{error}: retrying"  # names Secrets and keys only, never what they hold
+                if isinstance(error, JoinInputsMissing)
+                else f"applying the pool's objects failed ({short_error(error)}): retrying"
+            )
             logger.warning("%s: %s", pool.identity, message)
             report.states[pool.identity] = "failing"
             await self._report(pool, "failing", message)
@@ -562,6 +645,7 @@ class WorkerController:
             await self._delete(key)
             self._forget(key)
             self._applied.pop(key, None)
+            self._joined_inputs.pop(key, None)
             report.deleted += 1
 
     async def _referenced(self, namespace: str) -> set[str]:
@@ -581,6 +665,8 @@ class WorkerController:
         releases = classless_releases(state)
         ungated: set[tuple[str, str]] = set()
         for kind in WORKER_KINDS:
+            if kind.kind in NOT_CHART_KINDS:
+                continue
             for obj in await self._list(kind, {HELM_MANAGED[0]: HELM_MANAGED[1]}):
                 annotations = _annotations(obj)
                 labels = (obj.get("metadata") or {}).get("labels") or {}
@@ -618,6 +704,7 @@ class WorkerController:
                     await self._delete(key)
                     self._forget(key)
                     self._applied.pop(key, None)
+                    self._joined_inputs.pop(key, None)
                     report.deleted += 1
             except asyncio.CancelledError:
                 raise

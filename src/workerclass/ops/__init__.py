@@ -4,8 +4,9 @@ Modules:
 
 - :mod:`.plan` (a package): what a change from one State to another does to each pool's
   machines (replace, new machines only, in place), and what admission would refuse.
-- :mod:`.providers`: whether the cluster's Kairos bootstrap provider takes a Kairos pool's render
-  (the kubeadm path), for the worker controller and ``preflight``.
+- :mod:`.providers`: the one switch between a Kairos pool's bootstrap paths (the provider's
+  template where it takes kubeadm, else a data Secret), for the worker controller, ``render`` and
+  ``preflight``.
 - :mod:`.restore`: the legacy-layout values of classified Talos pools, with the template-hash
   proof that the classless render gives the same machines.
 - :mod:`.preflight` (a package): whether the installed webhooks are safe to rely on (matching,

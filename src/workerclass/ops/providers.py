@@ -1,13 +1,17 @@
-"""What the cluster's Cluster API providers can do for the pools workerclass renders.
+"""What the cluster's Cluster API providers can do for the pools workerclass renders: the one
+switch between a Kairos pool's two bootstrap paths.
 
-Kairos pools join through the Kairos bootstrap provider's kubeadm path (the design page), which the
-render writes as a ``KairosConfigTemplate`` of :data:`~workerclass.render.templates.KAIROS_BOOTSTRAP_API`
-with ``distribution: kubeadm``. The upstream provider's CRD lists only ``k0s`` and ``k3s`` in that
-enum today, and a provider that knows no ``distribution`` field at all would have the API server
-prune it and default the machine to k0s: either way a Kairos pool would not join as designed.
-:func:`kairos_kubeadm` reads the provider's CRD (a plain dict, as the API server or a STATE folder
-holds it) and says whether the cluster can take the render; the worker controller applies nothing
-for Kairos pools until it can, and ``preflight`` warns.
+Kairos pools join through kubeadm (the design page). Where the cluster serves a Kairos bootstrap
+provider whose ``KairosConfigTemplate`` (:data:`~workerclass.render.templates.KAIROS_BOOTSTRAP_API`)
+takes ``distribution: kubeadm``, the render writes that template (the provider path). No released
+provider does: kairos-io/cluster-api-provider-kairos's CRD lists only ``k0s`` and ``k3s``, its
+kubeadm work is unreleased, and its releases need a newer Cluster API than Cozystack's v1.10.1; a
+provider that knows no ``distribution`` field would have the API server prune it. Everywhere else
+a Kairos pool takes the data-secret path: its kubeadm join as a cloud-config Secret the
+MachineDeployment names (:mod:`workerclass.render.kairos_bootstrap`), which needs no bootstrap
+provider. :func:`kairos_kubeadm` reads the provider's CRD (a plain dict, as the API server or a
+STATE folder holds it) and says whether it takes kubeadm; :func:`kairos_path` is the switch the
+worker controller, ``render`` and ``preflight`` share.
 
 Its edge: plain dicts in, a verdict out; reading the CRD is the caller's I/O.
 """
@@ -18,14 +22,18 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..render.templates import KAIROS_BOOTSTRAP_API, KAIROS_DISTRIBUTION
+from ..render.templates import (
+    KAIROS_BOOTSTRAP_API,
+    KAIROS_DATA_SECRET_PATH,
+    KAIROS_DISTRIBUTION,
+    KAIROS_PROVIDER_PATH,
+)
+from ..state import State
 
-__all__ = ["KAIROS_TEMPLATE_CRD", "KAIROS_UNSUPPORTED", "ProviderSupport", "kairos_kubeadm"]
+__all__ = ["KAIROS_TEMPLATE_CRD", "ProviderSupport", "kairos_kubeadm", "kairos_path", "kairos_path_of"]
 
-#: the CRD the Kairos bootstrap provider installs for the template the render writes
+#: the CRD the Kairos bootstrap provider installs for the template the provider path writes
 KAIROS_TEMPLATE_CRD = "kairosconfigtemplates.bootstrap.cluster.x-k8s.io"
-#: the reason the controller and preflight give when the cluster cannot take a Kairos pool's render
-KAIROS_UNSUPPORTED = "KairosProviderUnsupported"
 
 #: where the render's distribution lives in the template's schema
 _DISTRIBUTION_PATH = ("spec", "template", "spec", "distribution")
@@ -56,8 +64,7 @@ def kairos_kubeadm(crd: Mapping[str, Any] | None) -> ProviderSupport:
     if not crd:
         return ProviderSupport(
             False,
-            f"the cluster has no {KAIROS_TEMPLATE_CRD} CRD: install a Kairos bootstrap provider with the "
-            f"{KAIROS_DISTRIBUTION} path before creating Kairos pools",
+            f"the cluster has no {KAIROS_TEMPLATE_CRD} CRD (no Kairos bootstrap provider)",
         )
     version = group_version.rpartition("/")[2]
     versions = (crd.get("spec") or {}).get("versions") or []
@@ -82,7 +89,7 @@ def kairos_kubeadm(crd: Mapping[str, Any] | None) -> ProviderSupport:
         return ProviderSupport(
             False,
             f"the Kairos bootstrap provider's {group_version} KairosConfigTemplate has no {where} field: the API "
-            f"server would drop the {KAIROS_DISTRIBUTION} path the design page requires",
+            f"server would drop {KAIROS_DISTRIBUTION}",
         )
     allowed = field.get("enum")
     if isinstance(allowed, list) and KAIROS_DISTRIBUTION not in allowed:
@@ -90,7 +97,21 @@ def kairos_kubeadm(crd: Mapping[str, Any] | None) -> ProviderSupport:
         return ProviderSupport(
             False,
             f"the Kairos bootstrap provider's {group_version} KairosConfigTemplate allows {where} "
-            f"{listed} only, not {KAIROS_DISTRIBUTION} (the upstream provider lacks the kubeadm path the "
-            "design page requires): install a provider version that has it",
+            f"{listed} only, not {KAIROS_DISTRIBUTION} (no released upstream provider has the kubeadm path)",
         )
     return ProviderSupport(True)
+
+
+def kairos_path(crd: Mapping[str, Any] | None) -> str:
+    """The bootstrap path of the cluster's Kairos pools: :data:`KAIROS_PROVIDER_PATH` where ``crd``
+    takes ``distribution: kubeadm``, else :data:`KAIROS_DATA_SECRET_PATH`."""
+    return KAIROS_PROVIDER_PATH if kairos_kubeadm(crd).supported else KAIROS_DATA_SECRET_PATH
+
+
+def kairos_path_of(state: State) -> str:
+    """:func:`kairos_path` of the CRD a STATE folder holds (none: the data-secret path, as on a
+    cluster without the CRD, Cozystack as it ships)."""
+    for record in state.auxiliary:
+        if record.kind == "CustomResourceDefinition" and record.name == KAIROS_TEMPLATE_CRD:
+            return kairos_path(record.obj)
+    return KAIROS_DATA_SECRET_PATH

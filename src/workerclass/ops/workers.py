@@ -51,7 +51,7 @@ from ..api.resources import HELM_RELEASE, RELEASE_PREFIX
 from ..chart.source import ChartTextMissing
 from ..render import RenderError, render
 from ..render.manifests import release_name
-from ..render.templates import KAIROS_BOOTSTRAP_API
+from ..render.templates import KAIROS_BOOTSTRAP_API, KAIROS_DATA_SECRET_PATH
 from ..resolve import resolve_all
 from ..state import State
 from ..violations import Violation
@@ -120,6 +120,7 @@ WORKER_KINDS: tuple[WorkerKind, ...] = (
     WorkerKind("infrastructure.cluster.x-k8s.io/v1alpha1", "KubevirtMachineTemplate", "kubevirtmachinetemplates"),
     WorkerKind("infrastructure.cluster.x-k8s.io/v1alpha1", "ProxmoxMachineTemplate", "proxmoxmachinetemplates"),
     WorkerKind(KAIROS_BOOTSTRAP_API, "KairosConfigTemplate", "kairosconfigtemplates"),
+    WorkerKind("v1", "Secret", "secrets"),  # a Kairos pool's bootstrap data (the data-secret path)
     WorkerKind("cluster.x-k8s.io/v1beta1", "MachineDeployment", "machinedeployments"),
     WorkerKind("cluster.x-k8s.io/v1beta1", "MachineHealthCheck", "machinehealthchecks"),
     WorkerKind("cozystack.io/v1alpha1", "WorkloadMonitor", "workloadmonitors"),
@@ -207,8 +208,11 @@ def _is_hook(obj: Mapping[str, Any]) -> bool:
     return isinstance(annotations, Mapping) and HELM_HOOK in annotations
 
 
-def desired_workers(state: State) -> list[DesiredPool]:
-    """Every classified KubernetesNodes or HelmRelease pool, resolved and rendered, in stable order."""
+def desired_workers(state: State, *, kairos_path: str = KAIROS_DATA_SECRET_PATH) -> list[DesiredPool]:
+    """Every classified KubernetesNodes or HelmRelease pool, resolved and rendered, in stable order;
+    Kairos pools on ``kairos_path`` (:func:`workerclass.ops.providers.kairos_path`). A Kairos pool's
+    bootstrap Secret comes as rendered, its join inputs redacted: the controller fills them in
+    (:func:`workerclass.render.kairos_bootstrap.with_join_inputs`)."""
     out: list[DesiredPool] = []
     for record, effective, denials, warnings in resolve_all(state):
         if record.kind == "ComputePlane" or record.class_name is None:
@@ -239,7 +243,7 @@ def desired_workers(state: State) -> list[DesiredPool]:
             )
             continue
         try:
-            objects = [obj for obj in render(effective) if not _is_hook(obj)]
+            objects = [obj for obj in render(effective, kairos_path=kairos_path) if not _is_hook(obj)]
         except ChartTextMissing as missing:
             out.append(replace(base, state="refused", message=f"{missing}: left as it is"))
             continue

@@ -15,8 +15,11 @@ Modules:
   the chart port for a pool, by family and infrastructure; the apply order for people.
 - ``legacy``: the chart values a classified pool renders with (its restore values) and its
   class-era inputs (kernel modules, disk source, installer image, Image Factory CA).
-- ``templates``: the Kairos KubeVirt templates and the Proxmox machine template that replace the
-  chart's Talos KubeVirt ones.
+- ``templates``: the Kairos KubeVirt templates (and a Kairos pool's two bootstrap paths) and the
+  Proxmox machine template that replace the chart's Talos KubeVirt ones.
+- ``kairos_bootstrap``: a Kairos pool's bootstrap data on the data-secret path: the ``#cloud-config``
+  Secret for Kairos's kubeadm provider (its join inputs redacted, named by that text) and how the
+  worker controller fills the inputs in.
 - ``hash``: the content hash in an infrastructure template's name, why a running pool's template is
   never renamed by our code, and :func:`keep_running`, which keeps running templates over a bump of
   the hash rule (the rule's version is stamped on every template we name).

@@ -21,7 +21,9 @@ rename a running pool's template. How that is kept, per family:
 - **Kairos, and Talos on Proxmox** (no chart renders them): the KubevirtMachineTemplate or
   ProxmoxMachineTemplate and the KairosConfigTemplate are named ``kubernetes-<cluster>-<pool>-<hash6>``
   with :func:`content_hash` of their own canonical text (:func:`canonical_text`: the template's
-  ``spec.template`` as JSON with sorted keys and no insignificant whitespace). The template
+  ``spec.template`` as JSON with sorted keys and no insignificant whitespace); a Kairos pool's
+  bootstrap data Secret (the data-secret path) the same way, of ``{"value": <its cloud-config with
+  the join inputs redacted>}``, so the token and the CA never enter the name. The template
   content is a function of the pool's settings alone, and ``tests/render/test_templates.py``
   pins golden hashes for a table of pools: any change that alters a golden hash (a new field, a
   new default, another canonical form) fails the suite. Such a change must be made on purpose:
@@ -131,6 +133,9 @@ def _references(md: Mapping[str, Any]) -> dict[str, str]:
     for ref in (machine.get("infrastructureRef"), (machine.get("bootstrap") or {}).get("configRef")):
         if isinstance(ref, Mapping) and isinstance(ref.get("kind"), str) and isinstance(ref.get("name"), str):
             out[ref["kind"]] = ref["name"]
+    data_secret = (machine.get("bootstrap") or {}).get("dataSecretName")
+    if isinstance(data_secret, str):  # a Kairos pool's bootstrap data Secret
+        out["Secret"] = data_secret
     return out
 
 
@@ -173,7 +178,10 @@ def keep_running(rendered: list[dict[str, Any]], running: Iterable[Mapping[str, 
             continue
         kept = copy.deepcopy(obj)
         kept["metadata"]["name"] = name
-        kept["spec"] = copy.deepcopy(current["spec"])  # what the machines run (templates do not change in place)
+        if "spec" in current:  # what the machines run (templates do not change in place)
+            kept["spec"] = copy.deepcopy(current["spec"])
+        # a bootstrap Secret keeps its name and takes the rendered text: its join inputs are the
+        # controller's to fill in, and only machines created afterwards read it
         kept["metadata"]["annotations"] = {
             **kept["metadata"]["annotations"],
             HASH_VERSION_ANNOTATION: HASH_VERSION,
@@ -193,4 +201,6 @@ def _pointed(md: Mapping[str, Any], renamed: Mapping[str, str]) -> dict[str, Any
     for ref in (machine.get("infrastructureRef"), (machine.get("bootstrap") or {}).get("configRef")):
         if isinstance(ref, dict) and ref.get("kind") in renamed:
             ref["name"] = renamed[ref["kind"]]
+    if "Secret" in renamed and "dataSecretName" in (machine.get("bootstrap") or {}):
+        machine["bootstrap"]["dataSecretName"] = renamed["Secret"]
     return out

@@ -40,7 +40,7 @@ from ..resolve.effective import Effective
 from .errors import RenderError
 from .hash import template_suffix
 from .legacy import class_era, legacy_values
-from .templates import _kairos_machine_template, kairos_objects, proxmox_objects
+from .templates import KAIROS_DATA_SECRET_PATH, _kairos_machine_template, kairos_objects, proxmox_objects
 
 __all__ = [
     "KIND_RANK",
@@ -59,6 +59,7 @@ KIND_RANK: dict[str, int] = {
     "ProxmoxMachineTemplate": 1,
     "TalosConfigTemplate": 2,
     "KairosConfigTemplate": 2,
+    "Secret": 2,
     "MachineDeployment": 3,
     "MachineHealthCheck": 4,
     "WorkloadMonitor": 5,
@@ -125,9 +126,17 @@ def _disk(effective: Effective) -> tuple[Disk | None, dict[str, Any]]:
 
 
 def render(
-    effective: Effective, *, talos_config_template: bool = False, chart_text: bool = True
+    effective: Effective,
+    *,
+    talos_config_template: bool = False,
+    chart_text: bool = True,
+    kairos_path: str = KAIROS_DATA_SECRET_PATH,
 ) -> list[dict[str, Any]]:
     """The pool's objects in the chart's order. Raises :class:`RenderError` (the chart's refusals).
+
+    ``kairos_path``: how a Kairos pool's machines get their bootstrap (:mod:`.templates`): the
+    data-secret path (a cloud-config Secret, the join inputs redacted; the default: Cozystack as it
+    ships) or the provider path (a KairosConfigTemplate). Talos pools ignore it.
 
     A Talos pool's talos-reconcile Job, the TalosConfigTemplate it applies and PR 3315's unpin hook are the chart's own
     text: without the chart's files (``effective.chart``) they raise
@@ -152,7 +161,7 @@ def render(
     except ChartRefused as refused:
         raise _refused(effective, refused) from None
     if effective.bootstrap == "kairos":
-        return kairos_objects(objects, effective)
+        return kairos_objects(objects, effective, kairos_path=kairos_path)
     if effective.infrastructure == "proxmox":
         size = sizing(inp)
         disk_size = str(inp.values.get("diskSize") or "20Gi")

@@ -9,18 +9,26 @@ selector and labels), the WorkloadMonitor and the dashboard RBAC, all as the cha
 **Kairos** (the design page's shape, API.md section 2): the chart's KubevirtMachineTemplate with the
 system disk taken from the fixed or platform image reference as a KubeVirt ``containerDisk`` (the
 pool's ``diskSize`` and ``storageClass`` become a blank data disk ``disk-data``, with the chart's
-populator annotation); bootstrap through the Kairos provider's ``KairosConfigTemplate``
-(``bootstrap.cluster.x-k8s.io/v1beta2``) on the kubeadm path (``distribution: kubeadm``: the one
-value the current upstream enum does not list yet), ``role: worker``, the exact Kubernetes
-version of the disk, and the single SSH key as ``sshPublicKey`` of the user ``kairos`` in the
-``admin`` group (no key: no login is rendered). The talos-reconcile Job and its RBAC and network
-policy are Talos machinery and are left out; the MachineDeployment's ``version`` is the disk's.
+populator annotation). The bootstrap takes one of two paths (:data:`KAIROS_PATHS`, chosen by
+:func:`workerclass.ops.providers.kairos_path` from what the cluster serves):
+
+- the **data-secret** path (Cozystack as it ships: no released Kairos bootstrap provider runs on its
+  Cluster API): the pool's kubeadm join as a ``#cloud-config`` Secret for Kairos's kubeadm provider
+  (:mod:`.kairos_bootstrap`), which the MachineDeployment names in ``bootstrap.dataSecretName``;
+- the **provider** path (a Kairos bootstrap provider whose template takes ``distribution: kubeadm``):
+  a ``KairosConfigTemplate`` (``bootstrap.cluster.x-k8s.io/v1beta2``), ``role: worker``, the exact
+  Kubernetes version of the disk, and the single SSH key as ``sshPublicKey`` of the user ``kairos``
+  in the ``admin`` group (no key: no login is rendered).
+
+The talos-reconcile Job and its RBAC and network policy are Talos machinery and are left out; the
+MachineDeployment's ``version`` is the disk's.
 
 The design page says Kairos bootstrap changes require replacement workers. So, unlike the
-TalosConfigTemplate (a stable name whose content reaches only new machines), the
-KairosConfigTemplate is named ``kubernetes-<cluster>-<pool>-<hash6>`` by its own content
+TalosConfigTemplate (a stable name whose content reaches only new machines), the bootstrap Secret
+and the KairosConfigTemplate are named ``kubernetes-<cluster>-<pool>-<hash6>`` by its own content
 (:func:`workerclass.render.hash.named_by_content`, which also stamps the hash rule's version on it):
-a content change changes the MachineDeployment's ``bootstrap.configRef``, which Cluster API rolls.
+a content change changes the MachineDeployment's ``bootstrap.dataSecretName`` or ``configRef``,
+which Cluster API rolls.
 The KubevirtMachineTemplate is named the same way by its content.
 
 **Talos on Proxmox** (no oracle; Cozystack's chart is KubeVirt only): the chart's objects with the
@@ -44,12 +52,16 @@ from ..chart.values import copy_values
 from ..resolve.effective import Effective
 from .errors import RenderError
 from .hash import named_by_content
+from .kairos_bootstrap import bootstrap_secret
 from .units import cpu_cores, gibibytes, mebibytes
 
 __all__ = [
     "KAIROS_ADMIN_GROUP",
     "KAIROS_BOOTSTRAP_API",
+    "KAIROS_DATA_SECRET_PATH",
     "KAIROS_DISTRIBUTION",
+    "KAIROS_PATHS",
+    "KAIROS_PROVIDER_PATH",
     "KAIROS_USER",
     "PROXMOX_API",
     "kairos_objects",
@@ -61,6 +73,13 @@ KAIROS_USER = "kairos"
 KAIROS_ADMIN_GROUP = "admin"
 #: The kubeadm path the design page describes; the upstream enum lists only k0s and k3s.
 KAIROS_DISTRIBUTION = "kubeadm"
+#: How a Kairos pool's machines get their bootstrap: through a KairosConfigTemplate of a Kairos
+#: bootstrap provider that takes ``distribution: kubeadm`` (none released runs on Cluster API v1.10),
+#: or as a cloud-config Secret the MachineDeployment names (:mod:`.kairos_bootstrap`), which needs
+#: no bootstrap provider: what a cluster as Cozystack ships it gets.
+KAIROS_PROVIDER_PATH = "provider"
+KAIROS_DATA_SECRET_PATH = "data-secret"
+KAIROS_PATHS = (KAIROS_DATA_SECRET_PATH, KAIROS_PROVIDER_PATH)
 KAIROS_DATA_DISK = "data"
 KAIROS_DATA_VOLUME = "disk-data"
 PROXMOX_API = "infrastructure.cluster.x-k8s.io/v1alpha2"
@@ -171,8 +190,13 @@ def _kairos_config_template(effective: Effective, base: str, namespace: str) -> 
     }
 
 
-def kairos_objects(chart_objects: list[dict[str, Any]], effective: Effective) -> list[dict[str, Any]]:
-    """The chart's objects for the pool, made a Kairos pool (see the module docstring)."""
+def kairos_objects(
+    chart_objects: list[dict[str, Any]], effective: Effective, *, kairos_path: str = KAIROS_DATA_SECRET_PATH
+) -> list[dict[str, Any]]:
+    """The chart's objects for the pool, made a Kairos pool (see the module docstring); ``kairos_path``
+    says how its machines get their bootstrap: :data:`KAIROS_DATA_SECRET_PATH` or :data:`KAIROS_PROVIDER_PATH`."""
+    if kairos_path not in KAIROS_PATHS:
+        raise RenderError(f"{effective.identity}: unknown Kairos bootstrap path {kairos_path!r}")
     reference = effective.image.reference
     if not reference:
         raise RenderError(f"{effective.identity}: the Kairos image has no reference")
@@ -185,9 +209,16 @@ def kairos_objects(chart_objects: list[dict[str, Any]], effective: Effective) ->
     chart_kmt = _find(objects, "KubevirtMachineTemplate")
     md = _find(objects, "MachineDeployment")
     kmt = _kairos_machine_template(chart_kmt, reference)
-    kct = _kairos_config_template(effective, _pool_base(md), str(md["metadata"]["namespace"]))
-    new_md = _retarget(md, infrastructure=kmt, bootstrap=kct, version=effective.kubernetes_version)
-    objects = _replace(objects, chart_kmt, [kmt, kct])
+    namespace = str(md["metadata"]["namespace"])
+    if kairos_path == KAIROS_PROVIDER_PATH:
+        kct = _kairos_config_template(effective, _pool_base(md), namespace)
+        new_md = _retarget(md, infrastructure=kmt, bootstrap=kct, version=effective.kubernetes_version)
+        objects = _replace(objects, chart_kmt, [kmt, kct])
+        return _replace(objects, md, [new_md])
+    secret = bootstrap_secret(effective, _pool_base(md), namespace)
+    new_md = _retarget(md, infrastructure=kmt, version=effective.kubernetes_version)
+    new_md["spec"]["template"]["spec"]["bootstrap"] = {"dataSecretName": secret["metadata"]["name"]}
+    objects = _replace(objects, chart_kmt, [kmt, secret])
     return _replace(objects, md, [new_md])
 
 

@@ -48,11 +48,13 @@ from typing import Any
 
 from ...api.resources import POOL_KINDS
 from ...render import RenderError, render, template_hash
+from ...render.templates import KAIROS_DATA_SECRET_PATH
 from ...resolve import resolve_pool
 from ...resolve.effective import Effective
 from ...state import PoolRecord, State, identify
 from ...violations import Violation
 from ..charts import release_chart
+from ..providers import kairos_path_of
 from .compare import compare
 from .requests import Requests
 from .rows import (
@@ -101,11 +103,12 @@ _RENDER_KEYWORD = "talos_config_template" in inspect.signature(render).parameter
 _render: Callable[..., list[dict[str, Any]]] = render
 
 
-def render_all(effective: Effective) -> list[dict[str, Any]]:
-    """Every object the pool's release holds, the bootstrap config template included."""
+def render_all(effective: Effective, *, kairos_path: str = KAIROS_DATA_SECRET_PATH) -> list[dict[str, Any]]:
+    """Every object the pool's release holds, the bootstrap config template included; a Kairos
+    pool's on ``kairos_path`` (:func:`~workerclass.ops.providers.kairos_path_of` its State)."""
     if _RENDER_KEYWORD:
-        return _render(effective, talos_config_template=True)
-    return _render(effective)
+        return _render(effective, talos_config_template=True, kairos_path=kairos_path)
+    return _render(effective, kairos_path=kairos_path)
 
 
 def _side(state: State, record: PoolRecord) -> Side:
@@ -113,7 +116,8 @@ def _side(state: State, record: PoolRecord) -> Side:
     objects: dict[tuple[str, str], dict[str, Any]] = {}
     if effective is not None:
         try:
-            objects = {(str(obj.get("kind")), identify(obj)[2]): obj for obj in render_all(effective)}
+            rendered = render_all(effective, kairos_path=kairos_path_of(state))
+            objects = {(str(obj.get("kind")), identify(obj)[2]): obj for obj in rendered}
         except RenderError as error:
             return Side(record, None, (Violation("Invalid", record.field, str(error)),), {})
     return Side(record, effective, tuple(denials), objects)

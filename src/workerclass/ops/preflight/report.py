@@ -15,9 +15,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from ...render.templates import KAIROS_DATA_SECRET_PATH, KAIROS_PROVIDER_PATH
 from ...state import State
 from ..charts import release_charts
-from ..providers import KAIROS_TEMPLATE_CRD, KAIROS_UNSUPPORTED, kairos_kubeadm
+from ..providers import KAIROS_TEMPLATE_CRD, kairos_kubeadm
 from .certificates import ServingCertificate, ca_bundle, chain_checks
 from .expectations import EXPECTED, SLOW_TIMEOUT, Expectation
 from .failure import failure_policy, other_webhooks, outage
@@ -71,26 +72,27 @@ def _coverage(expectation: Expectation, webhooks: list[FoundWebhook], source: So
 
 
 def kairos_provider(listed: Sequence[Mapping[str, Any]], source: Source) -> list[Check]:
-    """Whether the cluster's Kairos bootstrap provider takes a Kairos pool's render (the kubeadm path):
-    a warning when it does not, since the worker controller then applies no Kairos pool. Live, the
-    CRD is always read (absent: a warning); a folder is judged only when it holds the CRD."""
+    """Which bootstrap path the cluster's Kairos pools get, and why (:func:`~..providers.kairos_path`):
+    the provider path where the Kairos bootstrap provider's template takes ``distribution: kubeadm``,
+    else the data-secret path. Live, the CRD is always read; a folder without the CRD is read as a
+    cluster without it (Cozystack as it ships), and says so."""
     crds = [obj for obj in listed if kind_of(obj) == "CustomResourceDefinition" and name_of(obj) == KAIROS_TEMPLATE_CRD]
     unread = source.unread("CustomResourceDefinition")
     if unread is not None:
-        return [Check("kairosProvider", "warn", f"{unread.text}: whether Kairos pools can be applied is unknown")]
-    if not crds and not source.live:
-        return []
+        return [Check("kairosProvider", "warn", f"{unread.text}: which bootstrap path Kairos pools get is unknown")]
     support = kairos_kubeadm(crds[0] if crds else None)
+    where = "" if crds or source.live else " (STATE holds no such CRD: read as a cluster without it)"
     if support.supported:
-        return [Check("kairosProvider", "ok", "the Kairos bootstrap provider takes the kubeadm path Kairos pools use")]
-    return [
-        Check(
-            "kairosProvider",
-            "warn",
-            f"{KAIROS_UNSUPPORTED}: {support.message}; the worker controller applies no Kairos pool until it does",
-            object=f"CustomResourceDefinition {KAIROS_TEMPLATE_CRD}",
+        message = (
+            f"{KAIROS_PROVIDER_PATH} path: the Kairos bootstrap provider takes the kubeadm path, so Kairos pools get "
+            "a KairosConfigTemplate"
         )
-    ]
+    else:
+        message = (
+            f"{KAIROS_DATA_SECRET_PATH} path: {support.message}{where}; Kairos pools get their kubeadm join as a "
+            "cloud-config Secret their MachineDeployment names in bootstrap.dataSecretName (no bootstrap provider)"
+        )
+    return [Check("kairosProvider", "ok", message, object=f"CustomResourceDefinition {KAIROS_TEMPLATE_CRD}")]
 
 
 def preflight_objects(
