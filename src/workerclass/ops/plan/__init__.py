@@ -64,6 +64,8 @@ from .rows import (
     NOT_RENDERED,
     REBUILD_ONLY,
     REFUSED,
+    REFUSED_BY_TALOS,
+    TALOS_CONFIG_IMMUTABLE,
     Plan,
     PlanRow,
     Refusal,
@@ -77,6 +79,8 @@ __all__ = [
     "NOT_RENDERED",
     "REBUILD_ONLY",
     "REFUSED",
+    "REFUSED_BY_TALOS",
+    "TALOS_CONFIG_IMMUTABLE",
     "Plan",
     "PlanRow",
     "Refusal",
@@ -162,7 +166,7 @@ def plan(before: State, after: State) -> Plan:
             refusal = class_refusals.get(str(name))
             if refusal is not None:
                 refusals += [(_class_reason(str(name), denial), denial) for denial in refusal.denials]
-        refused = tuple(dict.fromkeys(denial.code for _, denial in refusals))
+        refused: tuple[str, ...] = tuple(dict.fromkeys(denial.code for _, denial in refusals))
         refusal_reasons = tuple(reason for reason, _ in refusals)
         if old_record is None:
             reason = "new pool: its machines would be created, none replaced"
@@ -189,7 +193,7 @@ def plan(before: State, after: State) -> Plan:
                 row.action,
                 row.replace,
                 (*row.reasons, *refusal_reasons, *notes),
-                refused,
+                tuple(dict.fromkeys((*refused, *row.refused))),
                 row.rebuild_only,
                 row.new_machines_only,
                 _hash(old),
