@@ -455,7 +455,9 @@ def test_a_config_template_changed_under_its_name_is_refused_by_the_talos_provid
         (),
     )
     assert any(
-        reason.startswith("refused by the Talos provider (TalosConfigImmutable) TalosConfigTemplate kubernetes-example-talos")
+        reason.startswith(
+            "refused by the Talos provider (TalosConfigImmutable) TalosConfigTemplate kubernetes-example-talos"
+        )
         for reason in row.reasons
     )
     assert result.detailed_exit_code() == 1

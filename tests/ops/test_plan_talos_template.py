@@ -21,6 +21,7 @@ from workerclass.chart.source import ChartSource
 from workerclass.chart.talos_naming import STABLE_NAME, talos_template_naming
 from workerclass.ops import plan
 from workerclass.ops.plan import REFUSED_BY_TALOS, TALOS_CONFIG_IMMUTABLE
+from workerclass.ops.restore import restore
 from workerclass.state import State
 
 #: the talos-reconcile Job and its template are the chart's own text: the mirror's chart is given
@@ -55,7 +56,9 @@ def on(chart: ChartSource, **edits: Any) -> State:
     return state(**edits).with_chart(chart)
 
 
-@pytest.mark.parametrize("name", ["main", "main+gate", "pr3315", "pr3571"], ids=["main", "main-gated", "pr3315", "pr3571"])
+@pytest.mark.parametrize(
+    "name", ["main", "main+gate", "pr3315", "pr3571"], ids=["main", "main-gated", "pr3315", "pr3571"]
+)
 def test_the_mirrors_charts_apply_the_template_under_its_stable_name(name: str) -> None:
     assert talos_template_naming(given_chart(name)) == "stable"
 
@@ -76,7 +79,10 @@ def test_a_changed_template_under_its_stable_name_is_refused_and_reaches_no_mach
         (TALOS_CONFIG_IMMUTABLE,),
         (),
     )
-    assert "registry mirrors: none -> docker.io=https://mirror.example (refused by the Talos provider: reaches no machine)" in row.reasons
+    assert (
+        "registry mirrors: none -> docker.io=https://mirror.example (refused by the Talos provider: reaches no machine)"
+        in row.reasons
+    )
     refusal = [reason for reason in row.reasons if reason.startswith(REFUSED_BY_TALOS)]
     assert refusal == [
         f"{REFUSED_BY_TALOS} ({TALOS_CONFIG_IMMUTABLE}) TalosConfigTemplate kubernetes-example-talos: the Talos "
@@ -119,3 +125,36 @@ def test_on_a_content_named_chart_the_change_is_a_rollout() -> None:
         for reason in row.reasons
     )
     assert result.detailed_exit_code() == 2
+
+
+# --------------------------------------------------------------------------- restore says the same
+
+
+@pytest.mark.parametrize(
+    ("naming", "expected"), [("stable", "refused"), ("content", "rollout")], ids=["stable", "content"]
+)
+def test_restore_of_a_different_template_says_what_the_talos_provider_does(naming: str, expected: str) -> None:
+    """The example loads ``nvme_tcp``: the main chart's Job would apply a template without it."""
+    chart = given_chart("main+gate")
+    chart = content_named(chart) if naming == "content" else chart
+    row = {row.pool: row for row in restore(state().with_chart(chart)).rows}[POOL]
+    assert row.status == "rollout", row.reasons
+    said = [
+        reason for reason in row.reasons if "kubernetes-example-talos" in reason and "TalosConfigTemplate" in reason
+    ]
+    if expected == "refused":
+        assert len(said) == 1 and said[0].startswith(f"{REFUSED_BY_TALOS} ({TALOS_CONFIG_IMMUTABLE}) "), row.reasons
+        assert "no machine gets the restored config" in said[0]
+    else:
+        assert len(said) == 1 and "Cluster API replaces the machines" in said[0], row.reasons
+
+
+def test_restore_of_an_equal_template_says_nothing_of_the_talos_provider() -> None:
+    def no_modules(obj: dict[str, Any]) -> None:
+        obj["spec"].pop("kernelModules", None)
+
+    chart = given_chart("main+gate")
+    restored = restore(state(**{"talos-example-r1": no_modules, "example-talos": no_modules}).with_chart(chart))
+    row = {row.pool: row for row in restored.rows}[POOL]
+    assert row.status == "restorable", row.reasons
+    assert not any(TALOS_CONFIG_IMMUTABLE in reason for reason in row.reasons)

@@ -10,17 +10,23 @@ builds them:
   under ``spec.template.spec`` except the fields Cluster API propagates in place, such as the
   drain and deletion timeouts; so the infrastructure reference name that carries the content
   hash, ``version`` and the bootstrap reference), its ``clusterName`` changes, or it goes away.
-- ``newMachinesOnly``: a template (a bootstrap ``...ConfigTemplate`` or a ``...MachineTemplate``)
+- a TalosConfigTemplate whose content changes under an unchanged name: the Talos bootstrap
+  provider's webhook refuses every change of its spec, so on a chart whose talos-reconcile Job
+  applies it under the stable name (:func:`workerclass.chart.talos_naming.talos_template_naming`)
+  the row is refused with ``TalosConfigImmutable`` (the change reaches no machine); on a chart that
+  names it by content, the change is a new template the MachineDeployment follows: ``replace``.
+- ``newMachinesOnly``: another template (a bootstrap ``...ConfigTemplate`` or a ``...MachineTemplate``)
   whose content changes under an unchanged name reaches only machines created afterwards: the
   running machines keep what they booted with until they are replaced.
 - everything else (replicas and autoscaler annotations, the MachineHealthCheck, metadata) is
   applied in place.
 
 ``action`` is ``create``, ``delete``, ``replace``, ``update`` or ``unchanged``; ``refused`` the
-admission codes that would refuse the change (``action`` then says what it would do if let
-through); ``rebuildOnly`` flags a replacement that comes only from a new digest of the platform
-Kairos image for an unchanged Kubernetes version (the design page warns that platform rebuilds
-of unchanged inputs produce new digests). Reasons name the changed settings in the words of the
+admission codes that would refuse the change, and ``TalosConfigImmutable`` for the Talos
+provider's (``action`` then says what it would do if let through); ``rebuildOnly`` flags a
+replacement that comes only from a new digest of the platform Kairos image for an unchanged
+Kubernetes version (the design page warns that platform rebuilds of unchanged inputs produce new
+digests). Reasons name the changed settings in the words of the
 pool's values and effective settings.
 
 Modules:
