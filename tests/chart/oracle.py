@@ -125,6 +125,17 @@ class OracleResult:
         return found[0]
 
 
+def heredoc_newline(obj: dict[str, Any]) -> dict[str, Any]:
+    """The oracle's ``--talos-config-template`` cuts the Job's heredoc before its last newline, which
+    the shell passes on: run for real (``tests/e2e/test_talos_job_script.py``, the Job's script with
+    kubectl), the applied template's ``data`` ends in a newline. The oracle's object gets it back."""
+    spec = obj.get("spec", {}).get("template", {}).get("spec", {}) if obj.get("kind") == "TalosConfigTemplate" else {}
+    data = spec.get("data") if isinstance(spec, dict) else None
+    if isinstance(data, str) and not data.endswith("\n"):
+        spec["data"] = data + "\n"
+    return obj
+
+
 class Oracle:
     """One long-lived driver process rendering the real chart."""
 
@@ -175,7 +186,10 @@ class Oracle:
             raise RuntimeError(resp["error"])
         self.renders += 1
         return OracleResult(
-            ok=resp["ok"], objects=resp.get("objects", []), texts=resp.get("texts", []), error=resp.get("error", "")
+            ok=resp["ok"],
+            objects=[heredoc_newline(obj) for obj in resp.get("objects", [])],
+            texts=resp.get("texts", []),
+            error=resp.get("error", ""),
         )
 
     def close(self) -> None:

@@ -40,7 +40,7 @@ from workerclass.chart.talos_job import job_context, render_talos_job, talos_con
 from workerclass.chart.talos_job_spec import job_name, job_spec_text
 from workerclass.chart.values import chart_input
 
-from .oracle import ORACLE, OracleResult, diff_paths, get_oracle, oracle_read, require_oracle
+from .oracle import ORACLE, OracleResult, diff_paths, get_oracle, heredoc_newline, oracle_read, require_oracle
 
 #: these tests render the talos-reconcile Job, the chart's own text: the mirror's chart is given
 pytestmark = pytest.mark.usefixtures("chart_text")
@@ -558,7 +558,7 @@ def test_the_oracle_command_line_agrees(tmp_path: Path) -> None:
     theirs = [o for o in printed["objects"] if o["kind"] in JOB_KINDS and "-talos-reconcile" in o["metadata"]["name"]]
     ours = render_talos_job(inp, sizing=sizing(inp))
     assert not diff_paths(ours, theirs)
-    assert not diff_paths(talos_config_template(inp, sizing=sizing(inp)), printed["objects"][-1])
+    assert not diff_paths(talos_config_template(inp, sizing=sizing(inp)), heredoc_newline(printed["objects"][-1]))
 
 
 @pytest.mark.parametrize(

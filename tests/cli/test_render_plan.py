@@ -297,5 +297,5 @@ def test_plan_shows_class_and_platform_refusals_as_rows_and_counts_what_it_names
     assert any(line.startswith("WorkerClass talos-example-r1") and "ClassImmutable" in line for line in lines), lines
     summary = lines[-1]
     assert summary.startswith("4 pools, "), summary
-    assert "1 refused by admission or denied" in summary, summary
+    assert "1 refused (by admission or the Talos provider) or denied" in summary, summary
     assert "1 WorkerClass or WorkerPlatform change refused" in summary, summary

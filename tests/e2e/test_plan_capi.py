@@ -237,13 +237,13 @@ PAIRS = [
     ),
     Pair(
         "mirror",
-        "test_mirror_change_reaches_new_machines_only, test_a_config_template_changed_under_its_name_...",
+        "test_mirror_change_is_refused_by_the_talos_provider, test_a_config_template_changed_under_its_name_...",
         _pair({}, {"example-talos": _mirror("https://mirror.example")}),
         EXAMPLE_POOLS,
     ),
     Pair(
         "kernel-modules",
-        "test_kernel_modules_reach_new_machines_only",
+        "test_kernel_modules_change_is_refused_by_the_talos_provider",
         _pair({}, {"example-talos": _set(kernelModules=[{"name": "nvme_tcp"}, {"name": "dm_thin_pool"}])}),
         EXAMPLE_POOLS,
     ),

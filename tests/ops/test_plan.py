@@ -137,27 +137,37 @@ def test_replica_change_does_not_replace() -> None:
     assert set(row.reasons) == {"in place: minReplicas: 2 -> 1", "in place: maxReplicas: 3 -> 6"}
 
 
-def test_mirror_change_reaches_new_machines_only() -> None:
-    """Registry mirrors live in the stable-named TalosConfigTemplate: running machines keep theirs."""
+def test_mirror_change_is_refused_by_the_talos_provider() -> None:
+    """Registry mirrors live in the stable-named TalosConfigTemplate, whose spec CABPT keeps immutable."""
 
     def edit(obj: dict[str, Any]) -> None:
         obj["spec"]["talos"]["registryMirrors"] = {"docker.io": {"endpoints": ["https://mirror.example"]}}
 
     row = rows(plan(state(), state(**{"example-talos": edit})))["tenant-example/example-talos"]
-    assert (row.action, row.replace, row.new_machines_only) == ("update", False, ("talos.registryMirrors",))
-    assert row.reasons[0] == "registry mirrors: none -> docker.io=https://mirror.example (new machines only)"
-    assert any("running machines keep the old config until they are replaced" in reason for reason in row.reasons)
+    assert (row.action, row.replace, row.refused, row.new_machines_only) == (
+        "update",
+        False,
+        ("TalosConfigImmutable",),
+        (),
+    )
+    assert row.reasons[0] == (
+        "registry mirrors: none -> docker.io=https://mirror.example (refused by the Talos provider: reaches no machine)"
+    )
+    assert not any("machines created afterwards" in reason for reason in row.reasons)
 
 
-def test_kernel_modules_reach_new_machines_only() -> None:
+def test_kernel_modules_change_is_refused_by_the_talos_provider() -> None:
     """PR 3571 renders kernel modules into the machine config: the TalosConfigTemplate, not the disk."""
 
     def edit(obj: dict[str, Any]) -> None:
         obj["spec"]["kernelModules"] = [{"name": "nvme_tcp"}, {"name": "dm_thin_pool"}]
 
     row = rows(plan(state(), state(**{"example-talos": edit})))["tenant-example/example-talos"]
-    assert (row.action, row.replace, row.new_machines_only) == ("update", False, ("kernelModules",))
-    assert "kernel modules: nvme_tcp -> nvme_tcp, dm_thin_pool (new machines only)" in row.reasons
+    assert (row.action, row.replace, row.refused) == ("update", False, ("TalosConfigImmutable",))
+    assert (
+        "kernel modules: nvme_tcp -> nvme_tcp, dm_thin_pool (refused by the Talos provider: reaches no machine)"
+        in row.reasons
+    )
 
 
 @pytest.mark.parametrize(
@@ -347,7 +357,7 @@ def test_an_edited_class_spec_is_flagged_as_refused() -> None:
 
     result = plan(state(), state(**{"talos-example-r1": edit}))
     row = rows(result)["tenant-example/example-talos"]
-    assert row.refused == ("ClassImmutable",) and row.new_machines_only == ("talos.registryMirrors",)
+    assert row.refused == ("ClassImmutable", "TalosConfigImmutable") and row.new_machines_only == ()
     assert [(refusal.kind, refusal.name) for refusal in result.refusals] == [("WorkerClass", "talos-example-r1")]
     assert result.detailed_exit_code() == 1
     document = result.as_dict()
@@ -357,7 +367,10 @@ def test_an_edited_class_spec_is_flagged_as_refused() -> None:
     assert (refusal["kind"], refusal["name"]) == ("WorkerClass", "talos-example-r1")
     assert refusal["refused"] == ["ClassImmutable"]
     assert refusal["denials"][0]["code"] == "ClassImmutable"
-    assert "registry mirrors: none -> docker.io=https://m.example (new machines only)" in row.reasons
+    assert (
+        "registry mirrors: none -> docker.io=https://m.example (refused by the Talos provider: reaches no machine)"
+        in row.reasons
+    )
     assert any(reason.startswith(f"{REFUSED} (ClassImmutable)") for reason in row.reasons)
 
 
@@ -427,22 +440,28 @@ def chart_like(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.mark.usefixtures("chart_like")
-def test_a_config_template_changed_under_its_name_reaches_new_machines_only() -> None:
+def test_a_config_template_changed_under_its_name_is_refused_by_the_talos_provider() -> None:
+    """Any renderer's stable-named TalosConfigTemplate, changed: CABPT refuses it (the shipped facts' chart)."""
+
     def edit(obj: dict[str, Any]) -> None:
         obj["spec"]["talos"]["registryMirrors"] = {"docker.io": {"endpoints": ["https://mirror.example"]}}
 
     result = plan(state(), state(**{"example-talos": edit}))
     row = rows(result)["tenant-example/example-talos"]
-    assert (row.action, row.replace, row.refused) == ("update", False, ())
-    assert row.new_machines_only == ("talos.registryMirrors",)
-    assert "registry mirrors: none -> docker.io=https://mirror.example (new machines only)" in row.reasons
+    assert (row.action, row.replace, row.refused, row.new_machines_only) == (
+        "update",
+        False,
+        ("TalosConfigImmutable",),
+        (),
+    )
     assert any(
-        reason.startswith("TalosConfigTemplate kubernetes-example-talos changes under the same name")
-        and "running machines keep the old config until they are replaced" in reason
+        reason.startswith(
+            "refused by the Talos provider (TalosConfigImmutable) TalosConfigTemplate kubernetes-example-talos"
+        )
         for reason in row.reasons
     )
-    assert result.detailed_exit_code() == 0
-    assert row.as_dict()["newMachinesOnly"] == ["talos.registryMirrors"]
+    assert result.detailed_exit_code() == 1
+    assert row.as_dict()["refused"] == ["TalosConfigImmutable"]
 
 
 @pytest.mark.usefixtures("chart_like")

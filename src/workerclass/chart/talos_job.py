@@ -281,8 +281,9 @@ def talos_config_template(
     if match is None:  # the literal template always carries it
         raise AssertionError("the talos-reconcile script has no TalosConfigTemplate heredoc")
     env = {"RELEASE": ctx.cluster_name, "NS": ctx.namespace, "GROUP_NAME": ctx.group_name}
-    # kubectl reads the heredoc as go-yaml v2 does (a mirror's 1e+20 is a number, not text).
-    loaded = k8s_load(expand_heredoc(match.group(1), env))
+    # kubectl reads the heredoc as go-yaml v2 does (a mirror's 1e+20 is a number, not text). The
+    # shell passes the body with the newline before ``EOF``: the ``data: |`` block keeps it.
+    loaded = k8s_load(expand_heredoc(match.group(1) + "\n", env))
     if not isinstance(loaded, dict):
         raise AssertionError("the TalosConfigTemplate heredoc is not a mapping")
     return loaded

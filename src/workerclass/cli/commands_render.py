@@ -182,7 +182,7 @@ def plan_summary(result: Plan) -> str:
     if result.deleting:
         text += f", {len(result.deleting)} deleted"
     if result.refused:
-        text += f", {len(result.refused)} refused by admission or denied"
+        text += f", {len(result.refused)} refused (by admission or the Talos provider) or denied"
     if result.unpredicted:
         text += f", {len(result.unpredicted)} not predicted (another chart)"
     if result.refusals:
@@ -311,12 +311,13 @@ def plan_command(
     A row for every pool in either state: action create, delete, replace, update or unchanged;
     replace (running machines would be replaced: the MachineDeployment's machine template rolls);
     refused (the admission codes that refuse the change, or that deny the pool in STATE2; action
-    then says what it would do if let through); rebuildOnly (the replacement comes only from a
-    rebuilt platform Kairos image); newMachinesOnly (settings, such as a TalosConfigTemplate's,
-    that change under an unchanged name and reach only machines created afterwards: running
-    machines keep the old config until they are replaced). STATE2 is read as admission would
-    store it: an UPDATE of the pool in STATE (a pool that omits its class keeps the stored one),
-    a CREATE for a new pool.
+    then says what it would do if let through; TalosConfigImmutable: the TalosConfigTemplate
+    changes under its stable name, which the Talos provider refuses, so the change reaches no
+    machine); rebuildOnly (the replacement comes only from a rebuilt platform Kairos image);
+    newMachinesOnly (settings of another template that change under an unchanged name and reach
+    only machines created afterwards: running machines keep the old config until they are
+    replaced). STATE2 is read as admission would store it: an UPDATE of the pool in STATE (a pool
+    that omits its class keeps the stored one), a CREATE for a new pool.
 
     Class and platform changes admission refuses are rows of their own: -o json prints {"chart": {the
     chart emulated}, "pools": [{"pool", "action", "replace", "refused", "rebuildOnly", "newMachinesOnly",

@@ -3,7 +3,7 @@
 Modules:
 
 - :mod:`.plan` (a package): what a change from one State to another does to each pool's
-  machines (replace, new machines only, in place), and what admission would refuse.
+  machines (replace, new machines only, in place), and what admission or the Talos provider would refuse.
 - :mod:`.providers`: the one switch between a Kairos pool's bootstrap paths (the provider's
   template where it takes kubeadm, else a data Secret), for the worker controller, ``render`` and
   ``preflight``.

@@ -37,6 +37,7 @@ from typing import Any
 import yaml
 
 from ..api.names import Family
+from ..chart.talos_naming import talos_template_naming
 from ..render import HASH_VERSION, INFRASTRUCTURE_KINDS, RenderError, class_era, legacy_values, render, template_suffix
 from ..resolve import resolve_pool
 from ..resolve.effective import Effective
@@ -44,6 +45,7 @@ from ..rules.family import assumed_family
 from ..state import PoolRecord, State, pool_from_object
 from ..violations import Violation
 from .charts import release_chart
+from .plan.rows import REFUSED_BY_TALOS, TALOS_CONFIG_IMMUTABLE
 
 __all__ = [
     "CLASSLESS",
@@ -373,6 +375,7 @@ def restore_row(state: State, record: PoolRecord) -> RestoreRow:
             (
                 "not restorable without a rollout: the legacy chart cannot express " + ", ".join(era.settings),
                 *(f"restoring would change {line}" for line in proof.differences),
+                *talos_template_refusal(state, effective, proof.differences),
             ),
             values=values,
             hash_current=proof.hash_current,
@@ -382,7 +385,11 @@ def restore_row(state: State, record: PoolRecord) -> RestoreRow:
         return row(
             "mismatch",
             False,
-            ("the classless render of the restored values differs from the classified render", *proof.differences),
+            (
+                "the classless render of the restored values differs from the classified render",
+                *proof.differences,
+                *talos_template_refusal(state, effective, proof.differences),
+            ),
             values=values,
             hash_current=proof.hash_current,
             hash_restored=proof.hash_restored,
@@ -404,6 +411,26 @@ def restore_row(state: State, record: PoolRecord) -> RestoreRow:
         values=values,
         hash_current=proof.hash_current,
         hash_restored=proof.hash_restored,
+    )
+
+
+def talos_template_refusal(state: State, effective: Effective, differences: tuple[str, ...]) -> tuple[str, ...]:
+    """What the restored release's talos-reconcile Job does with a TalosConfigTemplate whose content
+    differs: on a chart that applies it under its stable name, the Talos provider refuses it
+    (``TalosConfigImmutable``) and no machine gets it; on one that names it by content, a rollout."""
+    if not any(line.startswith("TalosConfigTemplate") for line in differences):
+        return ()
+    name = f"kubernetes-{effective.name}"
+    if talos_template_naming(state.chart) == "content":
+        return (
+            f"restoring applies a new TalosConfigTemplate (the chart names it by content): the MachineDeployment's "
+            f"bootstrap.configRef follows it and Cluster API replaces the machines of {name}",
+        )
+    return (
+        f"{REFUSED_BY_TALOS} ({TALOS_CONFIG_IMMUTABLE}) TalosConfigTemplate {name}: the restored release's "
+        "talos-reconcile Job would apply this different content under the same name, which the Talos bootstrap "
+        "provider's webhook refuses (a TalosConfigTemplate's spec is immutable): the Job fails and no machine gets "
+        "the restored config; the running machines keep the classified one",
     )
 
 

@@ -30,8 +30,8 @@ rename a running pool's template. How that is kept, per family:
   bump :data:`HASH_VERSION` (running templates are then kept and re-stamped, not renamed: below),
   update the golden hashes in the same commit, and say what changed in the history below.
 - Nothing else is hashed: replicas, health settings, the class name, the WorkloadMonitor and the
-  TalosConfigTemplate (stable name ``kubernetes-<cluster>-<pool>``: a content change reaches only
-  machines created afterwards) change in place.
+  TalosConfigTemplate (stable name ``kubernetes-<cluster>-<pool>``, whose spec the Talos provider
+  keeps immutable: a content change is refused, see ``workerclass.ops.plan``) change in place.
 
 **A bump renames nothing that runs** (Karpenter's drift-hash versioning, applied to templates):
 every template we name (:func:`named_by_content`) carries the rule that named it

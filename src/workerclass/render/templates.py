@@ -24,8 +24,8 @@ The talos-reconcile Job and its RBAC and network policy are Talos machinery and 
 MachineDeployment's ``version`` is the disk's.
 
 The design page says Kairos bootstrap changes require replacement workers. So, unlike the
-TalosConfigTemplate (a stable name whose content reaches only new machines), the bootstrap Secret
-and the KairosConfigTemplate are named ``kubernetes-<cluster>-<pool>-<hash6>`` by its own content
+TalosConfigTemplate (a stable name whose spec the Talos provider keeps immutable), the bootstrap
+Secret and the KairosConfigTemplate are named ``kubernetes-<cluster>-<pool>-<hash6>`` by its own content
 (:func:`workerclass.render.hash.named_by_content`, which also stamps the hash rule's version on it):
 a content change changes the MachineDeployment's ``bootstrap.dataSecretName`` or ``configRef``,
 which Cluster API rolls.

@@ -10,17 +10,23 @@ builds them:
   under ``spec.template.spec`` except the fields Cluster API propagates in place, such as the
   drain and deletion timeouts; so the infrastructure reference name that carries the content
   hash, ``version`` and the bootstrap reference), its ``clusterName`` changes, or it goes away.
-- ``newMachinesOnly``: a template (a bootstrap ``...ConfigTemplate`` or a ``...MachineTemplate``)
+- a TalosConfigTemplate whose content changes under an unchanged name: the Talos bootstrap
+  provider's webhook refuses every change of its spec, so on a chart whose talos-reconcile Job
+  applies it under the stable name (:func:`workerclass.chart.talos_naming.talos_template_naming`)
+  the row is refused with ``TalosConfigImmutable`` (the change reaches no machine); on a chart that
+  names it by content, the change is a new template the MachineDeployment follows: ``replace``.
+- ``newMachinesOnly``: another template (a bootstrap ``...ConfigTemplate`` or a ``...MachineTemplate``)
   whose content changes under an unchanged name reaches only machines created afterwards: the
   running machines keep what they booted with until they are replaced.
 - everything else (replicas and autoscaler annotations, the MachineHealthCheck, metadata) is
   applied in place.
 
 ``action`` is ``create``, ``delete``, ``replace``, ``update`` or ``unchanged``; ``refused`` the
-admission codes that would refuse the change (``action`` then says what it would do if let
-through); ``rebuildOnly`` flags a replacement that comes only from a new digest of the platform
-Kairos image for an unchanged Kubernetes version (the design page warns that platform rebuilds
-of unchanged inputs produce new digests). Reasons name the changed settings in the words of the
+admission codes that would refuse the change, and ``TalosConfigImmutable`` for the Talos
+provider's (``action`` then says what it would do if let through); ``rebuildOnly`` flags a
+replacement that comes only from a new digest of the platform Kairos image for an unchanged
+Kubernetes version (the design page warns that platform rebuilds of unchanged inputs produce new
+digests). Reasons name the changed settings in the words of the
 pool's values and effective settings.
 
 Modules:
@@ -64,6 +70,8 @@ from .rows import (
     NOT_RENDERED,
     REBUILD_ONLY,
     REFUSED,
+    REFUSED_BY_TALOS,
+    TALOS_CONFIG_IMMUTABLE,
     Plan,
     PlanRow,
     Refusal,
@@ -77,6 +85,8 @@ __all__ = [
     "NOT_RENDERED",
     "REBUILD_ONLY",
     "REFUSED",
+    "REFUSED_BY_TALOS",
+    "TALOS_CONFIG_IMMUTABLE",
     "Plan",
     "PlanRow",
     "Refusal",
@@ -162,7 +172,7 @@ def plan(before: State, after: State) -> Plan:
             refusal = class_refusals.get(str(name))
             if refusal is not None:
                 refusals += [(_class_reason(str(name), denial), denial) for denial in refusal.denials]
-        refused = tuple(dict.fromkeys(denial.code for _, denial in refusals))
+        refused: tuple[str, ...] = tuple(dict.fromkeys(denial.code for _, denial in refusals))
         refusal_reasons = tuple(reason for reason, _ in refusals)
         if old_record is None:
             reason = "new pool: its machines would be created, none replaced"
@@ -189,7 +199,7 @@ def plan(before: State, after: State) -> Plan:
                 row.action,
                 row.replace,
                 (*row.reasons, *refusal_reasons, *notes),
-                refused,
+                tuple(dict.fromkeys((*refused, *row.refused))),
                 row.rebuild_only,
                 row.new_machines_only,
                 _hash(old),

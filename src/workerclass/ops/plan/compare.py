@@ -12,7 +12,19 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from .rows import IN_PLACE, IN_PLACE_SETTINGS, NEW_MACHINES_ONLY, NOT_RENDERED, REBUILD_ONLY, PlanRow, Side
+from ...chart.talos_naming import talos_template_naming
+from .rows import (
+    IN_PLACE,
+    IN_PLACE_SETTINGS,
+    NEW_MACHINES_ONLY,
+    NOT_RENDERED,
+    REACHES_NO_MACHINE,
+    REBUILD_ONLY,
+    REFUSED_BY_TALOS,
+    TALOS_CONFIG_IMMUTABLE,
+    PlanRow,
+    Side,
+)
 from .settings import is_rebuild_only, setting_changes, short
 
 __all__ = ["Objects", "compare"]
@@ -41,13 +53,20 @@ def compare(pool: str, kind: str, old: Side, new: Side) -> PlanRow:
             (why,),
         )
     rolls = _rolling_changes(old.objects, new.objects)
-    templates = _template_changes(old.objects, new.objects)
+    changed = _template_changes(old.objects, new.objects)
+    talos = [change for change in changed if change[0].startswith(f"{_TALOS} ")]
+    templates = [change for change in changed if change not in talos]
+    immutable: list[str] = []
+    if talos and talos_template_naming(new.effective.chart) == "content":
+        rolls += [f"{name} {path} {_CONTENT_NAMED}" for name, path in talos]
+    elif talos:
+        immutable = list(dict.fromkeys(name for name, _ in talos))
     others = _other_changes(old.objects, new.objects, templates)
     replace = bool(rolls)
     settings = setting_changes(old, new)
     reasons: list[str] = []
     new_machines: list[str] = []
-    rendered_change = bool(rolls or templates or others)
+    rendered_change = bool(rolls or templates or others or immutable)
     for setting, label, before, after in settings:
         text = f"{label}: {before} -> {after}"
         if setting in IN_PLACE_SETTINGS:
@@ -59,6 +78,8 @@ def compare(pool: str, kind: str, old: Side, new: Side) -> PlanRow:
         elif templates:
             new_machines.append(setting)
             reasons.append(f"{text} {NEW_MACHINES_ONLY}")
+        elif immutable:
+            reasons.append(f"{text} {REACHES_NO_MACHINE}")
         else:
             reasons.append(f"{IN_PLACE} {text}")
     rebuild_only = replace and is_rebuild_only(old.effective, new.effective, settings)
@@ -77,6 +98,13 @@ def compare(pool: str, kind: str, old: Side, new: Side) -> PlanRow:
                 f"{kind_name} changes under the same name: running machines keep the old config until they "
                 "are replaced; only machines created afterwards get it"
             )
+    for name in immutable:
+        reasons.append(
+            f"{REFUSED_BY_TALOS} ({TALOS_CONFIG_IMMUTABLE}) {name}: the Talos bootstrap provider's webhook refuses "
+            "every change of a TalosConfigTemplate's spec, and the talos-reconcile Job applies it under this same "
+            "name: the Job fails and the change reaches no machine, running or new"
+            + ("; the machines this rollout creates boot the old config" if replace else "")
+        )
     if not replace and others and not settings:
         reasons += [f"{IN_PLACE} {text}" for text in others]
     values_changed = dict(old.record.values) != dict(new.record.values)
@@ -92,13 +120,20 @@ def compare(pool: str, kind: str, old: Side, new: Side) -> PlanRow:
         action,
         replace,
         tuple(reasons),
-        (),
+        (TALOS_CONFIG_IMMUTABLE,) if immutable else (),
         rebuild_only,
         tuple(dict.fromkeys(new_machines)),
     )
 
 
 Objects = Mapping[tuple[str, str], Mapping[str, Any]]
+
+_TALOS = "TalosConfigTemplate"
+#: why a changed TalosConfigTemplate rolls on a chart that names it by content
+_CONTENT_NAMED = (
+    "(the chart names the template by its content: the change is a new template, the MachineDeployment's "
+    "bootstrap.configRef follows it and Cluster API replaces the machines)"
+)
 
 
 def _get(value: Any, *path: str) -> Any:

@@ -21,8 +21,11 @@ __all__ = [
     "IN_PLACE_SETTINGS",
     "NEW_MACHINES_ONLY",
     "NOT_RENDERED",
+    "REACHES_NO_MACHINE",
     "REBUILD_ONLY",
     "REFUSED",
+    "REFUSED_BY_TALOS",
+    "TALOS_CONFIG_IMMUTABLE",
     "UNPREDICTED",
     "Plan",
     "PlanRow",
@@ -38,6 +41,12 @@ REFUSED = "refused by admission"
 IN_PLACE = "in place:"
 #: The words ending a change that reaches only machines created afterwards.
 NEW_MACHINES_ONLY = "(new machines only)"
+#: The first words of a reason saying the Talos bootstrap provider refuses the changed template.
+REFUSED_BY_TALOS = "refused by the Talos provider"
+#: The row's ``refused`` code for a TalosConfigTemplate changed under its unchanged name.
+TALOS_CONFIG_IMMUTABLE = "TalosConfigImmutable"
+#: The words ending a changed setting that only a refused TalosConfigTemplate carries.
+REACHES_NO_MACHINE = "(refused by the Talos provider: reaches no machine)"
 #: The words ending a changed setting that changes none of the rendered objects.
 NOT_RENDERED = "(no rendered object changes)"
 #: a pool whose release runs another chart than the one emulated: no prediction
