@@ -141,7 +141,6 @@ CHART_RENDERS: list[tuple[str, dict[str, Any]]] = [
         {"instanceType": "", "resources": {"cpu": "2", "memory": "4Gi"}, "podCpuRequest": "0"},
     ),
     ("logSerialConsole", {"logSerialConsole": True}),
-    ("images-kubectl", {"images": {"kubectl": "registry.example/kubectl:v1.35"}}),
     ("quantity-integer", {"diskSize": 21474836480}),
     (
         "registryMirrors-passthrough",

@@ -58,8 +58,9 @@ TEXT_CASES = {
     "kubectl-quote": "images: {kubectl: 'reg.example/kube\"ctl'}",
 }
 #: cases where a classified pool meets a rule of its own (a mirror entry must be a mapping: the
-#: resolver reads its endpoints), so only the classless pool is held to the chart's answer
-CLASS_RULES = {"null-mirror-host"}
+#: resolver reads its endpoints; the Job's image is the platform's, PlatformImageOverride), so only
+#: the classless pool is held to the chart's answer
+CLASS_RULES = {"null-mirror-host", "kubectl-escape", "kubectl-bad-escape", "kubectl-quote"}
 #: values as JSON holds them (a webhook's body): numbers kubectl would have read from YAML as floats
 JSON_CASES: dict[str, dict[str, Any]] = {
     "whole-float-replicas": {"minReplicas": 1.0, "maxReplicas": 3.0},

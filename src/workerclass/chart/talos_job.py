@@ -23,7 +23,10 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .context import ChartInput
+import yaml
+
+from ..violations import Violation
+from .context import ChartInput, ChartRefused
 from .dashboard import RBAC_GROUP
 from .goyaml import to_yaml
 from .kernel_modules import heredoc_installer_image, kernel_modules_list
@@ -283,7 +286,18 @@ def talos_config_template(
     env = {"RELEASE": ctx.cluster_name, "NS": ctx.namespace, "GROUP_NAME": ctx.group_name}
     # kubectl reads the heredoc as go-yaml v2 does (a mirror's 1e+20 is a number, not text). The
     # shell passes the body with the newline before ``EOF``: the ``data: |`` block keeps it.
-    loaded = k8s_load(expand_heredoc(match.group(1) + "\n", env))
+    try:
+        loaded = k8s_load(expand_heredoc(match.group(1) + "\n", env))
+    except yaml.YAMLError:
+        loaded = None
     if not isinstance(loaded, dict):
-        raise AssertionError("the TalosConfigTemplate heredoc is not a mapping")
+        # the chart renders such a Job (it writes these values unquoted), and its kubectl apply fails
+        raise ChartRefused([Violation("Invalid", "spec.talos", _UNREADABLE_TEMPLATE)])
     return loaded
+
+
+_UNREADABLE_TEMPLATE = (
+    "the TalosConfigTemplate the talos-reconcile Job applies is not valid YAML with these values "
+    "(the chart writes talos.installerRepository, talos.schematicID and talos.version into it unquoted): "
+    "kubectl would refuse it and the Job fail"
+)

@@ -164,6 +164,11 @@ def load_instancetypes() -> dict[str, Any]:
     return dict(_instancetypes())
 
 
+def _platform_key(key: object) -> bool:
+    """A top-level values key that is the platform's to set (``_cluster``, ``_namespace``, ...)."""
+    return isinstance(key, str) and key.startswith("_")
+
+
 def chart_input(
     pool_values: Mapping[str, Any],
     *,
@@ -188,7 +193,11 @@ def chart_input(
     """
     chart = chart or ChartSource.shipped()
     platform = DEFAULT_CLUSTER_VALUES if cluster_values is None else cluster_values
-    merged = deep_merge(platform, pool_values)  # a fresh tree: coalesced in place
+    # The platform's values win: a pool's own top-level ``_`` keys (refused at admission as
+    # PlatformValueInPool) never reach a template, so a tenant cannot set what the chart reads as
+    # the platform's (``_cluster`` reaches the Job's shell script and the VM's scheduling).
+    pool_only = {key: value for key, value in pool_values.items() if not _platform_key(key)}
+    merged = deep_merge(platform, pool_only)  # a fresh tree: coalesced in place
     nulls = tuple(null_failures(merged, _defaults(chart.upstream), chart.upstream))  # Helm validates its schema first
     supplied = {} if chart.known else copy_values(merged)  # Helm's engine coalesces a chart the port does not know
     values = _coalesce_owned(merged, _defaults(chart.upstream))

@@ -189,6 +189,17 @@ def _string_map(
     return out
 
 
+#: Why a pool's top-level ``_`` key is refused. Cozystack injects ``_cluster`` and ``_namespace``
+#: (the Secret ``cozystack-values``) into every application's values, and its application API refuses
+#: ``_`` keys a tenant writes; the chart reads ``_cluster`` into the talos-reconcile Job's shell script
+#: (unescaped: it is the platform's) and into the VM's scheduling, so a tenant's copy would run as
+#: the Job's account in the management cluster.
+PLATFORM_VALUE_MESSAGE = (
+    "top-level keys beginning with '_' are the platform's values (Cozystack injects _cluster and "
+    "_namespace into every application); a pool may not set them: remove the key"
+)
+
+
 def parse_pool_spec(spec: object, field: str = "spec") -> tuple[PoolSpec, list[Violation]]:
     """Parse a pool's values: the chart's values plus the class-era keys (API.md section 1).
 
@@ -202,7 +213,10 @@ def parse_pool_spec(spec: object, field: str = "spec") -> tuple[PoolSpec, list[V
     reader = Reader(unknown="warn")
     strict = Reader()
     data = reader.mapping(spec if spec is not None else {}, field) or {}
-    reader.only(data, _POOL_KEYS, field)
+    platform_keys = [key for key in data if isinstance(key, str) and key.startswith("_")]
+    for key in platform_keys:
+        reader.add("PlatformValueInPool", key_path(field, key), PLATFORM_VALUE_MESSAGE)
+    reader.only({key: None for key in data if key not in platform_keys}, _POOL_KEYS, field)
     version = reader.string(data, "version", field)
     if version and not KUBERNETES_MINOR.fullmatch(version):
         message = f"is not a Kubernetes minor (vX.Y; the chart's: {', '.join(CHART_VERSIONS)})"

@@ -154,6 +154,14 @@ PEM_CERTIFICATES = re.compile(
 )
 
 
+#: a line break or another control character, which no Talos version, schematic, URL or repository holds
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_CONTROL_MESSAGE = (
+    "holds a line break or another control character: the chart writes this value into the "
+    "talos-reconcile Job's shell script, where a line break would end its heredoc (the value is not shown)"
+)
+
+
 def _talos(reader: Reader, value: object, field: str, strict: Reader) -> TalosSettings | None:
     """The ``talos`` block. Types go to ``reader``; value patterns the chart lacks go to ``strict``.
 
@@ -176,6 +184,13 @@ def _talos(reader: Reader, value: object, field: str, strict: Reader) -> TalosSe
     values: dict[str, str | None] = {}
     for key, pattern, what in _TALOS_PATTERNS:
         text = reader.string(data, key, field)
+        if text and _CONTROL.search(text):
+            # Refused for every pool, classless too: the chart writes these values into the
+            # talos-reconcile Job's script, where a line break ends its unquoted heredoc and the
+            # lines after it run as shell in the management cluster (or break the Job's YAML).
+            reader.invalid(f"{field}.{key}", _CONTROL_MESSAGE)
+            values[key] = None
+            continue
         if text and not pattern.fullmatch(text):
             path = f"{field}.{key}"
             if pattern is HTTP_URL and URL_CREDENTIALS.match(text):

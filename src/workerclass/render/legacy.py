@@ -85,6 +85,9 @@ def legacy_values(effective: Effective) -> dict[str, Any]:
         return values
     for key in CLASS_ERA_KEYS:
         values.pop(key, None)
+    # The Job's image is the platform's for a pool with a class (it runs as an account of the
+    # management cluster): a stored override, refused at admission, never reaches the render.
+    values.pop("images", None)
     if effective.talos is not None:
         talos = talos_values(effective.talos)
         stored = _values_as_written(effective).get("talos")

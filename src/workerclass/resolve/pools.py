@@ -116,6 +116,13 @@ def _resolve_pool(state: State, record: PoolRecord) -> tuple[Effective | None, l
     if class_name is not None:
         # Format rules the chart lacks refuse only what the class era brings (API.md section 3).
         result.denials.extend(spec.class_violations)
+        if spec.images and spec.images.get("kubectl"):
+            result.deny(
+                "PlatformImageOverride",
+                f"{field}.images.kubectl",
+                "a pool with a class runs the platform's talos-reconcile image: the Job runs as an account "
+                "of the management cluster, so its image is the hoster's; remove images.kubectl",
+            )
     # What the chart refuses at render time (names aside: admission checks them on CREATE only;
     # the tenant namespace rule is a render failure of every read, so it stays).
     seen = {(v.code, v.field) for v in result.denials}
