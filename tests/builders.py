@@ -104,6 +104,9 @@ API_CODES = (
     "InvalidKernelModule",
     "PoolFieldImmutable",
     "ChartNotGated",
+    "PlatformValueInPool",
+    "PlatformImageOverride",
+    "ObjectTooLarge",
     "Invalid",
 )
 

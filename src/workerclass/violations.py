@@ -46,6 +46,9 @@ CODES = frozenset(
         "InvalidKernelModule",
         "PoolFieldImmutable",
         "ChartNotGated",
+        "PlatformValueInPool",
+        "PlatformImageOverride",
+        "ObjectTooLarge",
         "Invalid",
     }
 )

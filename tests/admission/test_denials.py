@@ -55,6 +55,13 @@ class Case:
     also: tuple[str, ...] = ()  # other codes the same request legitimately earns
 
 
+def _nested(depth: int) -> Any:
+    value: Any = "x"
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
 def _case(id: str, obj: Any, code: str, *fields: str, **kwargs: Any) -> Case:
     return Case(id, obj, code, fields, **kwargs)
 
@@ -123,6 +130,19 @@ DENIALS = [
         state=_on_chart("pr3315"),
     ),
     _case("ClassNotFound", make_pool(workerClassName="nope"), "ClassNotFound", "spec.workerClassName"),
+    _case(
+        "PlatformValueInPool",
+        make_release(_cluster={"cluster-domain": "x$(id)"}),
+        "PlatformValueInPool",
+        "spec.values._cluster",
+    ),
+    _case("ObjectTooLarge", make_pool(labels={"a": _nested(100)}), "ObjectTooLarge", "spec"),
+    _case(
+        "PlatformImageOverride",
+        make_pool(images={"kubectl": "registry.example/kubectl:mine"}),
+        "PlatformImageOverride",
+        "spec.images.kubectl",
+    ),
     _case("ClusterNotFound", make_pool(cluster="missing"), "ClusterNotFound", "spec.cluster"),
     _case(
         "ClusterNotFound-other-namespace",
@@ -556,7 +576,7 @@ NEIGHBOURS = [
 
 def test_every_api_code_has_a_denial_row() -> None:
     assert {case.code for case in DENIALS} == set(API_CODES)
-    assert len(API_CODES) == 36
+    assert len(API_CODES) == 39
 
 
 def test_the_implementation_knows_exactly_the_api_codes() -> None:

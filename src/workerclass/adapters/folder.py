@@ -34,6 +34,7 @@ from typing import IO, Any
 import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
+from ..api.bounds import MAX_DEPTH, excess
 from ..chart.kubeyaml import PLAIN_TAG, KubeLoader, json_key, plain_scalar
 from ..state import Document, LoadError, State
 
@@ -152,6 +153,9 @@ def _append(out: list[Document], item: object, origin: str, line: int, warnings:
     with one warning ``FILE#N: ...`` (API.md section 4). Objects of kinds workerclass does not read
     are the State's to skip (and say so)."""
     if isinstance(item, dict) and isinstance(item.get("kind"), str) and item["kind"]:
+        found = excess(item)
+        if found is not None:  # read no further: a deeper walk would fail for the whole STATE
+            raise LoadError(f"{origin.partition('#')[0]}:{line}: the {item['kind']} {found.message}")
         out.append(Document(item, origin, line))
     elif warnings is not None:
         what = "a mapping without kind" if isinstance(item, dict) else _describe(item)
@@ -219,9 +223,12 @@ def read_documents(path: Path, *, label: str | None = None, warnings: list[str] 
         raise LoadError(f"{where}: cannot read: {error.strerror or error}") from None
     except UnicodeDecodeError:
         raise LoadError(f"{where}: not UTF-8 text") from None
-    if path.suffix.lower() == ".json":
-        return parse_json(text, where, warnings=warnings)
-    return parse_documents(text, where, warnings=warnings)
+    try:
+        if path.suffix.lower() == ".json":
+            return parse_json(text, where, warnings=warnings)
+        return parse_documents(text, where, warnings=warnings)
+    except RecursionError:  # the YAML or JSON reader itself: an object nested beyond any bound
+        raise LoadError(f"{where}: an object nests too deep to read (workerclass reads {MAX_DEPTH} levels)") from None
 
 
 def is_helm_chart(folder: Path) -> bool:

@@ -73,10 +73,11 @@ import logging
 import random
 import time
 from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 from ..api import WATCHED, Resource
+from ..api.bounds import excess
 from ..api.resources import APPLICATION_KIND_LABEL, INSTANCETYPE
 from ..chart.source import ChartSource
 from ..state import State
@@ -348,6 +349,8 @@ class ClusterCache:
         #: events applied to the State, and events dropped because nothing read changed
         self.applied = 0
         self.dropped = 0
+        #: objects not read because they are beyond :mod:`workerclass.api.bounds`, by (resource, reason)
+        self.skipped: dict[tuple[str, str], int] = {}
 
     @property
     def read_timeout(self) -> float:
@@ -467,7 +470,12 @@ class ClusterCache:
     def sync_reports(self) -> Sequence[SyncReport]:
         now = self._clock()
         return tuple(
-            age_report(watched.name, self._progress[watched.kind].fresh_at, self._progress[watched.kind].failures, now)
+            replace(
+                age_report(
+                    watched.name, self._progress[watched.kind].fresh_at, self._progress[watched.kind].failures, now
+                ),
+                skipped=sum(count for (name, _), count in self.skipped.items() if name == watched.name),
+            )
             for watched in self.resources
         )
 
@@ -598,6 +606,13 @@ class ClusterCache:
         if not isinstance(raw, dict):
             return None
         raw = dict(raw)
+        found = excess(raw)
+        if found is not None:
+            # one tenant's object beyond the bounds is skipped, said, and never walked: every reader
+            # of a State built with it would fail, and so would the webhook for every tenant
+            metadata = raw.get("metadata")
+            self._skip(watched, metadata if isinstance(metadata, dict) else {}, found.reason, found.message)
+            return None
         # List items of custom resources carry apiVersion and kind; fill them when a server leaves them out.
         raw.setdefault("apiVersion", watched.api_version)
         raw.setdefault("kind", watched.kind)
@@ -606,6 +621,14 @@ class ClusterCache:
             return None
         namespace = metadata.get("namespace") or ""
         return (namespace if isinstance(namespace, str) else "", metadata["name"]), trimmed(watched.kind, raw)
+
+    def _skip(self, watched: Resource, metadata: Mapping[str, Any], reason: str, message: str) -> None:
+        """Count and say an object that is not read (its namespace and name, never its content)."""
+        key = (watched.name, reason)
+        self.skipped[key] = self.skipped.get(key, 0) + 1
+        namespace, name = metadata.get("namespace"), metadata.get("name")
+        shown = "/".join(part for part in (namespace, name) if isinstance(part, str) and part) or "(unnamed)"
+        logger.warning("%s %s is skipped: it %s (fix or delete it)", watched.kind, shown[:300], message)
 
     def _fresh(self, watched: Resource) -> None:
         progress = self._progress[watched.kind]

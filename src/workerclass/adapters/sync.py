@@ -25,6 +25,8 @@ class SyncReport:
     #: seconds since then, ``None`` before the first sync
     staleness: float | None
     failures: int
+    #: objects not read (beyond :mod:`workerclass.api.bounds`): said by a warning, never a stalled source
+    skipped: int = 0
 
 
 def age_report(name: str, fresh_at: float | None, failures: int, now: float) -> SyncReport:

@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ..api.bounds import excess
 from ..api.webhooks import ALL_OPERATIONS
 from ..chart.values import read_chart_defaults
 from ..model import (
@@ -113,6 +114,24 @@ def _old_object(
 # --------------------------------------------------------------------------- mutation
 
 
+def _beyond_bounds(operation: str, obj: Mapping[str, Any] | None) -> Decision | None:
+    """``ObjectTooLarge`` for an object nested or sized beyond :mod:`workerclass.api.bounds`, judged
+    before any rule walks it (a walk of a 1,000-deep object fails with ``RecursionError``)."""
+    if obj is None:
+        return None
+    found = excess(obj)
+    if found is None:
+        return None
+    field = "spec.values" if obj.get("kind") == "HelmRelease" else "spec"
+    return Decision(False, operation, denials=[Violation("ObjectTooLarge", field, f"the object {found.message}")])
+
+
+def _within_bounds(old: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
+    """A stored object beyond the bounds is not read: the request is judged as if nothing were
+    stored (no ratcheting, no class to restore), so a tenant can still replace it with a sound one."""
+    return old if old is None or excess(old) is None else None
+
+
 def mutate(
     state: State, operation: str, obj: Mapping[str, Any] | None, old: Mapping[str, Any] | None = None
 ) -> Decision:
@@ -125,10 +144,10 @@ def mutate(
     Idempotent: a mutated object needs no further patch. Without ``old``, an UPDATE's old object
     is the stored one of the same identity in ``state``.
     """
-    refused = _bad_operation(operation)
+    refused = _bad_operation(operation) or _beyond_bounds(operation, obj)
     if refused is not None:
         return refused
-    old = _old_object(state, operation, obj, old)
+    old = _within_bounds(_old_object(state, operation, obj, old))
     if obj is None or obj.get("kind") != "KubernetesNodes" or operation not in ("CREATE", "UPDATE"):
         return Decision(True, operation, object=obj)
     spec = obj.get("spec")
@@ -208,10 +227,10 @@ def validate(
     field this UPDATE leaves as stored, is a warning; ``ratcheting=False`` judges the object as
     it is (``check --stored``: is what the cluster stores valid, not may it be left as it is).
     """
-    refused = _bad_operation(operation)
+    refused = _bad_operation(operation) or _beyond_bounds(operation, obj)
     if refused is not None:
         return refused
-    old = _old_object(state, operation, obj, old)
+    old = _within_bounds(_old_object(state, operation, obj, old))
     subject = obj if obj is not None else old
     if not isinstance(subject, Mapping):
         return Decision(False, operation, denials=[Violation("Invalid", "object", "no object to admit")])
@@ -247,7 +266,10 @@ def admit(
     Without ``old``, an UPDATE's or DELETE's old object is the stored object of the same identity
     in ``state`` (API.md section 6, as the CLI reads it from STATE). ``ratcheting``: :func:`validate`'s.
     """
-    old = _old_object(state, operation, obj, old)
+    refused = _beyond_bounds(operation, obj)
+    if refused is not None:
+        return refused
+    old = _within_bounds(_old_object(state, operation, obj, old))
     mutation = mutate(state, operation, obj, old)
     if not mutation.allowed:
         return mutation

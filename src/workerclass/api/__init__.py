@@ -10,6 +10,7 @@
   ``crds.py`` generates from them.
 - :mod:`.names`: the closed name sets (families, infrastructures, image sources) as ``Literal`` types.
 - :mod:`.paths`: typed field paths.
+- :mod:`.bounds`: how deep and how large an object workerclass reads may be, measured iteratively.
 
 The bottom layer: it imports nothing else of the package, and every layer may import it.
 """

@@ -142,6 +142,19 @@ def _folder_loader(chart: ChartSource | None) -> Callable[[Path], State]:
     return lambda folder: load_state(folder).with_chart(chart)
 
 
+#: Python frames the process may nest: the API server stores JSON up to 10,000 levels deep (Go's
+#: encoding/json bound), and the JSON reader under the Kubernetes client recurses once per level.
+#: With Python's 1,000 one tenant's deep object failed the list page that carried it, for ever
+#: (every tenant's writes then refused while the webhook stayed unready); with room for 10,000
+#: it is read, then skipped by the bounds of :mod:`workerclass.api.bounds` before anything walks it.
+DEEP_ANSWERS = 25_000
+
+
+def read_deep_answers() -> None:
+    """Let this process decode any object the API server can store (:data:`DEEP_ANSWERS`)."""
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), DEEP_ANSWERS))
+
+
 @serve_app.command("webhook", cls=Command)
 def serve_webhook(
     tls_cert: Annotated[
@@ -217,6 +230,7 @@ def serve_webhook(
     """
     from ..webhook.server import Settings, WebhookServer
 
+    read_deep_answers()
     logging.basicConfig(
         level=log_level.value.upper(),
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
@@ -312,6 +326,7 @@ def serve_controller(
         from lightkube import KubeConfig
     except ImportError:
         fail("the controller needs lightkube: install workerclass[controller]")
+    read_deep_answers()
     from ..adapters.kube import ClusterCache
     from ..api import CONTROLLER_READS
     from ..controller import (

@@ -52,8 +52,8 @@ from ..chart.source import ChartTextMissing
 from ..render import RenderError, render
 from ..render.manifests import release_name
 from ..render.templates import KAIROS_BOOTSTRAP_API, KAIROS_DATA_SECRET_PATH
-from ..resolve import resolve_all
-from ..state import State
+from ..resolve import resolve_pool
+from ..state import PoolRecord, State
 from ..violations import Violation
 
 __all__ = [
@@ -87,7 +87,7 @@ HELM_KEEP = ("helm.sh/resource-policy", "keep")
 HELM_RELEASE_NAME = "meta.helm.sh/release-name"
 HELM_RELEASE_NAMESPACE = "meta.helm.sh/release-namespace"
 
-PoolState = Literal["ready", "refused", "not-resolvable", "waiting-for-release"]
+PoolState = Literal["ready", "refused", "not-resolvable", "waiting-for-release", "failing"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -214,64 +214,71 @@ def desired_workers(state: State, *, kairos_path: str = KAIROS_DATA_SECRET_PATH)
     bootstrap Secret comes as rendered, its join inputs redacted: the controller fills them in
     (:func:`workerclass.render.kairos_bootstrap.with_join_inputs`)."""
     out: list[DesiredPool] = []
-    for record, effective, denials, warnings in resolve_all(state):
+    for record in state.sorted_pools():
         if record.kind == "ComputePlane" or record.class_name is None:
             continue
-        release = record.release or (
-            f"{RELEASE_PREFIX}{record.name}" if record.kind == "KubernetesNodes" else record.name
-        )
-        owner_name = release if record.kind == "KubernetesNodes" else record.name
-        base = DesiredPool(
-            identity=record.identity,
-            kind=record.kind,
-            namespace=record.namespace,
-            release=release,
-            owner=owner_name,
-            class_name=record.class_name,
-            state="ready",
-            warnings=tuple(warnings),
-        )
-        if effective is None:
-            codes = ", ".join(sorted({violation.code for violation in denials})) or "unresolvable"
-            out.append(
-                replace(
-                    base,
-                    state="not-resolvable",
-                    denials=tuple(denials),
-                    message=f"the pool does not resolve ({codes}): left as it is",
-                )
-            )
-            continue
         try:
-            objects = [obj for obj in render(effective, kairos_path=kairos_path) if not _is_hook(obj)]
-        except ChartTextMissing as missing:
-            out.append(replace(base, state="refused", message=f"{missing}: left as it is"))
-            continue
-        except RenderError as error:
+            out.append(_desired(state, record, record.class_name, kairos_path))
+        except Exception as error:  # one pool's failure is that pool's, never the others'
             out.append(
-                replace(
-                    base,
-                    state="refused",
-                    denials=error.failures,
-                    message="the chart refuses the pool: left as it is",
+                DesiredPool(
+                    identity=record.identity,
+                    kind=record.kind,
+                    namespace=record.namespace,
+                    release=record.release or _release_of(record.kind, record.name),
+                    owner=_release_of(record.kind, record.name),
+                    class_name=record.class_name,
+                    state="failing",
+                    message=f"resolving or rendering the pool failed ({type(error).__name__}): left as it is",
                 )
             )
-            continue
-        release = release_name(effective)
-        base = replace(base, release=release, bootstrap=effective.bootstrap)
-        owner = _owner(state, record.namespace, owner_name)
-        if owner is None or not ((owner.get("metadata") or {}).get("uid")):
-            out.append(
-                replace(
-                    base,
-                    state="waiting-for-release",
-                    message=f"waiting for its HelmRelease {record.namespace}/{owner_name}",
-                )
-            )
-            continue
-        marked = [_marked(obj, namespace=record.namespace, release=release, owner=owner) for obj in objects]
-        out.append(replace(base, objects=tuple(_in_apply_order(marked))))
     return out
+
+
+def _release_of(kind: str, name: str) -> str:
+    return f"{RELEASE_PREFIX}{name}" if kind == "KubernetesNodes" else name
+
+
+def _desired(state: State, record: PoolRecord, class_name: str, kairos_path: str) -> DesiredPool:
+    """One classified pool's desired objects (or the state that keeps it from having any)."""
+    effective, denials, warnings = resolve_pool(state, record)
+    release = record.release or _release_of(record.kind, record.name)
+    owner_name = release if record.kind == "KubernetesNodes" else record.name
+    base = DesiredPool(
+        identity=record.identity,
+        kind=record.kind,
+        namespace=record.namespace,
+        release=release,
+        owner=owner_name,
+        class_name=class_name,
+        state="ready",
+        warnings=tuple(warnings),
+    )
+    if effective is None:
+        codes = ", ".join(sorted({violation.code for violation in denials})) or "unresolvable"
+        return replace(
+            base,
+            state="not-resolvable",
+            denials=tuple(denials),
+            message=f"the pool does not resolve ({codes}): left as it is",
+        )
+    try:
+        objects = [obj for obj in render(effective, kairos_path=kairos_path) if not _is_hook(obj)]
+    except ChartTextMissing as missing:
+        return replace(base, state="refused", message=f"{missing}: left as it is")
+    except RenderError as error:
+        return replace(
+            base, state="refused", denials=error.failures, message="the chart refuses the pool: left as it is"
+        )
+    release = release_name(effective)
+    base = replace(base, release=release, bootstrap=effective.bootstrap)
+    owner = _owner(state, record.namespace, owner_name)
+    if owner is None or not ((owner.get("metadata") or {}).get("uid")):
+        return replace(
+            base, state="waiting-for-release", message=f"waiting for its HelmRelease {record.namespace}/{owner_name}"
+        )
+    marked = [_marked(obj, namespace=record.namespace, release=release, owner=owner) for obj in objects]
+    return replace(base, objects=tuple(_in_apply_order(marked)))
 
 
 def classless_releases(state: State) -> set[tuple[str, str]]:
@@ -281,10 +288,7 @@ def classless_releases(state: State) -> set[tuple[str, str]]:
     for record in state.pools.values():
         if record.kind == "ComputePlane" or record.class_name is not None:
             continue
-        release = record.release or (
-            f"{RELEASE_PREFIX}{record.name}" if record.kind == "KubernetesNodes" else record.name
-        )
-        out.add((record.namespace, release))
+        out.add((record.namespace, record.release or _release_of(record.kind, record.name)))
     return out
 
 

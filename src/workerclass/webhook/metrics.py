@@ -122,7 +122,14 @@ class _GaugesCollector(Collector):
                 "Failed lists, watches that broke or went silent, folder loads that failed.",
                 labels=["source"],
             )
+            skipped = CounterMetricFamily(
+                "workerclass_webhook_source_objects_skipped",
+                "Objects the source does not read because they nest or weigh beyond workerclass's bounds "
+                "(each named in a warning of the log); the rest is read as usual.",
+                labels=["source"],
+            )
             for report in self.sync:
+                skipped.add_metric([report.name], report.skipped)
                 if report.last_sync is not None:
                     last.add_metric([report.name], report.last_sync)
                 if report.staleness is not None:
@@ -131,6 +138,7 @@ class _GaugesCollector(Collector):
             yield last
             yield stale
             yield failures
+            yield skipped
 
 
 class WebhookMetrics:

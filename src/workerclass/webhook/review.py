@@ -121,14 +121,26 @@ def _json_type(value: object) -> str:
     return "string" if isinstance(value, str) else type(value).__name__
 
 
+def _deep(body: bytes) -> Any:
+    """A review deeper than orjson reads (1,024 levels), read by the standard library's reader
+    (the server raises the recursion limit for it), so that the object it carries is answered
+    with a denial (``ObjectTooLarge``) rather than an error; ``None`` if that fails too."""
+    try:
+        return json.loads(body)
+    except (ValueError, RecursionError):
+        return None
+
+
 def decode(body: bytes, target: Target) -> Review:
     """Check an AdmissionReview body for ``target``. Raises :class:`EnvelopeError` or :class:`RequestError`."""
     try:
         # orjson: several times faster than json on reviews (the server's hot path), strict about
         # what JSON is (no NaN, UTF-8 only) and limited to 1024 levels of nesting.
         envelope = orjson.loads(body)
-    except orjson.JSONDecodeError:
-        raise EnvelopeError(400, "the body is not JSON (UTF-8, at most 1024 levels deep)") from None
+    except orjson.JSONDecodeError as error:
+        envelope = _deep(body) if "depth" in str(error) else None
+        if envelope is None:
+            raise EnvelopeError(400, "the body is not JSON (UTF-8)") from None
     if not isinstance(envelope, dict):
         raise EnvelopeError(400, "the body is not a JSON object")
     if envelope.get("apiVersion") != API_VERSION or envelope.get("kind") != KIND:
