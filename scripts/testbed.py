@@ -27,6 +27,9 @@ Versions (change one and only that component is rebuilt):
 - the Cluster API core manager v1.10.1 (the version Cozystack ships), ``go install``ed as is.
 - kube-controller-manager from the same ``k8s.io/kubernetes`` wrapper, run with its garbage
   collector only, so that owner references delete what they own on the test bed as in a cluster.
+- kubectl from the same wrapper: the e2e tier runs the talos-reconcile Job's own script with it.
+- the Talos bootstrap provider (CABPT) v0.6.12, the version Cozystack ships, through a wrapper
+  module (its go.mod has a replace); its webhook refuses every change of a TalosConfigTemplate's spec.
 - ``kairos-schema``: our program in ``tests/e2e/kairos_schema`` against kairos-sdk v0.0.21, which
   validates Kairos cloud-configs with Kairos's own schema code (not a server).
 """
@@ -233,6 +236,53 @@ def build_cluster_api(dest: Path, gover: str) -> None:
         built.rename(dest / "capi-manager")
 
 
+def build_kubectl(dest: Path, gover: str) -> None:
+    """kubectl from the same wrapper module: the e2e tier runs the talos-reconcile Job's script with it."""
+    _build_kubernetes(dest, "kubectl")
+
+
+# --------------------------------------------------------------------------- the Talos bootstrap provider
+# CABPT, the version Cozystack ships. Its go.mod has a replace (cel-go), so ``go install`` of the
+# module is refused: a wrapper module requires it, repeats that replace (read from the module's own
+# go.mod, not written here) and builds its main package.
+
+CABPT = "v0.6.12"
+CABPT_MODULE = "github.com/siderolabs/cluster-api-bootstrap-provider-talos"
+
+
+def build_cabpt(dest: Path, gover: str) -> None:
+    work = dest / "src"
+    work.mkdir(parents=True, exist_ok=True)
+    env = go_env(work)
+    out = subprocess.run(
+        ["go", "mod", "download", "-json", f"{CABPT_MODULE}@{CABPT}"],
+        cwd=work,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if out.returncode != 0:
+        raise SystemExit(f"testbed: cannot download {CABPT_MODULE}@{CABPT}: {out.stderr.strip()}")
+    gomod = Path(json.loads(out.stdout)["GoMod"]).read_text()
+    go_line = re.search(r"^go (\S+)", gomod, flags=re.M)
+    replaces = re.findall(r"^replace (\S+ => \S+ \S+)", gomod, flags=re.M)
+    lines = [
+        "module workerclass.test/cabpt",
+        "",
+        f"go {go_line.group(1) if go_line else '1.26.0'}",
+        "",
+        f"require {CABPT_MODULE} {CABPT}",
+        "",
+        *(f"replace {line}" for line in replaces),
+        "",
+    ]
+    (work / "go.mod").write_text("\n".join(lines))
+    (work / "tools.go").write_text(f'//go:build tools\n\npackage tools\n\nimport _ "{CABPT_MODULE}"\n')
+    run(["go", "mod", "tidy"], work, env)
+    run(["go", "build", "-ldflags", "-s -w", "-o", str(dest / "cabpt-manager"), CABPT_MODULE], work, env)
+
+
 # --------------------------------------------------------------------------- Kairos's schema
 # Not a server: a small Go program of ours (tests/e2e/kairos_schema) that judges the cloud-configs
 # workerclass renders for Kairos pools with Kairos's own code (kairos-sdk's schema package), built
@@ -269,6 +319,8 @@ COMPONENTS = [
     ("cluster-api", CLUSTER_API, "capi-manager", build_cluster_api),
     ("kube-controller-manager", KUBERNETES, "kube-controller-manager", build_kube_controller_manager),
     ("kairos-schema", kairos_schema_version(), "kairos-schema", build_kairos_schema),
+    ("kubectl", KUBERNETES, "kubectl", build_kubectl),
+    ("cabpt", CABPT, "cabpt-manager", build_cabpt),
 ]
 
 

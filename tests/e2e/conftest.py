@@ -551,3 +551,66 @@ def capi(
         raise RuntimeError("the Cluster API manager did not start:\n" + process.tail()) from None
     yield running
     process.stop()
+
+
+CABPT_MODULE = "github.com/siderolabs/cluster-api-bootstrap-provider-talos"
+
+
+def cabpt_crds(binaries: Binaries) -> list[dict[str, Any]]:
+    """CABPT's CRDs (TalosConfig, TalosConfigTemplate) from its module, with the contract label
+    Cozystack's kustomization gives them (Cluster API finds a template CRD by it)."""
+    crds = read_crds(module_dir(CABPT_MODULE, binaries.cabpt_version) / "config" / "crd" / "bases")
+    for crd in crds:
+        served = [version["name"] for version in crd["spec"]["versions"] if version.get("served")]
+        crd["metadata"].setdefault("labels", {})[CONTRACT] = "_".join(served)
+    return crds
+
+
+def cabpt_webhooks(binaries: Binaries, base_url: str, ca_pem: bytes) -> list[dict[str, Any]]:
+    """CABPT's webhook configurations (``config/webhook/manifests.yaml`` of its module) by ``url:``."""
+    path = module_dir(CABPT_MODULE, binaries.cabpt_version) / "config" / "webhook" / "manifests.yaml"
+    out = []
+    for doc in yaml.safe_load_all(path.read_text()):
+        if isinstance(doc, dict) and doc.get("kind", "").endswith("WebhookConfiguration"):
+            doc = served_from(doc, base_url, ca_pem)
+            doc["metadata"]["name"] = "cabpt-" + doc["metadata"]["name"]
+            out.append(doc)
+    return out
+
+
+@pytest.fixture(scope="session")
+def cabpt(
+    capi: ClusterAPI, cluster: ApiServer, kube: Kube, binaries: Binaries, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[ClusterAPI]:
+    """The Talos bootstrap provider's manager (the version Cozystack ships), its CRDs and webhooks:
+    what it refuses (a changed TalosConfigTemplate spec) is refused on the bed as in a cluster."""
+    if binaries.cabpt_manager is None:
+        _unavailable("the Talos bootstrap provider (CABPT) is not built: run 'make testbed'")
+    folder = tmp_path_factory.mktemp("cabpt")
+    install_crds(kube, cabpt_crds(binaries))
+    ca = CertAuthority.create("cabpt-webhook-ca")
+    ca.write_pair(folder / "certs", "tls", ca.issue("cabpt-webhook", hosts=["127.0.0.1", "localhost"]))
+    webhook_port, health_port, metrics_port = free_port(), free_port(), free_port()
+    process = Process(
+        "cabpt-manager",
+        [
+            str(binaries.cabpt_manager),
+            f"--kubeconfig={cluster.admin.kubeconfig}",
+            f"--webhook-port={webhook_port}",
+            f"--webhook-cert-dir={folder / 'certs'}",
+            f"--health-addr=127.0.0.1:{health_port}",
+            f"--diagnostics-address=127.0.0.1:{metrics_port}",
+            "--insecure-diagnostics",
+        ],
+        folder / "cabpt-manager.log",
+    ).start()
+    running = ClusterAPI(process, health_port)
+    try:
+        for configuration in cabpt_webhooks(binaries, f"https://127.0.0.1:{webhook_port}", ca.pem):
+            kube.apply(configuration, manager="workerclass-e2e-cabpt")
+        wait_until(running.ready, timeout=90, what="the CABPT manager's /readyz")
+    except Exception:
+        process.stop()
+        raise RuntimeError("the CABPT manager did not start:\n" + process.tail()) from None
+    yield running
+    process.stop()

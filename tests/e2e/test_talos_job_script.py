@@ -35,7 +35,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.conftest import _crd, _unavailable, example_objects, install_crds, read_crds
+from tests.e2e.conftest import _crd, _unavailable, example_objects, install_crds
 from tests.e2e.kube import Kube
 from tests.e2e.testbed import ApiServer, Binaries
 from tests.ops.test_plan import extra, state
@@ -120,7 +120,6 @@ TALOS_SECRETS = {
 def parent(kube: Kube, shared: Path, request: pytest.FixtureRequest) -> dict[str, str]:
     """The parent release's objects the script reads; returns the values they give the script."""
     install_crds(kube, [KCP_CRD])
-    install_crds(kube, read_crds(shared / "upstream-crds" / "cozystack-shipped", "*talosconfigtemplates.yaml"))
     if kube.find("v1", "Namespace", "kube-system") is None:
         kube.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "kube-system"}})
     talos_ca, k8s_ca = "-----BEGIN CERTIFICATE-----\nTALOS\n", "-----BEGIN CERTIFICATE-----\nK8S\n"
@@ -244,7 +243,7 @@ def _cabpt_webhook(kube: Kube) -> bool:
 
 
 def test_the_jobs_script_applies_the_predicted_template_and_a_change_is_what_plan_calls_immutable(
-    cluster: ApiServer, kube: Kube, binaries: Binaries, parent: dict[str, str], tmp_path: Path
+    cluster: ApiServer, kube: Kube, binaries: Binaries, cabpt: object, parent: dict[str, str], tmp_path: Path
 ) -> None:
     kubectl = _kubectl(binaries)
     before_state, after_state = _state(_pool()), _state(_pool({"docker.io": {"endpoints": ["https://mirror.example"]}}))

@@ -67,6 +67,11 @@ class Binaries:
     kubernetes_version: str
     cluster_api_version: str
     kube_controller_manager: Path | None
+    #: built from the same Kubernetes module (the Job scripts' tests run it); ``None`` when not built
+    kubectl: Path | None = None
+    #: the Talos bootstrap provider's manager (its TalosConfigTemplate webhook); ``None`` when not built
+    cabpt_manager: Path | None = None
+    cabpt_version: str = ""
 
 
 def find_binaries() -> tuple[Binaries | None, str]:
@@ -90,6 +95,9 @@ def find_binaries() -> tuple[Binaries | None, str]:
             script.KUBERNETES,
             script.CLUSTER_API,
             paths["kube-controller-manager"] if paths["kube-controller-manager"].exists() else None,
+            paths["kubectl"] if paths["kubectl"].exists() else None,
+            paths["cabpt"] if paths["cabpt"].exists() else None,
+            script.CABPT,
         ),
         "",
     )
