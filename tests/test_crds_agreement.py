@@ -96,18 +96,6 @@ FIELDS = [Field("WorkerClass", path, node) for path, node in walk(schema.CLASS_S
 # --------------------------------------------------------------------------- the exceptions
 
 #: the whitespace Python's ``\\S`` refuses and RE2's accepts (RE2: ``\\s`` is ``[\\t\\n\\f\\r ]``)
-RE2_ONLY_NONSPACE = "".join(c for c in map(chr, range(0x3000 + 1)) if c.isspace() and c not in "\t\n\f\r ")
-
-
-def _re2_whitespace(field: Field, value: object) -> bool:
-    return (
-        isinstance(value, str)
-        and field.node.pattern is not None
-        and r"\S" in field.node.pattern.pattern
-        and any(c in RE2_ONLY_NONSPACE for c in value)
-    )
-
-
 def _pinned_reference(field: Field, value: object) -> bool:
     return field.path[-1] == "reference" and isinstance(value, str) and value != ""
 
@@ -144,14 +132,6 @@ EXCEPTIONS: dict[str, Exception_] = {
         reason="image.reference (class) and kairos.images.<minor>.reference (platform): the parser reads "
         "any string; the reference rule (resolve.classes.reference_problem, ImageNotPinned or Invalid) "
         "runs in admission, stricter than the CRD's PINNED and with its own codes",
-    ),
-    "RE2 whitespace": Exception_(
-        _re2_whitespace,
-        crd=None,
-        parser=False,
-        reason="a pattern's \\S: RE2 counts a vertical tab, U+0085, U+00A0 and other Unicode spaces as "
-        "non-space, Python's re does not; the parser refuses them; no pattern text means the same in both "
-        "engines without listing Python's whitespace set in the CRD",
     ),
     "patch of its minor": Exception_(
         _patch_of_key,
@@ -388,9 +368,6 @@ def test_known_values(field: str, value: object, agreed: bool) -> None:
 
 def test_the_exceptions_hold() -> None:
     """Each row of the table is a real case today (a row that no longer applies is removed, not kept)."""
-    class_url = next(f for f in FIELDS if str(f) == "WorkerClass:spec.talos.imageFactoryURL")
-    obj = build(class_url, "https://factory.example/\v")
-    assert crd_accepts("WorkerClass", obj) and not parser_accepts(class_url, obj)
     reference = next(f for f in FIELDS if str(f) == "WorkerClass:spec.image.reference")
     obj = build(reference, "registry.example.com/w@sha256:" + "A" * 64)
     assert not crd_accepts("WorkerClass", obj) and parser_accepts(reference, obj)

@@ -22,6 +22,7 @@ from workerclass import admit
 from workerclass.adapters.kube import ClusterCache
 from workerclass.api import by_kind
 from workerclass.api.bounds import MAX_DEPTH, excess, measure
+from workerclass.ops import workers as workers_module
 from workerclass.ops.workers import desired_workers
 from workerclass.webhook import Target, decode
 
@@ -100,14 +101,37 @@ def test_the_cache_skips_an_object_beyond_the_bounds_and_says_so(caplog: pytest.
 
 
 @pytest.mark.usefixtures("chart_text")
-def test_one_pools_failure_in_the_controllers_desired_state_is_that_pools() -> None:
+def test_a_deep_pool_is_refused_by_the_controller_and_the_others_are_applied() -> None:
     poison = make_release("poison", workerClassName="talos")
-    poison["spec"]["values"]["x"] = nested(600)  # past Python's own readers: a RecursionError inside
+    poison["spec"]["values"]["x"] = nested(600)  # no webhook sees a HelmRelease: the bounds apply here too
     healthy = make_release("healthy", workerClassName="talos")
     for obj, uid in ((poison, "u1"), (healthy, "u2")):
         obj["metadata"]["uid"] = uid
-    states = {pool.identity.rsplit("-", 1)[-1]: pool.state for pool in desired_workers(make_state([poison, healthy]))}
-    assert states == {"poison": "failing", "healthy": "ready"}
+    pools = {pool.identity.rsplit("-", 1)[-1]: pool for pool in desired_workers(make_state([poison, healthy]))}
+    assert {name: pool.state for name, pool in pools.items()} == {"poison": "refused", "healthy": "ready"}
+    assert "ObjectTooLarge" in pools["poison"].message
+    assert pools["poison"].objects == () and pools["healthy"].objects
+
+
+@pytest.mark.usefixtures("chart_text")
+def test_one_pools_failure_in_the_controllers_desired_state_is_that_pools(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Any exception inside one pool's resolution (a RecursionError a reader did not foresee, say)
+    leaves that pool "failing" and the others as they are."""
+    real = workers_module.resolve_pool
+
+    def resolve(state: Any, record: Any) -> Any:
+        if record.name.endswith("poison"):
+            raise RecursionError("maximum recursion depth exceeded")
+        return real(state, record)
+
+    monkeypatch.setattr(workers_module, "resolve_pool", resolve)
+    poison = make_release("poison", workerClassName="talos")
+    healthy = make_release("healthy", workerClassName="talos")
+    for obj, uid in ((poison, "u1"), (healthy, "u2")):
+        obj["metadata"]["uid"] = uid
+    pools = {pool.identity.rsplit("-", 1)[-1]: pool for pool in desired_workers(make_state([poison, healthy]))}
+    assert {name: pool.state for name, pool in pools.items()} == {"poison": "failing", "healthy": "ready"}
+    assert "RecursionError" in pools["poison"].message
 
 
 def test_one_deep_file_is_an_error_of_its_own_and_the_rest_is_rendered(tmp_path: Path) -> None:

@@ -13,6 +13,7 @@ import pytest
 
 from tests.builders import CERTIFICATE, CERTIFICATE_2, make_class, make_pool, make_release, make_state
 from workerclass import admit
+from workerclass.api.bounds import MAX_DEPTH
 
 BODY = "b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtzc2gtZW"
 ARMOURS = {
@@ -138,9 +139,9 @@ def _nested(depth: int, leaf: Any) -> Any:
 
 
 @pytest.mark.parametrize("leaf", [ARMOURS["openssh"], "harmless"], ids=["key", "no-key"])
-def test_values_nested_a_thousand_deep_are_no_crash(leaf: str) -> None:
+def test_values_nested_deep_but_within_bounds_are_read_whole(leaf: str) -> None:
     pool = make_pool()
-    pool["spec"]["surprise"] = _nested(1000, leaf)  # set after building: the builder deep-copies
+    pool["spec"]["surprise"] = _nested(MAX_DEPTH - 4, leaf)  # set after building: the builder deep-copies
     decision = admit(make_state(), "CREATE", pool)
     assert decision.allowed is (leaf == "harmless")
     codes = {v.code for v in decision.denials}
@@ -148,17 +149,27 @@ def test_values_nested_a_thousand_deep_are_no_crash(leaf: str) -> None:
     assert any(w.startswith("spec.surprise: unknown field") for w in decision.warnings)  # no one reads it
 
 
-def test_a_deep_mapping_under_the_mirror_passthrough_is_no_crash() -> None:
-    deep: Any = {"k": ARMOURS["pgp"]}
-    for _ in range(1200):
-        deep = {"k": deep}
+@pytest.mark.parametrize("leaf", [ARMOURS["openssh"], "harmless"], ids=["key", "no-key"])
+def test_values_nested_a_thousand_deep_are_refused_without_a_crash_or_an_echo(leaf: str) -> None:
     pool = make_pool()
-    pool["spec"]["talos"] = {"registryMirrors": {"ghcr.io": {"endpoints": ["https://m.example"], "x": deep}}}
+    pool["spec"]["surprise"] = _nested(1000, leaf)
     decision = admit(make_state(), "CREATE", pool)
-    assert any(v.code == "PrivateKeyMaterial" for v in decision.denials)
-    before = make_pool()
-    decision = admit(make_state(), "UPDATE", pool, old=before)
-    assert any(v.code == "PrivateKeyMaterial" for v in decision.denials)
+    assert not decision.allowed
+    assert {v.code for v in decision.denials} == {"ObjectTooLarge"}
+    assert all("PRIVATE KEY" not in v.message and "harmless" not in v.message for v in decision.denials)
+
+
+def test_a_deep_mapping_under_the_mirror_passthrough_is_no_crash() -> None:
+    for depth, code in ((MAX_DEPTH - 10, "PrivateKeyMaterial"), (1200, "ObjectTooLarge")):
+        deep: Any = {"k": ARMOURS["pgp"]}
+        for _ in range(depth):
+            deep = {"k": deep}
+        pool = make_pool()
+        pool["spec"]["talos"] = {"registryMirrors": {"ghcr.io": {"endpoints": ["https://m.example"], "x": deep}}}
+        decision = admit(make_state(), "CREATE", pool)
+        assert any(v.code == code for v in decision.denials), depth
+        decision = admit(make_state(), "UPDATE", pool, old=make_pool())
+        assert any(v.code == code for v in decision.denials), depth
 
 
 @pytest.mark.parametrize(

@@ -3,10 +3,11 @@
 Each pattern is kept as its source text (what a CRD's ``pattern`` carries) and compiled once
 (what the parser matches). Patterns the CRD carries must mean the same in Python's ``re``
 (``fullmatch``) and in the API server's RE2 (a search, anchored by ``^...$``): no look-arounds, no
-back-references, and ``[0-9]`` rather than ``\\d`` (Python's ``\\d`` also matches other scripts'
-digits, RE2's does not). The CRDs' declarations of fields are :mod:`.schema`'s.
-``\\S`` stays: RE2 counts a vertical tab and Unicode spaces as non-space where Python does not
-(the agreement test, tests/test_crds_agreement.py, names that case). Its edge: plain data.
+back-references, ``[0-9]`` rather than ``\\d`` (Python's ``\\d`` also matches other scripts'
+digits, RE2's does not), and no ``\\s``/``\\S`` where a CRD reads the pattern (RE2's white space is
+ASCII, Python's Unicode): a URL's path is "no space and no control character", spelled out, so both
+engines and the Job's shell read it alike. The CRDs' declarations of fields are :mod:`.schema`'s.
+Its edge: plain data.
 
 Some patterns here are the rules' alone, no CRD carries them (so they need not be RE2-safe):
 :data:`DIGEST_SUFFIX`, :data:`REFERENCE` and :data:`CREDENTIALS` (an image reference's rule,
@@ -59,7 +60,8 @@ KUBERNETES_MINOR = re.compile(r"^v[0-9]+\.[0-9]+$")
 KUBERNETES_PATCH = re.compile(r"^v[0-9]+\.[0-9]+\.[0-9]+$")
 SCHEMATIC_ID = re.compile(r"^[0-9a-f]{64}$")
 #: an http(s) URL: a bracketed IP literal or a host name, an optional numeric port, then a path
-HTTP_URL = re.compile(r"^https?://(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._-]+)(:[0-9]{1,5})?([/?#]\S*)?$")
+#: of anything but white space and control characters (RE2 and Python read the class alike)
+HTTP_URL = re.compile(r"^https?://(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._-]+)(:[0-9]{1,5})?([/?#][^ \x00-\x1f\x7f]*)?$")
 #: ``user[:password]@`` in the authority of an http(s) URL: credentials never belong in these values
 URL_CREDENTIALS = re.compile(r"^https?://[^\s/?#]*@")
 #: ``<repository>@sha256:<64 hex>``: a disk pinned by digest

@@ -39,6 +39,8 @@ Modules (what lives where, and what of the chart each mirrors):
 - ``dashboard``: ``templates/dashboard-resourcemap.yaml`` (the dashboard RBAC) and cozy-lib's ``_rbac.tpl``.
 - ``talos_job``: ``templates/talos-reconcile-job.yaml`` (RBAC, network policy, the Job) and the
   TalosConfigTemplate its heredoc applies.
+- ``talos_naming``: how the chart in effect names the TalosConfigTemplate (its fixed name, which
+  the Talos provider keeps immutable, or a content hash, PR 3523's), for ``plan``.
 - ``unpin``: PR 3315's pre-delete hook objects ``<release>-unpin``, rendered from the chart's text.
 - ``talos_job_spec``: the ``talos-reconcile-job-spec`` define read from the chart in effect and
   rendered, the Job's name and its command script.

@@ -47,6 +47,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from ..api import WEBHOOK_DOMAIN
+from ..api.bounds import excess
 from ..api.resources import HELM_RELEASE, RELEASE_PREFIX
 from ..chart.source import ChartTextMissing
 from ..render import RenderError, render
@@ -217,22 +218,30 @@ def desired_workers(state: State, *, kairos_path: str = KAIROS_DATA_SECRET_PATH)
     for record in state.sorted_pools():
         if record.kind == "ComputePlane" or record.class_name is None:
             continue
+        beyond = excess(record.values)
+        if beyond is not None:  # refused at admission; a HelmRelease no webhook saw is refused here
+            out.append(_left(record, "refused", f"the pool's values {beyond.message} (ObjectTooLarge): left as it is"))
+            continue
         try:
             out.append(_desired(state, record, record.class_name, kairos_path))
         except Exception as error:  # one pool's failure is that pool's, never the others'
-            out.append(
-                DesiredPool(
-                    identity=record.identity,
-                    kind=record.kind,
-                    namespace=record.namespace,
-                    release=record.release or _release_of(record.kind, record.name),
-                    owner=_release_of(record.kind, record.name),
-                    class_name=record.class_name,
-                    state="failing",
-                    message=f"resolving or rendering the pool failed ({type(error).__name__}): left as it is",
-                )
-            )
+            message = f"resolving or rendering the pool failed ({type(error).__name__}): left as it is"
+            out.append(_left(record, "failing", message))
     return out
+
+
+def _left(record: PoolRecord, state: PoolState, message: str) -> DesiredPool:
+    """A classified pool the controller leaves as it is, and why."""
+    return DesiredPool(
+        identity=record.identity,
+        kind=record.kind,
+        namespace=record.namespace,
+        release=record.release or _release_of(record.kind, record.name),
+        owner=_release_of(record.kind, record.name),
+        class_name=record.class_name or "",
+        state=state,
+        message=message,
+    )
 
 
 def _release_of(kind: str, name: str) -> str:
