@@ -23,6 +23,7 @@ from tests.builders import (
     rename,
 )
 from workerclass import State, admit, resolve, validate
+from workerclass.violations import Denied
 
 #: (id, spec overrides, code, accepted fields)
 CHART_REFUSALS: list[tuple[str, dict[str, Any], str, tuple[str, ...]]] = [
@@ -209,8 +210,9 @@ def test_names_are_refused_on_create(obj: dict[str, Any], field: str) -> None:
     assert has_denial(decision.denials, "InvalidPoolName", field), [str(v) for v in decision.denials]
 
 
-# The tenant namespace rule is the chart's render failure, not a name check: refused on UPDATE too.
-NAMES_ONLY = [r for r in NAMES_REFUSED if r[2] == "metadata.name"]
+# The tenant namespace rule is the chart's render failure, not a name check: refused on UPDATE too;
+# so is a collision with the parent's node group (the chart fails every render of it).
+NAMES_ONLY = [r for r in NAMES_REFUSED if r[2] == "metadata.name" and r[0] != "parent-default-md0"]
 
 
 @pytest.mark.parametrize(("obj", "field"), [r[1:] for r in NAMES_ONLY], ids=[r[0] for r in NAMES_ONLY])
@@ -220,6 +222,21 @@ def test_names_are_never_refused_on_update(obj: dict[str, Any], field: str) -> N
     decision = admit(state, "UPDATE", obj, old=obj)
     assert not any(v.code == "InvalidPoolName" for v in decision.denials), [str(v) for v in decision.denials]
     assert resolve(state, obj).name == obj["metadata"]["name"]
+
+
+@pytest.mark.parametrize("pool", [make_pool("md0"), make_release("md0")], ids=["KubernetesNodes", "HelmRelease"])
+def test_a_stored_pool_on_the_parents_node_group_is_ratcheted_on_update_and_never_resolved(
+    pool: dict[str, Any],
+) -> None:
+    """Applied, the pool would take the parent's MachineDeployment (and its deletion would delete it):
+    the controller and ``render`` refuse it; an UPDATE that leaves it as stored is let through, said."""
+    state = _state_with_namespaces()
+    decision = admit(state, "UPDATE", pool, old=pool)
+    assert decision.allowed, [str(v) for v in decision.denials]
+    assert any("still manages nodeGroup 'md0'" in warning for warning in decision.warnings)
+    with pytest.raises(Denied) as refused:
+        resolve(state, pool)
+    assert has_denial(refused.value.violations, "InvalidPoolName", "metadata.name")
 
 
 def test_a_name_of_36_characters_is_the_longest() -> None:

@@ -23,7 +23,7 @@ from tests.builders import NAMESPACE, SSH_KEY, make_pool, make_state
 from tests.kairos_join import TOKEN, ca_certificate, join_input_secrets, kubeadm_hash
 from workerclass.controller.workers import FIELD_MANAGER, WorkerController
 from workerclass.ops.providers import KAIROS_TEMPLATE_CRD
-from workerclass.ops.workers import POOL_ANNOTATION, POOL_LABEL, pool_key
+from workerclass.ops.workers import PINNED_ANNOTATION, POOL_ANNOTATION, POOL_LABEL, pool_key
 from workerclass.render.hash import HASH_VERSION_ANNOTATION, TEMPLATE_HASH_ANNOTATION
 
 #: Talos pools render the talos-reconcile Job from the chart's own text: the mirror's gated main chart
@@ -240,8 +240,8 @@ async def test_the_join_inputs_are_read_on_a_full_resync_and_when_the_secret_cha
 
     class Counting(FakeClient):
         async def get(self, resource: Any, name: str, *, namespace: str | None = None) -> Any:
-            if _kind(resource) == "Secret":
-                reads.append(name)
+            if _kind(resource) == "Secret" and not name.startswith("kubernetes-example-kairos-"):
+                reads.append(name)  # the join inputs (the bootstrap Secret itself is read once for its owner)
             return await super().get(resource, name, namespace=namespace)
 
     client = Counting(join_input_secrets(NAMESPACE, "example"))
@@ -450,3 +450,75 @@ async def test_the_worker_loop_waits_quietly_for_the_first_state() -> None:
             await asyncio.sleep(0.01)
     stop.set()
     await asyncio.wait_for(loop, 5)
+
+
+def _deployment_name(pool: Mapping[str, Any]) -> str:
+    return f"kubernetes-{pool['metadata']['name']}"  # kubernetes-<cluster>-<pool>, the chart's name
+
+
+@pytest.mark.parametrize(
+    ("labels", "annotations", "owner"),
+    [
+        (
+            {},
+            {"meta.helm.sh/release-name": "kubernetes-example", "meta.helm.sh/release-namespace": NAMESPACE},
+            "another Helm release",
+        ),
+        ({POOL_LABEL: pool_key(NAMESPACE, "kubernetes-nodes-example-other")}, {}, "another workerclass pool"),
+        ({}, {}, "no pool and no Helm release"),
+    ],
+    ids=["parent-release", "another-pool", "by-hand"],
+)
+async def test_an_object_another_owner_has_is_never_taken_over(
+    labels: dict[str, str], annotations: dict[str, str], owner: str
+) -> None:
+    """The pool's MachineDeployment name is taken (the parent app's node group, another pool's
+    object, one made by hand): the pool is refused, nothing of it is applied, and the object is
+    left exactly as it was (no field taken, no owner reference a tenant's release could delete)."""
+    foreign = {
+        "apiVersion": "cluster.x-k8s.io/v1beta1",
+        "kind": "MachineDeployment",
+        "metadata": {
+            "name": _deployment_name(TALOS),
+            "namespace": NAMESPACE,
+            "labels": labels,
+            "annotations": annotations,
+        },
+        "spec": {"clusterName": "kubernetes-example", "replicas": 3},
+    }
+    client = FakeClient([foreign])
+    controller = WorkerController(client, events=False)
+    report = await controller.reconcile(state_of(TALOS), full=True)
+    assert report.states == {"tenant-example/example-talos": "refused"}
+    message = controller._pool_states["tenant-example/example-talos"][1]
+    assert f"MachineDeployment {NAMESPACE}/{_deployment_name(TALOS)} exists and belongs to {owner}" in message
+    assert applied(client) == []
+    assert client.objects[("MachineDeployment", NAMESPACE, _deployment_name(TALOS))] == foreign
+    # the object goes: the pool is applied on the next pass
+    del client.objects[("MachineDeployment", NAMESPACE, _deployment_name(TALOS))]
+    report = await controller.reconcile(state_of(TALOS), full=True)
+    assert report.states == {"tenant-example/example-talos": "applied"}
+
+
+async def test_the_objects_helm_made_for_the_same_release_are_taken_over() -> None:
+    """A handoff: the classless pool's objects, made by Helm for this very release (and pinned while
+    the pool was classless), are the pool's."""
+    helm = {
+        "apiVersion": "cluster.x-k8s.io/v1beta1",
+        "kind": "MachineDeployment",
+        "metadata": {
+            "name": _deployment_name(TALOS),
+            "namespace": NAMESPACE,
+            "labels": {"app.kubernetes.io/managed-by": "Helm"},
+            "annotations": {
+                "meta.helm.sh/release-name": "kubernetes-nodes-example-talos",
+                "meta.helm.sh/release-namespace": NAMESPACE,
+                PINNED_ANNOTATION: "handoff",
+            },
+        },
+        "spec": {"clusterName": "kubernetes-example", "replicas": 3},
+    }
+    client = FakeClient([helm])
+    report = await WorkerController(client, events=False).reconcile(state_of(TALOS), full=True)
+    assert report.states == {"tenant-example/example-talos": "applied"}
+    assert ("MachineDeployment", NAMESPACE, _deployment_name(TALOS)) in applied(client)

@@ -7,8 +7,9 @@ most 53 characters (``kubernetes-nodes-`` + 36). The chart then takes the pool n
 release name and fails unless it starts with ``kubernetes-nodes-<cluster>-``; cozy-lib fails for
 a namespace that is not ``tenant-...``; and the chart's ownership lookup fails when the parent
 Kubernetes app still manages a nodeGroup of the pool's name (the parent chart's default ``md0``
-unless its ``nodeGroups`` delete it). Each of those is ``InvalidPoolName`` here, field
-``metadata.name`` (``metadata.namespace`` for the namespace).
+unless its ``nodeGroups`` delete it). Each of those is ``InvalidPoolName``, field
+``metadata.name`` (``metadata.namespace`` for the namespace); the last two are resolution's
+(:func:`workerclass.resolve.checks.check_node_group_collision`), on every path.
 
 Messages quote a name only when it is a DNS label (a name that is not may hold anything).
 """
@@ -20,6 +21,7 @@ from typing import Any
 
 from ..api.patterns import DNS_1035
 from ..api.resources import RELEASE_PREFIX
+from ..chart.checks import is_foreign_pool
 from ..resolve import chart_checks
 from ..rules.pools import shown_name
 from ..state import PoolRecord, State
@@ -42,15 +44,14 @@ def _for_release(message: str) -> str:
 def name_violations(state: State, record: PoolRecord, obj: Mapping[str, Any]) -> list[Violation]:
     """Every naming rule a pool CREATE breaks; ``[]`` for ComputePlane groups (not pools here).
 
-    The API's own rule (DNS-1035, length) is checked here; the chart's release-name and tenant
-    namespace rules come from the chart's checks (:func:`~workerclass.resolve.chart_checks`);
-    the ownership collision needs the parent app, which only State has. The namespace rule is
-    left to resolution, which reports it on UPDATE too (the chart fails to render the pool).
+    The API's own rule (DNS-1035, length) is checked here; the chart's release-name rule comes
+    from the chart's checks (:func:`~workerclass.resolve.chart_checks`). The namespace rule and
+    the collisions with the parent's node groups are left to resolution, which reports them on
+    every operation and every path (the chart fails to render such a pool).
     """
     if record.kind not in ("KubernetesNodes", "HelmRelease"):
         return []
     out: list[Violation] = []
-    cluster = record.cluster
     if record.kind == "KubernetesNodes" and (len(record.name) > MAX_POOL_NAME or not DNS_1035.fullmatch(record.name)):
         out.append(
             Violation(
@@ -61,23 +62,11 @@ def name_violations(state: State, record: PoolRecord, obj: Mapping[str, Any]) ->
             )
         )
     for failure in chart_checks(state, record):
-        # The tenant namespace rule is a render failure: resolution reports it on every operation.
-        if failure.code != "InvalidPoolName" or failure.field == "metadata.namespace":
+        # The tenant namespace rule and a MachineDeployment another release owns are render
+        # failures: resolution reports them on every operation.
+        if failure.code != "InvalidPoolName" or failure.field == "metadata.namespace" or is_foreign_pool(failure):
             continue
         if record.kind == "HelmRelease":
             failure = Violation(failure.code, failure.field, _for_release(failure.message))
         out.append(failure)
-    prefix = f"{RELEASE_PREFIX}{cluster}-"
-    pool = record.release.removeprefix(prefix) if cluster and record.release.startswith(prefix) else ""
-    parent = state.cluster(record.namespace, cluster) if cluster else None
-    if parent is not None and pool and pool in parent.node_groups:
-        out.append(
-            Violation(
-                "InvalidPoolName",
-                "metadata.name",
-                f"the parent Kubernetes app {shown_name(cluster)} still manages nodeGroup {shown_name(pool)}: its "
-                "MachineDeployment kubernetes-<cluster>-<pool> belongs to the parent; rename the pool or remove "
-                "that nodeGroup from the parent first",
-            )
-        )
     return out

@@ -268,6 +268,17 @@ def _check_talos_matrix(inp: ChartInput, out: _Collector) -> None:
         )
 
 
+#: the words that mark :func:`_check_foreign_pool`'s failure (:func:`is_foreign_pool`)
+_FOREIGN = "is already managed by release"
+
+
+def is_foreign_pool(failure: Violation) -> bool:
+    """Whether ``failure`` is the chart's ``assertNoForeignPool``: the pool's MachineDeployment is
+    another release's. Unlike the chart's other name rules, it is about what lives, not the name
+    alone, so it refuses the pool on every path (resolution, the controller, ``render``)."""
+    return failure.code == "InvalidPoolName" and _FOREIGN in failure.message
+
+
 def _check_foreign_pool(inp: ChartInput, out: _Collector) -> None:
     """``kubernetes-nodes.assertNoForeignPool``: the MachineDeployment belongs to another release."""
     owner = inp.existing_machinedeployment_release
@@ -279,7 +290,7 @@ def _check_foreign_pool(inp: ChartInput, out: _Collector) -> None:
     out.add(
         "InvalidPoolName",
         "metadata.name",
-        f"kubernetes-nodes: MachineDeployment {shown} is already managed by release {owner_shown}, not this pool's "
+        f"kubernetes-nodes: MachineDeployment {shown} {_FOREIGN} {owner_shown}, not this pool's "
         "release: the pool name collides with a nodeGroup the parent kubernetes chart still manages. Rename the pool "
         "or remove it from the parent Kubernetes CR's nodeGroups first.",
         prefix=False,

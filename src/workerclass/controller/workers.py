@@ -75,6 +75,7 @@ from ..ops.workers import (
     covers,
     desired_workers,
     difference,
+    foreign_owner,
     pool_key,
     worker_kind,
 )
@@ -354,6 +355,39 @@ class WorkerController:
                 f"the join inputs of {pool.namespace}/{cluster} are not usable: {invalid}"
             ) from None
 
+    async def _read(self, obj: Mapping[str, Any]) -> dict[str, Any] | None:
+        """The live object of ``obj``'s kind, namespace and name; ``None`` when there is none."""
+        kind = worker_kind(str(obj.get("kind")))
+        if kind is None:
+            raise ValueError(f"not a worker kind: {obj.get('kind')}")
+        _, namespace, name = _key(obj)
+        try:
+            live = await self._client.get(self._resource(kind), name, namespace=namespace if kind.namespaced else None)
+        except Exception as error:
+            if status_code(error) == 404:
+                return None
+            raise
+        return live.to_dict() if hasattr(live, "to_dict") else dict(live)
+
+    async def _taken(self, pool: DesiredPool, objects: list[dict[str, Any]]) -> str | None:
+        """Why the pool must not be applied: one of its objects exists and is not the pool's to
+        take (:func:`~workerclass.ops.workers.foreign_owner`); ``None`` when every object is the
+        pool's or absent. Objects this process knows carry our label; the others are read once,
+        before the first apply (after it they carry the label and are known)."""
+        for obj in objects:
+            key = _key(obj)
+            live = self._live.get(key)
+            if live is None:
+                live = await self._read(obj)
+            owner = foreign_owner(live, pool.namespace, pool.release) if live is not None else None
+            if owner is not None:
+                where = f"{key[1]}/{key[2]}" if key[1] else key[2]
+                return (
+                    f"{key[0]} {where} exists and belongs to {owner}: workerclass never takes over an object "
+                    "it does not own; rename the pool, or delete that object if nothing uses it"
+                )
+        return None
+
     async def _release_exists(self, namespace: str, name: str) -> bool:
         from lightkube.generic_resource import create_namespaced_resource
 
@@ -567,6 +601,13 @@ class WorkerController:
         running = [self._live[key] for key in sorted(self._by_pool.get(pool.key, ()))]
         objects = keep_running(list(pool.objects), running) if running else list(pool.objects)
         try:
+            taken = await self._taken(pool, objects)
+            if taken is not None:
+                report.states[pool.identity] = "refused"
+                if self.metrics is not None:
+                    self.metrics.apply_errors.labels("foreign").inc()
+                await self._report(pool, "refused", taken)
+                return
             objects = [
                 await self._joined(pool, obj, fresh=fresh) if is_bootstrap_secret(obj) else obj for obj in objects
             ]

@@ -72,6 +72,7 @@ __all__ = [
     "covers",
     "desired_workers",
     "difference",
+    "foreign_owner",
     "pool_key",
     "worker_kind",
 ]
@@ -139,6 +140,33 @@ def worker_kind(kind: str) -> WorkerKind | None:
 def pool_key(namespace: str, release: str) -> str:
     """A label value for the pool's release: 40 hex characters of its sha256 (names can exceed 63)."""
     return hashlib.sha256(f"{namespace}/{release}".encode()).hexdigest()[:40]
+
+
+def foreign_owner(live: Mapping[str, Any], namespace: str, release: str) -> str | None:
+    """Who, other than the pool of ``namespace``/``release``, owns the live object ``live``; ``None``
+    when the pool may apply over it.
+
+    The pool may: an object it applied (our pool label with its :func:`pool_key`), or one Helm made
+    for the same release (the classless pool's objects a handoff takes over). Anything else (another
+    pool's object, another release's, the parent app's ``md0``, an object made by hand) is never
+    force-applied: a takeover would move it, and an owner reference on it would let the tenant's
+    release delete it. The answer names kinds of owners, never values from the object.
+    """
+    meta = live.get("metadata")
+    meta = meta if isinstance(meta, Mapping) else {}
+    labels = meta.get("labels")
+    labels = labels if isinstance(labels, Mapping) else {}
+    annotations = meta.get("annotations")
+    annotations = annotations if isinstance(annotations, Mapping) else {}
+    ours = labels.get(POOL_LABEL)
+    if ours is not None:
+        return None if ours == pool_key(namespace, release) else "another workerclass pool"
+    helm = (annotations.get(HELM_RELEASE_NAMESPACE), annotations.get(HELM_RELEASE_NAME))
+    if helm == (namespace, release):
+        return None
+    if helm[1] is not None:
+        return "another Helm release"
+    return "no pool and no Helm release (it was made another way)"
 
 
 @dataclass(frozen=True)

@@ -7,11 +7,20 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from ..api.patterns import DNS_LABEL
+from ..api.resources import RELEASE_PREFIX
 from ..model import PoolSpec
+from ..rules.pools import shown_name
 from ..state import PoolRecord, State
 from .resolution import Resolution
 
-__all__ = ["check_health", "check_pool_name", "check_replicas", "check_talos_vgpu", "pool_names"]
+__all__ = [
+    "check_health",
+    "check_node_group_collision",
+    "check_pool_name",
+    "check_replicas",
+    "check_talos_vgpu",
+    "pool_names",
+]
 
 
 def check_replicas(spec: PoolSpec, field: str, result: Resolution) -> None:
@@ -74,3 +83,30 @@ def check_pool_name(state: State, record: PoolRecord, result: Resolution) -> Non
             f"{' and '.join(others)} {record.identity} has the same name as this {record.kind}: their Cluster API "
             "objects collide; if one is the other's backing release, keep only one in STATE"
         )
+
+
+def check_node_group_collision(state: State, record: PoolRecord, result: Resolution) -> None:
+    """``InvalidPoolName``: the pool's release names a node group its parent Kubernetes app still
+    manages (the parent chart's default ``md0`` unless its ``nodeGroups`` drop it).
+
+    Both would render the MachineDeployment ``kubernetes-<cluster>-<pool>``, its health check and
+    WorkloadMonitor; the chart refuses the pool at every render once the parent's objects exist
+    (``assertNoForeignPool``). Refused on every path and every operation (a HelmRelease no webhook
+    sees included): applied, the pool would take the parent's node group over, and deleting the
+    pool's release would delete it. An UPDATE that leaves the values as stored is ratcheted.
+    """
+    if record.kind not in ("KubernetesNodes", "HelmRelease") or not record.cluster:
+        return
+    prefix = f"{RELEASE_PREFIX}{record.cluster}-"
+    pool = record.release.removeprefix(prefix) if record.release.startswith(prefix) else ""
+    parent = state.cluster(record.namespace, record.cluster)
+    if parent is None or not pool or pool not in parent.node_groups:
+        return
+    cluster, group = shown_name(record.cluster), shown_name(pool)
+    result.deny(
+        "InvalidPoolName",
+        "metadata.name",
+        f"the parent Kubernetes app {cluster} still manages nodeGroup {group}: its MachineDeployment "
+        "kubernetes-<cluster>-<pool> belongs to the parent; rename the pool or remove that nodeGroup from the "
+        "parent first",
+    )

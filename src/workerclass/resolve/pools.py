@@ -14,13 +14,14 @@ from typing import Any
 
 from ..api.paths import is_within
 from ..api.resources import KUBERNETES_NODES
+from ..chart.checks import is_foreign_pool
 from ..rules.family import assumed_family
 from ..rules.keys import private_key_paths
 from ..rules.supplied import kairos_read_paths, strip_paths
 from ..state import ClassRecord, PoolRecord, State, pool_from_object
 from ..violations import Denied, Violation
 from .chart import CLASS_RESOLVED_CODES, chart_checks
-from .checks import check_health, check_pool_name, check_replicas
+from .checks import check_health, check_node_group_collision, check_pool_name, check_replicas
 from .classes import class_problems
 from .effective import Effective
 from .kairos import resolve_kairos
@@ -75,6 +76,7 @@ def _resolve_pool(state: State, record: PoolRecord) -> tuple[Effective | None, l
         )
 
     check_pool_name(state, record, result)
+    check_node_group_collision(state, record, result)
 
     if record.kind == "ComputePlane":
         cluster = state.compute_planes.get((record.namespace, record.cluster))
@@ -124,10 +126,12 @@ def _resolve_pool(state: State, record: PoolRecord) -> tuple[Effective | None, l
                 "of the management cluster, so its image is the hoster's; remove images.kubectl",
             )
     # What the chart refuses at render time (names aside: admission checks them on CREATE only;
-    # the tenant namespace rule is a render failure of every read, so it stays).
+    # the tenant namespace rule and a MachineDeployment another release owns are render failures
+    # of every read, so they stay).
     seen = {(v.code, v.field) for v in result.denials}
     for failure in chart_checks(state, record):
-        if (failure.code == "InvalidPoolName" and failure.field != "metadata.namespace") or (
+        name_rule = failure.field != "metadata.namespace" and not is_foreign_pool(failure)
+        if (failure.code == "InvalidPoolName" and name_rule) or (
             class_name is not None and failure.code in CLASS_RESOLVED_CODES
         ):
             continue
