@@ -530,3 +530,28 @@ async def test_the_controllers_pool_lister_reads_the_api_not_the_cache() -> None
             await lister.selecting("talos-spare")
     finally:
         await cache.stop()
+
+
+async def test_forged_class_deletes_cannot_make_the_webhook_list_the_cluster_per_request(tmp_certs: CertFiles) -> None:
+    """Anyone who reaches the webhook's port can send WorkerClass DELETE reviews; each would list
+    every pool in the cluster. Past the bucket the cache's decision is answered, counted."""
+    client = LaggingClient(example_objects())
+    cache = ClusterCache(client, retry_delay=0.01)
+    settings = fast_settings(live_read_rate=0.001, live_read_burst=3)
+    server = WebhookServer(cache, tls=ReloadingContext(tmp_certs.cert, tmp_certs.key), settings=settings)
+    await server.start()
+    try:
+        await cache.wait_synced(5)
+        https = Client(server.port, tmp_certs.client_context())
+        used = review(None, operation="DELETE", old=worker_class("talos-example-r1", bootstrap="talos"))
+        listed = len(client.lists)
+        answers = [
+            (await asyncio.to_thread(https.post_review, "/validate/workerclasses", used)).response for _ in range(20)
+        ]
+        assert all(answer["allowed"] is False and answer["status"]["reason"] == "ClassInUse" for answer in answers)
+        pool_lists = [kind for kind, _ in client.lists[listed:]]
+        assert len(pool_lists) == 3 * 2  # three reads (KubernetesNodes and HelmRelease each), then none
+        assert live_reads(server, "validate-workerclasses", "limited") == 17
+        await asyncio.to_thread(https.close)
+    finally:
+        await server.stop()

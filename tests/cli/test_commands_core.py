@@ -234,7 +234,7 @@ def test_admit_delete_class_in_use(state: Path, tmp_path: Path) -> None:
     assert result.exit_code == 1
     (denial,) = json.loads(result.stdout)["denials"]
     assert denial["code"] == "ClassInUse"
-    assert "tenant-example/example-talos" in denial["message"]
+    assert denial["message"].startswith("1 live pool(s) in 1 namespace(s) select WorkerClass talos-example-r1")
 
 
 def test_admit_update_and_delete_of_a_builtin_class(state: Path, tmp_path: Path) -> None:

@@ -262,7 +262,8 @@ async def test_status_in_the_api_shape(operator: kmock.KubernetesEmulator) -> No
     assert set(accepted) == set(in_use) == {"type", "status", "reason", "message", "observedGeneration"}
     assert (accepted["type"], accepted["status"], accepted["reason"]) == ("Accepted", "True", "Valid")
     assert (in_use["type"], in_use["status"], in_use["reason"]) == ("InUse", "True", "PoolsSelectClass")
-    assert "tenant-example/example-talos" in in_use["message"]
+    assert in_use["message"].startswith("1 live pool(s) in 1 namespace(s) select this class")
+    assert "tenant-example" not in in_use["message"]  # a class is readable by every tenant: no names
     assert accepted["observedGeneration"] == 1
     assert obj["spec"] == {"bootstrap": "talos", "talos": {"version": "v1.13.6"}}  # status only: the spec is untouched
     await eventually(lambda: pools_of(operator, "kairos-example-v1-35-6-r1") == 1)
@@ -277,7 +278,7 @@ async def test_pool_count_follows_pools(operator: kmock.KubernetesEmulator) -> N
     reply = await operator.delete(url_of(NODES, NS, "second"))
     assert reply.status == 200
     await eventually(lambda: pools_of(operator, "talos-example-r1") == 2)
-    assert "tenant-example/third" in conditions(stored(operator, "talos-example-r1"))["InUse"]["message"]
+    assert "2 live pool(s)" in conditions(stored(operator, "talos-example-r1"))["InUse"]["message"]
 
 
 async def test_a_class_that_breaks_the_rules_is_not_accepted(operator: kmock.KubernetesEmulator) -> None:
@@ -766,16 +767,16 @@ async def test_a_bug_in_the_finalizer_pass_never_ends_the_controller(
 ) -> None:
     import workerclass.controller as controller_module
 
-    real = controller_module.deletion_blocker
+    real = controller_module.selecting
     calls: list[str] = []
 
-    def failing_once(state: State, name: str) -> str | None:
+    def failing_once(state: State, name: str) -> list[str]:
         calls.append(name)
         if len(calls) == 1:
             raise KeyError("a bug")
         return real(state, name)
 
-    monkeypatch.setattr(controller_module, "deletion_blocker", failing_once)
+    monkeypatch.setattr(controller_module, "selecting", failing_once)
     state = State.from_objects([*example_objects(), deleted_class("going", FINALIZER)])
     source, finalizers = Source(state), Finalizers()
     controller = fake_controller(source, finalizers=finalizers, retry_delay=0.05)

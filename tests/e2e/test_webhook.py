@@ -169,7 +169,8 @@ def test_a_class_in_use_cannot_be_deleted_and_its_spec_cannot_change(
     wait_until(lambda: not _deletable(kube, "talos-e2e-r1"), timeout=20, what="ClassInUse from the webhook")
     with pytest.raises(KubeError) as caught:
         kube.delete(CLASSES, "WorkerClass", "talos-e2e-r1", missing_ok=False)
-    assert "ClassInUse" in caught.value.message and "example-e2e-selects" in caught.value.message
+    assert "ClassInUse" in caught.value.message and "1 live pool(s) in 1 namespace(s)" in caught.value.message
+    assert "example-e2e-selects" not in caught.value.message  # counts, never another tenant's names
     kube.delete(POOLS, "KubernetesNodes", "example-e2e-selects", TENANT)
     wait_until(lambda: _deletable(kube, "talos-e2e-r1"), timeout=20, what="the class deletable once unused")
 

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from workerclass.adapters.folder import load_state
-from workerclass.ops.status import SHOWN_POOLS, class_status, deletion_blocker
+from workerclass.ops.status import class_status, deletion_blocker
 from workerclass.state import State
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -88,16 +88,27 @@ def test_live_pools_of_every_kind_are_counted() -> None:
     assert status is not None and status["pools"] == 3
     in_use = conditions(status)["InUse"]
     assert (in_use["status"], in_use["reason"]) == ("True", "PoolsSelectClass")
-    assert "tenant-example/a" in in_use["message"] and "tenant-example/c" in in_use["message"]
+    assert in_use["message"].startswith("3 live pool(s) in 1 namespace(s) select this class")
     assert deletion_blocker(make_state(objects), "talos-example-r1") is not None
     assert deletion_blocker(make_state(objects), KAIROS_FIXED) is None
 
 
-def test_many_pools_are_shown_up_to_a_limit() -> None:
-    objects = [make_pool(f"p{index:02}", workerClassName="talos-example-r1") for index in range(SHOWN_POOLS + 3)]
-    status = class_status(make_state(objects), "talos-example-r1")
-    assert status is not None and status["pools"] == SHOWN_POOLS + 3
-    assert "(3 more)" in conditions(status)["InUse"]["message"]
+def test_no_tenant_reads_another_tenants_pools_in_a_class() -> None:
+    """A class is readable wherever tenants pick classes: its status and the ClassInUse answer (which
+    reaches whoever calls the webhook's port) count pools and namespaces, never name them."""
+    objects = []
+    for index, team in enumerate(["alpha", "alpha", "bravo", "charlie"] * 2):
+        pool = make_pool(f"example-p{index:02}", workerClassName="talos-example-r1")
+        pool["metadata"]["namespace"] = f"tenant-{team}"
+        objects.append(pool)
+    state = make_state(objects)
+    status = class_status(state, "talos-example-r1", 1, {"tenant-alpha/example-p00": "refused"})
+    assert status is not None and status["pools"] == 8
+    said = [condition["message"] for condition in status["conditions"]]
+    said.append(deletion_blocker(state, "talos-example-r1") or "")
+    for text in said:
+        assert "tenant-" not in text and "example-p" not in text, text
+    assert "8 live pool(s) in 3 namespace(s)" in said[1] and "8 live pool(s) in 3 namespace(s)" in said[3]
 
 
 def test_a_class_that_breaks_the_rules_is_not_accepted() -> None:
@@ -147,7 +158,7 @@ def test_a_pool_seen_as_both_kinds_is_counted_once() -> None:
     ("workers", "status", "reason", "says"),
     [
         (None, None, None, None),
-        ({}, "False", "Pending", "tenant-example/example-a, tenant-example/example-b not reconciled yet"),
+        ({}, "False", "Pending", "2 pool(s) in 1 namespace(s) not reconciled yet"),
         (
             {"tenant-example/example-a": "applied", "tenant-example/example-b": "applied"},
             "True",
@@ -158,19 +169,19 @@ def test_a_pool_seen_as_both_kinds_is_counted_once() -> None:
             {"tenant-example/example-a": "applied", "tenant-example/example-b": "waiting-for-rollout"},
             "False",
             "WaitingForRollout",
-            "tenant-example/example-b rolling out its machines; 1 applied",
+            "1 pool(s) in 1 namespace(s) rolling out their machines; 1 applied",
         ),
         (
             {"tenant-example/example-a": "refused", "tenant-example/example-b": "waiting-for-rollout"},
             "False",
             "Refused",
-            "tenant-example/example-a refused",
+            "1 pool(s) in 1 namespace(s) refused",
         ),
         (
             {"tenant-example/example-a": "not-resolvable", "tenant-example/example-b": "failing"},
             "False",
             "NotResolvable",
-            "tenant-example/example-b failing to apply",
+            "1 pool(s) in 1 namespace(s) failing to apply",
         ),
     ],
     ids=["no-worker-controller", "not-reconciled", "all-applied", "rolling", "refused-first", "unresolvable-first"],

@@ -52,7 +52,7 @@ from ..api import FINALIZER
 from ..api.resources import CLASS_SELECTORS, WORKER_CLASS
 from ..ops.status import class_status
 from ..rules.classes import BUILTIN_FAMILIES
-from ..rules.usage import deletion_blocker, in_use_message, selecting
+from ..rules.usage import in_use_message, pool_list, selecting
 from ..state import State
 from .reporting import post_object_event
 from .workers import FIELD_MANAGER, wait_first
@@ -393,7 +393,8 @@ class ClassController:
     async def _release(self, state: State, name: str, seen: list[str], now: float) -> float:
         """A deleted class with our finalizer: released if no live pool selects it, else held."""
         held = self._held.get(name)
-        blocker = deletion_blocker(state, name)
+        pools = selecting(state, name)
+        blocker = in_use_message(name, pools) if pools else None
         listed = blocker is None  # whether the API server's list (not the cache) holds it
         if blocker is None:
             if held is not None and held.listed and now < held.until:
@@ -410,7 +411,7 @@ class ClassController:
                 self._held[name] = _Held(now + self.settings.retry_delay, held.message if held else "", listed=True)
                 return now + self.settings.retry_delay
             if live:
-                blocker = in_use_message(name, live)
+                pools, blocker = live, in_use_message(name, live)
             else:
                 logger.info("WorkerClass %s: no live pool selects it; releasing it for deletion", name)
                 if await self._set(name, seen, [item for item in seen if item != FINALIZER], "releasing"):
@@ -419,7 +420,8 @@ class ClassController:
                 return now + self.settings.retry_delay
         # an expected wait: INFO, when it starts, when its reason changes and at every recheck
         if held is None or held.message != blocker or now >= held.until:
-            logger.info("WorkerClass %s: %s %s", name, RETAINED, blocker)
+            # the hoster's log names the pools (what a tenant may read only counts them)
+            logger.info("WorkerClass %s: %s %s: %s", name, RETAINED, blocker, pool_list(pools))
             held = _Held(now + self.settings.retain_recheck, blocker, listed=listed)
             self._held[name] = held
         return held.until

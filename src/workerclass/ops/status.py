@@ -11,13 +11,15 @@ The contract (``docs/contract.md``, section 1) fixes the status shape::
   first violation's code as ``reason`` and every violation in ``message``. A class can reach the
   cluster without them (GitOps while the webhook was down); pools selecting it are refused.
 * ``InUse`` is ``True`` while live pools (KubernetesNodes and KubernetesNodes HelmReleases) select
-  the class; ``pools`` counts them.
+  the class; ``pools`` counts them, and the message counts their namespaces (no names).
 * ``WorkersApplied`` (only where the worker controller runs and reports, ``workers``): ``True`` when
   the machines of every pool that selects the class are applied as rendered (reason ``Applied``, or
   ``NoPools``); else ``False`` with the most pressing state as ``reason`` (:data:`WORKER_REASONS`, in
   that order: ``Refused``, ``NotResolvable``, ``ApplyFailed``, ``WaitingForRelease``,
-  ``WaitingForRollout``) and each state's pools in ``message`` (names and counts, never values).
-  The tenant reads the same states as Events on the pool's HelmRelease.
+  ``WaitingForRollout``) and each state's pools in ``message`` (counts of pools and namespaces,
+  never names or values: a class is readable by every tenant that picks it). The tenant reads its
+  own pools' states as Events on each pool's HelmRelease; the hoster finds the names against the
+  cluster.
 
 The design page: "Retain custom classes and the worker controller while live classified pools
 depend on them." :func:`~workerclass.rules.usage.deletion_blocker` (re-exported here) says why a class must be
@@ -35,7 +37,7 @@ from typing import Any
 
 from ..resolve.classes import class_problems, class_rule_violations
 from ..rules.classes import BUILTIN_FAMILIES
-from ..rules.usage import SHOWN_POOLS, deletion_blocker, in_use_message, pool_list, selecting
+from ..rules.usage import LIST_POOLS, SHOWN_POOLS, counted, deletion_blocker, in_use_message, selecting
 from ..state import State
 
 __all__ = [
@@ -50,11 +52,11 @@ __all__ = [
 
 #: a worker state (the controller's) -> the condition reason and how a message says it, most pressing first
 WORKER_REASONS: dict[str, tuple[str, str]] = {
-    "refused": ("Refused", "refused (see the Events on its HelmRelease)"),
-    "not-resolvable": ("NotResolvable", "no longer resolvable, left as it is"),
+    "refused": ("Refused", "refused (see the Events on each pool's HelmRelease)"),
+    "not-resolvable": ("NotResolvable", "no longer resolvable, left as they are"),
     "failing": ("ApplyFailed", "failing to apply, retried"),
-    "waiting-for-release": ("WaitingForRelease", "waiting for its HelmRelease"),
-    "waiting-for-rollout": ("WaitingForRollout", "rolling out its machines"),
+    "waiting-for-release": ("WaitingForRelease", "waiting for their HelmRelease"),
+    "waiting-for-rollout": ("WaitingForRollout", "rolling out their machines"),
 }
 
 
@@ -74,9 +76,9 @@ def workers_condition(pools: list[str], workers: Mapping[str, str]) -> dict[str,
             "reason": "Applied",
             "message": f"the machines of {len(pools)} pool(s) are applied as rendered",
         }
-    parts = [f"{pool_list(by_state[state])} {WORKER_REASONS[state][1]}" for state in pressing]
+    parts = [f"{counted(by_state[state])} {WORKER_REASONS[state][1]}" for state in pressing]
     if "pending" in by_state:
-        parts.append(f"{pool_list(by_state['pending'])} not reconciled yet")
+        parts.append(f"{counted(by_state['pending'])} not reconciled yet")
     if "applied" in by_state:
         parts.append(f"{len(by_state['applied'])} applied")
     reason = WORKER_REASONS[pressing[0]][0] if pressing else "Pending"
@@ -121,7 +123,7 @@ def class_status(
             "type": "InUse",
             "status": "True",
             "reason": "PoolsSelectClass",
-            "message": f"{len(pools)} live pool(s) select this class: {pool_list(pools)}",
+            "message": f"{counted(pools, 'live pool(s)')} select this class ({LIST_POOLS})",
         }
     else:
         in_use = {"type": "InUse", "status": "False", "reason": "NoPools", "message": "no live pool selects this class"}

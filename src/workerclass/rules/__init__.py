@@ -34,10 +34,11 @@ from .classes import (
 )
 from .family import assumed_family, class_family, family_of
 from .pools import cluster_move, family_switch, shown_name
-from .usage import SHOWN_POOLS, deletion_blocker, in_use_message, pool_list, selecting
+from .usage import LIST_POOLS, SHOWN_POOLS, counted, deletion_blocker, in_use_message, pool_list, selecting
 
 __all__ = [
     "BUILTIN_FAMILIES",
+    "LIST_POOLS",
     "SHOWN_POOLS",
     "assumed_family",
     "class_being_deleted",
@@ -45,6 +46,7 @@ __all__ = [
     "class_immutable",
     "class_spec_violations",
     "cluster_move",
+    "counted",
     "deletion_blocker",
     "family_of",
     "family_switch",

@@ -3,20 +3,33 @@
 The design page: "Retain custom classes and the worker controller while live classified pools
 depend on them." :func:`deletion_blocker` is the validating webhook's ``ClassInUse`` message on
 DELETE and the controller's reason for holding the finalizer, word for word.
+
+What a tenant may read says counts, never names: a WorkerClass is cluster-scoped and readable
+wherever tenants pick classes (its status), and the webhook's answers reach whoever can call its
+port. :func:`counted` is how every such text says which pools; :func:`pool_list` (names) is for
+the hoster's own logs only. The hoster finds the names against the cluster (:data:`LIST_POOLS`).
 """
 
 from __future__ import annotations
 
 from ..state import State
 
-__all__ = ["SHOWN_POOLS", "deletion_blocker", "in_use_message", "pool_list", "selecting"]
+__all__ = ["LIST_POOLS", "SHOWN_POOLS", "counted", "deletion_blocker", "in_use_message", "pool_list", "selecting"]
 
-#: how many pool identities a message lists before "..."
+#: how many pool identities a log line lists before "..."
 SHOWN_POOLS = 5
+#: how the hoster lists the pools a count stands for
+LIST_POOLS = "the hoster lists them with workerclass resolve over the cluster's pools"
+
+
+def counted(identities: list[str], noun: str = "pool(s)") -> str:
+    """``N pool(s) in M namespace(s)``: which pools, said without naming a pool or a namespace."""
+    namespaces = {identity.split("/", 1)[0] for identity in identities}
+    return f"{len(identities)} {noun} in {len(namespaces)} namespace(s)"
 
 
 def pool_list(identities: list[str]) -> str:
-    """The first :data:`SHOWN_POOLS` identities, then how many more."""
+    """The first :data:`SHOWN_POOLS` identities, then how many more: for the hoster's logs only."""
     shown = ", ".join(identities[:SHOWN_POOLS])
     return shown + (f", ... ({len(identities) - SHOWN_POOLS} more)" if len(identities) > SHOWN_POOLS else "")
 
@@ -31,8 +44,8 @@ def in_use_message(name: str, pools: list[str]) -> str:
     """Why WorkerClass ``name`` cannot go while ``pools`` (``NS/NAME``) select it: the webhook's
     ``ClassInUse`` message and the controller's reason for holding a deletion."""
     return (
-        f"{len(pools)} live pool(s) select WorkerClass {name}: {pool_list(pools)}; "
-        "move or remove them before deleting the class"
+        f"{counted(pools, 'live pool(s)')} select WorkerClass {name}; move or remove them "
+        f"before deleting the class ({LIST_POOLS})"
     )
 
 

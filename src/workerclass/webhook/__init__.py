@@ -6,7 +6,8 @@ admission.
 - :mod:`.routes`: the served paths, built from the API table (:data:`workerclass.api.WEBHOOKS`).
 - :mod:`.sources`: where the State comes from (a fixed state, a STATE folder; the cluster cache is
   :mod:`workerclass.adapters.kube`).
-- :mod:`.handler`: one review over HTTP (limits, decoding, the core's decision, the answer).
+- :mod:`.handler`: one review over HTTP (limits, decoding, the core's decision, the answer);
+  :mod:`.livereads`: its live reads of the cluster, shared between requests and rate-bounded.
 - :mod:`.server`: the aiohttp application and its lifecycle (import it from
   ``workerclass.webhook.server``: this package itself imports no HTTP server); its limits are
   :mod:`.settings`.

@@ -38,6 +38,7 @@ from ..api.resources import CLASS_SELECTORS, LOOKED_UP, WORKER_CLASS
 from ..state import State
 from . import review as wire
 from .connections import ConnectionGuard
+from .livereads import LIMITED, LiveReads
 from .logtext import escaped, identity_text, uid_text
 from .metrics import WebhookMetrics
 from .routes import Route
@@ -97,6 +98,7 @@ class ReviewHandler:
     _idle: asyncio.Event | None
     _guard: ConnectionGuard | None
     _budget: ByteBudget
+    _live_reads: LiveReads
 
     def _answered(self, request: web.Request, response: web.StreamResponse) -> None:
         """Tell the connection guard an answer is made (the connection is idle from now, unless it closes)."""
@@ -245,9 +247,12 @@ class ReviewHandler:
         """Read the kinds ``pending``'s decision rests on live and decide again on them when the
         cache was behind; on a failed or slow read the cache's decision stands (logged)."""
         route, review = pending.route, pending.review
+        namespace = review.namespace or None
         try:
             async with asyncio.timeout(self.settings.live_read_timeout):
-                state = await pending.fresher(pending.kinds, review.namespace or None)
+                state = await self._live_reads.read(
+                    (pending.kinds, namespace), lambda: pending.fresher(pending.kinds, namespace)
+                )
         except Exception as error:  # the API is slow or failing: answer from the cache, as before
             self.metrics.live_reads.labels(route.name, "failed").inc()
             logger.warning(
@@ -259,6 +264,9 @@ class ReviewHandler:
                 ", ".join(sorted(pending.kinds)),
                 "timed out" if isinstance(error, TimeoutError) else short_error(error),
             )
+            return self._encoded(route, review, pending.decision)
+        if state is LIMITED:  # more live reads asked for than the bucket allows: the cache decides
+            self.metrics.live_reads.labels(route.name, "limited").inc()
             return self._encoded(route, review, pending.decision)
         if state is None:
             self.metrics.live_reads.labels(route.name, "same").inc()

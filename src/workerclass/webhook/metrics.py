@@ -159,7 +159,8 @@ class WebhookMetrics:
             "workerclass_webhook_live_reads",
             "Decisions that rest on an object not being there, confirmed by reading its kinds live: same (the "
             "cache held what the API server holds), behind (the cache had not heard of a write yet: decided "
-            "again on what was read), failed (the read failed or was slow: the cache's decision was answered).",
+            "again on what was read), failed (the read failed or was slow: the cache's decision was answered), "
+            "limited (more live reads were asked for than the rate allows: the cache's decision was answered).",
             ["webhook", "outcome"],
             registry=self.registry,
         )

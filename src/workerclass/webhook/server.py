@@ -36,6 +36,7 @@ from ..api import HEALTH_PATH, METRICS_PATH, READY_PATH
 from ..state import State
 from .connections import ConnectionGuard
 from .handler import ByteBudget, Decider, ReviewHandler, core_deciders
+from .livereads import LiveReads
 from .metrics import WebhookMetrics
 from .routes import ROUTES
 from .settings import MIB, Settings
@@ -125,6 +126,7 @@ class WebhookServer(ReviewHandler):
         self._runner: web.AppRunner | None = None
         self._guard: ConnectionGuard | None = None
         self._budget = ByteBudget(self.settings.body_budget)
+        self._live_reads = LiveReads(self.settings.live_read_rate, self.settings.live_read_burst)
         self._listener: asyncio.AbstractServer | None = None
         self._metrics_runner: web.AppRunner | None = None
         self._tls_task: asyncio.Task[None] | None = None

@@ -64,6 +64,11 @@ class Settings:
     #: stands in the way of) is confirmed by reading those kinds live, for at most this many seconds;
     #: past it the cache's decision is answered (the API server's webhook timeout is 10 s by default)
     live_read_timeout: float = 2.0
+    #: live reads sent per second at most, over all requests (requests waiting for the same kinds
+    #: share one read: :mod:`.livereads`); past it the cache's decision is answered
+    live_read_rate: float = 5.0
+    #: live reads sent at once at most before the rate applies
+    live_read_burst: int = 10
     #: log every request line (off by default: denials are logged anyway)
     access_log: bool = False
     max_field_size: int = 8190
