@@ -14,13 +14,15 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from tests.builders import NAMESPACE, make_cluster, make_release, make_state
+from tests.builders import NAMESPACE, make_cluster, make_pool, make_release, make_state
 from tests.shared import chart_path
-from workerclass import admit
+from workerclass import admit, render, resolve
 from workerclass.ops.workers import desired_workers
+from workerclass.resolve import resolve_all
 
 
 def _md0() -> dict[str, object]:
@@ -61,3 +63,40 @@ def test_render_refuses_it_and_renders_the_rest(tmp_path: Path) -> None:
     assert "Traceback" not in done.stderr
     assert "kubernetes-example-md0" not in done.stdout  # the parent's MachineDeployment is not rendered
     assert "kubernetes-example-md1" in done.stdout
+
+
+def _nested_tenants() -> tuple[dict[str, Any], dict[str, Any]]:
+    """``tenant-a/b-kubernetes-nodes-c-d`` and ``tenant-a-kubernetes-nodes-b/c-d``: both render the
+    ClusterRole ``tenant-a-kubernetes-nodes-b-kubernetes-nodes-c-d-talos-reconcile-coredns``."""
+    outer = make_pool("b-kubernetes-nodes-c-d", namespace="tenant-a", cluster="b")
+    inner = make_pool("c-d", namespace="tenant-a-kubernetes-nodes-b", cluster="c")
+    outer["metadata"]["creationTimestamp"] = "2026-01-01T00:00:00Z"
+    inner["metadata"]["creationTimestamp"] = "2026-06-01T00:00:00Z"
+    return outer, inner
+
+
+def _parents() -> list[dict[str, Any]]:
+    return [make_cluster("b", namespace="tenant-a"), make_cluster("c", namespace="tenant-a-kubernetes-nodes-b")]
+
+
+@pytest.mark.usefixtures("chart_text")
+def test_two_tenants_pools_whose_cluster_scoped_names_collide_the_later_is_refused() -> None:
+    outer, inner = _nested_tenants()
+    alone = [make_state([pool], clusters=_parents()) for pool in (outer, inner)]
+    roles = [_cluster_roles(state, pool) for state, pool in zip(alone, (outer, inner), strict=True)]
+    assert roles[0] and roles[0] == roles[1]  # the collision is real: the chart renders one name twice
+    state = make_state([outer, inner], clusters=_parents())
+    refused = {record.identity: denials for record, _, denials, _ in resolve_all(state)}
+    assert refused["tenant-a/b-kubernetes-nodes-c-d"] == []
+    (denial,) = refused["tenant-a-kubernetes-nodes-b/c-d"]
+    assert denial.code == "InvalidPoolName" and "created before it" in denial.message
+    assert "tenant-a/" not in denial.message  # the other tenant's pool is not named
+    # a new pool with the taken name is refused at admission, however its tenant spells the request
+    fresh = make_pool("c-d", namespace="tenant-a-kubernetes-nodes-b", cluster="c")
+    decision = admit(make_state([outer], clusters=_parents()), "CREATE", fresh)
+    assert any(v.code == "InvalidPoolName" and "created before it" in v.message for v in decision.denials)
+
+
+def _cluster_roles(state: Any, pool: dict[str, Any]) -> set[str]:
+    objects = render(resolve(state, pool))
+    return {obj["metadata"]["name"] for obj in objects if obj["kind"] in ("ClusterRole", "ClusterRoleBinding")}

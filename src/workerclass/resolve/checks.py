@@ -14,6 +14,7 @@ from ..state import PoolRecord, State
 from .resolution import Resolution
 
 __all__ = [
+    "check_cluster_scoped_names",
     "check_health",
     "check_node_group_collision",
     "check_pool_name",
@@ -109,4 +110,56 @@ def check_node_group_collision(state: State, record: PoolRecord, result: Resolut
         f"the parent Kubernetes app {cluster} still manages nodeGroup {group}: its MachineDeployment "
         "kubernetes-<cluster>-<pool> belongs to the parent; rename the pool or remove that nodeGroup from the "
         "parent first",
+    )
+
+
+#: the memo key of :func:`_cluster_scoped_owners`'s index
+_CLUSTER_SCOPED = "cluster-scoped-names"
+
+
+def _cluster_scoped_owners(state: State) -> Mapping[str, tuple[tuple[str, str, str], ...]]:
+    """``<namespace>-<release>`` -> ``(created, namespace, release)`` of each stored pool whose
+    cluster-scoped objects the chart names after it, oldest first; once per snapshot."""
+    cached = state.memo.get(_CLUSTER_SCOPED)
+    if cached is None:
+        owners: dict[str, set[tuple[str, str, str]]] = {}
+        for pool in state.pools.values():
+            if pool.kind in ("KubernetesNodes", "HelmRelease") and pool.release:
+                entry = (pool.created or _UNSTAMPED, pool.namespace, pool.release)
+                owners.setdefault(f"{pool.namespace}-{pool.release}", set()).add(entry)
+        cached = {name: tuple(sorted(entries)) for name, entries in owners.items()}
+        state.memo[_CLUSTER_SCOPED] = cached
+    return cached
+
+
+#: sorts after every RFC 3339 timestamp: an object without one (not stored yet) is the newest
+_UNSTAMPED = "~"
+
+
+def check_cluster_scoped_names(state: State, record: PoolRecord, result: Resolution) -> None:
+    """``InvalidPoolName``: another pool's cluster-scoped objects already have this pool's names.
+
+    The chart names the talos-reconcile Job's ClusterRole and ClusterRoleBinding
+    ``<namespace>-<release>-talos-reconcile-coredns``; with tenant namespaces nested in one another
+    (``tenant-a`` and ``tenant-a-kubernetes-nodes-b``), two pools of two tenants can render the same
+    name, and the later would take the earlier's objects over (and its deletion delete them). The
+    pool created first keeps the name (``metadata.creationTimestamp``, then namespace and release);
+    every other is refused, on every path. The message names this pool's object, never the other
+    pool or its namespace.
+    """
+    if record.kind not in ("KubernetesNodes", "HelmRelease") or not record.release:
+        return
+    name = f"{record.namespace}-{record.release}"
+    owners = _cluster_scoped_owners(state).get(name, ())
+    mine = (record.created or _UNSTAMPED, record.namespace, record.release)
+    others = [owner for owner in owners if owner[1:] != mine[1:]]
+    if not others or min(mine, others[0]) == mine:
+        return
+    shown = name if DNS_LABEL.fullmatch(name) else "(a name that is not shown)"
+    result.deny(
+        "InvalidPoolName",
+        "metadata.name",
+        f"the chart names this pool's ClusterRole and ClusterRoleBinding {shown}-talos-reconcile-coredns "
+        "(<namespace>-<release>), and a pool of another namespace created before it already has that name: "
+        "rename the pool",
     )

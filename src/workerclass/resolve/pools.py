@@ -21,7 +21,13 @@ from ..rules.supplied import kairos_read_paths, strip_paths
 from ..state import ClassRecord, PoolRecord, State, pool_from_object
 from ..violations import Denied, Violation
 from .chart import CLASS_RESOLVED_CODES, chart_checks
-from .checks import check_health, check_node_group_collision, check_pool_name, check_replicas
+from .checks import (
+    check_cluster_scoped_names,
+    check_health,
+    check_node_group_collision,
+    check_pool_name,
+    check_replicas,
+)
 from .classes import class_problems
 from .effective import Effective
 from .kairos import resolve_kairos
@@ -77,6 +83,7 @@ def _resolve_pool(state: State, record: PoolRecord) -> tuple[Effective | None, l
 
     check_pool_name(state, record, result)
     check_node_group_collision(state, record, result)
+    check_cluster_scoped_names(state, record, result)
 
     if record.kind == "ComputePlane":
         cluster = state.compute_planes.get((record.namespace, record.cluster))

@@ -179,6 +179,9 @@ class PoolRecord:
     field: str  # where the values live in the object, for field paths
     cluster: str  # the parent cluster name (ComputePlane groups: the ComputePlane itself)
     release: str = ""  # the Helm release that renders it (API.md section 1)
+    #: ``metadata.creationTimestamp`` as stored (RFC 3339, UTC: sorts as text); ``""`` for an object
+    #: not stored yet (a CREATE's) or written without one (a STATE folder's)
+    created: str = ""
 
     @property
     def identity(self) -> str:
@@ -248,7 +251,14 @@ def pool_from_object(obj: Mapping[str, Any]) -> PoolRecord | None:
         path,
         parsed.cluster or "",
         release_of(kind, name, obj),
+        _created(obj),
     )
+
+
+def _created(obj: Mapping[str, Any]) -> str:
+    meta = obj.get("metadata")
+    stamp = meta.get("creationTimestamp") if isinstance(meta, Mapping) else None
+    return stamp if isinstance(stamp, str) else ""
 
 
 def pool_cluster(obj: Mapping[str, Any]) -> str | None:
