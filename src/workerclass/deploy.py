@@ -38,11 +38,13 @@ It imports neither the webhook nor the adapters: it is their sibling, and reads 
 * the WorkerClass controller (:func:`controller_manifests`, included unless
   ``--without-controller``): its own ServiceAccount and ClusterRole (read what the cache reads;
   patch WorkerClasses for the finalizer and ``workerclasses/status``; apply, pin and prune the
-  objects of classified pools; create Events), a Role on its leader Lease, and a Deployment of two
+  objects of classified pools; create Events; hold, with neither ``escalate`` nor ``bind``, what
+  the RBAC the chart renders for a pool grants: :mod:`workerclass.ops.pool_rbac`), a Role on its
+  leader Lease, and a Deployment of two
   replicas of which only the holder of the Lease acts, liveness on ``/healthz`` and metrics on
   ``/metrics``.
 
-Why one module over the house ~500 lines (about 720): it is the one generator of the install,
+Why one module over the house ~500 lines (about 820): it is the one generator of the install,
 document by document in apply order, with the reason of each RBAC rule beside the rule, and the
 webhook's and the controller's halves share its names, labels, identity, network policy and RBAC
 helpers; split, both halves would import a third module of those helpers and the apply order would
@@ -64,6 +66,7 @@ from .api import CONTROLLER_READS, HEALTH_PATH, READY_PATH, WATCHED, WEBHOOKS, R
 from .api import WEBHOOK_DOMAIN as WEBHOOK_DOMAIN  # re-exported: the manifests' name suffix
 from .api.resources import APPLICATION_DEFINITION, CHART_SOURCES, POOL_APPLICATION, WORKER_CLASS
 from .crds import crd_manifests
+from .ops.pool_rbac import PoolRoleRule, pool_role_rules, rules_grant, uncovered_verbs
 from .ops.providers import KAIROS_TEMPLATE_CRD
 from .ops.workers import WORKER_KINDS
 
@@ -297,51 +300,64 @@ def controller_rbac_rules() -> list[dict[str, Any]]:
     return [rule for rule, _ in _controller_rules()]
 
 
+#: verbs of the rows of what the controller applies: it lists them (by its label, and Helm's to pin),
+#: applies them server-side (a patch, and a create where the object is new) and prunes them; it
+#: never gets, watches or updates them
+WORKER_VERBS = ["list", "create", "patch", "delete"]
+
+#: what a worker row lets its holder do beyond writing a pool's objects, by API group
+_WORKER_NOTES = {
+    "batch": "a Job runs its pod as any ServiceAccount of its namespace, so these verbs let their holder act as "
+    "any ServiceAccount of any namespace; RBAC limits create by neither name nor namespace (names come from "
+    "each release, namespaces are the tenants'), so this cannot be narrowed: the controller creates only the "
+    "talos-reconcile Job the chart renders, which runs as the pool's own reconcile ServiceAccount",
+    "rbac.authorization.k8s.io": "no escalate and no bind: the API server lets roles and bindings be written "
+    "only with permissions this ClusterRole holds itself (the rows held for the chart's roles), so the "
+    "controller grants nothing it does not have; their names come from each release, so RBAC cannot list them",
+}
+
+
 def _controller_rules() -> Reasoned:
     """The controller cache's reads, plus what it writes: the class finalizer and status, the objects
-    of classified pools, Events.
+    of classified pools, Events; then what it holds only so that it may write the chart's RBAC.
 
     The first rows come from the API table (:data:`workerclass.api.CONTROLLER_READS`,
     :data:`~workerclass.api.resources.WORKER_CLASS`); the worker rows from the kinds the chart
-    renders for a pool (:data:`workerclass.ops.workers.WORKER_KINDS`): the controller applies,
-    pins (patch) and prunes them, and reads MachineSets to know which templates are still in use.
-    The chart renders RBAC for a pool (the talos-reconcile Job's Role and ClusterRole, the
-    dashboard's Role), which the API server lets only a holder of those permissions create, or one
-    granted ``bind`` and ``escalate`` on roles: those two verbs are the price of applying the chart's
-    RBAC for Helm (which runs as cluster-admin in Cozystack). Then Events (a pool's state, a class
-    whose retention fails), and one CRD read by name, the Kairos bootstrap provider's template
-    (:mod:`workerclass.ops.providers`).
+    renders for a pool (:data:`workerclass.ops.workers.WORKER_KINDS`) with the verbs the
+    controller calls on them (:data:`WORKER_VERBS`), and it lists MachineSets to know which
+    templates are still in use. Then Events (a pool's state, a class whose retention fails), and
+    one CRD read by name, the Kairos bootstrap provider's template (:mod:`workerclass.ops.providers`).
+    Last, :func:`_held_for_chart_roles`: the chart renders RBAC for a pool, which the API server lets
+    a subject without ``escalate`` and ``bind`` (the install grants neither) write only while it
+    holds every permission granted.
     """
     by_group: dict[str, list[str]] = defaultdict(list)
     for kind in WORKER_KINDS:
-        if kind.kind != "Secret":  # its own row, without watch
+        if kind.kind != "Secret":  # its own row, with get
             by_group[kind.group].append(kind.plural)
-    worker_rows: Reasoned = [
-        (
-            {
-                "apiGroups": [group],
-                "resources": sorted(plurals),
-                "verbs": ["get", "list", "watch", "create", "update", "patch", "delete"],
-            },
-            f"{', '.join(sorted(plurals))}: the objects the chart renders for a classified pool: applied "
-            "(server-side), pinned for a handoff from Helm (patch) and pruned when the pool changes or goes",
+    worker_rows: Reasoned = []
+    for group, plurals in sorted(by_group.items()):
+        note = _WORKER_NOTES.get(group)
+        worker_rows.append(
+            (
+                {"apiGroups": [group], "resources": sorted(plurals), "verbs": list(WORKER_VERBS)},
+                f"{', '.join(sorted(plurals))}: the objects the chart renders for a classified pool: listed by the "
+                "controller's label (and Helm's, to pin them for a handoff), applied server-side (patch, and create "
+                "where new), pinned (patch) and pruned when the pool changes or goes" + (f"; {note}" if note else ""),
+            )
         )
-        for group, plurals in sorted(by_group.items())
-    ]
     worker_rows.append(
         (
-            {
-                "apiGroups": [""],
-                "resources": ["secrets"],
-                "verbs": ["get", "list", "create", "update", "patch", "delete"],
-            },
-            "secrets: a Kairos pool's bootstrap data Secret (applied server-side, listed by the controller's label "
-            "and pruned) and, read by name in the pool's own namespace only, the parent cluster's join inputs "
-            "(kubernetes-<cluster>-talos-secrets, kubernetes-<cluster>-ca, which the talos-reconcile Job reads too); "
-            "no watch: no Secret is cached",
+            {"apiGroups": [""], "resources": ["secrets"], "verbs": ["get", "list", "create", "patch", "delete"]},
+            "secrets: a Kairos pool's bootstrap data Secret (listed by the controller's label, applied server-side, "
+            "pruned) and, read by name in the pool's own namespace, the parent cluster's join inputs "
+            "(kubernetes-<cluster>-talos-secrets, kubernetes-<cluster>-ca, which the talos-reconcile Job's Role "
+            "grants get on too); RBAC narrows create and list by neither name nor label, and these names come from "
+            "each release, so these verbs reach every Secret of the cluster (list reads them all) although the "
+            "controller lists only by its label and gets only those names; no watch: no Secret is cached",
         )
     )
-    return [
+    own: Reasoned = [
         *_read_rules(CONTROLLER_READS, "the controller renders pools and writes class status from"),
         *_chart_rules(),
         (
@@ -354,18 +370,8 @@ def _controller_rules() -> Reasoned:
         ),
         *worker_rows,
         (
-            {"apiGroups": ["cluster.x-k8s.io"], "resources": ["machinesets"], "verbs": ["get", "list", "watch"]},
-            "machinesets: an old machine template is deleted only once no MachineSet uses it",
-        ),
-        (
-            {
-                "apiGroups": ["rbac.authorization.k8s.io"],
-                "resources": ["roles", "clusterroles"],
-                "verbs": ["bind", "escalate"],
-            },
-            "bind and escalate roles: the chart renders RBAC for a pool (the talos-reconcile Job's Role and "
-            "ClusterRole, the dashboard's Role), which the API server lets only a holder of those "
-            "permissions, or of these two verbs, create",
+            {"apiGroups": ["cluster.x-k8s.io"], "resources": ["machinesets"], "verbs": ["list"]},
+            "machinesets: an old machine template is deleted only once no MachineSet uses it (listed, never changed)",
         ),
         (
             {"apiGroups": [""], "resources": ["events"], "verbs": ["create", "list"]},
@@ -383,6 +389,50 @@ def _controller_rules() -> Reasoned:
             "pools then get a KairosConfigTemplate, else their bootstrap data Secret)",
         ),
     ]
+    return [*own, *_held_for_chart_roles([rule for rule, _ in own])]
+
+
+def _held_for_chart_roles(own: list[dict[str, Any]]) -> Reasoned:
+    """Rows for what the roles the chart renders for a pool grant and ``own`` does not hold
+    (:func:`workerclass.ops.pool_rbac.pool_role_rules`), each with the roles it is held for.
+
+    A rule the chart names by release is held on every name; one held row that another covers
+    (CoreDNS's ``kube-dns`` under the parent Service's ``get`` on every Service) is folded into it.
+    """
+    rows: dict[str, tuple[dict[str, Any], list[PoolRoleRule]]] = {}
+    for entry in pool_role_rules():
+        verbs = uncovered_verbs(own, entry.rule)
+        if not verbs:
+            continue
+        rule = {key: value for key, value in entry.rule.items() if key != "verbs"}
+        key = json.dumps(rule, sort_keys=True)
+        held, sources = rows.setdefault(key, ({**rule, "verbs": []}, []))
+        held["verbs"] += [verb for verb in verbs if verb not in held["verbs"]]
+        sources.append(entry)
+    kept = list(rows.values())
+    for row in list(kept):
+        others = [other for other in kept if other is not row]
+        into = next((other for other in others if rules_grant([other[0]], row[0])), None)
+        if into is not None:
+            into[1].extend(row[1])
+            kept.remove(row)
+    return [(rule, _held_reason(rule, sources)) for rule, sources in kept]
+
+
+def _held_reason(rule: dict[str, Any], sources: list[PoolRoleRule]) -> str:
+    def granted(entry: PoolRoleRule) -> str:
+        names = f" on {', '.join(entry.names)}" if entry.names else " on every name"
+        return f"{entry.source} grants {', '.join(entry.rule['verbs'])}{names}" + (
+            " (names from the release)" if entry.named_by_release else ""
+        )
+
+    by_release = any(entry.named_by_release for entry in sources)
+    return (
+        f"{', '.join(rule['resources'])} {', '.join(rule['verbs'])}: never called by the controller; held because "
+        "the API server lets a subject without escalate write a role, and without bind bind it, only while it "
+        f"holds every permission the role grants: {'; '.join(granted(entry) for entry in sources)}"
+        + ("; names from a release cannot be listed in advance, so these are held on every name" if by_release else "")
+    )
 
 
 def _lease_rules() -> Reasoned:

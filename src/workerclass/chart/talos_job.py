@@ -43,6 +43,7 @@ __all__ = [
     "job_context",
     "reconcile_name",
     "render_talos_job",
+    "render_talos_rbac",
     "talos_config_template",
 ]
 
@@ -113,6 +114,13 @@ def _meta(inp: ChartInput, name: str, labels: Mapping[str, str], *, namespaced: 
         meta["namespace"] = inp.namespace
     meta["labels"] = dict(labels)
     return meta
+
+
+def render_talos_rbac(inp: ChartInput) -> list[dict[str, Any]]:
+    """The documents of ``talos-reconcile-job.yaml`` before the Job: its ServiceAccount, RBAC and
+    network policy. They need none of the chart's text, so the install can read from them what the
+    controller must hold to apply them (:mod:`workerclass.deploy`)."""
+    return _rbac_documents(inp, common_labels(inp))
 
 
 def _rbac_documents(inp: ChartInput, labels: Mapping[str, str]) -> list[dict[str, Any]]:

@@ -4,6 +4,8 @@ Modules:
 
 - :mod:`.plan` (a package): what a change from one State to another does to each pool's
   machines (replace, new machines only, in place), and what admission or the Talos provider would refuse.
+- :mod:`.pool_rbac`: what the worker controller must hold to apply the RBAC the chart renders for
+  a pool (the API server's escalation check, with neither ``escalate`` nor ``bind`` granted).
 - :mod:`.providers`: the one switch between a Kairos pool's bootstrap paths (the provider's
   template where it takes kubeadm, else a data Secret), for the worker controller, ``render`` and
   ``preflight``.
