@@ -116,7 +116,7 @@ async def test_the_artifact_is_read_verified_and_identified(gated: bytes) -> Non
     [
         ("no-artifact", "has no artifact yet"),
         ("bad-digest", "do not match the artifact's digest"),
-        ("other-algorithm", "cannot check"),
+        ("other-algorithm", "is not sha256:<64 hex digits>"),
         ("download-fails", "downloading the artifact of ExternalArtifact"),
         ("definition-forbidden", "reading ApplicationDefinition kubernetes-nodes failed (403 Forbidden)"),
         ("source-missing", "reading ExternalArtifact cozy-system/"),
@@ -259,7 +259,7 @@ async def test_chart_refs_and_digests() -> None:
     assert chart_ref("no") is None
     data = b"bytes"
     assert verify_digest(data, "sha256:" + hashlib.sha256(data).hexdigest()) == ""
-    assert verify_digest(data, "sha512:" + hashlib.sha512(data).hexdigest()) == ""
+    assert "not sha256" in verify_digest(data, "sha512:" + hashlib.sha512(data).hexdigest())  # refused, not skipped
     assert "do not match" in verify_digest(data, "sha256:" + "1" * 64)
 
 

@@ -26,9 +26,11 @@ older one), no chart is known: nothing is checked, the shipped facts apply, and
 
 Polling, not watching: one ``get`` of the ApplicationDefinition and one of the source every
 ``interval`` seconds (two objects; a watch of every Flux source in the cluster would cost more), and a
-download only when the digest changes. Downloads are bounded (:data:`~.chart.MAX_CHART_BYTES`,
-``timeout``) and their URL is never logged or reported (it names the cluster's internals); errors are
-reduced to their type or HTTP status.
+download only when the digest changes. Downloads (:func:`download`) are bounded (:data:`~.chart.MAX_CHART_BYTES`,
+``timeout``, :data:`MAX_REDIRECTS`), follow a redirect only to the artifact's own scheme, host and
+port, and are checked against a ``sha256:`` digest only (another algorithm is refused, not skipped).
+Their URL is never logged or reported (it names the cluster's internals): errors are reduced to their
+type, an HTTP status, or the hosts of a refused redirect.
 
 Its edge: lightkube ``get`` calls and one HTTP client (aiohttp) in, ChartSources out.
 """
@@ -51,19 +53,27 @@ from .helm import helm_engine
 from .kube import short_error, status_code
 
 __all__ = [
+    "MAX_REDIRECTS",
     "NO_CHART_KNOWN",
+    "ArtifactDownloadError",
     "ChartFollower",
     "ChartRef",
     "artifact_of",
     "chart_ref",
+    "download",
     "parse_chart_source",
     "verify_digest",
 ]
 
 logger = logging.getLogger("workerclass.charts")
 
-#: the digest algorithms Flux may write (``--artifact-digest-algo``) that hashlib has
-_ALGORITHMS = frozenset({"sha256", "sha384", "sha512", "sha1"})
+#: the one digest form checked: what source-controller writes by default (``--artifact-digest-algo``);
+#: another algorithm is refused, never skipped, so a weaker one cannot stand in for it
+_SHA256 = re.compile(r"sha256:[0-9a-fA-F]{64}")
+#: redirects followed (to the artifact's own scheme, host and port only): source-controller answers
+#: without any; a few leave room for a proxy in front of it, and a loop ends
+MAX_REDIRECTS = 5
+_REDIRECTS = frozenset({301, 302, 303, 307, 308})
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,11 +145,15 @@ def artifact_of(source: Mapping[str, Any]) -> Artifact | None:
 
 
 def verify_digest(data: bytes, digest: str) -> str:
-    """``""`` when ``data`` has ``digest`` (``<algorithm>:<hex>``, as Flux writes it), else why not."""
-    algorithm, _, expected = digest.partition(":")
-    if algorithm not in _ALGORITHMS or not expected:
-        return f"its digest uses {algorithm or 'no'} algorithm, which workerclass cannot check"
-    if hashlib.new(algorithm, data).hexdigest() != expected.lower():
+    """``""`` when ``data`` has ``digest`` (``sha256:<64 hex>``, as Flux writes it), else why not; a
+    digest of any other form or algorithm is refused (the chart is then not verified)."""
+    if not _SHA256.fullmatch(digest):
+        algorithm = digest.partition(":")[0] if ":" in digest else "no algorithm"
+        return (
+            f"its digest ({algorithm[:32]}) is not sha256:<64 hex digits>, the only form workerclass checks "
+            "(Flux's --artifact-digest-algo=sha256, its default)"
+        )
+    if hashlib.sha256(data).hexdigest() != digest.partition(":")[2].lower():
         return "the downloaded bytes do not match the artifact's digest"
     return ""
 
@@ -159,26 +173,59 @@ NO_CHART_KNOWN = (
 Fetch = Callable[[str, float, int], Awaitable[bytes]]
 
 
-async def _aiohttp_fetch(url: str, timeout: float, limit: int) -> bytes:
-    """GET ``url`` (source-controller's artifact server) within ``timeout`` seconds and ``limit`` bytes."""
+class ArtifactDownloadError(Exception):
+    """A download that failed in a way worth saying (a status, a size, a redirect refused): its text
+    is ours and names no host, path, query or credentials (it reaches tenants in ``ChartNotGated``);
+    ``detail`` adds the hosts of a refused redirect, for the hoster's log only."""
+
+    def __init__(self, message: str, *, detail: str = "") -> None:
+        super().__init__(message)
+        self.detail = detail or message
+
+
+def _origin(url: Any) -> str:
+    """``scheme://host[:port]`` of a ``yarl.URL``: what a message may name of it (no credentials)."""
+    port = f":{url.explicit_port}" if url.explicit_port is not None else ""
+    return f"{url.scheme}://{url.host or ''}{port}"
+
+
+async def download(url: str, timeout: float, limit: int) -> bytes:
+    """GET ``url`` (source-controller's artifact server) within ``timeout`` seconds and ``limit`` bytes,
+    following at most :data:`MAX_REDIRECTS` redirects, each only to the same scheme, host and port;
+    :class:`ArtifactDownloadError` says why not."""
     import aiohttp
+    from yarl import URL
 
-    async with (
-        aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=timeout)) as session,
-        session.get(url) as response,
-    ):
-        if response.status != 200:
-            raise _FetchError(f"the artifact server answered {response.status}")
-        data = bytearray()
-        async for chunk in response.content.iter_chunked(65536):
-            data += chunk
-            if len(data) > limit:
-                raise _FetchError(f"the artifact is larger than {limit // (1024 * 1024)} MiB")
-        return bytes(data)
-
-
-class _FetchError(Exception):
-    """A download that failed in a way worth saying (a status, a size): its text is ours."""
+    start = URL(url)
+    if start.scheme not in ("http", "https") or not start.host:
+        raise ArtifactDownloadError("the artifact's address is not an http or https URL")
+    here = start
+    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=timeout)) as session:
+        for _ in range(MAX_REDIRECTS + 1):
+            async with session.get(here, allow_redirects=False) as response:
+                if response.status in _REDIRECTS:
+                    location = response.headers.get("Location")
+                    if not location:
+                        raise ArtifactDownloadError(
+                            f"the artifact server answered {response.status} without a Location"
+                        )
+                    target = here.join(URL(location))
+                    if (target.scheme, target.host, target.port) != (start.scheme, start.host, start.port):
+                        refused = "the artifact server redirected to another host: not followed"
+                        raise ArtifactDownloadError(
+                            refused, detail=f"{refused} (from {_origin(start)} to {_origin(target)})"
+                        )
+                    here = target
+                    continue
+                if response.status != 200:
+                    raise ArtifactDownloadError(f"the artifact server answered {response.status}")
+                data = bytearray()
+                async for chunk in response.content.iter_chunked(65536):
+                    data += chunk
+                    if len(data) > limit:
+                        raise ArtifactDownloadError(f"the artifact is larger than {limit // (1024 * 1024)} MiB")
+                return bytes(data)
+    raise ArtifactDownloadError(f"the artifact server answered more than {MAX_REDIRECTS} redirects")
 
 
 class ChartFollower:
@@ -202,7 +249,7 @@ class ChartFollower:
         self.source = source
         self.interval = interval
         self.timeout = timeout
-        self._fetch = fetch or _aiohttp_fetch
+        self._fetch = fetch or download
         #: charts read, by artifact digest (a digest names the same bytes for ever)
         self._charts: dict[str, ChartSource] = {}
         #: the chart in effect: None while nothing names a chart (not a Cozystack cluster)
@@ -263,7 +310,9 @@ class ChartFollower:
             data = await self._fetch(artifact.url, self.timeout, MAX_CHART_BYTES)
         except asyncio.CancelledError:
             raise
-        except _FetchError as error:
+        except ArtifactDownloadError as error:
+            if error.detail != str(error):  # the hosts of a refused redirect: the hoster's to know
+                logger.warning("downloading the artifact of %s: %s", ref.describe(), error.detail)
             return ChartSource.unverified(f"downloading the artifact of {ref.describe()} failed: {error}")
         except Exception as error:  # never the URL: it names the cluster's internals
             return ChartSource.unverified(
