@@ -41,6 +41,7 @@ CASES: dict[str, tuple[dict[str, Any], str]] = {
     ),
     "runbook-first-step-no-policy": ({"webhook": {"configurations": False}, "networkPolicy": "none"}, "cozy-system"),
     "cert-manager-cilium-scraper": ({"networkPolicy": "cilium", "metricsNamespace": "monitoring"}, "ns-1"),
+    "hoster-named-chart-source": ({"chartSource": "ExternalArtifact/cozy-system/kubernetes-nodes"}, "cozy-workerclass"),
     "one-replica-namespace-that-yaml-reads-as-a-number": ({"webhook": {"replicas": 1}}, "1e3"),
 }
 #: values Helm must refuse, and a word of the refusal
@@ -49,6 +50,7 @@ REFUSED: dict[str, tuple[dict[str, Any], str]] = {
     "timeout-over-30": ({"webhook": {"timeoutSeconds": 31}}, "timeoutSeconds"),
     "ca-not-pem": ({"caBundle": "hello"}, "not a PEM certificate bundle"),
     "ca-with-a-key": ({"caBundle": PEM + "-----BEGIN PRIVATE KEY-----\nx\n"}, "private key"),
+    "chart-source-of-another-kind": ({"chartSource": "GitRepository/cozy-system/x"}, "chartSource"),
 }
 
 _DRIVER = r"""

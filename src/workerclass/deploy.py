@@ -123,6 +123,9 @@ class InstallOptions:
     #: the webhook configurations: the runbook applies them last, once the webhook is ready, and
     #: removes them first (README: installing, upgrading, uninstalling)
     webhook_configurations: bool = True
+    #: the Flux source the pools take their chart from (``KIND/NAMESPACE/NAME``: both servers'
+    #: ``--chart-source``), for a cluster without the ApplicationDefinition; None: the ApplicationDefinition's
+    chart_source: str | None = None
 
 
 #: Memory of one webhook replica, from ``bench/README.md`` (issues 10 and 21): ~55 MiB resident
@@ -495,6 +498,7 @@ def controller_manifests(options: InstallOptions | None = None) -> list[dict[str
             str(CONTROLLER_METRICS_PORT),
             "--lease-namespace",
             namespace,
+            *_chart_source_args(options),
         ],
         "env": [
             {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
@@ -549,6 +553,11 @@ def controller_manifests(options: InstallOptions | None = None) -> list[dict[str
     ]
 
 
+def _chart_source_args(options: InstallOptions) -> list[str]:
+    """``--chart-source`` for both servers when the hoster names the chart's Flux source."""
+    return ["--chart-source", options.chart_source] if options.chart_source else []
+
+
 def _deployment(options: InstallOptions) -> dict[str, Any]:
     probe = {"scheme": "HTTPS", "port": "https"}
     args = [
@@ -564,6 +573,7 @@ def _deployment(options: InstallOptions) -> dict[str, Any]:
         str(options.shutdown_delay),
         "--metrics-port",
         str(METRICS_PORT),
+        *_chart_source_args(options),
     ]
     return {
         "apiVersion": "apps/v1",

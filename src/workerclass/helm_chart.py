@@ -56,6 +56,7 @@ _TIMEOUT = 987002
 _METRICS_NAMESPACE = "wcsentinelmetrics"
 _CA = b"wcsentinel-ca-bundle"
 _CA_TEXT = base64.b64encode(_CA).decode("ascii")
+_CHART_SOURCE = "wcsentinelchartsource"
 
 #: sentinel text -> (Helm expression of the value, whether a whole scalar is quoted)
 SCALARS: Mapping[str, tuple[str, bool]] = {
@@ -65,6 +66,7 @@ SCALARS: Mapping[str, tuple[str, bool]] = {
     str(_TIMEOUT): (".Values.webhook.timeoutSeconds | int", False),
     _METRICS_NAMESPACE: (".Values.metricsNamespace", True),
     _CA_TEXT: (".Values.caBundle | b64enc", True),
+    _CHART_SOURCE: (".Values.chartSource", True),
 }
 
 
@@ -106,6 +108,12 @@ SWITCHES: tuple[Switch, ...] = (
         (True, False),
         (".Values.metricsNamespace", ""),
         _set("metrics_namespace", lambda on: _METRICS_NAMESPACE if on else None),
+    ),
+    Switch(
+        "chartSource",
+        (True, False),
+        (".Values.chartSource", ""),
+        _set("chart_source", lambda on: _CHART_SOURCE if on else None),
     ),
 )
 
@@ -214,6 +222,7 @@ def default_values() -> dict[str, Any]:
         "controller": {"enabled": True},
         "networkPolicy": defaults.network_policy,
         "metricsNamespace": MONITORING_NAMESPACE,
+        "chartSource": "",
     }
 
 
@@ -233,6 +242,7 @@ def options_for(values: Mapping[str, Any], namespace: str = DEFAULT_NAMESPACE) -
         ca_bundle=ca.encode() if ca else None,
         network_policy=merged["networkPolicy"],
         metrics_namespace=merged["metricsNamespace"] or None,
+        chart_source=merged["chartSource"] or None,
     )
     return options, bool(merged["controller"]["enabled"])
 
@@ -253,6 +263,8 @@ _VALUE_NOTES = {
     "controller": "the WorkerClass controller (status, the finalizer, classified pools' objects)",
     "networkPolicy": "kubernetes (portable), cilium (the API server and the node only) or none",
     "metricsNamespace": "the namespace whose pods may scrape /metrics; empty: none may",
+    "chartSource": "KIND/NAMESPACE/NAME of the Flux source the pools take their chart from, for a cluster "
+    "without the ApplicationDefinition kubernetes-nodes; empty: that definition's chartRef",
 }
 
 
@@ -291,6 +303,11 @@ def _schema() -> dict[str, Any]:
             },
             "networkPolicy": {"type": "string", "enum": ["kubernetes", "cilium", "none"]},
             "metricsNamespace": {"type": "string"},
+            "chartSource": {
+                "type": "string",
+                "pattern": "^((ExternalArtifact|HelmChart|OCIRepository)/[a-z0-9]([-a-z0-9]*[a-z0-9])?/[a-z0-9]"
+                "([-a-z0-9.]*[a-z0-9])?)?$",
+            },
         },
     }
 

@@ -126,3 +126,104 @@ def test_paths_that_are_no_chart_are_named(make: str, tmp_path: Path) -> None:
     with pytest.raises(ChartReadError) as raised:
         read_chart(path)
     assert str(raised.value).startswith(str(path))
+
+
+def _members(top: str, *members: tarfile.TarInfo, files: dict[str, bytes] | None = None) -> bytes:
+    """An archive of ``files`` under ``top`` plus ``members`` as given (links, devices, folders)."""
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as archive:
+        for name, content in (files or {}).items():
+            info = tarfile.TarInfo(f"{top}/{name}")
+            info.size = len(content)
+            archive.addfile(info, io.BytesIO(content))
+        for member in members:
+            archive.addfile(member)
+    return buffer.getvalue()
+
+
+def _special(name: str, kind: bytes, linkname: str = "") -> tarfile.TarInfo:
+    info = tarfile.TarInfo(name)
+    info.type = kind
+    info.linkname = linkname
+    return info
+
+
+@pytest.mark.parametrize(
+    "member",
+    [
+        _special("sample/templates/hard.yaml", tarfile.LNKTYPE, "sample/values.yaml"),
+        _special("sample/templates/tty", tarfile.CHRTYPE),
+        _special("sample/templates/disk", tarfile.BLKTYPE),
+        _special("sample/templates/pipe", tarfile.FIFOTYPE),
+    ],
+    ids=["hardlink", "character-device", "block-device", "fifo"],
+)
+def test_links_and_devices_are_refused(member: tarfile.TarInfo) -> None:
+    with pytest.raises(ChartReadError, match="is a link or a device"):
+        chart_archive_files(_members("sample", member, files=FILES))
+
+
+def _with_subchart(outer_files: dict[str, bytes], inner_files: dict[str, bytes]) -> bytes:
+    inner = {"Chart.yaml": b"apiVersion: v2\nname: lib\nversion: 0.0.0\n", **inner_files}
+    return _archive({**outer_files, "charts/lib-0.0.0.tgz": _archive(inner, top="lib")})
+
+
+def test_the_entries_of_subcharts_count_with_the_charts(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each archive under the bound, together over it: refused (a chart of many small subcharts)."""
+    monkeypatch.setattr(chart_adapter, "MAX_CHART_ENTRIES", 10)
+    few = {f"templates/{n}.yaml": b"a: 1\n" for n in range(4)}
+    chart_archive_files(_with_subchart({"Chart.yaml": FILES["Chart.yaml"], **few}, {}))  # 6 + 1 + 1 entries
+    with pytest.raises(ChartReadError, match="more than 10 entries"):
+        chart_archive_files(_with_subchart({"Chart.yaml": FILES["Chart.yaml"], **few}, few))
+
+
+def test_folders_count_as_entries(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(chart_adapter, "MAX_CHART_ENTRIES", 10)
+    folders = []
+    for n in range(20):
+        info = tarfile.TarInfo(f"sample/empty-{n}")
+        info.type = tarfile.DIRTYPE
+        folders.append(info)
+    with pytest.raises(ChartReadError, match="more than 10 entries"):
+        chart_archive_files(_members("sample", *folders, files={"Chart.yaml": FILES["Chart.yaml"]}))
+
+
+def test_the_bytes_of_subcharts_count_with_the_charts(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each archive under the byte bound, their expansion together over it: refused."""
+    monkeypatch.setattr(chart_adapter, "MAX_CHART_BYTES", 4096)
+    blob = {"files/blob": b"\0" * 1500}
+    chart_archive_files(_with_subchart({"Chart.yaml": FILES["Chart.yaml"]}, blob))
+    with pytest.raises(ChartReadError, match="expands beyond"):
+        chart_archive_files(
+            _with_subchart({"Chart.yaml": FILES["Chart.yaml"], **blob}, {**blob, "files/b2": blob["files/blob"]})
+        )
+
+
+def test_subcharts_nested_deep_share_one_bound(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(chart_adapter, "MAX_CHART_ENTRIES", 12)
+    inner = _archive({"Chart.yaml": b"apiVersion: v2\nname: n0\nversion: 0.0.0\n"}, top="n0")
+    for depth in range(1, 8):
+        inner = _archive(
+            {
+                "Chart.yaml": f"apiVersion: v2\nname: n{depth}\nversion: 0.0.0\n".encode(),
+                f"charts/n{depth - 1}.tgz": inner,
+            },
+            top=f"n{depth}",
+        )
+    with pytest.raises(ChartReadError, match="more than 12 entries"):
+        chart_archive_files(_archive({"Chart.yaml": FILES["Chart.yaml"], "charts/n7.tgz": inner}))
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["../../escape", "..", "a/b", ".", "lib\\..\\x"],
+    ids=["dot-dot-path", "dot-dot", "slash", "dot", "backslash"],
+)
+def test_a_subchart_named_outside_its_folder_is_refused(name: str) -> None:
+    inner = _archive({"Chart.yaml": f"apiVersion: v2\nname: {name!r}\nversion: 0.0.0\n".encode()}, top="lib")
+    with pytest.raises(ChartReadError, match="not a chart name"):
+        chart_archive_files(_archive({**FILES, "charts/lib-0.0.0.tgz": inner}))
+
+
+def test_the_bounds_have_their_reasons() -> None:
+    assert chart_adapter.MAX_CHART_ENTRIES >= 1000 and chart_adapter.MAX_CHART_BYTES >= 16 * 1024 * 1024

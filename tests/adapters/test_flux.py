@@ -17,7 +17,7 @@ pytest.importorskip("lightkube")
 
 from tests.builders import make_pool, make_state
 from tests.shared import chart_path, package_chart
-from workerclass.adapters.flux import ChartFollower, chart_ref, verify_digest
+from workerclass.adapters.flux import ChartFollower, ChartRef, chart_ref, parse_chart_source, verify_digest
 from workerclass.admission import validate
 from workerclass.chart.source import ChartSource
 
@@ -38,9 +38,12 @@ class Sources:
     def __init__(self) -> None:
         self.objects: dict[tuple[str, str, str], dict[str, Any]] = {}
         self.refusals: dict[str, Refused] = {}
+        #: every (kind, namespace, name) asked for
+        self.read: list[tuple[str, str, str]] = []
 
     async def get(self, resource: Any, name: str, *, namespace: str | None = None) -> Any:
         kind = resource._api_info.resource.kind
+        self.read.append((kind, namespace or "", name))
         if kind in self.refusals:
             raise self.refusals[kind]
         found = self.objects.get((kind, namespace or "", name))
@@ -99,12 +102,12 @@ def ungated() -> bytes:
 async def test_the_artifact_is_read_verified_and_identified(gated: bytes) -> None:
     sources, server = cluster_with(gated)
     follower = ChartFollower(sources, fetch=server.fetch)
-    chart = await follower.refresh(None)
+    chart = await follower.refresh()
     assert chart is not None and chart.known and chart.gated and chart.name == "main+gate"
     assert chart.given  # its text: the controller renders Talos pools with it
     assert "sha256:" + hashlib.sha256(gated).hexdigest() in chart.artifacts
     assert follower.problem == "" and follower.settled
-    await follower.refresh(None)
+    await follower.refresh()
     assert server.fetched == 1  # the same digest is not downloaded again
 
 
@@ -113,7 +116,7 @@ async def test_the_artifact_is_read_verified_and_identified(gated: bytes) -> Non
     [
         ("no-artifact", "has no artifact yet"),
         ("bad-digest", "do not match the artifact's digest"),
-        ("other-algorithm", "cannot check"),
+        ("other-algorithm", "is not sha256:<64 hex digits>"),
         ("download-fails", "downloading the artifact of ExternalArtifact"),
         ("definition-forbidden", "reading ApplicationDefinition kubernetes-nodes failed (403 Forbidden)"),
         ("source-missing", "reading ExternalArtifact cozy-system/"),
@@ -142,7 +145,7 @@ async def test_what_cannot_be_verified_is_said_and_fails_closed(gated: bytes, se
         server.data = b"not a tarball"
         sources.objects[ARTIFACT] = source("sha256:" + hashlib.sha256(server.data).hexdigest())
     follower = ChartFollower(sources, fetch=server.fetch)
-    chart = await follower.refresh(None)
+    chart = await follower.refresh()
     assert chart is not None and chart.problem and says in chart.problem, chart
     assert URL not in chart.problem and "source-controller" not in chart.problem  # never the URL
     state = make_state().with_chart(chart)
@@ -151,26 +154,80 @@ async def test_what_cannot_be_verified_is_said_and_fails_closed(gated: bytes, se
     assert "cannot be verified" in decision.denials[0].message
 
 
-async def test_a_cluster_without_an_application_definition_falls_back_to_the_releases_chart(gated: bytes) -> None:
-    sources, server = cluster_with(gated)
-    del sources.objects[("ApplicationDefinition", "", "kubernetes-nodes")]
-    release = {
+def release(namespace: str, name: str, ref: dict[str, str]) -> dict[str, Any]:
+    """A pool HelmRelease as a tenant may write it, naming ``ref`` as its chart."""
+    return {
         "apiVersion": "helm.toolkit.fluxcd.io/v2",
         "kind": "HelmRelease",
         "metadata": {
-            "name": "kubernetes-nodes-example-direct",
-            "namespace": "tenant-example",
+            "name": f"kubernetes-nodes-{name}",
+            "namespace": namespace,
             "labels": {"apps.cozystack.io/application.kind": "KubernetesNodes"},
         },
-        "spec": {
-            "chartRef": {"kind": ARTIFACT[0], "name": ARTIFACT[2], "namespace": ARTIFACT[1]},
-            "values": {"cluster": "example", "version": "v1.35"},
-        },
+        "spec": {"chartRef": dict(ref), "values": {"cluster": "example", "version": "v1.35"}},
     }
+
+
+async def test_tenant_releases_never_choose_the_chart(gated: bytes, caplog: pytest.LogCaptureFixture) -> None:
+    """Four releases in one tenant naming its own HelmChart, three elsewhere naming the cluster's
+    ExternalArtifact, no ApplicationDefinition and no hoster setting: no chart is known (the shipped
+    facts stand in), nothing a tenant wrote is read, and the follower says so (log and note)."""
+    sources, server = cluster_with(gated)
+    del sources.objects[("ApplicationDefinition", "", "kubernetes-nodes")]
+    evil = {"kind": "HelmChart", "name": "anything", "namespace": "tenant-evil"}
+    sources.objects[("HelmChart", "tenant-evil", "anything")] = {
+        "kind": "HelmChart",
+        "metadata": {"name": "anything", "namespace": "tenant-evil"},
+        "status": {"artifact": {"url": URL, "digest": "sha256:" + hashlib.sha256(gated).hexdigest()}},
+    }
+    real = {"kind": ARTIFACT[0], "name": ARTIFACT[2], "namespace": ARTIFACT[1]}
+    pools = [release("tenant-evil", f"evil-{n}", evil) for n in range(4)]
+    pools += [release("tenant-example", f"pool-{n}", real) for n in range(3)]
     follower = ChartFollower(sources, fetch=server.fetch)
-    assert await follower.refresh(make_state()) is None  # nothing names a chart: not checked
-    chart = await follower.refresh(make_state([release]))
+    with caplog.at_level("WARNING", logger="workerclass.charts"):
+        chart = await follower.refresh()
+    assert chart is None and server.fetched == 0
+    assert ("HelmChart", "tenant-evil", "anything") not in sources.read
+    assert "no chart known" in follower.note and "--chart-source" in follower.note
+    assert any("no chart known" in record.getMessage() for record in caplog.records)
+    state = make_state(pools)
+    assert state.chart.assumed  # the shipped facts' chart: ChartNotGated is not checked
+
+
+async def test_the_hoster_setting_names_the_source(gated: bytes) -> None:
+    """``--chart-source`` names the Flux source: read without the ApplicationDefinition, and in
+    place of one that names another source."""
+    sources, server = cluster_with(gated)
+    del sources.objects[("ApplicationDefinition", "", "kubernetes-nodes")]
+    pinned = ChartRef(*ARTIFACT)
+    chart = await ChartFollower(sources, source=pinned, fetch=server.fetch).refresh()
+    assert chart is not None and chart.name == "main+gate" and chart.problem == ""
+    sources.objects[("ApplicationDefinition", "", "kubernetes-nodes")] = definition(kind="HelmChart")
+    sources.read.clear()
+    chart = await ChartFollower(sources, source=pinned, fetch=server.fetch).refresh()
     assert chart is not None and chart.name == "main+gate"
+    assert not any(kind == "ApplicationDefinition" for kind, _, _ in sources.read)
+
+
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        ("ExternalArtifact/cozy-system/kubernetes-nodes", ""),
+        ("HelmChart/cozy-system/kubernetes-nodes", ""),
+        ("GitRepository/cozy-system/x", "ExternalArtifact, HelmChart or OCIRepository"),
+        ("ExternalArtifact/x", "KIND/NAMESPACE/NAME"),
+        ("ExternalArtifact/Cozy_System/x", "not a namespace name"),
+        ("ExternalArtifact/cozy-system/a/b", "KIND/NAMESPACE/NAME"),
+    ],
+    ids=["external-artifact", "helm-chart", "other-kind", "no-namespace", "bad-namespace", "too-many-parts"],
+)
+async def test_the_hoster_setting_is_parsed(text: str, says: str) -> None:
+    if not says:
+        ref = parse_chart_source(text)
+        assert f"{ref.kind}/{ref.namespace}/{ref.name}" == text
+        return
+    with pytest.raises(ValueError, match=says):
+        parse_chart_source(text)
 
 
 async def test_admission_follows_the_chart_the_cluster_runs(gated: bytes, ungated: bytes) -> None:
@@ -178,7 +235,7 @@ async def test_admission_follows_the_chart_the_cluster_runs(gated: bytes, ungate
     classless UPDATE is not, and an UPDATE that keeps a stored class only warns (ratcheting)."""
     for data, refused in ((gated, False), (ungated, True)):
         sources, server = cluster_with(data)
-        chart = await ChartFollower(sources, fetch=server.fetch).refresh(None)
+        chart = await ChartFollower(sources, fetch=server.fetch).refresh()
         assert chart is not None and chart.known and chart.gated is not refused
         stored = make_pool("kept", workerClassName="talos", minReplicas=1)
         legacy = make_pool("legacy", workerClassName=None)
@@ -202,7 +259,7 @@ async def test_chart_refs_and_digests() -> None:
     assert chart_ref("no") is None
     data = b"bytes"
     assert verify_digest(data, "sha256:" + hashlib.sha256(data).hexdigest()) == ""
-    assert verify_digest(data, "sha512:" + hashlib.sha512(data).hexdigest()) == ""
+    assert "not sha256" in verify_digest(data, "sha512:" + hashlib.sha512(data).hexdigest())  # refused, not skipped
     assert "do not match" in verify_digest(data, "sha256:" + "1" * 64)
 
 
@@ -223,3 +280,13 @@ async def test_run_hands_each_change_to_the_cache(gated: bytes, ungated: bytes) 
     stop.set()
     await task
     assert [chart.name for chart in seen if chart is not None] == ["main+gate", "main"]
+
+
+async def test_the_cache_notes_what_the_follower_says() -> None:
+    from workerclass.adapters.kube import ClusterCache
+
+    follower = ChartFollower(Sources())
+    cache = ClusterCache(SimpleNamespace(), charts=follower)
+    assert cache.notes == ()
+    await follower.refresh()  # nothing served, no --chart-source: no chart known
+    assert cache.notes == (follower.note,) and "no chart known" in cache.notes[0]

@@ -76,3 +76,50 @@ def test_manifests_network_policy(policy: str, kinds: set[str]) -> None:
     assert result.exit_code == 0, result.output
     found = {doc["kind"] for doc in yaml.safe_load_all(result.stdout) if doc}
     assert found & {"NetworkPolicy", "CiliumNetworkPolicy"} == kinds
+
+
+@pytest.mark.parametrize(
+    "command",
+    [["serve", "webhook", "--tls-cert", "c", "--tls-key", "k"], ["serve", "controller"]],
+    ids=["webhook", "controller"],
+)
+def test_the_hoster_names_the_chart_source(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, command: list[str]) -> None:
+    """``--chart-source KIND/NAMESPACE/NAME`` reaches the chart follower; a bad value, or one beside
+    ``--chart``, is one line and exit 2."""
+    import workerclass.cli.commands_serve as serve
+
+    _tls(monkeypatch)
+    seen: list[Any] = []
+
+    def follower(client: Any, chart: Any, interval: float, source: Any = None) -> None:
+        seen.append(source)
+        raise SystemExit(0)  # stop before anything runs
+
+    monkeypatch.setattr(serve, "_follower", follower)
+    monkeypatch.setattr(lightkube.KubeConfig, "from_file", staticmethod(lambda path: kubeconfig()))
+    monkeypatch.setattr(lightkube, "AsyncClient", lambda **kwargs: object())
+    base = [*command, "--kubeconfig", str(tmp_path / "kc")]
+    result = CliRunner().invoke(app, [*base, "--chart-source", "ExternalArtifact/cozy-system/kubernetes-nodes"])
+    assert result.exit_code == 0, result.output
+    assert [(ref.kind, ref.namespace, ref.name) for ref in seen] == [
+        ("ExternalArtifact", "cozy-system", "kubernetes-nodes")
+    ]
+    bad = CliRunner().invoke(app, [*base, "--chart-source", "GitRepository/cozy-system/x"])
+    assert bad.exit_code == 2 and "Traceback" not in bad.output
+    assert "ExternalArtifact, HelmChart or OCIRepository" in bad.output
+    both = CliRunner().invoke(app, [*base, "--chart-source", "HelmChart/a/b", "--chart", str(tmp_path)])
+    assert both.exit_code == 2 and "not both" in both.output
+
+
+def test_manifests_carry_the_chart_source() -> None:
+    result = CliRunner().invoke(app, ["manifests", "--chart-source", "HelmChart/cozy-public/kubernetes-nodes"])
+    assert result.exit_code == 0, result.output
+    deployments = [doc for doc in yaml.safe_load_all(result.stdout) if doc and doc["kind"] == "Deployment"]
+    assert len(deployments) == 2
+    for deployment in deployments:
+        args = deployment["spec"]["template"]["spec"]["containers"][0]["args"]
+        assert args[args.index("--chart-source") + 1] == "HelmChart/cozy-public/kubernetes-nodes"
+    plain = CliRunner().invoke(app, ["manifests"])
+    assert "--chart-source" not in plain.stdout
+    bad = CliRunner().invoke(app, ["manifests", "--chart-source", "nope"])
+    assert bad.exit_code == 2 and "KIND/NAMESPACE/NAME" in bad.output

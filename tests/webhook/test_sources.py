@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from workerclass.adapters.tls import ReloadingContext
-from workerclass.webhook import FolderSource
+from workerclass.webhook import FolderSource, StaticSource
 from workerclass.webhook.server import WebhookServer
 
 from .cases import pool, worker_class
@@ -105,6 +105,29 @@ def test_missing_folder_is_not_ready(tmp_path: Path, certs: CertFiles) -> None:
     try:
         reply = client.request("GET", "/readyz")
         assert reply.status == 503 and b"no such file or folder" in reply.body
+    finally:
+        client.close()
+        running.close()
+
+
+class NotedSource(StaticSource):
+    """A fixed state whose source says that no chart is known (as the cluster cache does)."""
+
+    notes = ("no chart known: the shipped facts' chart stands in",)
+
+
+def test_readyz_says_what_the_source_notes(certs: CertFiles) -> None:
+    from .cases import table_state
+
+    server = WebhookServer(
+        NotedSource(table_state()), tls=ReloadingContext(certs.cert, certs.key), settings=fast_settings()
+    )
+    running = Running(server)
+    client = Client(running.port, certs.client_context())
+    try:
+        reply = client.request("GET", "/readyz")
+        assert reply.status == 200
+        assert reply.body.decode() == "ok\nnote: no chart known: the shipped facts' chart stands in\n"
     finally:
         client.close()
         running.close()

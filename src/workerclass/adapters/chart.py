@@ -9,10 +9,13 @@ to the chart's root, ``/``-separated: what :func:`workerclass.chart.identity.ide
 - A folder is read whole (symlinks followed, as Helm's loader follows them; each real folder once);
   which files count towards the digest is the core's business (``.helmignore``).
 - An archive holds one top folder (the chart's name), as Helm writes it; its entries are taken
-  relative to it. Links, devices, absolute paths and ``..`` are refused, and so are archives that
-  would expand beyond :data:`MAX_CHART_BYTES`.
+  relative to it. Links (symbolic and hard), devices, FIFOs, absolute paths and ``..`` are refused.
 - A subchart packed as ``charts/<name>-<version>.tgz`` is expanded into ``charts/<name>/``, as
-  Helm loads it and as ``helm package`` writes it back.
+  Helm loads it and as ``helm package`` writes it back; ``<name>`` (its ``Chart.yaml``'s) must be a
+  chart name, one path segment, so nothing lands outside ``charts/``.
+- One bound for the whole read, subcharts' archives (at any depth) counted with the chart that holds
+  them: at most :data:`MAX_CHART_ENTRIES` entries and :data:`MAX_CHART_BYTES` bytes expanded, so a
+  chart of many small subcharts cannot add up to what none of them could alone.
 
 Errors are :class:`ChartReadError` with the path and what is wrong, never a stack trace.
 """
@@ -23,6 +26,7 @@ import dataclasses
 import hashlib
 import io
 import os
+import re
 import tarfile
 from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
@@ -34,6 +38,7 @@ from .helm import HelmEngine, helm_engine, probe_gate
 
 __all__ = [
     "MAX_CHART_BYTES",
+    "MAX_CHART_ENTRIES",
     "ChartReadError",
     "UnknownChart",
     "archive_digest",
@@ -43,8 +48,38 @@ __all__ = [
     "with_engine",
 ]
 
-#: Larger than any worker-pool chart by far (Cozystack's is ~200 KB), small enough to refuse a bomb.
+#: Bytes a chart expands to, its subcharts' archives and their contents counted in: larger than any
+#: worker-pool chart by far (Cozystack's is ~200 KB with cozy-lib), small enough to refuse a bomb.
 MAX_CHART_BYTES = 64 * 1024 * 1024
+#: Entries (files and folders) a chart holds, its subcharts' counted in: Cozystack's has about 40
+#: with cozy-lib; each entry costs a header parse and a mapping key, so a flood of empty ones is
+#: refused long before it costs memory or time.
+MAX_CHART_ENTRIES = 10_000
+#: a subchart's name: one path segment (Helm's chart names), never ``.``, ``..`` or a separator
+_CHART_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,252}")
+
+
+@dataclasses.dataclass(slots=True)
+class _Budget:
+    """What one read of a chart has taken so far, across every archive in it (the bounds above)."""
+
+    entries: int = 0
+    size: int = 0
+
+    def entry(self, origin: str) -> None:
+        self.entries += 1
+        if self.entries > MAX_CHART_ENTRIES:
+            raise ChartReadError(
+                f"{origin}: holds more than {MAX_CHART_ENTRIES} entries (its subcharts' counted in), not a chart"
+            )
+
+    def take(self, size: int, origin: str) -> None:
+        self.size += size
+        if self.size > MAX_CHART_BYTES:
+            raise ChartReadError(
+                f"{origin}: expands beyond {MAX_CHART_BYTES // (1024 * 1024)} MiB (its subcharts' counted in), "
+                "not a chart"
+            )
 
 
 class ChartReadError(Exception):
@@ -94,7 +129,8 @@ def read_chart(path: str | os.PathLike[str]) -> dict[str, bytes]:
     if location.is_dir():
         if not (location / "Chart.yaml").is_file():
             raise ChartReadError(f"{location}: not a Helm chart (no Chart.yaml in the folder)")
-        return _expand_subchart_archives(_read_folder(location), str(location))
+        budget = _Budget()
+        return _expand_subchart_archives(_read_folder(location, budget), str(location), budget)
     if location.is_file():
         try:
             data = location.read_bytes()
@@ -104,9 +140,8 @@ def read_chart(path: str | os.PathLike[str]) -> dict[str, bytes]:
     raise ChartReadError(f"{location}: no such chart folder or archive")
 
 
-def _read_folder(root: Path) -> dict[str, bytes]:
+def _read_folder(root: Path, budget: _Budget) -> dict[str, bytes]:
     files: dict[str, bytes] = {}
-    total = 0
     seen: set[tuple[int, int]] = set()
     for folder, names, filenames in os.walk(root, followlinks=True):
         stat = os.stat(folder)
@@ -123,9 +158,8 @@ def _read_folder(root: Path) -> dict[str, bytes]:
                 content = full.read_bytes()
             except OSError as error:
                 raise ChartReadError(f"{full}: {error.strerror or error}") from None
-            total += len(content)
-            if total > MAX_CHART_BYTES:
-                raise ChartReadError(f"{root}: larger than {MAX_CHART_BYTES // (1024 * 1024)} MiB, not a chart")
+            budget.entry(str(root))
+            budget.take(len(content), str(root))
             files[full.relative_to(root).as_posix()] = content
     return files
 
@@ -137,45 +171,48 @@ def archive_digest(data: bytes) -> str:
 
 def chart_archive_files(data: bytes, *, origin: str = "the archive") -> dict[str, bytes]:
     """A packaged chart (gzip'd tar with one top folder) as ``{path: bytes}`` relative to that folder."""
+    return _archive_files(data, origin, _Budget())
+
+
+def _archive_files(data: bytes, origin: str, budget: _Budget) -> dict[str, bytes]:
     try:
         with tarfile.open(fileobj=io.BytesIO(data), mode="r:*") as archive:
-            files, tops = _archive_members(archive, origin)
+            files, tops = _archive_members(archive, origin, budget)
     except (tarfile.TarError, OSError, EOFError) as error:
         raise ChartReadError(f"{origin}: not a chart folder or a .tgz chart archive ({error})") from None
     if len(tops) > 1:
         raise ChartReadError(f"{origin}: holds several top folders ({', '.join(sorted(tops))}), not one chart")
     if "Chart.yaml" not in files:
         raise ChartReadError(f"{origin}: not a Helm chart (no Chart.yaml in its top folder)")
-    return _expand_subchart_archives(files, origin)
+    return _expand_subchart_archives(files, origin, budget)
 
 
-def _archive_members(archive: tarfile.TarFile, origin: str) -> tuple[dict[str, bytes], set[str]]:
+def _archive_members(archive: tarfile.TarFile, origin: str, budget: _Budget) -> tuple[dict[str, bytes], set[str]]:
     files: dict[str, bytes] = {}
-    total = 0
     tops: set[str] = set()
-    for member in archive.getmembers():
+    for member in archive:  # one header at a time: the bound stops a flood before it is all parsed
+        budget.entry(origin)
         name = PurePosixPath(member.name)
         if name.is_absolute() or ".." in name.parts:
             raise ChartReadError(f"{origin}: the entry {member.name!r} leaves the archive's folder")
         if member.isdir():
             continue
-        if not member.isfile():
+        if not member.isreg():
             raise ChartReadError(f"{origin}: the entry {member.name!r} is a link or a device, not a file")
         parts = [part for part in name.parts if part != "."]
         if len(parts) < 2:
             raise ChartReadError(f"{origin}: the entry {member.name!r} is outside the chart's top folder")
         tops.add(parts[0])
-        total += member.size
-        if total > MAX_CHART_BYTES:
-            raise ChartReadError(f"{origin}: expands beyond {MAX_CHART_BYTES // (1024 * 1024)} MiB, not a chart")
+        budget.take(member.size, origin)
         extracted = archive.extractfile(member)
         if extracted is not None:  # regular files always extract
             files["/".join(parts[1:])] = extracted.read()
     return files, tops
 
 
-def _expand_subchart_archives(files: Mapping[str, bytes], origin: str) -> dict[str, bytes]:
-    """``charts/<x>.tgz`` -> ``charts/<name>/...`` (recursively), as Helm loads and packages subcharts."""
+def _expand_subchart_archives(files: Mapping[str, bytes], origin: str, budget: _Budget) -> dict[str, bytes]:
+    """``charts/<x>.tgz`` -> ``charts/<name>/...`` (recursively), as Helm loads and packages subcharts;
+    every archive's entries and bytes taken from the one ``budget`` of the read."""
     out: dict[str, bytes] = {}
     for path, content in files.items():
         parts = path.split("/")
@@ -183,8 +220,14 @@ def _expand_subchart_archives(files: Mapping[str, bytes], origin: str) -> dict[s
         if not at_a_chart_root or not parts[-1].endswith((".tgz", ".tar.gz")):
             out[path] = content
             continue
-        inner = chart_archive_files(content, origin=f"{origin}: {path}")
+        where = f"{origin}: {path}"
+        inner = _archive_files(content, where, budget)
         name = str(_subchart_name(inner) or parts[-1].removesuffix(".tgz").removesuffix(".tar.gz"))
+        if not _CHART_NAME.fullmatch(name):
+            raise ChartReadError(
+                f"{where}: {name[:64]!r} is not a chart name (letters, digits, '.', '_' and '-', one path segment), "
+                "so its files would land outside charts/"
+            )
         prefix = "/".join([*parts[:-1], name])
         for inner_path, inner_content in inner.items():
             out[f"{prefix}/{inner_path}"] = inner_content

@@ -5,25 +5,32 @@ Cozystack serves KubernetesNodes from the ApplicationDefinition ``kubernetes-nod
 gets: a Flux source (an ``ExternalArtifact`` in ``cozy-system`` today; a ``HelmChart`` or an
 ``OCIRepository`` are the other kinds a HelmRelease may name). Its ``status.artifact`` is the packaged
 chart: a ``url`` that source-controller serves and the ``digest`` of its bytes. :class:`ChartFollower`
-reads that reference (a pool HelmRelease's own ``chartRef`` where the ApplicationDefinition is not
-served), downloads the artifact when its digest changes, checks the bytes against the digest, and hands
-the chart (:class:`~workerclass.chart.source.ChartSource`: its identity and its text) to the cluster
-cache, which puts it into every State it makes: admission then follows that chart's rules and refuses a
+reads that reference, or the source the hoster names (``serve --chart-source``, :func:`parse_chart_source`),
+downloads the artifact when its digest changes, checks the bytes against the digest, and hands the
+chart (:class:`~workerclass.chart.source.ChartSource`: its identity and its text) to the cluster cache,
+which puts it into every State it makes: admission then follows that chart's rules and refuses a
 class-selecting write where it lacks the chart gate (``ChartNotGated``), and the worker controller
 renders with its text.
+
+Only the hoster chooses the chart: the ApplicationDefinition and the setting are the hoster's objects;
+a pool HelmRelease's own ``chartRef`` is never read here: a tenant writes those in its namespace, and
+no tenant may choose the chart every tenant's pools are judged and rendered by.
 
 What it says when it cannot tell (:attr:`ChartFollower.problem`): the reference names no source, the
 source has no artifact yet, the download failed, the bytes do not match the digest, or they are no
 chart. The chart in effect is then "unverified" (:meth:`ChartSource.unverified`), and admission fails
-closed for class-selecting writes only: classless pools never depend on it. Where nothing in the
-cluster names a chart at all (no ApplicationDefinition, no pool HelmRelease with a ``chartRef``: not a
-Cozystack cluster), nothing is checked and the shipped facts apply.
+closed for class-selecting writes only: classless pools never depend on it. Where nothing names a
+chart at all (no ApplicationDefinition served, no ``--chart-source``: not a Cozystack cluster, or an
+older one), no chart is known: nothing is checked, the shipped facts apply, and
+:attr:`ChartFollower.note` says so (logged as a warning, and shown by the webhook's ``/readyz``).
 
 Polling, not watching: one ``get`` of the ApplicationDefinition and one of the source every
 ``interval`` seconds (two objects; a watch of every Flux source in the cluster would cost more), and a
-download only when the digest changes. Downloads are bounded (:data:`~.chart.MAX_CHART_BYTES`, ``timeout``)
-and their URL is never logged or reported (it names the cluster's internals); errors are reduced to
-their type or HTTP status.
+download only when the digest changes. Downloads (:func:`download`) are bounded (:data:`~.chart.MAX_CHART_BYTES`,
+``timeout``, :data:`MAX_REDIRECTS`), follow a redirect only to the artifact's own scheme, host and
+port, and are checked against a ``sha256:`` digest only (another algorithm is refused, not skipped).
+Their URL is never logged or reported (it names the cluster's internals): errors are reduced to their
+type, an HTTP status, or the hosts of a refused redirect.
 
 Its edge: lightkube ``get`` calls and one HTTP client (aiohttp) in, ChartSources out.
 """
@@ -34,23 +41,39 @@ import asyncio
 import contextlib
 import hashlib
 import logging
+import re
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..api.resources import APPLICATION_DEFINITION, CHART_SOURCES, HELM_RELEASE, POOL_APPLICATION
+from ..api.resources import APPLICATION_DEFINITION, CHART_SOURCES, POOL_APPLICATION
 from ..chart.source import ChartSource
-from ..state import State
 from .chart import MAX_CHART_BYTES, ChartReadError, chart_archive_files, with_engine
 from .helm import helm_engine
 from .kube import short_error, status_code
 
-__all__ = ["ChartFollower", "ChartRef", "artifact_of", "chart_ref", "verify_digest"]
+__all__ = [
+    "MAX_REDIRECTS",
+    "NO_CHART_KNOWN",
+    "ArtifactDownloadError",
+    "ChartFollower",
+    "ChartRef",
+    "artifact_of",
+    "chart_ref",
+    "download",
+    "parse_chart_source",
+    "verify_digest",
+]
 
 logger = logging.getLogger("workerclass.charts")
 
-#: the digest algorithms Flux may write (``--artifact-digest-algo``) that hashlib has
-_ALGORITHMS = frozenset({"sha256", "sha384", "sha512", "sha1"})
+#: the one digest form checked: what source-controller writes by default (``--artifact-digest-algo``);
+#: another algorithm is refused, never skipped, so a weaker one cannot stand in for it
+_SHA256 = re.compile(r"sha256:[0-9a-fA-F]{64}")
+#: redirects followed (to the artifact's own scheme, host and port only): source-controller answers
+#: without any; a few leave room for a proxy in front of it, and a loop ends
+MAX_REDIRECTS = 5
+_REDIRECTS = frozenset({301, 302, 303, 307, 308})
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +108,30 @@ def chart_ref(value: Any, default_namespace: str = "") -> ChartRef | None:
     return ChartRef(kind, str(namespace), name)
 
 
+#: a namespace name (RFC 1123 label) and an object name (RFC 1123 subdomain), as the API server takes them
+_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
+_SUBDOMAIN = re.compile(r"(?=.{1,253}$)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+
+
+def parse_chart_source(text: str) -> ChartRef:
+    """The hoster's ``--chart-source KIND/NAMESPACE/NAME`` as a :class:`ChartRef`, or ValueError saying
+    what is wrong (the kind one of the Flux sources a HelmRelease may name)."""
+    parts = text.split("/")
+    if len(parts) != 3 or not all(parts):
+        raise ValueError(f"--chart-source {text!r}: give KIND/NAMESPACE/NAME, e.g. ExternalArtifact/cozy-system/NAME")
+    kind, namespace, name = parts
+    if kind not in CHART_SOURCES:
+        kinds = sorted(CHART_SOURCES)
+        raise ValueError(
+            f"--chart-source {text!r}: the kind must be {', '.join(kinds[:-1])} or {kinds[-1]} (a Flux source)"
+        )
+    if not _LABEL.fullmatch(namespace):
+        raise ValueError(f"--chart-source {text!r}: {namespace!r} is not a namespace name")
+    if not _SUBDOMAIN.fullmatch(name):
+        raise ValueError(f"--chart-source {text!r}: {name!r} is not an object name")
+    return ChartRef(kind, namespace, name)
+
+
 def artifact_of(source: Mapping[str, Any]) -> Artifact | None:
     """The artifact a Flux source object holds, or None while it has none."""
     status = source.get("status")
@@ -98,11 +145,15 @@ def artifact_of(source: Mapping[str, Any]) -> Artifact | None:
 
 
 def verify_digest(data: bytes, digest: str) -> str:
-    """``""`` when ``data`` has ``digest`` (``<algorithm>:<hex>``, as Flux writes it), else why not."""
-    algorithm, _, expected = digest.partition(":")
-    if algorithm not in _ALGORITHMS or not expected:
-        return f"its digest uses {algorithm or 'no'} algorithm, which workerclass cannot check"
-    if hashlib.new(algorithm, data).hexdigest() != expected.lower():
+    """``""`` when ``data`` has ``digest`` (``sha256:<64 hex>``, as Flux writes it), else why not; a
+    digest of any other form or algorithm is refused (the chart is then not verified)."""
+    if not _SHA256.fullmatch(digest):
+        algorithm = digest.partition(":")[0] if ":" in digest else "no algorithm"
+        return (
+            f"its digest ({algorithm[:32]}) is not sha256:<64 hex digits>, the only form workerclass checks "
+            "(Flux's --artifact-digest-algo=sha256, its default)"
+        )
+    if hashlib.sha256(data).hexdigest() != digest.partition(":")[2].lower():
         return "the downloaded bytes do not match the artifact's digest"
     return ""
 
@@ -112,50 +163,93 @@ def _plain(obj: Any) -> dict[str, Any]:
     return dict(raw) if isinstance(raw, Mapping) else {}
 
 
+#: what the follower says while nothing names the chart the pools run
+NO_CHART_KNOWN = (
+    f"no chart known: neither {APPLICATION_DEFINITION.kind} {POOL_APPLICATION} nor --chart-source names the Flux "
+    "source the pools take their chart from, so the shipped facts' chart stands in and ChartNotGated is not "
+    "checked (pool HelmReleases' own chartRef is never taken: tenants write those)"
+)
+
 Fetch = Callable[[str, float, int], Awaitable[bytes]]
 
 
-async def _aiohttp_fetch(url: str, timeout: float, limit: int) -> bytes:
-    """GET ``url`` (source-controller's artifact server) within ``timeout`` seconds and ``limit`` bytes."""
+class ArtifactDownloadError(Exception):
+    """A download that failed in a way worth saying (a status, a size, a redirect refused): its text
+    is ours and names no host, path, query or credentials (it reaches tenants in ``ChartNotGated``);
+    ``detail`` adds the hosts of a refused redirect, for the hoster's log only."""
+
+    def __init__(self, message: str, *, detail: str = "") -> None:
+        super().__init__(message)
+        self.detail = detail or message
+
+
+def _origin(url: Any) -> str:
+    """``scheme://host[:port]`` of a ``yarl.URL``: what a message may name of it (no credentials)."""
+    port = f":{url.explicit_port}" if url.explicit_port is not None else ""
+    return f"{url.scheme}://{url.host or ''}{port}"
+
+
+async def download(url: str, timeout: float, limit: int) -> bytes:
+    """GET ``url`` (source-controller's artifact server) within ``timeout`` seconds and ``limit`` bytes,
+    following at most :data:`MAX_REDIRECTS` redirects, each only to the same scheme, host and port;
+    :class:`ArtifactDownloadError` says why not."""
     import aiohttp
+    from yarl import URL
 
-    async with (
-        aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=timeout)) as session,
-        session.get(url) as response,
-    ):
-        if response.status != 200:
-            raise _FetchError(f"the artifact server answered {response.status}")
-        data = bytearray()
-        async for chunk in response.content.iter_chunked(65536):
-            data += chunk
-            if len(data) > limit:
-                raise _FetchError(f"the artifact is larger than {limit // (1024 * 1024)} MiB")
-        return bytes(data)
-
-
-class _FetchError(Exception):
-    """A download that failed in a way worth saying (a status, a size): its text is ours."""
+    start = URL(url)
+    if start.scheme not in ("http", "https") or not start.host:
+        raise ArtifactDownloadError("the artifact's address is not an http or https URL")
+    here = start
+    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=timeout)) as session:
+        for _ in range(MAX_REDIRECTS + 1):
+            async with session.get(here, allow_redirects=False) as response:
+                if response.status in _REDIRECTS:
+                    location = response.headers.get("Location")
+                    if not location:
+                        raise ArtifactDownloadError(
+                            f"the artifact server answered {response.status} without a Location"
+                        )
+                    target = here.join(URL(location))
+                    if (target.scheme, target.host, target.port) != (start.scheme, start.host, start.port):
+                        refused = "the artifact server redirected to another host: not followed"
+                        raise ArtifactDownloadError(
+                            refused, detail=f"{refused} (from {_origin(start)} to {_origin(target)})"
+                        )
+                    here = target
+                    continue
+                if response.status != 200:
+                    raise ArtifactDownloadError(f"the artifact server answered {response.status}")
+                data = bytearray()
+                async for chunk in response.content.iter_chunked(65536):
+                    data += chunk
+                    if len(data) > limit:
+                        raise ArtifactDownloadError(f"the artifact is larger than {limit // (1024 * 1024)} MiB")
+                return bytes(data)
+    raise ArtifactDownloadError(f"the artifact server answered more than {MAX_REDIRECTS} redirects")
 
 
 class ChartFollower:
     """Keeps the chart the pools run current for a cluster cache (see the module).
 
-    ``client`` is a ``lightkube.AsyncClient``; ``fetch`` downloads an artifact (tests give their own);
-    ``interval`` seconds between reads of the reference and its source.
+    ``client`` is a ``lightkube.AsyncClient``; ``source``: the Flux source the hoster names
+    (``--chart-source``; None: the ApplicationDefinition's); ``fetch`` downloads an artifact (tests
+    give their own); ``interval`` seconds between reads of the reference and its source.
     """
 
     def __init__(
         self,
         client: Any,
         *,
+        source: ChartRef | None = None,
         interval: float = 10.0,
         timeout: float = 30.0,
         fetch: Fetch | None = None,
     ) -> None:
         self._client = client
+        self.source = source
         self.interval = interval
         self.timeout = timeout
-        self._fetch = fetch or _aiohttp_fetch
+        self._fetch = fetch or download
         #: charts read, by artifact digest (a digest names the same bytes for ever)
         self._charts: dict[str, ChartSource] = {}
         #: the chart in effect: None while nothing names a chart (not a Cozystack cluster)
@@ -164,6 +258,8 @@ class ChartFollower:
         self.problem = ""
         #: whether one read has finished (the webhook is not ready before)
         self.settled = False
+        #: why no chart is checked, for people ("" while a chart is named): :data:`NO_CHART_KNOWN`
+        self.note = ""
 
     async def _get(self, group: str, version: str, kind: str, plural: str, name: str, namespace: str | None) -> Any:
         from lightkube.generic_resource import create_global_resource, create_namespaced_resource
@@ -174,10 +270,12 @@ class ChartFollower:
             create_namespaced_resource(group, version, kind, plural), name, namespace=namespace
         )
 
-    async def reference(self, state: State | None) -> ChartRef | str | None:
-        """The source the pools take their chart from: the ApplicationDefinition's ``chartRef``, else
-        (not served) the one most pool HelmReleases name; None when nothing names one; a string when
-        the ApplicationDefinition cannot be read (why)."""
+    async def reference(self) -> ChartRef | str | None:
+        """The source the pools take their chart from: the hoster's ``--chart-source``, else the
+        ApplicationDefinition's ``chartRef``; None when neither names one (no chart known); a string
+        when the ApplicationDefinition cannot be read (why)."""
+        if self.source is not None:
+            return self.source
         row = APPLICATION_DEFINITION
         try:
             definition = _plain(await self._get(row.group, row.version, row.kind, row.plural, POOL_APPLICATION, None))
@@ -186,7 +284,7 @@ class ChartFollower:
         except Exception as error:
             if status_code(error) != 404:
                 return f"reading {row.kind} {POOL_APPLICATION} failed ({short_error(error)})"
-            return _most_named(state)
+            return None
         release = (definition.get("spec") or {}).get("release") or {}
         found = chart_ref(release.get("chartRef"))
         if found is None:
@@ -212,7 +310,9 @@ class ChartFollower:
             data = await self._fetch(artifact.url, self.timeout, MAX_CHART_BYTES)
         except asyncio.CancelledError:
             raise
-        except _FetchError as error:
+        except ArtifactDownloadError as error:
+            if error.detail != str(error):  # the hosts of a refused redirect: the hoster's to know
+                logger.warning("downloading the artifact of %s: %s", ref.describe(), error.detail)
             return ChartSource.unverified(f"downloading the artifact of {ref.describe()} failed: {error}")
         except Exception as error:  # never the URL: it names the cluster's internals
             return ChartSource.unverified(
@@ -236,21 +336,26 @@ class ChartFollower:
         self._charts = {artifact.digest: chart}  # the previous one is not needed again
         return chart
 
-    async def refresh(self, state: State | None) -> ChartSource | None:
-        """One read: the chart in effect now (None: nothing names one), also kept in :attr:`chart`."""
-        ref = await self.reference(state)
+    async def refresh(self) -> ChartSource | None:
+        """One read: the chart in effect now (None: no chart known), also kept in :attr:`chart`."""
+        ref = await self.reference()
         if ref is None:
             chart: ChartSource | None = None
         elif isinstance(ref, str):
             chart = ChartSource.unverified(ref)
         else:
             chart = await self.read(ref)
+        first = not self.settled
         previous, self.chart = self.chart, chart
         self.problem = chart.problem if chart is not None else ""
+        self.note = NO_CHART_KNOWN if chart is None else ""
         self.settled = True
-        if chart != previous or (chart is not None and previous is not None and chart.problem != previous.problem):
+        changed = chart != previous or (
+            chart is not None and previous is not None and chart.problem != previous.problem
+        )
+        if first or changed:
             if chart is None:
-                logger.warning("no ApplicationDefinition or pool release names a chart: the chart gate is not checked")
+                logger.warning("%s", NO_CHART_KNOWN)
             elif chart.problem:
                 logger.warning("the chart the pools run cannot be verified: %s", chart.problem)
             else:
@@ -263,7 +368,7 @@ class ChartFollower:
         while not stop.is_set():
             try:
                 before = self.chart
-                chart = await self.refresh(cache.state)
+                chart = await self.refresh()
                 if chart is not before:
                     cache.set_chart(chart)
             except asyncio.CancelledError:
@@ -272,24 +377,3 @@ class ChartFollower:
                 logger.error("reading the chart the pools run failed (%s)", type(error).__name__, exc_info=True)
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stop.wait(), timeout=self.interval)
-
-
-def _most_named(state: State | None) -> ChartRef | None:
-    """The ``chartRef`` most pool HelmReleases in ``state`` name (ties: the first in name order)."""
-    if state is None:
-        return None
-    counts: dict[ChartRef, int] = {}
-    for pool in state.pools.values():
-        stored = (
-            state.records.get((HELM_RELEASE.kind, pool.namespace, pool.name))
-            if pool.kind == HELM_RELEASE.kind
-            else None
-        )
-        if stored is None:
-            continue
-        ref = chart_ref(((stored.obj.get("spec") or {}).get("chartRef")), pool.namespace)
-        if ref is not None:
-            counts[ref] = counts.get(ref, 0) + 1
-    if not counts:
-        return None
-    return sorted(counts, key=lambda ref: (-counts[ref], ref.namespace, ref.name))[0]

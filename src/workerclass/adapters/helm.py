@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 import tempfile
 from collections.abc import Mapping
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from ..chart.context import ChartRefused
@@ -57,6 +57,9 @@ class HelmEngine:
         with tempfile.TemporaryDirectory(prefix="workerclass-chart-") as folder:
             root = Path(folder) / "chart"
             for path, content in files.items():
+                parts = PurePosixPath(path).parts
+                if PurePosixPath(path).is_absolute() or ".." in parts or "\\" in path:
+                    raise ValueError(f"the chart's file {path[:200]!r} would land outside the chart's folder")
                 target = root / path
                 target.parent.mkdir(parents=True, exist_ok=True)
                 if path.startswith("templates/"):

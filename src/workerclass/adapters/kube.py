@@ -396,6 +396,12 @@ class ClusterCache:
         return tuple(self._absent[watched.kind] for watched in self.resources if watched.kind in self._absent)
 
     @property
+    def notes(self) -> tuple[str, ...]:
+        """What the chart follower says while no chart is known (its ``note``), for ``/readyz``."""
+        note = getattr(self.charts, "note", "") if self.charts is not None else ""
+        return (note,) if isinstance(note, str) and note else ()
+
+    @property
     def reason(self) -> str:
         if self._state is not None:
             if self.charts is not None and not self.charts.settled:

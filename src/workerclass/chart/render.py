@@ -31,6 +31,7 @@ from .nodegroup import (
     kubevirtmachinetemplate_text,
     nodegroup_objects,
 )
+from .scope import scope_failures
 from .sizing import Sizing, sizing
 from .values import app_version, chart_version
 
@@ -80,7 +81,8 @@ def render_chart(
 
 
 def _by_helm(inp: ChartInput, class_era: tuple[Any, ...], talos_config_template: bool) -> list[dict[str, Any]]:
-    """A chart the port was not proved against: Helm's own engine renders it, or it is refused."""
+    """A chart the port was not proved against: Helm's own engine renders it, or it is refused; so
+    is a render that leaves the pool's scope (:func:`~.scope.scope_failures`)."""
     engine = inp.chart.engine
     reason = None
     if engine is None:
@@ -92,7 +94,12 @@ def _by_helm(inp: ChartInput, class_era: tuple[Any, ...], talos_config_template:
         )
     if reason is not None or engine is None:
         raise ChartRefused([Violation("Invalid", "spec", f"the chart ({inp.chart.describe()}) {reason}")])
-    return engine(inp.supplied_values, release=inp.release, namespace=inp.namespace, instancetypes=inp.instancetypes)
+    objects = engine(inp.supplied_values, release=inp.release, namespace=inp.namespace, instancetypes=inp.instancetypes)
+    # the engine sees the tenant's values: only what lies in the pool's scope may reach the controller
+    failures = scope_failures(objects, namespace=inp.namespace, release=inp.release)
+    if failures:
+        raise ChartRefused(failures)
+    return objects
 
 
 def _checked(

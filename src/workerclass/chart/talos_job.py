@@ -33,6 +33,7 @@ from .kernel_modules import heredoc_installer_image, kernel_modules_list
 from .kubeyaml import k8s_load
 from .labels import common_labels
 from .quantity import go_str, truthy
+from .scope import coredns_role_name
 from .sizing import Sizing
 from .talos_job_spec import JobContext, command_script, image_scalar, job_name, job_spec_text
 from .values import kubectl_image, version_map
@@ -105,7 +106,7 @@ def reconcile_name(inp: ChartInput) -> str:
 
 
 def coredns_name(inp: ChartInput) -> str:
-    return f"{inp.namespace}-{inp.release}-talos-reconcile-coredns"
+    return coredns_role_name(inp.namespace, inp.release)
 
 
 def _meta(inp: ChartInput, name: str, labels: Mapping[str, str], *, namespaced: bool = True) -> dict[str, Any]:

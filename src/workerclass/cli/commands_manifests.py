@@ -11,6 +11,7 @@ from typing import Annotated, Any
 
 import typer
 
+from ..adapters.flux import parse_chart_source
 from ..deploy import (
     DEFAULT_IMAGE,
     DEFAULT_NAMESPACE,
@@ -121,6 +122,16 @@ def manifests_command(
             "deleting a CRD deletes every WorkerClass and the WorkerPlatform.",
         ),
     ] = True,
+    chart_source: Annotated[
+        str | None,
+        typer.Option(
+            "--chart-source",
+            metavar="KIND/NAMESPACE/NAME",
+            help="The Flux source the pools take their chart from (both servers' --chart-source), for a cluster "
+            "without the ApplicationDefinition kubernetes-nodes; without it the servers follow that definition.",
+            show_default=False,
+        ),
+    ] = None,
     helm_chart: Annotated[
         Path | None,
         typer.Option(
@@ -151,6 +162,11 @@ def manifests_command(
             fail(f"{ca_bundle!s}: not a PEM certificate bundle")
         if b"PRIVATE KEY" in bundle:
             fail(f"{ca_bundle!s}: holds a private key; give the CA certificate only")
+    if chart_source is not None:
+        try:
+            parse_chart_source(chart_source)
+        except ValueError as error:
+            fail(str(error))
     if create_namespace and namespace in SHARED_NAMESPACES:
         fail(f"--create-namespace: {namespace} exists in every cluster; the install must not create or own it")
     options = InstallOptions(
@@ -163,6 +179,7 @@ def manifests_command(
         metrics_namespace=metrics_namespace or None,
         create_namespace=create_namespace,
         webhook_configurations=webhook_configurations,
+        chart_source=chart_source,
     )
     objects = install_manifests(options, controller=controller, crds=crds)
     if output is ManifestFormat.json:

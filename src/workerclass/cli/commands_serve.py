@@ -101,7 +101,12 @@ def _cache_client(config: Any, field_manager: str) -> Any:
 
 
 def _cluster_source(
-    kubeconfig: Path | None, *, stale_after: float = 60.0, chart: ChartSource | None = None, chart_poll: float = 10.0
+    kubeconfig: Path | None,
+    *,
+    stale_after: float = 60.0,
+    chart: ChartSource | None = None,
+    chart_poll: float = 10.0,
+    chart_source: Any = None,
 ) -> StateSource:
     try:
         from lightkube import KubeConfig
@@ -111,17 +116,48 @@ def _cluster_source(
 
     config = _kube_config(KubeConfig, kubeconfig)
     client = _cache_client(config, "workerclass-webhook")
-    return ClusterCache(client, stale_after=stale_after, chart=chart, charts=_follower(client, chart, chart_poll))
+    charts = _follower(client, chart, chart_poll, chart_source)
+    return ClusterCache(client, stale_after=stale_after, chart=chart, charts=charts)
 
 
-def _follower(client: Any, chart: ChartSource | None, interval: float) -> Any:
+def _follower(client: Any, chart: ChartSource | None, interval: float, source: Any = None) -> Any:
     """What keeps the chart the pools run current from Flux's source API: none when ``--chart``
-    pins one (:class:`~workerclass.adapters.flux.ChartFollower`)."""
+    pins one (:class:`~workerclass.adapters.flux.ChartFollower`); ``source``: the hoster's
+    ``--chart-source`` (a :class:`~workerclass.adapters.flux.ChartRef`), else the ApplicationDefinition's."""
     if chart is not None:
         return None
     from ..adapters.flux import ChartFollower
 
-    return ChartFollower(client, interval=interval)
+    return ChartFollower(client, interval=interval, source=source)
+
+
+#: ``--chart-source``: the Flux source the pools take their chart from, named by the hoster
+ChartSourceOption = Annotated[
+    str | None,
+    typer.Option(
+        "--chart-source",
+        metavar="KIND/NAMESPACE/NAME",
+        help="The Flux source (ExternalArtifact, HelmChart or OCIRepository) the pools take their chart from, "
+        "in place of the ApplicationDefinition kubernetes-nodes' chartRef; for a cluster that serves no "
+        "ApplicationDefinition. Never taken from pools' HelmReleases. Not with --chart.",
+        show_default=False,
+    ),
+]
+
+
+def _chart_options(chart: str | None, chart_source: str | None) -> tuple[ChartSource | None, Any]:
+    """``--chart`` read, ``--chart-source`` parsed; a bad value or both at once exit 2 with one line."""
+    if chart is not None and chart_source is not None:
+        fail("give --chart (a pinned chart) or --chart-source (a Flux source to follow), not both")
+    ref = None
+    if chart_source is not None:
+        from ..adapters.flux import parse_chart_source
+
+        try:
+            ref = parse_chart_source(chart_source)
+        except ValueError as error:
+            fail(str(error))
+    return (load_chart(chart) if chart is not None else None), ref
 
 
 #: ``--chart-poll``: seconds between reads of the chart the pools run (ApplicationDefinition, Flux source)
@@ -217,6 +253,7 @@ def serve_webhook(
     ] = 60.0,
     chart: ChartOption = None,
     chart_poll: ChartPollOption = 10.0,
+    chart_source: ChartSourceOption = None,
 ) -> None:
     """Serve the admission webhooks (the contract's section 5) over HTTPS until SIGTERM, then drain.
 
@@ -240,11 +277,11 @@ def serve_webhook(
         tls = ReloadingContext(tls_cert, tls_key)
     except TLSFileError as error:
         fail(str(error))
-    given = load_chart(chart) if chart is not None else None
+    given, ref = _chart_options(chart, chart_source)
     source: StateSource = (
         FolderSource(state, interval=state_interval, loader=_folder_loader(given))
         if state is not None
-        else _cluster_source(kubeconfig, stale_after=stale_after, chart=given, chart_poll=chart_poll)
+        else _cluster_source(kubeconfig, stale_after=stale_after, chart=given, chart_poll=chart_poll, chart_source=ref)
     )
     settings = Settings(
         host=host,
@@ -313,6 +350,7 @@ def serve_controller(
     log_level: Annotated[LogLevel, typer.Option(help="Log level.")] = LogLevel.info,
     chart: ChartOption = None,
     chart_poll: ChartPollOption = 10.0,
+    chart_source: ChartSourceOption = None,
 ) -> None:
     """Run the controller against the cluster until SIGTERM (any number of replicas, one leader).
 
@@ -353,7 +391,7 @@ def serve_controller(
             "--poll-interval is ignored: the controller acts on the cluster cache's changes (see --debounce)"
         )
     config = _kube_config(KubeConfig, kubeconfig)
-    given = load_chart(chart) if chart is not None else None
+    given, ref = _chart_options(chart, chart_source)
     settings = ControllerSettings(retain_recheck=retain_recheck)
     identity = os.environ.get("POD_NAME") or f"{socket.gethostname()}-{uuid.uuid4().hex[:8]}"
 
@@ -378,7 +416,7 @@ def serve_controller(
             resources=CONTROLLER_READS,
             debounce=debounce,
             chart=given,
-            charts=_follower(client, given, chart_poll),
+            charts=_follower(client, given, chart_poll, ref),
         )
         await cache.start()
         liveness = await serve_liveness(liveness_port, HEALTH_PATH) if liveness_port else None

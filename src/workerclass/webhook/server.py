@@ -40,7 +40,7 @@ from .livereads import LiveReads
 from .metrics import WebhookMetrics
 from .routes import ROUTES
 from .settings import MIB, Settings
-from .sources import StateSource, sync_reports
+from .sources import StateSource, source_notes, sync_reports
 
 __all__ = ["MIB", "ByteBudget", "Decider", "Settings", "WebhookServer", "core_deciders", "http_logger"]
 
@@ -179,8 +179,8 @@ class WebhookServer(ReviewHandler):
         return web.Response(text="ok\n")
 
     async def _readyz(self, request: web.Request) -> web.Response:
-        if self.ready:
-            return web.Response(text="ok\n")
+        if self.ready:  # ready, and what a person should know of how it decides (no chart known)
+            return web.Response(text="ok\n" + "".join(f"note: {note}\n" for note in source_notes(self.source)))
         return web.Response(status=503, text=f"not ready: {self.not_ready_reason()}\n")
 
     async def _metrics(self, request: web.Request) -> web.Response:

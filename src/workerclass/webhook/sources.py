@@ -69,6 +69,13 @@ class StateSource(Protocol):
     async def stop(self) -> None: ...
 
 
+def source_notes(source: object) -> tuple[str, ...]:
+    """What the source says about a ready state worth a person's attention (``notes``, e.g. that no
+    chart is known), or nothing for a source without them."""
+    notes = getattr(source, "notes", ())
+    return tuple(note for note in notes if isinstance(note, str) and note)
+
+
 def sync_reports(source: object) -> Sequence[SyncReport]:
     """The source's ``sync_reports()``, or nothing for a source without parts (a fixed state)."""
     reports = getattr(source, "sync_reports", None)
