@@ -375,6 +375,12 @@ def _controller_rules() -> Reasoned:
         ),
         *worker_rows,
         (
+            {"apiGroups": ["bootstrap.cluster.x-k8s.io"], "resources": ["talosconfigtemplates"], "verbs": ["get"]},
+            "talosconfigtemplates get: read by name, the template a Talos pool's running MachineDeployment names "
+            "and the one under its stable name, to decide the name its talos-reconcile Job applies the template "
+            "under (the Talos provider refuses a changed template under one name); never written by the controller",
+        ),
+        (
             {"apiGroups": ["cluster.x-k8s.io"], "resources": ["machinesets"], "verbs": ["list"]},
             "machinesets: an old machine template is deleted only once no MachineSet uses it (listed, never changed)",
         ),

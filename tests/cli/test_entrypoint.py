@@ -122,20 +122,26 @@ def test_plan_rows_for_every_pool_with_actions_and_detailed_exit_code(tmp_path: 
     md1, md2, md3, md4, md5 = (rows[f"tenant-x/example-md{n}"] for n in (1, 2, 3, 4, 5))
     assert (md1["action"], md1["replace"], md1["refused"]) == ("update", False, [])
     assert "in place: maxReplicas: 3 -> 6" in md1["reasons"]
-    # the instance type sizes the kubelet reservations in the machine config: the TalosConfigTemplate
-    # changes under its stable name, which the Talos provider refuses (the new machines boot the old one)
-    assert (md2["action"], md2["replace"], md2["refused"], md2["rebuildOnly"]) == (
-        "replace",
-        True,
-        ["TalosConfigImmutable"],
-        False,
-    )
+    # the instance type sizes the kubelet reservations in the machine config: a classified pool's
+    # TalosConfigTemplate is then named by its content (the Talos provider would refuse the change
+    # under the stable name), so the rollout's new machines boot the new config
+    assert (md2["action"], md2["replace"], md2["refused"], md2["rebuildOnly"]) == ("replace", True, [], False)
     assert "instance type: u1.medium -> u1.large" in md2["reasons"]
     assert any(reason.startswith("machines replaced: MachineDeployment ") for reason in md2["reasons"])
     assert (md3["action"], md3["replace"], md3["refused"]) == ("delete", False, [])
     assert (md4["action"], md4["replace"], md4["refused"]) == ("create", False, [])
     assert (md5["action"], md5["replace"], md5["reasons"], md5["newMachinesOnly"]) == ("unchanged", False, [], [])
     code, _ = plan_json(before, after, "--detailed-exitcode")
+    assert code == 2  # machines replaced and deleted, nothing refused
+
+
+def test_plan_a_classless_pools_machine_config_change_is_refused_and_gates_ci(tmp_path: Path) -> None:
+    """The chart's Job applies a classless pool's template under its stable name: the Talos
+    provider refuses the change, and ``--detailed-exitcode`` says 1."""
+    before = write_state(tmp_path / "before", *base_pools())
+    after = write_state(tmp_path / "after", *base_pools(md5={"instanceType": "u1.large"}))
+    code, rows = plan_json(before, after, "--detailed-exitcode")
+    assert rows["tenant-x/example-md5"]["refused"] == ["TalosConfigImmutable"]
     assert code == 1
 
 

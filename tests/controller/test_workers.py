@@ -522,3 +522,53 @@ async def test_the_objects_helm_made_for_the_same_release_are_taken_over() -> No
     report = await WorkerController(client, events=False).reconcile(state_of(TALOS), full=True)
     assert report.states == {"tenant-example/example-talos": "applied"}
     assert ("MachineDeployment", NAMESPACE, _deployment_name(TALOS)) in applied(client)
+
+
+def _job_applies(client: FakeClient) -> str:
+    """The TalosConfigTemplate name the applied talos-reconcile Job's heredoc names."""
+    import re
+
+    (job,) = client.of("Job")
+    script = job["spec"]["template"]["spec"]["containers"][0]["command"][2]
+    (name,) = re.findall(r"^\s+name: \$\{RELEASE\}-\$\{GROUP_NAME\}(\S*)$", script, re.M)
+    return "kubernetes-example-talos" + name
+
+
+def _configured(client: FakeClient) -> str:
+    (deployment,) = client.of("MachineDeployment")
+    return str(deployment["spec"]["template"]["spec"]["bootstrap"]["configRef"]["name"])
+
+
+def _running_template(state: Any, **spec_changes: Any) -> dict[str, Any]:
+    """The template a Job left under the stable name: the render's, run-time inputs filled in."""
+    from workerclass.ops.workers import desired_workers
+
+    (pool,) = [pool for pool in desired_workers(state) if pool.identity.endswith("example-talos")]
+    assert pool.talos_template is not None
+    import json
+
+    filled = json.dumps(pool.talos_template).replace("${TALOS_TOKEN}", "abc.def").replace("${KCP_UID}", "u-1")
+    template: dict[str, Any] = json.loads(filled)
+    template["spec"] = {**template["spec"], **spec_changes}
+    return template
+
+
+async def test_a_template_of_another_content_under_the_stable_name_is_not_applied_over() -> None:
+    """The Talos provider would refuse the change under that name: the Job applies a template named by
+    its content and the MachineDeployment follows it (the pool rolls to the new config)."""
+    state = state_of(TALOS)
+    stale = _running_template(state, template={"spec": {"generateType": "none", "data": "old machine config"}})
+    client = FakeClient([stale])
+    report = await WorkerController(client, events=False).reconcile(state, full=True)
+    assert report.states == {"tenant-example/example-talos": "applied"}
+    assert _configured(client) != "kubernetes-example-talos" and _configured(client).startswith(
+        "kubernetes-example-talos-"
+    )
+    assert _job_applies(client) == _configured(client)
+
+
+async def test_the_same_content_under_the_stable_name_is_kept_and_nothing_rolls() -> None:
+    state = state_of(TALOS)
+    client = FakeClient([_running_template(state)])
+    await WorkerController(client, events=False).reconcile(state, full=True)
+    assert _configured(client) == "kubernetes-example-talos" == _job_applies(client)

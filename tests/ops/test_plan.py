@@ -36,6 +36,19 @@ def state(**edits: Edit) -> State:
     return State.from_documents(documents)
 
 
+LEGACY = "tenant-example/example-legacy"
+
+
+def legacy(edit: Edit) -> dict[str, Edit]:
+    """``edit`` of the classless example pool's values, in its KubernetesNodes and its HelmRelease
+    alike (one pool: what the API lists and what it stores)."""
+
+    def values(obj: dict[str, Any]) -> None:
+        edit({"spec": obj["spec"]["values"]} if obj["kind"] == "HelmRelease" else obj)
+
+    return {"example-legacy": values, "kubernetes-nodes-example-legacy": values}
+
+
 def extra(base: State, *objects: dict[str, Any]) -> State:
     documents = [Document(dict(record.obj), record.origin) for record in base.objects]
     documents += [Document(obj, f"test#{index}") for index, obj in enumerate(objects)]
@@ -138,12 +151,13 @@ def test_replica_change_does_not_replace() -> None:
 
 
 def test_mirror_change_is_refused_by_the_talos_provider() -> None:
-    """Registry mirrors live in the stable-named TalosConfigTemplate, whose spec CABPT keeps immutable."""
+    """A classless pool: registry mirrors live in the stable-named TalosConfigTemplate the chart's Job
+    applies, whose spec CABPT keeps immutable."""
 
     def edit(obj: dict[str, Any]) -> None:
         obj["spec"]["talos"]["registryMirrors"] = {"docker.io": {"endpoints": ["https://mirror.example"]}}
 
-    row = rows(plan(state(), state(**{"example-talos": edit})))["tenant-example/example-talos"]
+    row = rows(plan(state(), state(**legacy(edit))))[LEGACY]
     assert (row.action, row.replace, row.refused, row.new_machines_only) == (
         "update",
         False,
@@ -156,18 +170,53 @@ def test_mirror_change_is_refused_by_the_talos_provider() -> None:
     assert not any("machines created afterwards" in reason for reason in row.reasons)
 
 
+def test_a_classified_pools_mirror_change_rolls_it_to_a_template_of_its_own_content() -> None:
+    """Ours to apply: the template is named by its content, the MachineDeployment follows, and
+    Cluster API replaces the machines (the design: bootstrap changes require replacement workers)."""
+
+    def edit(obj: dict[str, Any]) -> None:
+        obj["spec"]["talos"]["registryMirrors"] = {"docker.io": {"endpoints": ["https://mirror.example"]}}
+
+    result = plan(state(), state(**{"example-talos": edit}))
+    row = rows(result)["tenant-example/example-talos"]
+    assert (row.action, row.replace, row.refused) == ("replace", True, ())
+    assert any("bootstrap.configRef" in reason and "kubernetes-example-talos-" in reason for reason in row.reasons), (
+        row.reasons
+    )
+    assert result.detailed_exit_code() == 2
+
+
+def test_a_classified_pool_rendering_the_charts_template_still_rolls_on_a_change() -> None:
+    """Its class adds nothing to the machine config: it renders the chart's stable name (the drop-in);
+    a change of that config would be refused there, so it is named by its content and rolls."""
+
+    def no_modules(obj: dict[str, Any]) -> None:
+        obj["spec"].pop("kernelModules", None)
+
+    def edit(obj: dict[str, Any]) -> None:
+        no_modules(obj)
+        obj["spec"]["talos"]["registryMirrors"] = {"docker.io": {"endpoints": ["https://mirror.example"]}}
+
+    before = state(**{"example-talos": no_modules})
+    record = before.pools[("KubernetesNodes", "tenant-example", "example-talos")]
+    names = {
+        obj["metadata"]["name"] for obj in render_all(resolve(before, record)) if obj["kind"] == "TalosConfigTemplate"
+    }
+    assert names == {"kubernetes-example-talos"}  # the chart's own name: what the chart renders
+    row = rows(plan(before, state(**{"example-talos": edit})))["tenant-example/example-talos"]
+    assert (row.action, row.replace, row.refused) == ("replace", True, ())
+
+
 def test_kernel_modules_change_is_refused_by_the_talos_provider() -> None:
-    """PR 3571 renders kernel modules into the machine config: the TalosConfigTemplate, not the disk."""
+    """PR 3571 renders kernel modules into the machine config: the TalosConfigTemplate, not the disk.
+    A classless pool's change is refused; a classified pool's rolls (its own template)."""
 
     def edit(obj: dict[str, Any]) -> None:
         obj["spec"]["kernelModules"] = [{"name": "nvme_tcp"}, {"name": "dm_thin_pool"}]
 
     row = rows(plan(state(), state(**{"example-talos": edit})))["tenant-example/example-talos"]
-    assert (row.action, row.replace, row.refused) == ("update", False, ("TalosConfigImmutable",))
-    assert (
-        "kernel modules: nvme_tcp -> nvme_tcp, dm_thin_pool (refused by the Talos provider: reaches no machine)"
-        in row.reasons
-    )
+    assert (row.action, row.replace, row.refused) == ("replace", True, ())
+    assert "kernel modules: nvme_tcp -> nvme_tcp, dm_thin_pool" in row.reasons
 
 
 @pytest.mark.parametrize(
@@ -357,7 +406,7 @@ def test_an_edited_class_spec_is_flagged_as_refused() -> None:
 
     result = plan(state(), state(**{"talos-example-r1": edit}))
     row = rows(result)["tenant-example/example-talos"]
-    assert row.refused == ("ClassImmutable", "TalosConfigImmutable") and row.new_machines_only == ()
+    assert row.refused == ("ClassImmutable",) and row.new_machines_only == ()
     assert [(refusal.kind, refusal.name) for refusal in result.refusals] == [("WorkerClass", "talos-example-r1")]
     assert result.detailed_exit_code() == 1
     document = result.as_dict()
@@ -367,10 +416,7 @@ def test_an_edited_class_spec_is_flagged_as_refused() -> None:
     assert (refusal["kind"], refusal["name"]) == ("WorkerClass", "talos-example-r1")
     assert refusal["refused"] == ["ClassImmutable"]
     assert refusal["denials"][0]["code"] == "ClassImmutable"
-    assert (
-        "registry mirrors: none -> docker.io=https://m.example (refused by the Talos provider: reaches no machine)"
-        in row.reasons
-    )
+    assert "registry mirrors: none -> docker.io=https://m.example" in row.reasons
     assert any(reason.startswith(f"{REFUSED} (ClassImmutable)") for reason in row.reasons)
 
 
@@ -446,8 +492,8 @@ def test_a_config_template_changed_under_its_name_is_refused_by_the_talos_provid
     def edit(obj: dict[str, Any]) -> None:
         obj["spec"]["talos"]["registryMirrors"] = {"docker.io": {"endpoints": ["https://mirror.example"]}}
 
-    result = plan(state(), state(**{"example-talos": edit}))
-    row = rows(result)["tenant-example/example-talos"]
+    result = plan(state(), state(**legacy(edit)))
+    row = rows(result)[LEGACY]
     assert (row.action, row.replace, row.refused, row.new_machines_only) == (
         "update",
         False,
@@ -456,7 +502,7 @@ def test_a_config_template_changed_under_its_name_is_refused_by_the_talos_provid
     )
     assert any(
         reason.startswith(
-            "refused by the Talos provider (TalosConfigImmutable) TalosConfigTemplate kubernetes-example-talos"
+            "refused by the Talos provider (TalosConfigImmutable) TalosConfigTemplate kubernetes-example-legacy"
         )
         for reason in row.reasons
     )

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from tests.ops.test_plan import rows, state
+from tests.ops.test_plan import LEGACY, legacy, rows, state
 from tests.shared import given_chart
 from workerclass.chart.identity import chart_digest
 from workerclass.chart.source import ChartSource
@@ -70,9 +70,11 @@ def test_the_shipped_facts_say_stable_and_a_hash_named_job_says_content() -> Non
 
 @pytest.mark.parametrize("name", ["main+gate", "pr3315"], ids=["main", "pr3315"])
 def test_a_changed_template_under_its_stable_name_is_refused_and_reaches_no_machine(name: str) -> None:
+    """A classless pool: the chart's Job applies its template (a classified pool's is ours to name:
+    tests/ops/test_plan.py, a rollout)."""
     chart = given_chart(name)
-    result = plan(on(chart), on(chart, **{"example-talos": mirrors}))
-    row = rows(result)[POOL]
+    result = plan(on(chart), on(chart, **legacy(mirrors)))
+    row = rows(result)[LEGACY]
     assert (row.action, row.replace, row.refused, row.new_machines_only) == (
         "update",
         False,
@@ -85,7 +87,7 @@ def test_a_changed_template_under_its_stable_name_is_refused_and_reaches_no_mach
     )
     refusal = [reason for reason in row.reasons if reason.startswith(REFUSED_BY_TALOS)]
     assert refusal == [
-        f"{REFUSED_BY_TALOS} ({TALOS_CONFIG_IMMUTABLE}) TalosConfigTemplate kubernetes-example-talos: the Talos "
+        f"{REFUSED_BY_TALOS} ({TALOS_CONFIG_IMMUTABLE}) TalosConfigTemplate kubernetes-example-legacy: the Talos "
         "bootstrap provider's webhook refuses every change of a TalosConfigTemplate's spec, and the "
         "talos-reconcile Job applies it under this same name: the Job fails and the change reaches no machine, "
         "running or new"
@@ -94,14 +96,14 @@ def test_a_changed_template_under_its_stable_name_is_refused_and_reaches_no_mach
     assert result.detailed_exit_code() == 1
     document = row.as_dict()
     assert (document["refused"], document["newMachinesOnly"]) == ([TALOS_CONFIG_IMMUTABLE], [])
-    others = [other for other in result.rows if other.pool != POOL]
+    others = [other for other in result.rows if other.pool != LEGACY]
     assert all(other.refused == () for other in others)
 
 
 def test_a_rollout_that_also_changes_the_template_is_refused_and_says_the_new_machines_boot_the_old_config() -> None:
     chart = given_chart("main+gate")
-    result = plan(on(chart), on(chart, **{"example-talos": minor}))
-    row = rows(result)[POOL]
+    result = plan(on(chart), on(chart, **legacy(minor)))
+    row = rows(result)[LEGACY]
     assert (row.action, row.replace, row.refused) == ("replace", True, (TALOS_CONFIG_IMMUTABLE,))
     assert any(reason.endswith("the machines this rollout creates boot the old config") for reason in row.reasons)
     assert result.detailed_exit_code() == 1

@@ -81,6 +81,7 @@ from ..ops.workers import (
 )
 from ..render.hash import keep_running
 from ..render.kairos_bootstrap import JoinInputsInvalid, is_bootstrap_secret, join_input_names, with_join_inputs
+from ..render.talos_template import TALOS_TEMPLATE_KIND, as_applied, configured_template
 from ..render.templates import KAIROS_DATA_SECRET_PATH, KAIROS_PROVIDER_PATH
 from ..state import State
 from .reporting import WorkerMetrics, post_event
@@ -96,6 +97,8 @@ TEMPLATE_KINDS = frozenset({"KubevirtMachineTemplate", "ProxmoxMachineTemplate",
 #: kinds the chart never renders, so never Helm-made objects to pin or to find ungated
 NOT_CHART_KINDS = frozenset({"Secret"})
 MACHINE_SET = WorkerKind("cluster.x-k8s.io/v1beta1", "MachineSet", "machinesets")
+#: the template a Talos pool's talos-reconcile Job applies: read (never written) to name it
+TALOS_TEMPLATE = WorkerKind("bootstrap.cluster.x-k8s.io/v1alpha3", TALOS_TEMPLATE_KIND, "talosconfigtemplates")
 HELM_MANAGED = ("app.kubernetes.io/managed-by", "Helm")
 #: the report of a classified pool whose release's chart renders worker objects (no chart gate)
 CHART_NOT_GATED = (
@@ -355,9 +358,9 @@ class WorkerController:
                 f"the join inputs of {pool.namespace}/{cluster} are not usable: {invalid}"
             ) from None
 
-    async def _read(self, obj: Mapping[str, Any]) -> dict[str, Any] | None:
-        """The live object of ``obj``'s kind, namespace and name; ``None`` when there is none."""
-        kind = worker_kind(str(obj.get("kind")))
+    async def _read(self, obj: Mapping[str, Any], kind: WorkerKind | None = None) -> dict[str, Any] | None:
+        """The live object of ``obj``'s kind (or ``kind``), namespace and name; ``None`` when there is none."""
+        kind = kind or worker_kind(str(obj.get("kind")))
         if kind is None:
             raise ValueError(f"not a worker kind: {obj.get('kind')}")
         _, namespace, name = _key(obj)
@@ -368,6 +371,34 @@ class WorkerController:
                 return None
             raise
         return live.to_dict() if hasattr(live, "to_dict") else dict(live)
+
+    async def _talos_applied(self, pool: DesiredPool, objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """A Talos pool's objects with the TalosConfigTemplate named as what runs requires
+        (:func:`~workerclass.render.talos_template.as_applied`). The running templates are read only
+        when the decision can change: the Job is to be applied (its content is new) or the running
+        MachineDeployment names another template than the render does."""
+        template = pool.talos_template
+        if template is None:
+            return objects
+        job = next((obj for obj in objects if obj.get("kind") == "Job"), None)
+        deployment = next((obj for obj in objects if obj.get("kind") == "MachineDeployment"), None)
+        if job is None or deployment is None:
+            return objects
+        live_deployment = self._live.get(_key(deployment)) or await self._read(deployment)
+        running_name = configured_template([live_deployment]) if live_deployment else None
+        if _key(job) in self._live and running_name == configured_template(objects):
+            return objects
+        namespace = str(deployment["metadata"]["namespace"])
+        stable_name = str(deployment["metadata"]["name"])
+        running = await self._read_template(namespace, running_name) if running_name else None
+        stable = running if running_name == stable_name else await self._read_template(namespace, stable_name)
+        return as_applied(objects, template, running, stable)
+
+    async def _read_template(self, namespace: str, name: str) -> dict[str, Any] | None:
+        """The live TalosConfigTemplate ``name`` (``None``: none, or the kind is not served)."""
+        return await self._read(
+            {"kind": TALOS_TEMPLATE.kind, "metadata": {"namespace": namespace, "name": name}}, TALOS_TEMPLATE
+        )
 
     async def _taken(self, pool: DesiredPool, objects: list[dict[str, Any]]) -> str | None:
         """Why the pool must not be applied: one of its objects exists and is not the pool's to
@@ -601,6 +632,7 @@ class WorkerController:
         running = [self._live[key] for key in sorted(self._by_pool.get(pool.key, ()))]
         objects = keep_running(list(pool.objects), running) if running else list(pool.objects)
         try:
+            objects = await self._talos_applied(pool, objects)
             taken = await self._taken(pool, objects)
             if taken is not None:
                 report.states[pool.identity] = "refused"

@@ -52,6 +52,7 @@ from ..api.resources import HELM_RELEASE, RELEASE_PREFIX
 from ..chart.source import ChartTextMissing
 from ..render import RenderError, render
 from ..render.manifests import release_name
+from ..render.talos_template import TALOS_TEMPLATE_KIND
 from ..render.templates import KAIROS_BOOTSTRAP_API, KAIROS_DATA_SECRET_PATH
 from ..resolve import resolve_pool
 from ..state import PoolRecord, State
@@ -186,6 +187,10 @@ class DesiredPool:
     denials: tuple[Violation, ...] = ()
     message: str = ""
     warnings: tuple[str, ...] = field(default_factory=tuple)
+    #: a Talos pool's TalosConfigTemplate as its talos-reconcile Job applies it (run-time inputs as
+    #: ``${NAME}``): not applied by the controller (the Job fills it in), read to decide the name the
+    #: Job applies it under (:func:`workerclass.render.talos_template.as_applied`)
+    talos_template: dict[str, Any] | None = None
 
     @property
     def key(self) -> str:
@@ -300,15 +305,20 @@ def _desired(state: State, record: PoolRecord, class_name: str, kairos_path: str
             message=f"the pool does not resolve ({codes}): left as it is",
         )
     try:
-        objects = [obj for obj in render(effective, kairos_path=kairos_path) if not _is_hook(obj)]
+        # the template the Job applies, to name it (:mod:`workerclass.render.talos_template`); a chart
+        # Helm's engine renders has no place for it (nor any naming of ours)
+        preview = effective.bootstrap == "talos" and effective.chart.known
+        rendered = render(effective, talos_config_template=preview, kairos_path=kairos_path)
     except ChartTextMissing as missing:
         return replace(base, state="refused", message=f"{missing}: left as it is")
     except RenderError as error:
         return replace(
             base, state="refused", denials=error.failures, message="the chart refuses the pool: left as it is"
         )
+    template = next((obj for obj in rendered if obj.get("kind") == TALOS_TEMPLATE_KIND), None)
+    objects = [obj for obj in rendered if obj is not template and not _is_hook(obj)]
     release = release_name(effective)
-    base = replace(base, release=release, bootstrap=effective.bootstrap)
+    base = replace(base, release=release, bootstrap=effective.bootstrap, talos_template=template)
     owner = _owner(state, record.namespace, owner_name)
     if owner is None or not ((owner.get("metadata") or {}).get("uid")):
         return replace(

@@ -23,6 +23,10 @@ Modules:
 - ``hash``: the content hash in an infrastructure template's name, why a running pool's template is
   never renamed by our code, and :func:`keep_running`, which keeps running templates over a bump of
   the hash rule (the rule's version is stamped on every template we name).
+- ``talos_template``: a classified Talos pool's TalosConfigTemplate, named by its content where the
+  class changes the machine config or another content runs under the stable name (the Talos
+  provider refuses a changed template under one name), and kept where the running one has the same
+  content (a handoff, a re-render).
 - ``text``: manifests as YAML and JSON text (the CLI's ``-o yaml`` / ``-o json``); its YAML writer is
   for people and PyYAML, not Helm's ``toYaml`` (that is :mod:`workerclass.chart.goyaml`).
 - ``units``: quantities, read with the chart's ``toFloat``, as the Proxmox template's whole cores, MiB and GiB.

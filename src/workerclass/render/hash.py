@@ -29,9 +29,12 @@ rename a running pool's template. How that is kept, per family:
   new default, another canonical form) fails the suite. Such a change must be made on purpose:
   bump :data:`HASH_VERSION` (running templates are then kept and re-stamped, not renamed: below),
   update the golden hashes in the same commit, and say what changed in the history below.
-- Nothing else is hashed: replicas, health settings, the class name, the WorkloadMonitor and the
-  TalosConfigTemplate (stable name ``kubernetes-<cluster>-<pool>``, whose spec the Talos provider
-  keeps immutable: a content change is refused, see ``workerclass.ops.plan``) change in place.
+- **The TalosConfigTemplate**: a classless pool's keeps the chart's stable name
+  ``kubernetes-<cluster>-<pool>`` (whose spec the Talos provider keeps immutable: a content change
+  is refused, see ``workerclass.ops.plan``); a classified pool's is named by its content where it
+  must be (:mod:`.talos_template`), and :func:`keep_running` keeps a running one of the same content.
+- Nothing else is hashed: replicas, health settings, the class name and the WorkloadMonitor change
+  in place.
 
 **A bump renames nothing that runs** (Karpenter's drift-hash versioning, applied to templates):
 every template we name (:func:`named_by_content`) carries the rule that named it
@@ -66,6 +69,7 @@ from typing import Any
 
 from ..api.resources import WEBHOOK_DOMAIN
 from ..chart.nodegroup import chart_hash
+from .talos_template import TALOS_TEMPLATE_KIND, keep_running_template
 
 __all__ = [
     "HASH_VERSION",
@@ -162,6 +166,8 @@ def keep_running(rendered: list[dict[str, Any]], running: Iterable[Mapping[str, 
     live_deployment = live.get(("MachineDeployment", str(deployment["metadata"]["name"]))) if deployment else None
     if deployment is None or live_deployment is None:
         return rendered
+    rendered = _talos_template_kept(rendered, live, live_deployment)
+    deployment = next(obj for obj in rendered if obj.get("kind") == "MachineDeployment")
     renamed: dict[str, str] = {}  # kind -> the running name kept
     out: list[dict[str, Any]] = []
     for obj in rendered:
@@ -192,6 +198,17 @@ def keep_running(rendered: list[dict[str, Any]], running: Iterable[Mapping[str, 
     if not renamed:
         return rendered
     return [_pointed(obj, renamed) if obj is deployment else obj for obj in out]
+
+
+def _talos_template_kept(
+    rendered: list[dict[str, Any]], live: Mapping[tuple[str, str], Mapping[str, Any]], deployment: Mapping[str, Any]
+) -> list[dict[str, Any]]:
+    """A classified Talos pool's TalosConfigTemplate (named by its content, :mod:`.talos_template`)
+    keeps the running one's name when their contents are the same (a bump, a handoff)."""
+    template = next((obj for obj in rendered if obj.get("kind") == TALOS_TEMPLATE_KIND), None)
+    name = _references(deployment).get(TALOS_TEMPLATE_KIND)
+    running = live.get((TALOS_TEMPLATE_KIND, name)) if name is not None else None
+    return keep_running_template(rendered, template, running)
 
 
 def _pointed(md: Mapping[str, Any], renamed: Mapping[str, str]) -> dict[str, Any]:

@@ -35,11 +35,14 @@ from ..chart.context import ChartRefused
 from ..chart.nodegroup import Disk
 from ..chart.render import kubevirtmachinetemplate_hash, render_chart, render_kubevirtmachinetemplate
 from ..chart.sizing import sizing
+from ..chart.talos_job import talos_config_template as chart_talos_config_template
+from ..chart.talos_naming import talos_template_naming
 from ..chart.values import chart_input
 from ..resolve.effective import Effective
 from .errors import RenderError
 from .hash import template_suffix
 from .legacy import class_era, legacy_values
+from .talos_template import TALOS_TEMPLATE_KIND, content_named
 from .templates import KAIROS_DATA_SECRET_PATH, _kairos_machine_template, kairos_objects, proxmox_objects
 
 __all__ = [
@@ -150,16 +153,33 @@ def render(
         raise RenderError(f"{effective.identity}: Kairos pools run on KubeVirt only, not Proxmox")
     inp = chart_input_for(effective)
     disk, extras = _disk(effective) if effective.bootstrap == "talos" else (None, {})
+    talos = effective.bootstrap == "talos"
+    # a classified Talos pool's template is named by its content (.talos_template): read it always
+    named = (
+        talos
+        and chart_text
+        and not effective.legacy
+        and inp.chart.known  # Helm's engine renders the others: the chart's own names, nothing of ours
+        and talos_template_naming(inp.chart) == "stable"
+    )
     try:
         objects = render_chart(
             inp,
-            talos_config_template=talos_config_template and effective.bootstrap == "talos",
+            talos_config_template=(talos_config_template or named) and talos,
             disk=disk,
-            chart_text=chart_text and effective.bootstrap == "talos",
+            chart_text=chart_text and talos,
             **extras,
         )
     except ChartRefused as refused:
         raise _refused(effective, refused) from None
+    if named:
+        template = next(obj for obj in objects if obj.get("kind") == TALOS_TEMPLATE_KIND)
+        if template.get("spec") != chart_talos_config_template(inp, sizing=sizing(inp)).get("spec"):
+            # the class changes the machine config the chart would apply (its installer image, its
+            # modules, its CA): a template of its own content, whose changes roll the pool
+            objects = content_named(objects, template)
+        if not talos_config_template:
+            objects = [obj for obj in objects if obj.get("kind") != TALOS_TEMPLATE_KIND]
     if effective.bootstrap == "kairos":
         return kairos_objects(objects, effective, kairos_path=kairos_path)
     if effective.infrastructure == "proxmox":

@@ -14,7 +14,10 @@ builds them:
   provider's webhook refuses every change of its spec, so on a chart whose talos-reconcile Job
   applies it under the stable name (:func:`workerclass.chart.talos_naming.talos_template_naming`)
   the row is refused with ``TalosConfigImmutable`` (the change reaches no machine); on a chart that
-  names it by content, the change is a new template the MachineDeployment follows: ``replace``.
+  names it by content, the change is a new template the MachineDeployment follows: ``replace``. A
+  classified pool's template is named as the controller would apply it over the current state
+  (:func:`workerclass.render.talos_template.as_applied`): by its content where another content runs
+  under the stable name, so its change is ``replace``.
 - ``newMachinesOnly``: another template (a bootstrap ``...ConfigTemplate`` or a ``...MachineTemplate``)
   whose content changes under an unchanged name reaches only machines created afterwards: the
   running machines keep what they booted with until they are replaced.
@@ -50,10 +53,12 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from ...api.resources import POOL_KINDS
 from ...render import RenderError, render, template_hash
+from ...render.talos_template import TALOS_TEMPLATE_KIND, as_applied, configured_template
 from ...render.templates import KAIROS_DATA_SECRET_PATH
 from ...resolve import resolve_pool
 from ...resolve.effective import Effective
@@ -191,6 +196,7 @@ def plan(before: State, after: State) -> Plan:
             )
             continue
         old = _side(before, old_record)
+        new = _as_applied(old, new)
         row = compare(identity, kind, old, new)
         rows.append(
             PlanRow(
@@ -207,6 +213,26 @@ def plan(before: State, after: State) -> Plan:
             )
         )
     return Plan(tuple(rows), admission.refusals, after.chart.as_dict())
+
+
+def _as_applied(old: Side, new: Side) -> Side:
+    """A classified Talos pool's new objects with the TalosConfigTemplate named as the controller
+    would apply them over the old ones (:func:`~workerclass.render.talos_template.as_applied`): the
+    old side's templates stand for what runs."""
+    if new.effective is None or new.effective.legacy or new.effective.bootstrap != "talos":
+        return new
+    objects = list(new.objects.values())
+    template = next((obj for obj in objects if obj.get("kind") == TALOS_TEMPLATE_KIND), None)
+    old_objects = list(old.objects.values())
+    running_name = configured_template(old_objects)
+    deployment = next((obj for obj in old_objects if obj.get("kind") == "MachineDeployment"), None)
+    stable_name = str(deployment["metadata"]["name"]) if deployment is not None else None
+    running = old.objects.get((TALOS_TEMPLATE_KIND, running_name)) if running_name else None
+    stable = old.objects.get((TALOS_TEMPLATE_KIND, stable_name)) if stable_name else None
+    applied = as_applied(objects, template, running, stable)
+    if applied is objects:
+        return new
+    return replace(new, objects={(str(obj.get("kind")), identify(obj)[2]): obj for obj in applied})
 
 
 def _reason(prefix: str, denial: Violation) -> str:
