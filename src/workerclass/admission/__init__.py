@@ -1,7 +1,8 @@
 """Admission decisions: mutation of KubernetesNodes and validation of every kind we admit.
 
 Pure, like the DefaultStorageClass plugin: a ladder of early returns over a read-only
-:class:`~workerclass.state.State`. ``mutate`` only defaults or restores ``workerClassName``;
+:class:`~workerclass.state.State`. ``mutate`` only defaults or restores ``workerClassName`` (and
+writes a new classified pool's omitted Kubernetes minor);
 ``validate`` applies every rule; ``admit`` is both, in the order the API server runs them.
 Its edge: dicts in, a :class:`Decision` out; no I/O.
 
@@ -135,7 +136,8 @@ def _within_bounds(old: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
 def mutate(
     state: State, operation: str, obj: Mapping[str, Any] | None, old: Mapping[str, Any] | None = None
 ) -> Decision:
-    """Default (CREATE) or restore (UPDATE) a KubernetesNodes ``workerClassName``.
+    """Default (CREATE) or restore (UPDATE) a KubernetesNodes ``workerClassName``; on a CREATE that
+    gets or names a class and names no Kubernetes minor, write one (:func:`_omitted_minor`).
 
     On the UPDATE of a classified pool (the old pool has a class), the values Cozystack's API
     filled in (:mod:`~workerclass.rules.supplied`) are removed after the class op, so the
@@ -164,6 +166,14 @@ def mutate(
             patch.append({"op": "add", "path": f"/spec/{CLASS_FIELD}", "value": target})
     # The object shown and validated is what the ops make (one source: .patch.apply_ops).
     patched = apply_ops(obj, patch) if patch else obj
+    warnings: list[str] = []
+    if operation == "CREATE":
+        minor = _omitted_minor(state, obj, patched)
+        if minor is not None:
+            version_op = {"op": "add", "path": "/spec/version", "value": minor[0]}
+            patch.append(version_op)
+            patched = apply_ops(patched, [version_op])
+            warnings.append(minor[1])
     new_spec = patched.get("spec")
     if operation == "UPDATE" and new_spec and _stored_class(old) is not None:
         filled = api_filled_paths(new_spec, _written_before(state, obj, old))
@@ -173,7 +183,44 @@ def mutate(
             patched = apply_ops(patched, removals)
     if not patch:
         return Decision(True, operation, object=obj)
-    return Decision(True, operation, patch=patch, object=patched)
+    return Decision(True, operation, patch=patch, object=patched, warnings=warnings)
+
+
+def _omitted_minor(state: State, obj: Mapping[str, Any], patched: Mapping[str, Any]) -> tuple[str, str] | None:
+    """``(minor, warning)`` for a CREATE of a pool with a class that names no Kubernetes minor
+    (``version`` absent, null or ``""``), else ``None``.
+
+    The design page: the parent's control-plane minor goes first, so the parent's minor is written;
+    only where there is none to take (no parent, or one that states no minor) the chart's own
+    default, which is what the chart would have rendered. Writing it on CREATE fixes the pool's
+    minor: a pool that followed its parent would roll its machines when the parent is upgraded.
+    A classless pool is left as written (the chart renders it with its default).
+    """
+    spec = patched.get("spec")
+    if not isinstance(spec, Mapping) or spec.get("version") not in (None, ""):
+        return None
+    if _stored_class(patched) is None:
+        return None
+    cluster_name = spec.get("cluster")
+    _, namespace, _ = identify(obj)
+    parent = state.cluster(namespace, cluster_name) if isinstance(cluster_name, str) and cluster_name else None
+    if parent is not None and parent.version:
+        return parent.version, (
+            f"spec.version: the pool names no Kubernetes minor: set to {parent.version}, the minor of its parent "
+            f"cluster {shown_name(parent.name)} (the parent's minor goes first); set spec.version to choose another"
+        )
+    default = read_chart_defaults(state.chart.upstream).get("version")
+    if not isinstance(default, str) or not default:
+        return None
+    why = (
+        f"its parent cluster {shown_name(parent.name)} states no minor"
+        if parent is not None
+        else "there is no parent cluster to take one from"
+    )
+    return default, (
+        f"spec.version: the pool names no Kubernetes minor and {why}: set to {default}, the kubernetes-nodes "
+        "chart's default; set spec.version to choose another"
+    )
 
 
 def _written_before(state: State, obj: Mapping[str, Any], old: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
