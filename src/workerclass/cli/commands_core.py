@@ -171,7 +171,7 @@ def admit_command(
 ) -> None:
     """Admit one request against STATE, as the webhooks would (mutation, then validation).
 
-    Denials print as CODE FIELD MESSAGE rows (-o json: the API.md section 4 decision).
+    Denials print as CODE FIELD MESSAGE rows (-o json: the decision of docs/contract.md, section 4).
     Exit 0 allowed, 1 denied, 2 when STATE or FILE cannot be read, FILE is not one object, or an
     UPDATE/DELETE has no old object in STATE.
     """
