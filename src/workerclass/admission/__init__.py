@@ -12,6 +12,7 @@ Its edge: dicts in, a :class:`Decision` out; no I/O.
   the resolved settings.
 - :mod:`.decision`: :class:`Decision`, the answer every door shows.
 - :mod:`.names`: the pool-name rules Cozystack's API and chart apply (``InvalidPoolName``).
+- :mod:`.minor`: the Kubernetes minor a new classified pool that names none is given.
 - :mod:`.patch`: the object a mutation's ops make (:func:`~.patch.apply_ops`).
 - :mod:`.ratchet`: UPDATEs ratchet as Kubernetes' CRD validation does (what did not change is said, not refused).
 """
@@ -47,6 +48,7 @@ from ..rules.usage import deletion_blocker
 from ..state import KINDS, State, cluster_release, identify, is_pool_release, pool_cluster, pool_from_object
 from ..violations import Violation
 from .decision import Decision
+from .minor import CLASS_FIELD, minor_ops
 from .names import name_violations, shown_name
 from .patch import apply_ops
 from .ratchet import RATCHETED_KINDS, Outcome, ratchet
@@ -56,7 +58,6 @@ __all__ = ["Decision", "admit", "mutate", "stored_object", "supplied_object", "v
 _OPERATIONS = frozenset(ALL_OPERATIONS)
 #: "CREATE, UPDATE, DELETE or CONNECT", worded once
 _OPERATION_WORDS = f"{', '.join(ALL_OPERATIONS[:-1])} or {ALL_OPERATIONS[-1]}"
-CLASS_FIELD = "workerClassName"
 
 
 def _spec(obj: Mapping[str, Any] | None) -> Any:
@@ -137,7 +138,7 @@ def mutate(
     state: State, operation: str, obj: Mapping[str, Any] | None, old: Mapping[str, Any] | None = None
 ) -> Decision:
     """Default (CREATE) or restore (UPDATE) a KubernetesNodes ``workerClassName``; on a CREATE that
-    gets or names a class and names no Kubernetes minor, write one (:func:`_omitted_minor`).
+    gets or names a class and names no Kubernetes minor, write one (:func:`.minor.omitted_minor`).
 
     On the UPDATE of a classified pool (the old pool has a class), the values Cozystack's API
     filled in (:mod:`~workerclass.rules.supplied`) are removed after the class op, so the
@@ -166,14 +167,10 @@ def mutate(
             patch.append({"op": "add", "path": f"/spec/{CLASS_FIELD}", "value": target})
     # The object shown and validated is what the ops make (one source: .patch.apply_ops).
     patched = apply_ops(obj, patch) if patch else obj
-    warnings: list[str] = []
-    if operation == "CREATE":
-        minor = _omitted_minor(state, obj, patched)
-        if minor is not None:
-            version_op = {"op": "add", "path": "/spec/version", "value": minor[0]}
-            patch.append(version_op)
-            patched = apply_ops(patched, [version_op])
-            warnings.append(minor[1])
+    ops, warnings = minor_ops(state, obj, patched) if operation == "CREATE" else ([], [])
+    if ops:
+        patch += ops
+        patched = apply_ops(patched, ops)
     new_spec = patched.get("spec")
     if operation == "UPDATE" and new_spec and _stored_class(old) is not None:
         filled = api_filled_paths(new_spec, _written_before(state, obj, old))
@@ -184,43 +181,6 @@ def mutate(
     if not patch:
         return Decision(True, operation, object=obj)
     return Decision(True, operation, patch=patch, object=patched, warnings=warnings)
-
-
-def _omitted_minor(state: State, obj: Mapping[str, Any], patched: Mapping[str, Any]) -> tuple[str, str] | None:
-    """``(minor, warning)`` for a CREATE of a pool with a class that names no Kubernetes minor
-    (``version`` absent, null or ``""``), else ``None``.
-
-    The design page: the parent's control-plane minor goes first, so the parent's minor is written;
-    only where there is none to take (no parent, or one that states no minor) the chart's own
-    default, which is what the chart would have rendered. Writing it on CREATE fixes the pool's
-    minor: a pool that followed its parent would roll its machines when the parent is upgraded.
-    A classless pool is left as written (the chart renders it with its default).
-    """
-    spec = patched.get("spec")
-    if not isinstance(spec, Mapping) or spec.get("version") not in (None, ""):
-        return None
-    if _stored_class(patched) is None:
-        return None
-    cluster_name = spec.get("cluster")
-    _, namespace, _ = identify(obj)
-    parent = state.cluster(namespace, cluster_name) if isinstance(cluster_name, str) and cluster_name else None
-    if parent is not None and parent.version:
-        return parent.version, (
-            f"spec.version: the pool names no Kubernetes minor: set to {parent.version}, the minor of its parent "
-            f"cluster {shown_name(parent.name)} (the parent's minor goes first); set spec.version to choose another"
-        )
-    default = read_chart_defaults(state.chart.upstream).get("version")
-    if not isinstance(default, str) or not default:
-        return None
-    why = (
-        f"its parent cluster {shown_name(parent.name)} states no minor"
-        if parent is not None
-        else "there is no parent cluster to take one from"
-    )
-    return default, (
-        f"spec.version: the pool names no Kubernetes minor and {why}: set to {default}, the kubernetes-nodes "
-        "chart's default; set spec.version to choose another"
-    )
 
 
 def _written_before(state: State, obj: Mapping[str, Any], old: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
