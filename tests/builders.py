@@ -106,6 +106,7 @@ API_CODES = (
     "ChartNotGated",
     "PlatformValueInPool",
     "PlatformImageOverride",
+    "TenantImageSetting",
     "ObjectTooLarge",
     "Invalid",
 )

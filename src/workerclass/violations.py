@@ -48,6 +48,7 @@ CODES = frozenset(
         "ChartNotGated",
         "PlatformValueInPool",
         "PlatformImageOverride",
+        "TenantImageSetting",
         "ObjectTooLarge",
         "Invalid",
     }

@@ -143,6 +143,18 @@ DENIALS = [
         "PlatformImageOverride",
         "spec.images.kubectl",
     ),
+    _case(
+        "TenantImageSetting",
+        make_pool(imagePullSecrets=[{"name": "registry"}]),
+        "TenantImageSetting",
+        "spec.imagePullSecrets",
+    ),
+    _case(
+        "BootstrapFamilyChange-pool-bootstrap",
+        make_pool(workerClassName="talos", bootstrap="kairos"),
+        "BootstrapFamilyChange",
+        "spec.bootstrap",
+    ),
     _case("ClusterNotFound", make_pool(cluster="missing"), "ClusterNotFound", "spec.cluster"),
     _case(
         "ClusterNotFound-other-namespace",
@@ -576,7 +588,7 @@ NEIGHBOURS = [
 
 def test_every_api_code_has_a_denial_row() -> None:
     assert {case.code for case in DENIALS} == set(API_CODES)
-    assert len(API_CODES) == 39
+    assert len(API_CODES) == 40
 
 
 def test_the_implementation_knows_exactly_the_api_codes() -> None:

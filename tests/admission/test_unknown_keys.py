@@ -103,3 +103,65 @@ def test_a_worker_class_keeps_refusing_unknown_fields() -> None:
     decision = admit(make_state(), "CREATE", make_class("custom", talos={"versoin": "v1.13.6"}))
     assert ("Invalid", "spec.talos.versoin") in pairs(decision.denials)
     assert any("did you mean version?" in v.message for v in decision.denials)
+
+
+#: What the design page refuses, written in a pool: (spec overrides, code, field below the values)
+DESIGN_REFUSED = {
+    "bootstrap-other-family": ({"bootstrap": "kairos"}, "BootstrapFamilyChange", "bootstrap"),
+    "bootstrap-same-family": ({"bootstrap": "talos"}, "BootstrapFamilyChange", "bootstrap"),
+    "fixed-image-reference": (
+        {"image": {"reference": "registry.example.com/w@sha256:" + "3f" * 32}},
+        "TenantImageSetting",
+        "image.reference",
+    ),
+    "fixed-image-version": (
+        {"image": {"kubernetesVersion": "v1.35.6"}},
+        "TenantImageSetting",
+        "image.kubernetesVersion",
+    ),
+    "pull-secret": ({"imagePullSecrets": [{"name": "registry"}]}, "TenantImageSetting", "imagePullSecrets"),
+}
+
+
+@pytest.mark.parametrize(("spec", "code", "path"), DESIGN_REFUSED.values(), ids=DESIGN_REFUSED.keys())
+@pytest.mark.parametrize("kind", ["KubernetesNodes", "HelmRelease"])
+@pytest.mark.parametrize("classified", [False, True], ids=["classless", "classified"])
+def test_what_the_design_refuses_is_a_denial_not_an_unknown_key(
+    spec: dict[str, Any], code: str, path: str, kind: str, classified: bool
+) -> None:
+    """No override changes the family, a fixed image is the class's, and this interface accepts no
+    tenant pull Secret: each is refused with its code, never said to have no effect."""
+    obj = _pool(kind, classified, spec)
+    base = "spec.values" if kind == "HelmRelease" else "spec"
+    decision = admit(make_state(), "CREATE", obj)
+    assert (code, f"{base}.{path}") in pairs(decision.denials), [str(v) for v in decision.denials]
+    assert not [w for w in decision.warnings if "no effect" in w], decision.warnings
+
+
+def test_the_chart_reads_name_override() -> None:
+    """The chart's ``kubernetes.name`` reads ``nameOverride`` (not in its values schema): no
+    "no effect" warning for it, which would be untrue."""
+    decision = admit(make_state(), "CREATE", make_pool("md1", nameOverride="workers"))
+    assert decision.allowed and not [w for w in decision.warnings if "nameOverride" in w], decision.warnings
+
+
+@pytest.mark.parametrize("value", ["50Gi", ""], ids=["set", "empty"])
+def test_ephemeral_storage_in_a_compute_plane_node_group_is_refused(value: str) -> None:
+    """The ComputePlane passes unlisted node-group fields to the kubernetes chart, whose render fails
+    on ``ephemeralStorage`` (whatever its value): refused with that chart's reason."""
+    plane = make_compute_plane(
+        node_groups={"md0": {"maxReplicas": 2, "roles": ["ingress-nginx"], "ephemeralStorage": value}}
+    )
+    decision = admit(make_state(), "CREATE", plane)
+    (denial,) = [v for v in decision.denials if v.field == "spec.nodeGroups.md0.ephemeralStorage"]
+    assert denial.code == "NotAllowedInComputePlane"
+    assert "diskSize" in denial.message and "kubernetes chart" in denial.message
+    assert not [w for w in decision.warnings if "ephemeralStorage" in w]
+
+
+def test_a_compute_plane_unknown_key_names_the_chart_that_ignores_it() -> None:
+    """A node group's unknown key reaches the kubernetes chart (not workerclass's reading): the
+    warning says that chart does not read it."""
+    plane = make_compute_plane(node_groups={"workers": {"maxReplicas": 2, "someOldKey": 1}})
+    (said,) = [w for w in admit(make_state(), "CREATE", plane).warnings if "someOldKey" in w]
+    assert "kubernetes chart" in said and "neither the chart nor workerclass" not in said

@@ -70,7 +70,8 @@ def test_create_without_spec_gets_platform_default(client: Client) -> None:
     obj = pool()
     del obj["spec"]
     reply = client.post_review(MUTATE, review(obj)).response
-    assert patched(obj, reply)["spec"] == {"workerClassName": "talos"}
+    # it names no minor and no parent to take one from: the chart's default is written beside the class
+    assert patched(obj, reply)["spec"] == {"workerClassName": "talos", "version": "v1.35"}
 
 
 def test_create_with_explicit_class_is_kept(client: Client) -> None:

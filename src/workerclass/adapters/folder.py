@@ -35,6 +35,7 @@ import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from ..api.bounds import MAX_DEPTH, excess
+from ..api.resources import APPLICATION_DEFINITION, INSTANCETYPE, WORKER_CLASS, WORKER_PLATFORM
 from ..chart.kubeyaml import PLAIN_TAG, KubeLoader, json_key, plain_scalar
 from ..state import Document, LoadError, State
 
@@ -44,6 +45,7 @@ __all__ = [
     "Document",
     "LoadError",
     "excluded",
+    "in_namespace",
     "is_helm_chart",
     "iter_manifest_files",
     "iter_yaml_files",
@@ -60,6 +62,26 @@ MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
 STDIN = "-"
 
 _STR_TAG = "tag:yaml.org,2002:str"
+
+#: Kinds without a namespace, which ``--namespace`` leaves alone (as kubectl's discovery says of
+#: them): ours and the cluster-scoped kinds a GitOps folder holds beside them. Any other kind is
+#: taken as namespaced, as kubectl takes the kinds it is asked to apply with ``-n``.
+CLUSTER_SCOPED_KINDS = frozenset(
+    {
+        *(resource.kind for resource in (WORKER_CLASS, WORKER_PLATFORM, INSTANCETYPE, APPLICATION_DEFINITION)),
+        "Namespace",
+        "MutatingWebhookConfiguration",
+        "ValidatingWebhookConfiguration",
+        "CustomResourceDefinition",
+        "ClusterRole",
+        "ClusterRoleBinding",
+        "StorageClass",
+        "PersistentVolume",
+        "PriorityClass",
+        "APIService",
+        "VirtualMachineClusterPreference",
+    }
+)
 
 
 class _Loader(KubeLoader):
@@ -359,8 +381,9 @@ def read_paths(
             continue
         if exclude and excluded(root, root.as_posix(), exclude):
             continue
+        # Anything but a folder is read as a file: a pipe or a process substitution (``/dev/fd/N``) too.
         files = (
-            [root] if root.is_file() else iter_manifest_files(root, warnings=warnings, exclude=exclude, errors=errors)
+            iter_manifest_files(root, warnings=warnings, exclude=exclude, errors=errors) if root.is_dir() else [root]
         )
         for path in files:
             real = os.path.realpath(path)
@@ -383,12 +406,41 @@ def _read_stream(stream: IO[str], warnings: list[str] | None) -> list[Document]:
     return parse_documents(stream.read(), "<stdin>", warnings=warnings)
 
 
+def in_namespace(documents: list[Document], namespace: str, errors: list[str] | None = None) -> list[Document]:
+    """``documents`` as ``kubectl -n NAMESPACE`` reads them: a namespaced object without a namespace
+    gets ``namespace``; one with another namespace is an error naming it and its file (appended to
+    ``errors`` when given and left out, else raised), as kubectl refuses to move it."""
+    out: list[Document] = []
+    for document in documents:
+        obj = document.obj
+        metadata = obj.get("metadata")
+        if obj.get("kind") in CLUSTER_SCOPED_KINDS or (metadata is not None and not isinstance(metadata, dict)):
+            out.append(document)
+            continue
+        own = metadata.get("namespace") if metadata else None
+        if own in (None, ""):
+            obj = {**obj, "metadata": {**(metadata or {}), "namespace": namespace}}
+            out.append(Document(obj, document.origin, document.line))
+        elif own != namespace:
+            message = (
+                f"{document.where}: the namespace of the {obj.get('kind')} ({own!r}) is not --namespace's "
+                f"({namespace!r}): kubectl refuses it; pass --namespace={own} or change the document"
+            )
+            if errors is None:
+                raise LoadError(message)
+            errors.append(message)
+        else:
+            out.append(document)
+    return out
+
+
 def load_state(
     path_or_paths: str | Path | Sequence[str | Path],
     *,
     stdin: IO[str] | None = None,
     errors: list[str] | None = None,
     exclude: Sequence[str] = (),
+    namespace: str | None = None,
 ) -> State:
     """Build a state from STATE: a folder or file, or several of them (``-`` reads stdin).
 
@@ -397,9 +449,11 @@ def load_state(
     (documents that are not Kubernetes objects, charts, symlink loops) comes first in the state's
     warnings, then what indexing skipped. Without ``errors`` the first thing that cannot be read
     (a file, a duplicate identity) raises :class:`LoadError`; with it, each is appended to it as a
-    line naming file and line, and the State holds the rest.
+    line naming file and line, and the State holds the rest. ``namespace``: :func:`in_namespace`.
     """
     paths = [path_or_paths] if isinstance(path_or_paths, str | Path) else list(path_or_paths)
     read_warnings: list[str] = []
     documents = read_paths(paths, warnings=read_warnings, stdin=stdin, errors=errors, exclude=exclude)
+    if namespace:
+        documents = in_namespace(documents, namespace, errors)
     return State.from_documents(documents, warnings=read_warnings, errors=errors)

@@ -1,7 +1,8 @@
 """Admission decisions: mutation of KubernetesNodes and validation of every kind we admit.
 
 Pure, like the DefaultStorageClass plugin: a ladder of early returns over a read-only
-:class:`~workerclass.state.State`. ``mutate`` only defaults or restores ``workerClassName``;
+:class:`~workerclass.state.State`. ``mutate`` only defaults or restores ``workerClassName`` (and
+writes a new classified pool's omitted Kubernetes minor);
 ``validate`` applies every rule; ``admit`` is both, in the order the API server runs them.
 Its edge: dicts in, a :class:`Decision` out; no I/O.
 
@@ -11,6 +12,7 @@ Its edge: dicts in, a :class:`Decision` out; no I/O.
   the resolved settings.
 - :mod:`.decision`: :class:`Decision`, the answer every door shows.
 - :mod:`.names`: the pool-name rules Cozystack's API and chart apply (``InvalidPoolName``).
+- :mod:`.minor`: the Kubernetes minor a new classified pool that names none is given.
 - :mod:`.patch`: the object a mutation's ops make (:func:`~.patch.apply_ops`).
 - :mod:`.ratchet`: UPDATEs ratchet as Kubernetes' CRD validation does (what did not change is said, not refused).
 """
@@ -46,6 +48,7 @@ from ..rules.usage import deletion_blocker
 from ..state import KINDS, State, cluster_release, identify, is_pool_release, pool_cluster, pool_from_object
 from ..violations import Violation
 from .decision import Decision
+from .minor import CLASS_FIELD, minor_ops
 from .names import name_violations, shown_name
 from .patch import apply_ops
 from .ratchet import RATCHETED_KINDS, Outcome, ratchet
@@ -55,7 +58,6 @@ __all__ = ["Decision", "admit", "mutate", "stored_object", "supplied_object", "v
 _OPERATIONS = frozenset(ALL_OPERATIONS)
 #: "CREATE, UPDATE, DELETE or CONNECT", worded once
 _OPERATION_WORDS = f"{', '.join(ALL_OPERATIONS[:-1])} or {ALL_OPERATIONS[-1]}"
-CLASS_FIELD = "workerClassName"
 
 
 def _spec(obj: Mapping[str, Any] | None) -> Any:
@@ -135,7 +137,8 @@ def _within_bounds(old: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
 def mutate(
     state: State, operation: str, obj: Mapping[str, Any] | None, old: Mapping[str, Any] | None = None
 ) -> Decision:
-    """Default (CREATE) or restore (UPDATE) a KubernetesNodes ``workerClassName``.
+    """Default (CREATE) or restore (UPDATE) a KubernetesNodes ``workerClassName``; on a CREATE that
+    gets or names a class and names no Kubernetes minor, write one (:func:`.minor.omitted_minor`).
 
     On the UPDATE of a classified pool (the old pool has a class), the values Cozystack's API
     filled in (:mod:`~workerclass.rules.supplied`) are removed after the class op, so the
@@ -164,6 +167,10 @@ def mutate(
             patch.append({"op": "add", "path": f"/spec/{CLASS_FIELD}", "value": target})
     # The object shown and validated is what the ops make (one source: .patch.apply_ops).
     patched = apply_ops(obj, patch) if patch else obj
+    ops, warnings = minor_ops(state, obj, patched) if operation == "CREATE" else ([], [])
+    if ops:
+        patch += ops
+        patched = apply_ops(patched, ops)
     new_spec = patched.get("spec")
     if operation == "UPDATE" and new_spec and _stored_class(old) is not None:
         filled = api_filled_paths(new_spec, _written_before(state, obj, old))
@@ -173,7 +180,7 @@ def mutate(
             patched = apply_ops(patched, removals)
     if not patch:
         return Decision(True, operation, object=obj)
-    return Decision(True, operation, patch=patch, object=patched)
+    return Decision(True, operation, patch=patch, object=patched, warnings=warnings)
 
 
 def _written_before(state: State, obj: Mapping[str, Any], old: Mapping[str, Any] | None) -> Mapping[str, Any] | None:

@@ -113,6 +113,7 @@ def _root(
     SETTINGS.quiet = quiet  # reset on every invocation (tests run many in one process)
     SETTINGS.error_exit = EXIT_USAGE
     SETTINGS.read_errors = 0
+    SETTINGS.read_error_lines = []
 
 
 QuietOption = Annotated[

@@ -20,7 +20,15 @@ import typer
 from ..admission import Decision, admit, validate
 from ..state import ObjectRecord, State
 from .app import Command, QuietOption, app, set_quiet
-from .commands_core import ChartOption, ExcludeOption, StateArgument, load_state, object_name, state_label
+from .commands_core import (
+    ChartOption,
+    ExcludeOption,
+    NamespaceOption,
+    StateArgument,
+    load_state,
+    object_name,
+    state_label,
+)
 from .output import SETTINGS, Styled, collector_paused, outcome, print_json, stdout, summary, table
 
 __all__ = ["JUDGED_AS_CREATED", "check", "checked"]
@@ -33,24 +41,30 @@ def _decision_cell(decision: Decision) -> list[Styled]:
     return lines
 
 
-#: kinds whose stored object ``check --stored`` judges as it would be created: admission lets an
+#: kinds whose stored spec ``check --stored`` also judges by the rules of a CREATE: admission lets an
 #: UPDATE that leaves their spec alone through (a finalizer removed, a label), so an UPDATE of itself
-#: would say nothing of a stored class with ``spec: null`` or an unpinned image
+#: would say nothing of a stored class with ``spec: null`` or an unpinned image; said as warnings
 JUDGED_AS_CREATED = ("WorkerClass", "WorkerPlatform")
 
 
 def checked(state: State, record: ObjectRecord, stored: bool) -> Decision:
-    """``check``'s decision on one object: a CREATE of it, or (``stored``) an UPDATE of itself;
-    a stored class or platform is judged by every rule of its spec, the decision still an UPDATE; a
-    stored pool without ratcheting."""
+    """``check``'s decision on one object: a CREATE of it, or (``stored``) exactly the webhook's
+    decision on an UPDATE of the stored object onto itself (ratcheting included: a stored pool's
+    refusals that the UPDATE leaves as stored are its warnings). A stored class or platform also
+    gets, as warnings, what the rules of a CREATE refuse in its spec."""
     if not stored:
         return admit(state, "CREATE", record.obj, None)
-    if record.kind in JUDGED_AS_CREATED:
-        judged = validate(state, "CREATE", record.obj, None)
-        return dataclasses.replace(judged, operation="UPDATE")
-    # no ratcheting: an UPDATE of an object onto itself changes nothing, so every denial would ratchet
-    # into a warning; --stored judges what the cluster stores as it is
-    return admit(state, "UPDATE", record.obj, record.obj, ratcheting=False)
+    decision = admit(state, "UPDATE", record.obj, record.obj)
+    if record.kind not in JUDGED_AS_CREATED:
+        return decision
+    created = validate(state, "CREATE", record.obj, None).denials
+    said = [
+        f"{violation} (allowed as stored: an update that leaves the spec alone goes through; "
+        "a new object with this spec is refused)"
+        for violation in created
+        if violation not in decision.denials
+    ]
+    return dataclasses.replace(decision, warnings=decision.warnings + said) if said else decision
 
 
 class CheckFormat(StrEnum):
@@ -59,8 +73,9 @@ class CheckFormat(StrEnum):
     junit = "junit"
 
 
-def _junit(paths: list[str], operation: str, results: list[tuple[ObjectRecord, Decision]]) -> str:
-    """JUnit XML: one testcase per object (classname = kind), a failure carrying its denials."""
+def _junit(paths: list[str], operation: str, results: list[tuple[ObjectRecord, Decision]], unread: list[str]) -> str:
+    """JUnit XML: one testcase per object (classname = kind), a failure carrying its denials, and one
+    testcase per part of STATE that could not be read (classname ``STATE``), an error carrying why."""
     failures = sum(1 for _, decision in results if not decision.allowed)
     suite_name = f"workerclass check {state_label(paths)}"
     # The Ant JUnit schema (JUnit.xsd, as Jenkins, GitLab and most CI readers take it): testsuites
@@ -76,15 +91,20 @@ def _junit(paths: list[str], operation: str, results: list[tuple[ObjectRecord, D
             "id": "0",
             "timestamp": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S"),
             "hostname": socket.gethostname() or "localhost",
-            "tests": str(len(results)),
+            "tests": str(len(results) + len(unread)),
             "failures": str(failures),
-            "errors": "0",
+            "errors": str(len(unread)),
             "time": "0",
         },
     )
     properties = ElementTree.SubElement(suite, "properties")
     ElementTree.SubElement(properties, "property", {"name": "operation", "value": operation})
     out_lines: list[str] = []
+    for line in unread:
+        where, _, why = line.partition(": ")
+        case = ElementTree.SubElement(suite, "testcase", {"classname": "STATE", "name": where, "time": "0"})
+        ElementTree.SubElement(case, "error", {"message": line, "type": "Unreadable"}).text = why or line
+        out_lines.append(f"{where}: could not be read")
     for record, decision in results:
         name = object_name(record.kind, record.namespace, record.name)
         # The Ant schema gives a testcase no attribute for its file: where each object is read from
@@ -121,11 +141,13 @@ def check(
         bool,
         typer.Option(
             "--stored",
-            help="Admit each object as an UPDATE of itself (as already stored), not as a CREATE.",
+            help="Admit each object as an UPDATE of itself (as already stored), not as a CREATE: the "
+            "webhook's decision on that UPDATE, ratcheting included.",
         ),
     ] = False,
     exclude: ExcludeOption = None,
     chart: ChartOption = None,
+    namespace: NamespaceOption = None,
     quiet: QuietOption = False,
 ) -> None:
     """Admit every object in STATE, in dependency order: platform, classes, parent clusters, then pools.
@@ -134,8 +156,9 @@ def check(
     cluster: a pool that omits workerClassName gets the platform default class (the patch is
     shown). --stored reads the folder as what the cluster already stores: each object is an
     UPDATE of itself, so a classless pool stays a legacy Talos pool (the reading resolve, render,
-    plan and restore use); a stored WorkerClass or WorkerPlatform is judged by every rule of its
-    spec, as on CREATE (admission lets an UPDATE that leaves a spec alone through).
+    plan and restore use), decided exactly as the webhook decides that UPDATE (a stored refusal the
+    UPDATE leaves as stored is a warning: ratcheting); what the rules of a CREATE refuse in a stored
+    WorkerClass's or WorkerPlatform's spec is said as warnings.
 
     Every object is shown with the file and line it was read from (FILE; -o json: "file",
     "line"). -o junit writes one JUnit testcase per object (classname = kind); a denied object's
@@ -148,13 +171,14 @@ def check(
     set_quiet(quiet)
     operation = "UPDATE" if stored else "CREATE"
     with collector_paused():
-        state = load_state(state_path, exclude, chart=chart)
+        state = load_state(state_path, exclude, chart=chart, namespace=namespace)
         results = [(record, checked(state, record, stored)) for record in state.objects]
     denied = any(not decision.allowed for _, decision in results)
+    unread = list(SETTINGS.read_error_lines)
     if output is CheckFormat.json:
         print_json(
             {
-                "allowed": not denied,
+                "allowed": not denied and not unread,
                 "objects": [
                     {
                         "kind": record.kind,
@@ -168,10 +192,11 @@ def check(
                     for record, decision in results
                 ],
                 "warnings": state.warnings,
+                "errors": unread,
             }
         )
     elif output is CheckFormat.junit:
-        sys.stdout.write(_junit(state_path, operation, results))
+        sys.stdout.write(_junit(state_path, operation, results, unread))
     else:
         out = table("OBJECT", "FILE", "RESULT", "DETAILS")
         for record, decision in results:
@@ -185,10 +210,9 @@ def check(
         count = sum(1 for _, decision in results if not decision.allowed)
         text = f"{_count(len(results), 'object')}, {count} denied" if results else "no objects in STATE"
         reading = " (read as stored: each an UPDATE of itself)" if stored else " (each admitted as a CREATE)"
-        unread = SETTINGS.read_errors
-        if unread:
-            reading += f"; {_count(unread, 'part')} of STATE could not be read"
-        summary(console, text + reading, "red" if denied or unread else "green")
+        if SETTINGS.read_errors:
+            reading += f"; {_count(SETTINGS.read_errors, 'part')} of STATE could not be read"
+        summary(console, text + reading, "red" if denied or SETTINGS.read_errors else "green")
     raise typer.Exit(outcome(denied))
 
 

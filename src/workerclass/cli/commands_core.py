@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
-from ..adapters.folder import LoadError, parse_documents, read_documents
+from ..adapters.folder import LoadError, in_namespace, parse_documents, read_documents
 from ..adapters.folder import load_state as read_state
 from ..admission import admit, stored_object, validate
 from ..api.resources import RELEASE_PREFIX
@@ -48,6 +48,17 @@ StateArgument = Annotated[
     ),
 ]
 OutputOption = Annotated[Format, typer.Option("--output", "-o", help="table for people, json for scripts.")]
+NamespaceOption = Annotated[
+    str | None,
+    typer.Option(
+        "--namespace",
+        "-n",
+        metavar="NS",
+        help="The namespace of STATE's namespaced documents that name none, as kubectl -n gives it "
+        "(a document of another namespace is an error).",
+        show_default=False,
+    ),
+]
 ExcludeOption = Annotated[
     list[str] | None,
     typer.Option(
@@ -66,7 +77,13 @@ def state_label(paths: list[str]) -> str:
 
 
 def load_state(
-    paths: list[str], exclude: list[str] | None = None, *, whole: bool = False, chart: str | None = None
+    paths: list[str],
+    exclude: list[str] | None = None,
+    *,
+    whole: bool = False,
+    chart: str | None = None,
+    namespace: str | None = None,
+    auxiliary: bool = False,
 ) -> State:
     """The State of STATE paths, under ``chart`` (``--chart``, see :func:`load_chart`); its warnings
     (read ones, such as skipped documents, first), unless -q.
@@ -75,11 +92,13 @@ def load_state(
     and line, one line each, and the rest is read: the command goes on and exits 2 at the end
     (:func:`~.output.outcome`). ``whole``: a command that needs all of STATE (``plan`` compares two,
     ``admit`` decides against it, ``preflight`` judges an install) stops there instead. A STATE
-    without any object workerclass reads is an error, never a success over nothing.
+    without any object workerclass reads is an error, never a success over nothing: objects only
+    ``preflight`` reads (a Namespace, a webhook configuration) count only where ``auxiliary``.
+    ``namespace``: ``-n``, given to namespaced documents that name none.
     """
     source = load_chart(chart)
     errors: list[str] = []
-    state = read_state(paths, errors=errors, exclude=exclude or ())
+    state = read_state(paths, errors=errors, exclude=exclude or (), namespace=namespace)
     for line in errors:
         error(line)
     if errors and whole:
@@ -88,9 +107,10 @@ def load_state(
             f"{state_label(paths)}: {count} part{'' if count == 1 else 's'} could not be read (above): nothing decided"
         )
     SETTINGS.read_errors += len(errors)
+    SETTINGS.read_error_lines += errors
     for warning in state.warnings:
         warn(warning)
-    if not state.records and not state.auxiliary and not state.cluster_instancetypes:
+    if not state.records and not (auxiliary and state.auxiliary) and not state.cluster_instancetypes:
         fail(
             f"{state_label(paths)}: no object workerclass reads (no WorkerPlatform, WorkerClass, Kubernetes, "
             "KubernetesNodes, pool HelmRelease or ComputePlane): check the paths and --exclude"
@@ -103,13 +123,15 @@ def object_name(kind: str, namespace: str, name: str) -> str:
     return f"{kind} {namespace}/{name}" if namespace else f"{kind} {name}"
 
 
-def _read_request(path: str) -> dict[str, Any]:
+def _read_request(path: str, namespace: str | None = None) -> dict[str, Any]:
     warnings: list[str] = []
     try:
         if path == "-":
             documents = parse_documents(typer.get_text_stream("stdin").read(), "<stdin>", warnings=warnings)
         else:
             documents = read_documents(Path(path), warnings=warnings)
+        if namespace:
+            documents = in_namespace(documents, namespace)
     except LoadError as error:
         fail(str(error))
     if len(documents) != 1:
@@ -144,11 +166,12 @@ def admit_command(
     output: OutputOption = Format.table,
     exclude: ExcludeOption = None,
     chart: ChartOption = None,
+    namespace: NamespaceOption = None,
     quiet: QuietOption = False,
 ) -> None:
     """Admit one request against STATE, as the webhooks would (mutation, then validation).
 
-    Denials print as CODE FIELD MESSAGE rows (-o json: the API.md section 4 decision).
+    Denials print as CODE FIELD MESSAGE rows (-o json: the decision of docs/contract.md, section 4).
     Exit 0 allowed, 1 denied, 2 when STATE or FILE cannot be read, FILE is not one object, or an
     UPDATE/DELETE has no old object in STATE.
     """
@@ -158,8 +181,8 @@ def admit_command(
         fail(f"--operation must be {_ADMITTED_TEXT}, not {operation!r}")
     if file == "-" and "-" in state_path:
         fail("stdin (-) can be STATE or FILE, not both")
-    state = load_state(state_path, exclude, whole=True, chart=chart)
-    obj = _read_request(file)
+    state = load_state(state_path, exclude, whole=True, chart=chart, namespace=namespace)
+    obj = _read_request(file, namespace)
     kind, namespace, name = identify(obj)
     old = None
     if operation != "CREATE":
@@ -306,6 +329,7 @@ def resolve_command(
     output: OutputOption = Format.table,
     exclude: ExcludeOption = None,
     chart: ChartOption = None,
+    namespace: NamespaceOption = None,
     quiet: QuietOption = False,
 ) -> None:
     """The effective settings of each pool, and why each value won.
@@ -318,13 +342,18 @@ def resolve_command(
     """
     set_quiet(quiet)
     with collector_paused():
-        _resolve(state_path, pool, output, exclude, chart)
+        _resolve(state_path, pool, output, exclude, chart, namespace)
 
 
 def _resolve(
-    state_path: list[str], pool: str | None, output: Format, exclude: list[str] | None, chart: str | None = None
+    state_path: list[str],
+    pool: str | None,
+    output: Format,
+    exclude: list[str] | None,
+    chart: str | None = None,
+    namespace: str | None = None,
 ) -> None:
-    state = load_state(state_path, exclude, chart=chart)
+    state = load_state(state_path, exclude, chart=chart, namespace=namespace)
     pool = selected_pool(state, pool, state_path)
     resolved = [row for row in resolve_all(state) if pool is None or row[0].identity == pool]
     denied = False

@@ -78,7 +78,8 @@ def manifests_command(
         bool,
         typer.Option(
             "--with-controller/--without-controller",
-            help="Also install the WorkerClass controller (one replica, its own least-privilege RBAC).",
+            help="Also install the WorkerClass controller (two replicas, of which the holder of its Lease acts; "
+            "its own least-privilege RBAC).",
         ),
     ] = True,
     network_policy: Annotated[

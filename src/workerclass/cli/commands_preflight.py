@@ -19,7 +19,7 @@ import typer
 from ..ops.preflight import Preflight, preflight
 from ..ops.uninstall import uninstall
 from .app import Command, QuietOption, app, set_quiet
-from .commands_core import ChartOption, ExcludeOption, OutputOption, load_state
+from .commands_core import ChartOption, ExcludeOption, NamespaceOption, OutputOption, load_state
 from .output import EXIT_DENIED, EXIT_OK, Format, Styled, fail, print_json, stdout, summary, table
 
 _STYLE = {"ok": "green", "warn": "yellow", "fail": "red"}
@@ -133,6 +133,7 @@ def preflight_command(
     output: OutputOption = Format.table,
     exclude: ExcludeOption = None,
     chart: ChartOption = None,
+    namespace: NamespaceOption = None,
     quiet: QuietOption = False,
 ) -> None:
     """Verify the installed webhook's matching, failure policy and readiness, from STATE or the cluster.
@@ -165,7 +166,9 @@ def preflight_command(
     elif removing:
         result = _uninstall_state(state_path or [], exclude)
     else:
-        result = preflight(load_state(state_path or [], exclude, whole=True, chart=chart))
+        result = preflight(
+            load_state(state_path or [], exclude, whole=True, chart=chart, namespace=namespace, auxiliary=True)
+        )
     if output is Format.json:
         print_json(result.as_dict())
     else:

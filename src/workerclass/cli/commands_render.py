@@ -26,7 +26,15 @@ from ..state import State
 from ..violations import Violation
 from .app import Command, QuietOption, app, set_quiet
 from .chart import chart_line
-from .commands_core import ChartOption, ExcludeOption, StateArgument, load_state, render_denials, selected_pool
+from .commands_core import (
+    ChartOption,
+    ExcludeOption,
+    NamespaceOption,
+    StateArgument,
+    load_state,
+    render_denials,
+    selected_pool,
+)
 from .output import (
     EXIT_DENIED,
     EXIT_DETAILED_ERROR,
@@ -77,6 +85,7 @@ def render_command(
     ] = False,
     exclude: ExcludeOption = None,
     chart: ChartOption = None,
+    namespace: NamespaceOption = None,
     quiet: QuietOption = False,
 ) -> None:
     """The Cluster API objects for the pools of STATE, sorted by kind, then name.
@@ -92,7 +101,7 @@ def render_command(
     if talos_config_template and not RENDER_TALOS_CONFIG_TEMPLATE:
         fail("--talos-config-template: this renderer cannot print the TalosConfigTemplate yet")
     with collector_paused():
-        state = load_state(state_path, exclude, chart=chart)
+        state = load_state(state_path, exclude, chart=chart, namespace=namespace)
         pool = selected_pool(state, pool, state_path)
         manifests, rows, denied = _render_pools(state, pool, talos_config_template)
         ordered = sort_manifests(manifests)
@@ -304,6 +313,7 @@ def plan_command(
     ] = False,
     exclude: ExcludeOption = None,
     chart: ChartOption = None,
+    namespace: NamespaceOption = None,
     quiet: QuietOption = False,
 ) -> None:
     """What going from STATE to STATE2 does to each pool's machines, and why.
@@ -337,8 +347,8 @@ def plan_command(
         fail("stdin (-) can be STATE or STATE2, not both")
     with collector_paused():
         # Both whole: a pool whose file could not be read would show as deleted.
-        before = load_state(state_path, exclude, whole=True, chart=chart)
-        after = load_state(to, exclude, whole=True, chart=chart)
+        before = load_state(state_path, exclude, whole=True, chart=chart, namespace=namespace)
+        after = load_state(to, exclude, whole=True, chart=chart, namespace=namespace)
         try:
             result = plan(before, after)
         except RenderError as error:

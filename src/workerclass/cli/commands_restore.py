@@ -16,7 +16,15 @@ from ..ops.restore import GUIDANCE, Restore, RestoreRow, restore
 from ..render.text import yaml_document
 from .app import Command, QuietOption, app, set_quiet
 from .chart import chart_line
-from .commands_core import ChartOption, ExcludeOption, OutputOption, StateArgument, load_state, pool_option_check
+from .commands_core import (
+    ChartOption,
+    ExcludeOption,
+    NamespaceOption,
+    OutputOption,
+    StateArgument,
+    load_state,
+    pool_option_check,
+)
 from .output import SETTINGS, Format, Styled, outcome, print_json, stdout, summary, table
 
 _RESULTS = {
@@ -90,6 +98,7 @@ def restore_command(
     output: OutputOption = Format.table,
     exclude: ExcludeOption = None,
     chart: ChartOption = None,
+    namespace: NamespaceOption = None,
     quiet: QuietOption = False,
 ) -> None:
     """The legacy-layout values of each classified Talos pool of STATE, with the template-hash proof.
@@ -113,7 +122,7 @@ def restore_command(
     denied, a class-era setting, hash mismatch), 2 when STATE cannot be read.
     """
     set_quiet(quiet)
-    state = load_state(state_path, exclude, chart=chart)
+    state = load_state(state_path, exclude, chart=chart, namespace=namespace)
     pool_option_check(state, pool, state_path)
     result = restore(state, pool=pool)
     if output is Format.json:

@@ -15,7 +15,7 @@ import os
 import sys
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, NoReturn, TextIO
 
@@ -57,6 +57,8 @@ class Settings:
     #: parts of STATE that could not be read (said on stderr): the command goes on with the rest
     #: and exits :attr:`error_exit` at the end (:func:`outcome`)
     read_errors: int = 0
+    #: those parts, each a line naming file and line (for ``-o json`` and ``-o junit``)
+    read_error_lines: list[str] = field(default_factory=list)
 
 
 SETTINGS = Settings()

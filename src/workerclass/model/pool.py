@@ -200,6 +200,48 @@ PLATFORM_VALUE_MESSAGE = (
 )
 
 
+#: Keys the chart's templates read that its values schema does not list: ``kubernetes.name`` takes
+#: ``nameOverride`` for the ``app.kubernetes.io/name`` label, so such a key is no unknown field.
+CHART_TEMPLATE_KEYS = frozenset({"nameOverride"})
+
+#: Why a pool's ``bootstrap`` is refused: the design page's "an override cannot change bootstrap family".
+BOOTSTRAP_MESSAGE = (
+    "a pool cannot choose its bootstrap family: the family is its WorkerClass's (no override changes it); "
+    "select a class of the family instead (workerClassName) and remove bootstrap"
+)
+#: Why a pool's fixed image is refused: the design page puts it in the class, as a pair.
+FIXED_IMAGE_MESSAGE = (
+    "a fixed worker image is a WorkerClass's (image.kubernetesVersion with image.reference, published by the "
+    "hoster): a pool selects it through workerClassName; remove image from the pool"
+)
+#: Why a tenant pull Secret is refused: the design page, "this interface does not accept a tenant pull Secret".
+PULL_SECRET_MESSAGE = (
+    "this interface does not accept a tenant pull Secret: worker images are public, and private worker "
+    "images wait for the shared catalog; remove imagePullSecrets"
+)
+
+
+def _design_refused(reader: Reader, data: Mapping[str, Any], field: str) -> set[str]:
+    """Refuse what the design page refuses a pool (``BootstrapFamilyChange`` for ``bootstrap``,
+    ``TenantImageSetting`` for a fixed image or a pull Secret); the keys it judged, which are
+    then no unknown fields (saying they have no effect would hide the refusal)."""
+    judged: set[str] = set()
+    if data.get("bootstrap") not in (None, ""):
+        reader.add("BootstrapFamilyChange", f"{field}.bootstrap", BOOTSTRAP_MESSAGE)
+        judged.add("bootstrap")
+    image = data.get("image")
+    if isinstance(image, Mapping):
+        fixed = [key for key in ("reference", "kubernetesVersion") if image.get(key) not in (None, "")]
+        for key in fixed:
+            reader.add("TenantImageSetting", f"{field}.image.{key}", FIXED_IMAGE_MESSAGE)
+        if fixed:
+            judged.add("image")
+    if data.get("imagePullSecrets") not in (None, "", [], {}):
+        reader.add("TenantImageSetting", f"{field}.imagePullSecrets", PULL_SECRET_MESSAGE)
+        judged.add("imagePullSecrets")
+    return judged
+
+
 def parse_pool_spec(spec: object, field: str = "spec") -> tuple[PoolSpec, list[Violation]]:
     """Parse a pool's values: the chart's values plus the class-era keys (API.md section 1).
 
@@ -216,7 +258,9 @@ def parse_pool_spec(spec: object, field: str = "spec") -> tuple[PoolSpec, list[V
     platform_keys = [key for key in data if isinstance(key, str) and key.startswith("_")]
     for key in platform_keys:
         reader.add("PlatformValueInPool", key_path(field, key), PLATFORM_VALUE_MESSAGE)
-    reader.only({key: None for key in data if key not in platform_keys}, _POOL_KEYS, field)
+    judged = _design_refused(reader, data, field)
+    unread = [key for key in data if key not in platform_keys and key not in judged]
+    reader.only({key: None for key in unread}, _POOL_KEYS | CHART_TEMPLATE_KEYS, field)
     version = reader.string(data, "version", field)
     if version and not KUBERNETES_MINOR.fullmatch(version):
         message = f"is not a Kubernetes minor (vX.Y; the chart's: {', '.join(CHART_VERSIONS)})"
@@ -328,13 +372,27 @@ def parse_pool_spec(spec: object, field: str = "spec") -> tuple[PoolSpec, list[V
 COMPUTE_PLANE_ALLOWLIST = compute_plane_keys()
 
 
+#: Why a node group's ``ephemeralStorage`` is refused: the ComputePlane passes unlisted node-group
+#: fields to the ``kubernetes`` chart, whose render fails on the key whatever its value.
+EPHEMERAL_STORAGE_MESSAGE = (
+    "the kubernetes chart the ComputePlane renders fails on ephemeralStorage, whatever its value: it is no "
+    "longer supported and was replaced by diskSize (Cozystack's platform migration 41); use diskSize"
+)
+#: A node group's unknown key reaches the wrapped ``kubernetes`` chart, not the kubernetes-nodes chart.
+NODE_GROUP_UNREAD = "the ComputePlane passes it to the kubernetes chart, which does not read it, so it has no effect"
+
+
 def parse_node_group(group: object, field: str) -> tuple[PoolSpec, list[Violation]]:
     """Parse a ComputePlane node group, rendered on the classless path: a pool key outside the
-    allowlist (a class, a version, Talos settings...) is refused; a key no pool knows is a warning
-    (Cozystack passes it through to the wrapped chart, which ignores it)."""
-    reader = Reader(unknown="warn")
+    allowlist (a class, a version, Talos settings...) is refused, and so is ``ephemeralStorage``
+    (the wrapped chart fails on it); a key no pool knows is a warning (Cozystack passes it through
+    to the wrapped chart, which ignores it)."""
+    reader = Reader(unknown="warn", unread=NODE_GROUP_UNREAD)
     data = reader.mapping(group if group is not None else {}, field) or {}
-    reader.only({key: None for key in data if key not in _POOL_KEYS}, COMPUTE_PLANE_ALLOWLIST, field)
+    if "ephemeralStorage" in data:
+        reader.add("NotAllowedInComputePlane", key_path(field, "ephemeralStorage"), EPHEMERAL_STORAGE_MESSAGE)
+    unread = [key for key in data if key not in _POOL_KEYS and key != "ephemeralStorage"]
+    reader.only({key: None for key in unread}, COMPUTE_PLANE_ALLOWLIST, field)
     for key in data:
         if key not in COMPUTE_PLANE_ALLOWLIST and key in _POOL_KEYS:
             allowed = ", ".join(sorted(COMPUTE_PLANE_ALLOWLIST))

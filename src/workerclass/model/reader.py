@@ -149,12 +149,19 @@ class Reader:
     out of plain dicts. ``unknown``: what a key :meth:`only` does not know is, ``"invalid"`` (a
     class, the platform: our own CRDs) or ``"warn"`` (a pool's values, which the chart reads)."""
 
-    __slots__ = ("unknown", "violations", "warnings")
+    __slots__ = ("unknown", "unread", "violations", "warnings")
 
-    def __init__(self, *, unknown: Literal["invalid", "warn"] = "invalid") -> None:
+    def __init__(
+        self,
+        *,
+        unknown: Literal["invalid", "warn"] = "invalid",
+        unread: str = "neither the chart nor workerclass reads it, so it has no effect",
+    ) -> None:
         self.violations: list[Violation] = []
         self.warnings: list[str] = []
         self.unknown = unknown
+        #: why an unknown key (``unknown="warn"``) has no effect, true of the chart that reads the values
+        self.unread = unread
 
     def add(self, code: str, field: str, message: str) -> None:
         self.violations.append(Violation(code, field, message))
@@ -173,9 +180,7 @@ class Reader:
             if key not in allowed:
                 path, message = unknown_key_message(field, key, allowed, text_only=self.unknown == "warn")
                 if self.unknown == "warn":
-                    self.warnings.append(
-                        f"{path}: {message}: neither the chart nor workerclass reads it, so it has no effect"
-                    )
+                    self.warnings.append(f"{path}: {message}: {self.unread}")
                 else:
                     self.invalid(path, f"{message}; expected one of: {', '.join(sorted(allowed))}")
 

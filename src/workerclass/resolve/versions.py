@@ -56,15 +56,20 @@ def check_control_plane(minor: str, cluster: Cluster | None, field: str, result:
 
 
 def kubernetes_minor(state: State, record: PoolRecord, cluster: Cluster | None) -> tuple[str | None, str]:
+    """A pool's Kubernetes minor and where it came from: the pool's own; for a classless pool the
+    chart's default (the chart renders it); for a pool with a class the parent's control-plane minor
+    (the design page: the parent's minor goes first), else the chart's default (both charts default
+    it, so an omitted minor is never a refusal); a node group the parent's, else the platform's newest."""
     if record.spec.version:
         return record.spec.version, "pool"
-    if record.kind != "ComputePlane" and not record.spec.worker_class_name:
+    default = chart_talos_defaults().get("_version", "") if record.kind != "ComputePlane" else ""
+    if default and not record.spec.worker_class_name:
         # A classless pool renders as the chart does: its values.yaml ``version``.
-        default = chart_talos_defaults().get("_version", "")
-        if default:
-            return default, "chart values.yaml"
+        return default, "chart values.yaml"
     if cluster is not None and cluster.version:
         return cluster.version, f"control plane of {cluster.name}"
+    if default:
+        return default, "chart values.yaml"
     if record.kind == "ComputePlane" and state.platform.kubernetes_versions:
         newest = max(state.platform.kubernetes_versions, key=minor_key)
         return newest, "platform (newest supported minor)"
