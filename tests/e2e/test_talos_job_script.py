@@ -280,3 +280,60 @@ def test_the_jobs_script_applies_the_predicted_template_and_a_change_is_what_pla
     assert changed.returncode != 0
     assert CABPT_MESSAGE in changed.stderr, changed.stderr
     assert kube.get("bootstrap.cluster.x-k8s.io/v1alpha3", "TalosConfigTemplate", TCT, NS)["spec"] == live["spec"]
+
+
+def _classified(pool: dict[str, Any]) -> dict[str, Any]:
+    classified = copy.deepcopy(pool)
+    classified["spec"]["workerClassName"] = "talos"  # the built-in class: nothing added to the config
+    return classified
+
+
+def test_a_classified_pools_change_is_a_new_template_the_talos_provider_takes(
+    cluster: ApiServer, kube: Kube, binaries: Binaries, cabpt: object, parent: dict[str, str], tmp_path: Path
+) -> None:
+    """The controller's decision (render.talos_template.as_applied over the live templates), run
+    for real: the handoff keeps the stable name (the same content), a changed config is a template
+    named by its content, applied by the Job's own script through CABPT's webhook, and the
+    MachineDeployment names it: what ``plan`` predicts (``replace``)."""
+    from workerclass.render.talos_template import as_applied, configured_template
+
+    kubectl = _kubectl(binaries)
+    api = "bootstrap.cluster.x-k8s.io/v1alpha3"
+    classless = _render(_state(_pool()))
+    _install_rbac(kube, classless)
+    if kube.find(api, "TalosConfigTemplate", TCT, NS) is None:  # the classless pool's Job has run
+        assert _run_job(classless, cluster, kubectl, tmp_path).returncode == 0
+    stable = kube.get(api, "TalosConfigTemplate", TCT, NS)
+
+    # the handoff: the class reproduces the config, the running template is kept, nothing rolls
+    handoff = _render(_state(_classified(_pool())))
+    kept = as_applied(handoff, _one(handoff, "TalosConfigTemplate"), stable, stable)
+    assert configured_template(kept) == TCT
+    assert _run_job(kept, cluster, kubectl, tmp_path).returncode == 0  # the same content: CABPT allows it
+
+    # a change: under the stable name CABPT would refuse it; the controller names it by its content
+    mirrors = {"docker.io": {"endpoints": ["https://mirror.example"]}}
+    before_state, after_state = _state(_classified(_pool())), _state(_classified(_pool(mirrors)))
+    changed = _render(after_state)
+    applied = as_applied(changed, _one(changed, "TalosConfigTemplate"), stable, stable)
+    name = configured_template(applied)
+    assert name is not None and name != TCT and name.startswith(f"{TCT}-")
+    row = {row.pool: row for row in plan(before_state, after_state).rows}[f"{NS}/{POOL}"]
+    assert (row.action, row.replace, row.refused) == ("replace", True, ())
+    assert any(name in reason for reason in row.reasons), row.reasons  # plan names the same template
+    try:
+        run = _run_job(applied, cluster, kubectl, tmp_path)
+        assert run.returncode == 0, run.stdout + run.stderr
+        assert f"TalosConfigTemplate {name} applied" in run.stdout
+        live = kube.get(api, "TalosConfigTemplate", name, NS)
+        expected = _expected(_rename(changed, name), parent)
+        assert live["spec"] == expected["spec"]
+        assert kube.get(api, "TalosConfigTemplate", TCT, NS)["spec"] == stable["spec"]  # the old one as it was
+    finally:
+        kube.delete(api, "TalosConfigTemplate", name, NS)
+
+
+def _rename(objects: list[dict[str, Any]], name: str) -> list[dict[str, Any]]:
+    from workerclass.render.talos_template import rename_template
+
+    return rename_template(objects, name)
