@@ -100,14 +100,19 @@ def test_the_cache_skips_an_object_beyond_the_bounds_and_says_so(caplog: pytest.
     assert report.skipped == 1
 
 
-@pytest.mark.usefixtures("chart_text")
-def test_a_deep_pool_is_refused_by_the_controller_and_the_others_are_applied() -> None:
+def _desired(**poison_values: Any) -> dict[str, Any]:
+    """The controller's desired state of two classified pools, ``poison`` (with ``poison_values``) and ``healthy``."""
     poison = make_release("poison", workerClassName="talos")
-    poison["spec"]["values"]["x"] = nested(600)  # no webhook sees a HelmRelease: the bounds apply here too
+    poison["spec"]["values"].update(poison_values)
     healthy = make_release("healthy", workerClassName="talos")
     for obj, uid in ((poison, "u1"), (healthy, "u2")):
         obj["metadata"]["uid"] = uid
-    pools = {pool.identity.rsplit("-", 1)[-1]: pool for pool in desired_workers(make_state([poison, healthy]))}
+    return {pool.identity.rsplit("-", 1)[-1]: pool for pool in desired_workers(make_state([poison, healthy]))}
+
+
+@pytest.mark.usefixtures("chart_text")
+def test_a_deep_pool_is_refused_by_the_controller_and_the_others_are_applied() -> None:
+    pools = _desired(x=nested(600))  # no webhook sees a HelmRelease: the bounds apply here too
     assert {name: pool.state for name, pool in pools.items()} == {"poison": "refused", "healthy": "ready"}
     assert "ObjectTooLarge" in pools["poison"].message
     assert pools["poison"].objects == () and pools["healthy"].objects
@@ -125,11 +130,7 @@ def test_one_pools_failure_in_the_controllers_desired_state_is_that_pools(monkey
         return real(state, record)
 
     monkeypatch.setattr(workers_module, "resolve_pool", resolve)
-    poison = make_release("poison", workerClassName="talos")
-    healthy = make_release("healthy", workerClassName="talos")
-    for obj, uid in ((poison, "u1"), (healthy, "u2")):
-        obj["metadata"]["uid"] = uid
-    pools = {pool.identity.rsplit("-", 1)[-1]: pool for pool in desired_workers(make_state([poison, healthy]))}
+    pools = _desired()
     assert {name: pool.state for name, pool in pools.items()} == {"poison": "failing", "healthy": "ready"}
     assert "RecursionError" in pools["poison"].message
 
