@@ -15,6 +15,12 @@ The cache is ``$WORKERCLASS_TESTBED`` or ``~/.cache/workerclass/testbed``. After
 used memory sampled every 0.5 s, and the largest single process), the figures bench/README.md
 quotes.
 
+A cold build (nothing cached: no binary, no compiled package, no downloaded module) is measured by
+pointing both caches at empty folders; the Go build cache follows the test bed's unless ``GOCACHE``
+is set:
+
+    WORKERCLASS_TESTBED=/tmp/cold GOMODCACHE=/tmp/cold-mod python3 scripts/testbed.py build
+
 Versions (change one and only that component is rebuilt):
 
 - kube-apiserver from ``k8s.io/kubernetes`` v1.37.2, the newest 1.3x the module proxy serves that
@@ -30,6 +36,10 @@ Versions (change one and only that component is rebuilt):
 - kubectl from the same wrapper: the e2e tier runs the talos-reconcile Job's own script with it.
 - the Talos bootstrap provider (CABPT) v0.6.12, the version Cozystack ships, through a wrapper
   module (its go.mod has a replace); its webhook refuses every change of a TalosConfigTemplate's spec.
+- the KubeVirt infrastructure provider (CAPK) v0.1.10, the version Cozystack ships, through the same
+  wrapper module; its webhook validates KubevirtMachineTemplates.
+- ``crd-modules``: nothing built, the Go modules whose CRD files the e2e tier installs downloaded
+  into the module cache (:data:`CRD_MODULES`, keyed by a digest of their versions).
 - ``kairos-schema``: our program in ``tests/e2e/kairos_schema`` against kairos-sdk v0.0.21, which
   validates Kairos cloud-configs with Kairos's own schema code (not a server).
 """
@@ -251,11 +261,19 @@ CABPT_MODULE = "github.com/siderolabs/cluster-api-bootstrap-provider-talos"
 
 
 def build_cabpt(dest: Path, gover: str) -> None:
+    _build_wrapped(dest, CABPT_MODULE, CABPT, "cabpt-manager")
+
+
+def _build_wrapped(dest: Path, module: str, version: str, binary: str) -> None:
+    """MODULE's main package built through a wrapper module that requires it and repeats its
+    ``replace`` lines (read from the module's own go.mod, not written here): ``go install`` of a
+    module with replaces is refused, and ``go install`` at a version asks the proxy for the module's
+    version list, which it may refuse."""
     work = dest / "src"
     work.mkdir(parents=True, exist_ok=True)
     env = go_env(work)
     out = subprocess.run(
-        ["go", "mod", "download", "-json", f"{CABPT_MODULE}@{CABPT}"],
+        ["go", "mod", "download", "-json", f"{module}@{version}"],
         cwd=work,
         env=env,
         capture_output=True,
@@ -263,24 +281,25 @@ def build_cabpt(dest: Path, gover: str) -> None:
         check=False,
     )
     if out.returncode != 0:
-        raise SystemExit(f"testbed: cannot download {CABPT_MODULE}@{CABPT}: {out.stderr.strip()}")
+        raise SystemExit(f"testbed: cannot download {module}@{version}: {out.stderr.strip()}")
     gomod = Path(json.loads(out.stdout)["GoMod"]).read_text()
     go_line = re.search(r"^go (\S+)", gomod, flags=re.M)
     replaces = re.findall(r"^replace (\S+ => \S+ \S+)", gomod, flags=re.M)
+    name = binary.removesuffix("-manager")
     lines = [
-        "module workerclass.test/cabpt",
+        f"module workerclass.test/{name}",
         "",
         f"go {go_line.group(1) if go_line else '1.26.0'}",
         "",
-        f"require {CABPT_MODULE} {CABPT}",
+        f"require {module} {version}",
         "",
         *(f"replace {line}" for line in replaces),
         "",
     ]
     (work / "go.mod").write_text("\n".join(lines))
-    (work / "tools.go").write_text(f'//go:build tools\n\npackage tools\n\nimport _ "{CABPT_MODULE}"\n')
+    (work / "tools.go").write_text(f'//go:build tools\n\npackage tools\n\nimport _ "{module}"\n')
     run(["go", "mod", "tidy"], work, env)
-    run(["go", "build", "-ldflags", "-s -w", "-o", str(dest / "cabpt-manager"), CABPT_MODULE], work, env)
+    run(["go", "build", "-ldflags", "-s -w", "-o", str(dest / binary), module], work, env)
 
 
 # --------------------------------------------------------------------------- Kairos's schema
@@ -313,6 +332,80 @@ def build_kairos_schema(dest: Path, gover: str) -> None:
     run(["go", "build", "-ldflags", "-s -w", "-o", str(dest / "kairos-schema"), "."], work, env)
 
 
+# --------------------------------------------------------------------------- the KubeVirt provider
+# CAPK, the version Cozystack main ships (packages/system/capi-providers-infraprovider: the
+# InfrastructureProvider ``kubevirt`` at ``v0.1.10-infraprovider``, image capk-manager:v0.1.10), and
+# the version the module proxy serves; through the same wrapper as CABPT (the proxy refuses the
+# module's version list, which ``go install MODULE@VERSION`` reads).
+# Its webhook validates every KubevirtMachineTemplate (a spec change under the same name is refused).
+
+CAPK = "v0.1.10"
+CAPK_MODULE = "sigs.k8s.io/cluster-api-provider-kubevirt"
+
+
+def build_capk(dest: Path, gover: str) -> None:
+    _build_wrapped(dest, CAPK_MODULE, CAPK, "capk-manager")
+
+
+# --------------------------------------------------------------------------- the CRDs' modules
+# The e2e tier installs the CRDs of Cluster API, its providers, Cilium and Flux from the files their
+# Go modules publish (``config/crd/bases`` and the like), read in the module cache. Each version is
+# the one Cozystack main installs where the proxy serves it (main at 3c780acd):
+#
+# - Cluster API v1.10.1 (capi-providers-core ``v1.10.1-core``), CABPT v0.6.12, CAPK v0.1.10: the
+#   managers above; their template CRDs equal the copies Cozystack ships, but for the conversion
+#   stanza (the test bed serves one version) and the labels its kustomizations add.
+# - Cilium v1.19.5 (packages/system/cilium, chart 1.19.5): CiliumNetworkPolicy.
+# - Flux v2.8.0 (packages/core/flux-aio): source-controller v1.8.0 (ExternalArtifact, HelmChart...),
+#   helm-controller v1.5.0. The proxy refuses helm-controller v1.5.0 (and v1.4.4, v1.5.1); v1.4.3
+#   is the newest it serves. Its HelmRelease v2 lacks five fields of v1.5.0 (spec.waitStrategy,
+#   spec.healthCheckExprs, spec.{install,upgrade,rollback}.serverSideApply; status.inventory and
+#   status.history[].action), none of which the chart, the bundle or the tests write, and still
+#   serves v2beta2, which v1.5.0 dropped.
+#
+# Not from a module (none is served): Kairos's KairosConfigTemplate (kairos-io/cluster-api-provider-
+# kairos: the proxy refuses it), Cozystack's WorkloadMonitor (github.com/cozystack/cozystack is not
+# served); both stay read from the mirror. KamajiControlPlane is a stand-in CRD of the tests.
+
+CRD_MODULES = {
+    "cluster-api": ("sigs.k8s.io/cluster-api", CLUSTER_API),
+    "cabpt": (CABPT_MODULE, CABPT),
+    "capk": (CAPK_MODULE, CAPK),
+    "cilium": ("github.com/cilium/cilium", "v1.19.5"),
+    "source-controller": ("github.com/fluxcd/source-controller", "v1.8.0"),
+    "helm-controller": ("github.com/fluxcd/helm-controller", "v1.4.3"),
+}
+
+
+def crd_modules_version() -> str:
+    import hashlib
+
+    listed = ",".join(f"{module}@{version}" for module, version in sorted(CRD_MODULES.values()))
+    return hashlib.sha256(listed.encode()).hexdigest()[:8]
+
+
+def build_crd_modules(dest: Path, gover: str) -> None:
+    """Download every module of :data:`CRD_MODULES` into the module cache (nothing is built): the
+    e2e tier then reads their CRD files offline; ``crd-modules.json`` records where each one is."""
+    env = go_env(dest)
+    env["GOFLAGS"] = "-mod=mod"
+    where = {}
+    for name, (module, version) in CRD_MODULES.items():
+        say(f"$ go mod download -json {module}@{version}")
+        out = subprocess.run(
+            ["go", "mod", "download", "-json", f"{module}@{version}"],
+            cwd=dest,
+            env=env,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if out.returncode != 0:
+            raise SystemExit(f"testbed: cannot download {module}@{version}: {out.stdout.strip()} {out.stderr.strip()}")
+        where[name] = json.loads(out.stdout)["Dir"]
+    (dest / "crd-modules.json").write_text(json.dumps(where, indent=2) + "\n")
+
+
 COMPONENTS = [
     ("kube-apiserver", KUBERNETES, "kube-apiserver", build_kube_apiserver),
     ("etcd", ETCD, "etcd", build_etcd),
@@ -321,6 +414,8 @@ COMPONENTS = [
     ("kairos-schema", kairos_schema_version(), "kairos-schema", build_kairos_schema),
     ("kubectl", KUBERNETES, "kubectl", build_kubectl),
     ("cabpt", CABPT, "cabpt-manager", build_cabpt),
+    ("capk", CAPK, "capk-manager", build_capk),
+    ("crd-modules", crd_modules_version(), "crd-modules.json", build_crd_modules),
 ]
 
 
@@ -400,7 +495,7 @@ def cmd_status() -> int:
     for name, path in binaries(gover).items():
         state = "built" if path.exists() else "missing"
         missing += not path.exists()
-        print(f"{name:15} {state:8} {path}")
+        print(f"{name:23} {state:8} {path}")
     return 1 if missing else 0
 
 

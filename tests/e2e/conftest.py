@@ -6,11 +6,15 @@ leaves it out). The test bed comes from ``make testbed``; where it is not built,
 with the reason, and under ``CI=true`` it fails instead (``.ci/run`` must not pass without it).
 
 The CRDs come from where upstream publishes them, never from copies in the repository: Cluster
-API's from its module in the Go module cache, the providers' and Flux's from
-``shared/upstream-crds/`` (``$WORKERCLASS_SHARED`` or ``../shared`` beside the repository). The
-application kinds that Cozystack serves through its own API server (KubernetesNodes, Kubernetes)
-are served here as CRDs of the same group, version and kind that keep every field (the
-application API does not prune either).
+API's, the Talos and KubeVirt providers', Cilium's and Flux's from their Go modules in the module
+cache (``CRD_MODULES`` of ``scripts/testbed.py``: the versions Cozystack installs, and why one
+differs), the providers' with the contract labels their kustomizations add. Two have no module the
+proxy serves and are read from the upstream mirror (``shared/upstream-crds/``, ``$WORKERCLASS_SHARED``
+or ``../shared`` beside the repository): Kairos's KairosConfigTemplate and Cozystack's
+WorkloadMonitor. KamajiControlPlane is a stand-in (``test_talos_job_script``). The application
+kinds that Cozystack serves through its own API server (KubernetesNodes, Kubernetes) are served
+here as CRDs of the same group, version and kind that keep every field (the application API does
+not prune either).
 """
 
 from __future__ import annotations
@@ -38,9 +42,10 @@ from .testbed import (
     CertAuthority,
     Identity,
     Process,
+    crd_labels,
+    crd_module,
     find_binaries,
     free_port,
-    module_dir,
     wait_until,
     workerclass_command,
 )
@@ -50,8 +55,7 @@ WEBHOOK_USER = f"system:serviceaccount:{NAMESPACE}:workerclass-webhook"
 CONTROLLER_USER = f"system:serviceaccount:{NAMESPACE}:workerclass-controller"
 ACCOUNT_GROUPS = ("system:serviceaccounts", f"system:serviceaccounts:{NAMESPACE}")
 TENANT = "tenant-example"
-#: the Cilium release whose CRDs the test bed serves (its module publishes them as files)
-CILIUM = "v1.18.6"
+#: where Cilium's module publishes its CRDs as files
 CILIUM_CRDS = Path("pkg/k8s/apis/cilium.io/client/crds/v2")
 
 
@@ -170,6 +174,23 @@ def read_crds(folder: Path, pattern: str = "*.yaml") -> list[dict[str, Any]]:
     return crds
 
 
+def helm_release_crds() -> list[dict[str, Any]]:
+    """Flux's HelmRelease CRD from helm-controller's module."""
+    folder = crd_module("helm-controller") / "config" / "crd" / "bases"
+    return read_crds(folder, "helm.toolkit.fluxcd.io_helmreleases.yaml")
+
+
+def provider_crds(name: str, pattern: str = "*.yaml") -> list[dict[str, Any]]:
+    """A provider's CRDs from its module (``config/crd/bases``), each with the labels its
+    kustomization adds (the contract label among them)."""
+    folder = crd_module(name)
+    labels = crd_labels(folder)
+    crds = read_crds(folder / "config" / "crd" / "bases", pattern)
+    for crd in crds:
+        crd["metadata"].setdefault("labels", {}).update(labels)
+    return crds
+
+
 def install_crds(kube: Kube, crds: list[dict[str, Any]]) -> None:
     for crd in crds:
         crd = copy.deepcopy(crd)
@@ -191,13 +212,11 @@ def cluster(binaries: Binaries, shared: Path, tmp_path_factory: pytest.TempPathF
     try:
         kube = Kube(server.url, server.ssl_context())
         install_crds(kube, APPLICATION_CRDS)
-        install_crds(kube, read_crds(shared / "upstream-crds", "helm.toolkit.fluxcd.io_helmreleases.yaml"))
+        install_crds(kube, helm_release_crds())
         # Flux's source API: the ExternalArtifact the pools' releases take their chart from
         install_crds(kube, [crd for path in source_crds() for crd in read_crds(path.parent, path.name)])
         # Cozystack's CNI: the chart's talos-reconcile Job comes with a CiliumNetworkPolicy
-        install_crds(
-            kube, read_crds(module_dir("github.com/cilium/cilium", CILIUM) / CILIUM_CRDS, "ciliumnetworkpolicies.yaml")
-        )
+        install_crds(kube, read_crds(crd_module("cilium") / CILIUM_CRDS, "ciliumnetworkpolicies.yaml"))
         kube.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": TENANT}})
         # What a tenant had before workerclass was installed: its parent cluster and a legacy pool
         # (the KubernetesNodes and the HelmRelease Cozystack's API keeps it as).
@@ -453,19 +472,21 @@ CONTRACT = "cluster.x-k8s.io/v1beta1"
 
 
 def capi_crds(binaries: Binaries, shared: Path) -> list[dict[str, Any]]:
-    """Cluster API's own CRDs from its module, then the providers' as Cozystack ships them (those
-    carry the contract label), then KairosConfigTemplate from its provider (labelled here: the
-    upstream file has no contract label, and Cluster API refuses a template CRD without one)."""
-    core = read_crds(module_dir("sigs.k8s.io/cluster-api", binaries.cluster_api_version) / "config" / "crd" / "bases")
-    names = {crd["metadata"]["name"] for crd in core}
-    shipped = [
-        crd for crd in read_crds(shared / "upstream-crds" / "cozystack-shipped") if crd["metadata"]["name"] not in names
-    ]
+    """Cluster API's own CRDs from its module, the providers' template CRDs from theirs
+    (KubevirtMachineTemplate, TalosConfigTemplate: the same schemas as the copies Cozystack ships),
+    Cozystack's WorkloadMonitor as it ships it, then KairosConfigTemplate from its provider's
+    repository (labelled here: the upstream file has no contract label, and Cluster API refuses a
+    template CRD without one). The last two are read from the mirror: no module serves them."""
+    core = read_crds(crd_module("cluster-api") / "config" / "crd" / "bases")
+    templates = provider_crds("capk", "*_kubevirtmachinetemplates.yaml") + provider_crds(
+        "cabpt", "*_talosconfigtemplates.yaml"
+    )
+    monitor = read_crds(shared / "upstream-crds" / "cozystack-shipped", "cozystack.io_workloadmonitors.yaml")
     kairos = read_crds(shared / "upstream-crds", "bootstrap.cluster.x-k8s.io_kairosconfigtemplates.yaml")
     for crd in kairos:
         served = [version["name"] for version in crd["spec"]["versions"] if version.get("served")]
         crd["metadata"].setdefault("labels", {})[CONTRACT] = "_".join(served)
-    return core + shipped + kairos
+    return core + templates + monitor + kairos
 
 
 KAIROS_CRD = "kairosconfigtemplates.bootstrap.cluster.x-k8s.io"
@@ -504,7 +525,7 @@ def kairos_with_kubeadm(kube: Kube) -> Iterator[None]:
 def capi_webhooks(binaries: Binaries, base_url: str, ca_pem: bytes) -> list[dict[str, Any]]:
     """Cluster API's webhook configurations (``config/webhook/manifests.yaml`` of its module),
     registered with ``url:`` and the CA bundle as its own envtest does."""
-    path = module_dir("sigs.k8s.io/cluster-api", binaries.cluster_api_version) / "config" / "webhook" / "manifests.yaml"
+    path = crd_module("cluster-api") / "config" / "webhook" / "manifests.yaml"
     out = []
     for doc in yaml.safe_load_all(path.read_text()):
         if isinstance(doc, dict) and doc.get("kind", "").endswith("WebhookConfiguration"):
@@ -553,29 +574,28 @@ def capi(
     process.stop()
 
 
-CABPT_MODULE = "github.com/siderolabs/cluster-api-bootstrap-provider-talos"
-
-
 def cabpt_crds(binaries: Binaries) -> list[dict[str, Any]]:
-    """CABPT's CRDs (TalosConfig, TalosConfigTemplate) from its module, with the contract label
-    Cozystack's kustomization gives them (Cluster API finds a template CRD by it)."""
-    crds = read_crds(module_dir(CABPT_MODULE, binaries.cabpt_version) / "config" / "crd" / "bases")
-    for crd in crds:
-        served = [version["name"] for version in crd["spec"]["versions"] if version.get("served")]
-        crd["metadata"].setdefault("labels", {})[CONTRACT] = "_".join(served)
-    return crds
+    """CABPT's CRDs (TalosConfig, TalosConfigTemplate) from its module, with the contract labels
+    its kustomization gives them (Cluster API finds a template CRD by them)."""
+    return provider_crds("cabpt")
 
 
-def cabpt_webhooks(binaries: Binaries, base_url: str, ca_pem: bytes) -> list[dict[str, Any]]:
-    """CABPT's webhook configurations (``config/webhook/manifests.yaml`` of its module) by ``url:``."""
-    path = module_dir(CABPT_MODULE, binaries.cabpt_version) / "config" / "webhook" / "manifests.yaml"
+def provider_webhooks(name: str, base_url: str, ca_pem: bytes) -> list[dict[str, Any]]:
+    """A provider's webhook configurations (``config/webhook/manifests.yaml`` of its module) by
+    ``url:``, each named ``<name>-<its name>`` (the modules all call theirs the same)."""
+    path = crd_module(name) / "config" / "webhook" / "manifests.yaml"
     out = []
     for doc in yaml.safe_load_all(path.read_text()):
         if isinstance(doc, dict) and doc.get("kind", "").endswith("WebhookConfiguration"):
             doc = served_from(doc, base_url, ca_pem)
-            doc["metadata"]["name"] = "cabpt-" + doc["metadata"]["name"]
+            doc["metadata"]["name"] = f"{name}-" + doc["metadata"]["name"]
             out.append(doc)
     return out
+
+
+def cabpt_webhooks(binaries: Binaries, base_url: str, ca_pem: bytes) -> list[dict[str, Any]]:
+    """CABPT's webhook configurations by ``url:``."""
+    return provider_webhooks("cabpt", base_url, ca_pem)
 
 
 @pytest.fixture(scope="session")
@@ -612,5 +632,54 @@ def cabpt(
     except Exception:
         process.stop()
         raise RuntimeError("the CABPT manager did not start:\n" + process.tail()) from None
+    yield running
+    process.stop()
+
+
+#: the namespace whose Cluster API objects the KubeVirt provider's controllers reconcile (its
+#: ``--namespace``): nothing is put there, so they never act on the other tests' objects, while its
+#: webhook (registered cluster-wide) judges every KubevirtMachineTemplate written to the bed
+CAPK_NAMESPACE = "capk-e2e-idle"
+
+
+@pytest.fixture(scope="session")
+def capk(
+    capi: ClusterAPI, cluster: ApiServer, kube: Kube, binaries: Binaries, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[ClusterAPI]:
+    """The KubeVirt provider's manager (the version Cozystack ships), its CRDs and its webhook:
+    every KubevirtMachineTemplate written from here on is validated by CAPK as in a cluster. Its
+    controllers need their own kinds' CRDs to start (KubevirtMachine, KubevirtCluster), and are
+    confined to :data:`CAPK_NAMESPACE`; no KubeVirt runs, so they would have nothing to act on."""
+    if binaries.capk_manager is None:
+        _unavailable("the KubeVirt provider (CAPK) is not built: run 'make testbed'")
+    folder = tmp_path_factory.mktemp("capk")
+    install_crds(kube, provider_crds("capk"))
+    if kube.find("v1", "Namespace", CAPK_NAMESPACE) is None:
+        kube.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": CAPK_NAMESPACE}})
+    ca = CertAuthority.create("capk-webhook-ca")
+    ca.write_pair(folder / "certs", "tls", ca.issue("capk-webhook", hosts=["127.0.0.1", "localhost"]))
+    webhook_port, health_port, metrics_port = free_port(), free_port(), free_port()
+    process = Process(
+        "capk-manager",
+        [
+            str(binaries.capk_manager),
+            f"--kubeconfig={cluster.admin.kubeconfig}",
+            f"--webhook-port={webhook_port}",
+            f"--webhook-cert-dir={folder / 'certs'}",
+            f"--health-addr=127.0.0.1:{health_port}",
+            f"--metrics-bind-addr=127.0.0.1:{metrics_port}",
+            f"--namespace={CAPK_NAMESPACE}",
+            "--leader-elect=false",
+        ],
+        folder / "capk-manager.log",
+    ).start()
+    running = ClusterAPI(process, health_port)
+    try:
+        for configuration in provider_webhooks("capk", f"https://127.0.0.1:{webhook_port}", ca.pem):
+            kube.apply(configuration, manager="workerclass-e2e-capk")
+        wait_until(running.ready, timeout=90, what="the CAPK manager's /readyz")
+    except Exception:
+        process.stop()
+        raise RuntimeError("the CAPK manager did not start:\n" + process.tail()) from None
     yield running
     process.stop()

@@ -3,7 +3,8 @@
 Cozystack's ApplicationDefinition ``kubernetes-nodes`` (served here by a stand-in CRD that keeps every
 field, as the application kinds are) names the ExternalArtifact its pools' releases take their chart
 from; the ExternalArtifact CRD comes from source-controller's module in the Go module cache
-(:data:`SOURCE_CONTROLLER`, the first release that has ExternalArtifact). No source-controller runs
+(``source-controller`` of ``scripts/testbed.py``'s ``CRD_MODULES``: v1.8.0, the release of Flux
+v2.8.0, which Cozystack installs). No source-controller runs
 here: :class:`ArtifactServer` serves the packaged charts over HTTP on loopback, as source-controller
 serves artifacts, and :func:`publish` writes the ExternalArtifact's ``status.artifact`` (its URL and
 the sha256 of the bytes) as source-controller would.
@@ -25,10 +26,8 @@ from typing import Any
 from tests.shared import chart_path, package_chart
 
 from .kube import Kube
-from .testbed import module_dir
+from .testbed import crd_module
 
-#: the source-controller release whose CRDs the test bed serves (ExternalArtifact arrived in v1.7.0)
-SOURCE_CONTROLLER = ("github.com/fluxcd/source-controller", "v1.7.0")
 SOURCE = "source.toolkit.fluxcd.io/v1"
 #: where Cozystack keeps the pools' chart source, and its name
 ARTIFACT_NAMESPACE = "cozy-system"
@@ -36,8 +35,8 @@ ARTIFACT = "cozystack-kubernetes-nodes-application-kubevirt-kubernetes-nodes"
 
 
 def source_crds() -> list[Path]:
-    """The ExternalArtifact CRD file of :data:`SOURCE_CONTROLLER` in the Go module cache."""
-    folder = module_dir(*SOURCE_CONTROLLER) / "config" / "crd" / "bases"
+    """The ExternalArtifact CRD file of source-controller's module in the Go module cache."""
+    folder = crd_module("source-controller") / "config" / "crd" / "bases"
     return [folder / "source.toolkit.fluxcd.io_externalartifacts.yaml"]
 
 

@@ -1,4 +1,4 @@
-"""The test bed's processes: etcd, kube-apiserver and the Cluster API manager, started from the
+"""The test bed's processes: etcd, kube-apiserver and the Cluster API managers, started from the
 binaries ``make testbed`` builds (``scripts/testbed.py``), on loopback with random ports.
 
 Nothing here is a fixture (``conftest.py`` holds those): a PKI made with ``cryptography`` (a CA, the
@@ -72,6 +72,9 @@ class Binaries:
     #: the Talos bootstrap provider's manager (its TalosConfigTemplate webhook); ``None`` when not built
     cabpt_manager: Path | None = None
     cabpt_version: str = ""
+    #: the KubeVirt provider's manager (its KubevirtMachineTemplate webhook); ``None`` when not built
+    capk_manager: Path | None = None
+    capk_version: str = ""
 
 
 def find_binaries() -> tuple[Binaries | None, str]:
@@ -98,6 +101,8 @@ def find_binaries() -> tuple[Binaries | None, str]:
             paths["kubectl"] if paths["kubectl"].exists() else None,
             paths["cabpt"] if paths["cabpt"].exists() else None,
             script.CABPT,
+            paths["capk"] if paths["capk"].exists() else None,
+            script.CAPK,
         ),
         "",
     )
@@ -116,6 +121,30 @@ def module_dir(module: str, version: str) -> Path:
     if out.returncode != 0:
         raise RuntimeError(f"go mod download {module}@{version} failed: {out.stderr.strip()[-400:]}")
     return Path(json.loads(out.stdout)["Dir"])
+
+
+def crd_module(name: str) -> Path:
+    """The folder of the module ``scripts/testbed.py`` lists for NAME's CRDs (``CRD_MODULES``:
+    ``cluster-api``, ``cabpt``, ``capk``, ``cilium``, ``source-controller``, ``helm-controller``)."""
+    return module_dir(*_crd_modules()[name])
+
+
+def _crd_modules() -> dict[str, tuple[str, str]]:
+    global _CRD_MODULES
+    if _CRD_MODULES is None:
+        _CRD_MODULES = dict(_script_module().CRD_MODULES)
+    return _CRD_MODULES
+
+
+_CRD_MODULES: dict[str, tuple[str, str]] | None = None
+
+
+def crd_labels(folder: Path) -> dict[str, str]:
+    """The ``commonLabels`` of a provider module's ``config/crd/kustomization.yaml``: the contract
+    labels (``cluster.x-k8s.io/v1beta1: <version>``) its release adds to its CRDs, by which Cluster
+    API finds a template CRD. The bare files of ``config/crd/bases`` lack them."""
+    kustomization = yaml.safe_load((folder / "config" / "crd" / "kustomization.yaml").read_text()) or {}
+    return {str(key): str(value) for key, value in (kustomization.get("commonLabels") or {}).items()}
 
 
 # ------------------------------------------------------------------ PKI
