@@ -6,8 +6,9 @@ leaves it out). The test bed comes from ``make testbed``; where it is not built,
 with the reason, and under ``CI=true`` it fails instead (``.ci/run`` must not pass without it).
 
 The CRDs come from where upstream publishes them, never from copies in the repository: Cluster
-API's from its module in the Go module cache, the providers' and Flux's from
-``shared/upstream-crds/`` (``$WORKERCLASS_SHARED`` or ``../shared`` beside the repository). The
+API's from its module in the Go module cache, the providers' from ``shared/upstream-crds/``
+(``$WORKERCLASS_SHARED`` or ``../shared`` beside the repository), Flux's HelmRelease from there or,
+without the mirror, from helm-controller's module (:func:`helmrelease_crds`). The
 application kinds that Cozystack serves through its own API server (KubernetesNodes, Kubernetes)
 are served here as CRDs of the same group, version and kind that keep every field (the
 application API does not prune either).
@@ -53,12 +54,24 @@ TENANT = "tenant-example"
 #: the Cilium release whose CRDs the test bed serves (its module publishes them as files)
 CILIUM = "v1.18.6"
 CILIUM_CRDS = Path("pkg/k8s/apis/cilium.io/client/crds/v2")
+#: Flux's helm-controller, whose module publishes the HelmRelease CRD (the release beside
+#: source-controller v1.7.0 in Flux 2.7)
+HELM_CONTROLLER = ("github.com/fluxcd/helm-controller", "v1.4.0")
+HELMRELEASE_CRD = "helm.toolkit.fluxcd.io_helmreleases.yaml"
 
 
 def shared_dir() -> Path | None:
     configured = os.environ.get("WORKERCLASS_SHARED")
     path = Path(configured) if configured else ROOT.parent / "shared"
     return path if (path / "upstream-crds").is_dir() else None
+
+
+def helmrelease_crds() -> list[dict[str, Any]]:
+    """Flux's HelmRelease CRD: the mirror's (what CI has compared with), else helm-controller's module's."""
+    shared = shared_dir()
+    if shared is not None:
+        return read_crds(shared / "upstream-crds", HELMRELEASE_CRD)
+    return read_crds(module_dir(*HELM_CONTROLLER) / "config" / "crd" / "bases", HELMRELEASE_CRD)
 
 
 def _unavailable(reason: str) -> None:
@@ -106,7 +119,10 @@ def binaries() -> Binaries:
 def shared() -> Path:
     path = shared_dir()
     if path is None:
-        _unavailable("the upstream mirror is absent (set WORKERCLASS_SHARED to a folder with upstream-crds/)")
+        _unavailable(
+            "the providers' CRDs are absent: no upstream mirror with upstream-crds/ (set WORKERCLASS_SHARED; "
+            "the Kairos provider's CRD is on no Go module proxy)"
+        )
     assert path is not None
     return path
 
@@ -185,13 +201,13 @@ def install_crds(kube: Kube, crds: list[dict[str, Any]]) -> None:
 
 
 @pytest.fixture(scope="session")
-def cluster(binaries: Binaries, shared: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ApiServer]:
+def cluster(binaries: Binaries, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ApiServer]:
     server = ApiServer(tmp_path_factory.mktemp("testbed"), binaries)
     server.start()
     try:
         kube = Kube(server.url, server.ssl_context())
         install_crds(kube, APPLICATION_CRDS)
-        install_crds(kube, read_crds(shared / "upstream-crds", "helm.toolkit.fluxcd.io_helmreleases.yaml"))
+        install_crds(kube, helmrelease_crds())
         # Flux's source API: the ExternalArtifact the pools' releases take their chart from
         install_crds(kube, [crd for path in source_crds() for crd in read_crds(path.parent, path.name)])
         # Cozystack's CNI: the chart's talos-reconcile Job comes with a CiliumNetworkPolicy

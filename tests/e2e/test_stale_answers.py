@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .conftest import TENANT, Served, example_objects, install_crds, read_crds, shared_dir
+from .conftest import TENANT, Served, example_objects, helmrelease_crds, install_crds
 from .kube import Kube
 from .testbed import wait_until
 
@@ -35,9 +35,7 @@ def _scale(kube: Kube, replicas: int) -> list[str]:
 
 
 def test_a_stale_cache_says_so_in_its_answers(kube: Kube, webhook: Served) -> None:
-    shared = shared_dir()
-    assert shared is not None
-    crds = read_crds(shared / "upstream-crds", "helm.toolkit.fluxcd.io_helmreleases.yaml")
+    crds = helmrelease_crds()
     assert [w for w in _scale(kube, 4) if "deciding on" in w] == []  # current: not a word
     kube.delete("apiextensions.k8s.io/v1", "CustomResourceDefinition", HELM_RELEASES)
     try:
