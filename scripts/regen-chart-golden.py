@@ -130,7 +130,8 @@ def main(argv: list[str]) -> int:
     p.add_argument("--check", action="store_true", help="compare instead of writing; exit 1 when stale")
     args = p.parse_args(argv)
     if not available():
-        print("regen-chart-golden: the oracle is absent: Cozystack's chart or the helm extra (tests/shared.py)", file=sys.stderr)
+        reason = "Cozystack's chart or the helm extra is missing (tests/shared.py)"
+        print(f"regen-chart-golden: the oracle is absent: {reason}", file=sys.stderr)
         return 2
     GOLDEN.mkdir(parents=True, exist_ok=True)
     stale = 0
