@@ -28,9 +28,9 @@ test: $(STAMP)
 	$(PYTHON) scripts/testbed.py build --for-tests
 	@# the e2e tier (mostly waiting on its API server) runs beside the rest (CPU-bound): two cores, one each
 	@log=$$(mktemp); \
-	$(BIN)/pytest -m e2e -p no:cacheprovider >"$$log" 2>&1 & tier=$$!; \
+	$(BIN)/pytest -m e2e -rs -p no:cacheprovider >"$$log" 2>&1 & tier=$$!; \
 	trap 'kill $$tier 2>/dev/null; rm -f "$$log"' INT TERM; \
-	$(BIN)/pytest -m 'not e2e'; rest=$$?; \
+	$(BIN)/pytest -m 'not e2e' -rs; rest=$$?; \
 	wait $$tier; e2e=$$?; \
 	echo "--- the e2e tier (pytest -m e2e)"; cat "$$log"; rm -f "$$log"; \
 	test $$rest -eq 0 && test $$e2e -eq 0

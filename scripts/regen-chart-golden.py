@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Regenerate tests/chart/golden/*.json from the oracle (shared/tools/cozystack-render).
+"""Regenerate tests/chart/golden/*.json from the oracle (Cozystack's chart through Helm's engine).
 
 Each golden file is a fact about the real chart: the pool's values, release, namespace and
 platform values in; the objects the oracle renders (``--order chart``, optionally with the
@@ -130,7 +130,8 @@ def main(argv: list[str]) -> int:
     p.add_argument("--check", action="store_true", help="compare instead of writing; exit 1 when stale")
     args = p.parse_args(argv)
     if not available():
-        print("regen-chart-golden: the oracle (../shared/tools/cozystack-render) is absent", file=sys.stderr)
+        reason = "Cozystack's chart or the helm extra is missing (tests/shared.py)"
+        print(f"regen-chart-golden: the oracle is absent: {reason}", file=sys.stderr)
         return 2
     GOLDEN.mkdir(parents=True, exist_ok=True)
     stale = 0

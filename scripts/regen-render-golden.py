@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Regenerate tests/render/golden/ from the oracle: values in, objects out.
 
-Each golden file is a fact about Cozystack's chart, written by the oracle
-(``../shared/tools/cozystack-render``), never by workerclass: the pool object (a KubernetesNodes or
+Each golden file is a fact about Cozystack's chart, written by the oracle (the chart rendered
+by Helm's own engine, ``tests/chart/oracle.py``), never by workerclass's port: the pool object (a KubernetesNodes or
 a KubernetesNodes HelmRelease, with its parent cluster's name), the chart variant, and the objects
 the chart renders for it with ``--talos-config-template`` (parsed as Kubernetes reads YAML). The
 parity tests (``tests/render/test_parity.py``) resolve and render the same pool through workerclass
@@ -28,7 +28,7 @@ GOLDEN = REPO / "tests" / "render" / "golden"
 sys.path.insert(0, str(REPO))
 
 from tests.chart.cases import chart_text_free  # noqa: E402
-from tests.chart.oracle import ORACLE, Oracle  # noqa: E402
+from tests.chart.oracle import Oracle  # noqa: E402
 
 NAMESPACE = "tenant-example"
 CLUSTER = "example"
@@ -171,7 +171,7 @@ def render_case(oracle: Oracle, name: str, obj: dict[str, Any], chart: str) -> d
     if not result.ok:
         raise SystemExit(f"the oracle refused {object_name}: {result.error}")
     fact: dict[str, Any] = {
-        "source": f"{ORACLE.name} --chart {chart} --talos-config-template -o json",
+        "source": f"Helm's engine (tests/chart/oracle.py), chart {chart}, talos_config_template",
         "cluster": {
             "apiVersion": "apps.cozystack.io/v1alpha1",
             "kind": "Kubernetes",

@@ -1,5 +1,5 @@
 """The package's Helm chart (``charts/workerclass``): committed as generated, and rendered by Helm's
-own engine (helm-python-sdk in the oracle's cached venv, nothing of Helm in our dependencies) to
+own engine (helm-python-sdk, the package's ``helm`` extra, driven in a process of its own) to
 the very objects ``workerclass manifests`` prints for the same settings."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from tests.chart.oracle import ORACLE, need_oracle, oracle_python
+from tests.chart.oracle import helm_interpreter
 from workerclass.cli.main import _register, app
 from workerclass.deploy import install_manifests
 from workerclass.helm_chart import chart_files, default_values, options_for
@@ -71,9 +71,7 @@ print(json.dumps(out))
 
 
 def _helm(cases: dict[str, tuple[dict[str, Any], str]]) -> dict[str, Any]:
-    if not ORACLE.is_file():
-        need_oracle()  # Helm's engine is the oracle venv's
-    python, env = oracle_python()
+    python, env = helm_interpreter()
     request = {"chart": str(CHART), "cases": cases}
     out = subprocess.run(
         [python, "-c", _DRIVER], input=json.dumps(request), capture_output=True, text=True, env=env, timeout=300

@@ -1,9 +1,9 @@
 """The chart's own helm-unittest suites as facts: their value sets in, pass or fail out.
 
-The suites are read where the upstream mirror has them (``kubernetes-nodes/tests/*_test.yaml`` of
-main 3c780acd4; ``$WORKERCLASS_SHARED`` or ``../shared``): without it the module skips, and fails under
-``CI=true``. Each test's values (the suite's ``set`` under the test's) become a pool of the
-suite's release: a direct HelmRelease (classless) and, where the release is named
+The suites are read with Cozystack's chart (``kubernetes-nodes/tests/*_test.yaml`` of main
+3c780acd4, from the upstream mirror or a Cozystack checkout: ``tests/shared.py``): without it the
+module skips, and fails under ``CI=true``. Each test's values (the suite's ``set`` under the test's)
+become a pool of the suite's release: a direct HelmRelease (classless) and, where the release is named
 ``kubernetes-nodes-<cluster>-<pool>``, a KubernetesNodes CREATE (classified by the default class).
 A test that asserts ``failedTemplate`` must be denied, with the code the README maps its message
 to; every other test's values must be admitted (the classified form may meet only the class
@@ -19,10 +19,10 @@ import pytest
 import yaml
 
 from tests.chart.cases import code_of_message
-from tests.shared import require
+from tests.shared import chart_path
 from workerclass import State, admit
 
-SUITES = require("upstream-cozystack", "kubernetes-nodes", "tests", module=True)
+SUITES = chart_path("main", module=True) / "tests"
 PREFIX = "kubernetes-nodes-"
 
 
@@ -71,7 +71,7 @@ def _state(namespace: str, cluster: str, platform_values: dict[str, Any]) -> Sta
 
 
 def test_the_suites_are_all_read() -> None:
-    assert len(CASES) == 52  # the chart's own count (main 52/52 through the oracle)
+    assert len(CASES) == 52  # the chart's own count (main 52/52 through Helm's engine)
 
 
 @pytest.mark.parametrize(("values", "release", "message"), CASES)

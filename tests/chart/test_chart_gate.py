@@ -1,8 +1,9 @@
 """The chart gate (``deploy/chart-gate/*.patch``) on Cozystack's ``kubernetes-nodes`` chart, main and PR 3315.
 
 Each patch only adds guard lines tagged ``workerclass chart gate`` (checked without the oracle). At
-test time it is applied (``patch -p1``, and ``git apply``) to a copy of the upstream chart in
-``../shared/upstream-cozystack`` and the copy is rendered by the oracle as ``--chart DIR``:
+test time it is applied (``patch -p1``, and ``git apply``) to a copy of the upstream chart (the
+mirror's or a Cozystack checkout's: ``tests/shared.py``) and the copy is rendered by the oracle
+(Helm's engine, ``tests/chart/oracle.py``) beside the untouched chart:
 
 - a classless pool (``workerClassName`` absent, ``""`` or ``null``) renders byte for byte what the
   untouched chart renders, refusals included (same message): the chart's golden pools, the classless
@@ -12,7 +13,7 @@ test time it is applied (``patch -p1``, and ``git apply``) to a copy of the upst
   TalosConfigTemplate it would apply), RBAC or PR 3315's pre-delete unpin hook; it is refused only
   for a values-schema violation, an empty ``cluster`` or a release name that is not ``<cluster>-<pool>``.
 
-Without ``../shared`` these tests skip with the reason; under ``CI=true`` they fail instead.
+Without the upstream chart these tests skip with the reason; under ``CI=true`` they fail instead.
 """
 
 from __future__ import annotations
@@ -29,14 +30,14 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.shared import SHARED_ENV, unavailable
+from tests.shared import unavailable, upstream_chart, upstream_missing
 
-from .oracle import ORACLE, REPO_ROOT, OracleResult, get_oracle
+from .oracle import REPO_ROOT, OracleResult, absent_reason, get_oracle
 from .test_checks import ROWS
 
 GATE = REPO_ROOT / "deploy" / "chart-gate"
-UPSTREAM = ORACLE.parents[1] / "upstream-cozystack"
-CHARTS = {"main": UPSTREAM / "kubernetes-nodes", "pr3315": UPSTREAM / "kubernetes-nodes-pr3315"}
+#: the upstream charts the gate is made for, by name (their folders: ``tests.shared.upstream_chart``)
+CHARTS = ("main", "pr3315")
 PATCHES = {name: GATE / f"kubernetes-nodes-{name}.patch" for name in CHARTS}
 #: the templates each patch touches (NOTES.txt and the helpers are left alone: no objects there)
 PATCHED = {
@@ -55,20 +56,19 @@ CHART_GOLDEN = sorted((Path(__file__).parent / "golden").glob("*.json"))
 RENDER_GOLDEN = sorted((REPO_ROOT / "tests" / "render" / "golden").glob("classless-*.json"))
 
 
-def _need(*paths: Path) -> None:
-    """Skip (with the reason) when the shared material is absent; under CI=true that is a failure."""
-    missing = [str(path) for path in paths if not path.exists()]
+def _need(*names: str, oracle: bool = False) -> None:
+    """Skip (with the reason) without the upstream charts ``names`` (or Helm's engine, when ``oracle``);
+    under CI=true that is a failure."""
+    reasons = [upstream_missing(name) for name in names] + ([absent_reason()] if oracle else [])
+    missing = [reason for reason in reasons if reason is not None]
     if missing:
-        unavailable(
-            f"the upstream mirror is absent: {', '.join(missing)} (set {SHARED_ENV} to a folder with "
-            "upstream-cozystack/, upstream-crds/ and tools/)"
-        )
+        unavailable("; ".join(dict.fromkeys(missing)))
 
 
 def _copy_chart(name: str, into: Path) -> Path:
     """A writable copy of the upstream chart (the shared copies are read-only)."""
     target = into / f"kubernetes-nodes-{name}"
-    shutil.copytree(CHARTS[name], target)
+    shutil.copytree(upstream_chart(name), target)
     for path in [target, *target.rglob("*")]:
         path.chmod(path.stat().st_mode | stat.S_IWUSR)
     return target
@@ -129,7 +129,7 @@ def test_the_patch_only_adds_tagged_guard_lines(name: str) -> None:
 @pytest.mark.parametrize("tool", TOOLS)
 @pytest.mark.parametrize("name", CHARTS)
 def test_the_patch_applies_cleanly_and_reverses_to_the_upstream_bytes(name: str, tool: str, tmp_path: Path) -> None:
-    _need(CHARTS[name])
+    _need(name)
     chart = _copy_chart(name, tmp_path)
     before = {path.relative_to(chart): path.read_bytes() for path in chart.rglob("*") if path.is_file()}
     applied = _apply(tool, PATCHES[name], chart)
@@ -153,7 +153,7 @@ def test_the_patch_applies_cleanly_and_reverses_to_the_upstream_bytes(name: str,
 @pytest.fixture(scope="module")
 def gated(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """Each upstream chart, copied and patched with its gate."""
-    _need(ORACLE, *CHARTS.values())
+    _need(*CHARTS, oracle=True)
     charts = {}
     for name in CHARTS:
         chart = _copy_chart(name, tmp_path_factory.mktemp(f"gate-{name}"))
@@ -250,7 +250,7 @@ def test_a_classless_pool_renders_byte_identical_through_the_gate(
     through_gate = dict(request, values=dict(request["values"]))
     if spelling != "absent":
         through_gate["values"]["workerClassName"] = value
-    upstream = _render(CHARTS[name], request)
+    upstream = _render(name, request)
     ours = _render(gated[name], through_gate)
     assert (ours.ok, ours.error) == (upstream.ok, upstream.error), f"workerClassName {spelling}"
     assert ours.texts == upstream.texts, f"workerClassName {spelling}: the rendered text differs"
@@ -295,9 +295,9 @@ def test_a_classified_pool_renders_no_object(gated: dict[str, Path], name: str, 
 @pytest.mark.parametrize("name", CHARTS)
 def test_without_the_gate_a_kairos_pool_renders_as_talos_machines(name: str) -> None:
     """What the gate is for: the chart alone ignores ``workerClassName``."""
-    _need(ORACLE, CHARTS[name])
+    _need(name, oracle=True)
     request = {"values": POOLS["kairos"], "release": "kubernetes-nodes-example-kairos", "namespace": "tenant-x"}
-    kinds = {o["kind"] for o in _render(CHARTS[name], {**request, "talos_config_template": True}).objects}
+    kinds = {o["kind"] for o in _render(name, {**request, "talos_config_template": True}).objects}
     assert {"MachineDeployment", "KubevirtMachineTemplate", "MachineHealthCheck", "Job", "TalosConfigTemplate"} <= kinds
 
 
@@ -329,23 +329,14 @@ def test_a_classified_pool_is_refused_only_for_what_every_pool_needs(
 
 
 @pytest.mark.parametrize("name", CHARTS)
-def test_the_oracle_command_line_renders_nothing_for_a_kairos_pool(
-    gated: dict[str, Path], name: str, tmp_path: Path
-) -> None:
-    """The hoster's check in the README: ``cozystack-render -f pool.yaml --chart DIR`` prints nothing."""
-    pool = {
-        "apiVersion": "apps.cozystack.io/v1alpha1",
-        "kind": "KubernetesNodes",
-        "metadata": {"name": "example-kairos", "namespace": "tenant-x"},
-        "spec": POOLS["kairos"],
-    }
-    path = tmp_path / "pool.yaml"
-    path.write_text(yaml.safe_dump(pool), encoding="utf-8")
-    done = subprocess.run(
-        [str(ORACLE), "-f", str(path), "--chart", str(gated[name]), "-o", "json"],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    assert json.loads(done.stdout)["objects"] == []
+def test_helm_template_renders_nothing_for_a_kairos_pool(gated: dict[str, Path], name: str, tmp_path: Path) -> None:
+    """The hoster's check in the README: ``helm template kubernetes-nodes-<cluster>-<pool> PATCHED_DIR
+    -n tenant-... -f values.yaml`` for a Kairos pool prints nothing (values as the file gives them:
+    no platform values)."""
+    path = tmp_path / "values.yaml"
+    path.write_text(yaml.safe_dump(POOLS["kairos"]), encoding="utf-8")
+    values = yaml.safe_load(path.read_text(encoding="utf-8"))
+    release, namespace = "kubernetes-nodes-example-kairos", "tenant-x"
+    done = get_oracle().render(values, release=release, namespace=namespace, cluster_values={}, chart=str(gated[name]))
+    assert done.ok, done.error
+    assert done.objects == []

@@ -30,7 +30,7 @@ from workerclass.chart.identity import (
     known_identities,
 )
 
-from ..shared import ROOT, require, writable_copy
+from ..shared import ROOT, chart_path, require, writable_copy
 
 CHART_YAML = b"apiVersion: v2\nname: sample\nversion: 0.0.0 # stamped by the build\nappVersion: 1.0.0\n"
 
@@ -168,14 +168,14 @@ UPSTREAM = {"main": "kubernetes-nodes", "pr3315": "kubernetes-nodes-pr3315"}
 
 @pytest.mark.parametrize("name", UPSTREAM, ids=list(UPSTREAM))
 def test_the_mirrors_charts_are_known(name: str) -> None:
-    folder = require("upstream-cozystack", UPSTREAM[name])
+    folder = chart_path(name)
     found = identify(read_chart(folder))
     assert found == by_name(name)
 
 
 @pytest.mark.parametrize("name", UPSTREAM, ids=list(UPSTREAM))
 def test_the_gated_charts_are_known(name: str, tmp_path: Path) -> None:
-    folder = require("upstream-cozystack", UPSTREAM[name])
+    folder = chart_path(name)
     if shutil.which("patch") is None:
         pytest.skip("patch is not installed")
     copy = writable_copy(folder, tmp_path)
@@ -186,7 +186,7 @@ def test_the_gated_charts_are_known(name: str, tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("template", ["nodegroup.yaml", "talos-reconcile-job.yaml", "_helpers.tpl"])
 def test_one_changed_character_of_a_template_makes_the_chart_unknown(template: str, tmp_path: Path) -> None:
-    copy = writable_copy(require("upstream-cozystack", "kubernetes-nodes"), tmp_path)
+    copy = writable_copy(chart_path("main"), tmp_path)
     path = copy / "templates" / template
     text = path.read_text(encoding="utf-8")
     index = text.index("kubernetes")
@@ -195,10 +195,10 @@ def test_one_changed_character_of_a_template_makes_the_chart_unknown(template: s
 
 
 def test_an_archive_helm_packages_has_the_folders_identity(tmp_path: Path) -> None:
-    folder = require("upstream-cozystack", "kubernetes-nodes")
-    from .oracle import oracle_python
+    folder = chart_path("main")
+    from .oracle import helm_interpreter
 
-    python, env = oracle_python()
+    python, env = helm_interpreter()
     script = (
         "import sys\nfrom helm_python import chart\n"
         "print(chart.package(sys.argv[1], destination=sys.argv[2], version=sys.argv[3]))\n"

@@ -18,7 +18,6 @@ import json
 import os
 import re
 import string
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +39,7 @@ from workerclass.chart.talos_job import job_context, render_talos_job, talos_con
 from workerclass.chart.talos_job_spec import job_name, job_spec_text
 from workerclass.chart.values import chart_input
 
-from .oracle import ORACLE, OracleResult, diff_paths, get_oracle, heredoc_newline, oracle_read, require_oracle
+from .oracle import OracleResult, diff_paths, get_oracle, heredoc_newline, oracle_read, require_oracle
 
 #: these tests render the talos-reconcile Job, the chart's own text: the mirror's chart is given
 pytestmark = pytest.mark.usefixtures("chart_text")
@@ -534,8 +533,10 @@ def test_registry_mirrors_of_any_json_render_as_helm_writes_them(mirrors: dict[s
     assert not problems, "\n".join(problems[:20]) + f"\nmirrors={mirrors!r}"
 
 
-def test_the_oracle_command_line_agrees(tmp_path: Path) -> None:
-    """The batched driver is the oracle's own module; one render through its command line as well."""
+def test_a_pool_file_renders_as_cozystack_derives_its_release(tmp_path: Path) -> None:
+    """A KubernetesNodes file and a platform-values file, read as Kubernetes reads them, rendered as
+    Cozystack's application API derives the release (``kubernetes-nodes-<name>`` in the pool's
+    namespace, the spec verbatim as values over the platform's)."""
     pool = tmp_path / "pool.yaml"
     pool.write_text(
         "apiVersion: apps.cozystack.io/v1alpha1\nkind: KubernetesNodes\nmetadata:\n  name: example-gpu\n"
@@ -545,8 +546,16 @@ def test_the_oracle_command_line_agrees(tmp_path: Path) -> None:
     )
     platform = tmp_path / "platform.yaml"
     platform.write_text("_cluster:\n  cluster-domain: mgmt.example.org\n")
-    command = [str(ORACLE), "-f", str(pool), "-o", "json", "--talos-config-template", "--cluster-values", str(platform)]
-    printed = json.loads(subprocess.run(command, check=True, capture_output=True, text=True).stdout)
+    (obj,) = oracle_read(pool.read_text())
+    (platform_values,) = oracle_read(platform.read_text())
+    printed = get_oracle().render(
+        obj["spec"],
+        release="kubernetes-nodes-" + obj["metadata"]["name"],
+        namespace=obj["metadata"]["namespace"],
+        cluster_values=platform_values,
+        talos_config_template=True,
+    )
+    assert printed.ok, printed.error
     values = {
         "cluster": "example",
         "gpus": [{"name": "nvidia.com/AD102GL_L40S"}],
@@ -555,10 +564,10 @@ def test_the_oracle_command_line_agrees(tmp_path: Path) -> None:
     inp = _input(
         values, "kubernetes-nodes-example-gpu", "tenant-example", {"_cluster": {"cluster-domain": "mgmt.example.org"}}
     )
-    theirs = [o for o in printed["objects"] if o["kind"] in JOB_KINDS and "-talos-reconcile" in o["metadata"]["name"]]
+    theirs = [o for o in printed.objects if o["kind"] in JOB_KINDS and "-talos-reconcile" in o["metadata"]["name"]]
     ours = render_talos_job(inp, sizing=sizing(inp))
     assert not diff_paths(ours, theirs)
-    assert not diff_paths(talos_config_template(inp, sizing=sizing(inp)), heredoc_newline(printed["objects"][-1]))
+    assert not diff_paths(talos_config_template(inp, sizing=sizing(inp)), heredoc_newline(printed.objects[-1]))
 
 
 @pytest.mark.parametrize(

@@ -57,8 +57,6 @@ ACCOUNT_GROUPS = ("system:serviceaccounts", f"system:serviceaccounts:{NAMESPACE}
 TENANT = "tenant-example"
 #: where Cilium's module publishes its CRDs as files
 CILIUM_CRDS = Path("pkg/k8s/apis/cilium.io/client/crds/v2")
-
-
 def shared_dir() -> Path | None:
     configured = os.environ.get("WORKERCLASS_SHARED")
     path = Path(configured) if configured else ROOT.parent / "shared"
@@ -110,7 +108,10 @@ def binaries() -> Binaries:
 def shared() -> Path:
     path = shared_dir()
     if path is None:
-        _unavailable("the upstream mirror is absent (set WORKERCLASS_SHARED to a folder with upstream-crds/)")
+        _unavailable(
+            "the providers' CRDs are absent: no upstream mirror with upstream-crds/ (set WORKERCLASS_SHARED; "
+            "the Kairos provider's CRD is on no Go module proxy)"
+        )
     assert path is not None
     return path
 
@@ -206,7 +207,7 @@ def install_crds(kube: Kube, crds: list[dict[str, Any]]) -> None:
 
 
 @pytest.fixture(scope="session")
-def cluster(binaries: Binaries, shared: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ApiServer]:
+def cluster(binaries: Binaries, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ApiServer]:
     server = ApiServer(tmp_path_factory.mktemp("testbed"), binaries)
     server.start()
     try:

@@ -1,9 +1,9 @@
 """Helm's real engine against the test API server: install, upgrade and uninstall of a chart folder.
 
-The oracle's venv carries helm-python-sdk (Helm's Go SDK over a C ABI); a short driver runs there
-for each action, so nothing of it enters our dependencies. Values are merged over the platform
-values Cozystack injects (``_cluster``), as Flux's helm-controller passes them from the
-``cozystack-values`` Secret.
+helm-python-sdk (Helm's Go SDK over a C ABI, the package's ``helm`` extra) is driven by a short
+script in a process of its own for each action, so a crash of the SDK cannot take the session down.
+Values are merged over the platform values Cozystack injects (``_cluster``), as Flux's
+helm-controller passes them from the ``cozystack-values`` Secret.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from tests.chart.oracle import need_oracle, oracle_python
+from tests.chart.oracle import helm_interpreter
 
 _DRIVER = r"""
 import json, sys
@@ -50,8 +50,7 @@ def gated_chart(upstream: Path, patch: Path, folder: Path) -> Path:
 
 def helm(op: str, *, kubeconfig: Path, release: str, namespace: str, chart: Path | None = None,
          values: dict[str, Any] | None = None) -> dict[str, Any]:  # fmt: skip
-    need_oracle()  # Helm's engine comes with the oracle: without the mirror the test skips (fails under CI=true)
-    python, env = oracle_python()
+    python, env = helm_interpreter()  # without the helm extra the test skips (fails under CI=true)
     merged = {**PLATFORM_VALUES, **(values or {})}
     request = {
         "op": op,

@@ -28,6 +28,8 @@ from typing import Any
 
 import pytest
 
+from tests.shared import chart_path
+
 from .conftest import TENANT, ClusterAPI, Install, Served
 from .helm import gated_chart, helm
 from .kube import Kube
@@ -54,14 +56,6 @@ def controller(
     process = start_controller(cluster, tmp_path_factory.mktemp("handoff") / "controller.log", resync=3)
     yield process
     process.stop()
-
-
-def _shared() -> Path:
-    from .conftest import shared_dir
-
-    found = shared_dir()
-    assert found is not None
-    return found
 
 
 def _plan_replaces(before: dict[str, Any], after: dict[str, Any]) -> bool:
@@ -101,9 +95,8 @@ def test_a_legacy_pool_selects_a_class_without_a_delete_or_a_rollout(
     from .test_cluster_api import parent_cluster
 
     parent_cluster(kube)
-    shared = _shared()
     chart = gated_chart(
-        shared / "upstream-cozystack" / "kubernetes-nodes",
+        chart_path("main"),
         ROOT / "deploy" / "chart-gate" / "kubernetes-nodes-main.patch",
         tmp_path,
     )
@@ -194,7 +187,7 @@ def test_a_chart_without_the_gate_is_detected_and_never_double_written(
     parent_cluster(kube)
     name = "example-e2e-ungated"
     spec = {**LEGACY, "workerClassName": "kairos", "sshKeys": []}
-    upstream = _shared() / "upstream-cozystack" / "kubernetes-nodes"  # as Cozystack ships it: no gate
+    upstream = chart_path("main")  # as Cozystack ships it: no gate
     # Helm first (had the controller applied first, Helm's install would fail on objects it does not own)
     helm("install", kubeconfig=cluster.admin.kubeconfig, release=f"kubernetes-nodes-{name}", namespace=TENANT,
          chart=upstream, values=spec)  # fmt: skip

@@ -117,7 +117,7 @@ TALOS_SECRETS = {
 
 
 @pytest.fixture(scope="module")
-def parent(kube: Kube, shared: Path, request: pytest.FixtureRequest) -> dict[str, str]:
+def parent(kube: Kube, request: pytest.FixtureRequest) -> dict[str, str]:
     """The parent release's objects the script reads; returns the values they give the script."""
     install_crds(kube, [KCP_CRD])
     if kube.find("v1", "Namespace", "kube-system") is None:

@@ -72,6 +72,21 @@ class HelmEngine:
                 target.write_bytes(content)
             self._chart = helm_python.Chart.load(root)
 
+    def manifests(
+        self,
+        values: Mapping[str, Any],
+        *,
+        release: str,
+        namespace: str,
+        instancetypes: Mapping[str, Mapping[str, Any]] | None = None,
+    ) -> dict[str, str]:
+        """Helm's own output for the same inputs as :meth:`render`: each template's rendered text by
+        its path in the chart, or Helm's error (``helm_python.HelmError``, its message unredacted)
+        for a caller that may show it, as a test comparing with the chart does."""
+        given = {**values, INSTANCETYPES_KEY: {name: dict(obj) for name, obj in (instancetypes or {}).items()}}
+        rendered: dict[str, str] = self._chart.render(given, name=release, namespace=namespace, is_install=True)
+        return rendered
+
     def render(
         self,
         values: Mapping[str, Any],
@@ -83,9 +98,8 @@ class HelmEngine:
         """The chart's documents for ``values`` (the pool's over the platform's; the chart coalesces
         its own defaults) with ``instancetypes`` (name -> object) served to its lookups, or
         :class:`ChartRefused`."""
-        given = {**values, INSTANCETYPES_KEY: {name: dict(obj) for name, obj in (instancetypes or {}).items()}}
         try:
-            manifests = self._chart.render(given, name=release, namespace=namespace, is_install=True)
+            manifests = self.manifests(values, release=release, namespace=namespace, instancetypes=instancetypes)
         except self._helm.HelmError as error:
             where = _WHERE.search(str(error))
             template = where.group(1) if where else "a template"
