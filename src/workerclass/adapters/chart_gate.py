@@ -5,7 +5,8 @@ already gated chart as it is) written to a chart folder or a packaged ``.tgz``, 
 or the other, in place or to a new path. The result is first written beside its destination (a
 temporary folder or file in the same folder, so the last step is a rename on one filesystem), read
 back and identified, and only when it is the known gated identity put in place; on any failure the
-temporary copy is removed and the input and the destination are as they were.
+temporary copy is removed and the input and the destination are as they were. A write-protected
+input (no owner write bit: a mirror, a release tree) is never rewritten in place, even by root.
 
 - Folder to folder: a copy of the whole folder (symbolic links kept as links, modes kept), the gated
   templates written into it; in place the copy and the folder are swapped in one step where Linux's
@@ -25,6 +26,7 @@ import ctypes.util
 import io
 import os
 import shutil
+import stat
 import tarfile
 import tempfile
 import time
@@ -51,6 +53,9 @@ def write_gated(source: Path, files: Mapping[str, bytes], changed: Mapping[str, 
     """Write the chart read from ``source`` (its files ``files``, the gate's new bytes ``changed``) to
     ``dest`` (``source`` itself: in place), verified to be ``expected``; :class:`GateWriteError` else."""
     in_place = dest.resolve() == source.resolve()
+    if in_place and not source.stat().st_mode & stat.S_IWUSR:
+        # a write-protected chart (a mirror, a release tree) is never rewritten, even by root
+        raise GateWriteError(f"{source}: is write-protected; write a gated copy with --out PATH")
     if not in_place and (dest.exists() or dest.is_symlink()):
         raise GateWriteError(f"{dest}: already exists (name a new path, or gate the chart in place)")
     parent = dest.parent
