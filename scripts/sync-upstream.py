@@ -14,6 +14,8 @@ prose (descriptions, comments and titles are left behind):
   name, where it comes from, its ``Chart.yaml`` version, :func:`chart_digest` of its files, whether
   it is gated, and the rules it implies (read from its files: the schema's ``self == oldSelf``
   fields, the parent-version and clusterName-drift lookups, the pre-delete unpin hook);
+- ``gates``: per upstream chart, its gate patch as data (the lines each template gets and after
+  which line), so ``workerclass chart-gate`` applies exactly that chart's guards and nothing else;
 - ``upstream.<name>``: per upstream chart, its metadata (name, appVersion, version), its default
   values, its values schema reduced to the words that type, default and constrain a value, its
   Kubernetes version map, the talos-reconcile Job's default kubectl image, and the Talos support
@@ -42,6 +44,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
 
 from workerclass.adapters.chart import read_chart  # noqa: E402
+from workerclass.chart.gate import ChartGate, parse_gate_patch  # noqa: E402
 from workerclass.chart.identity import ChartIdentity, ChartRules, chart_digest, chart_metadata  # noqa: E402
 
 FACTS = ROOT / "src" / "workerclass" / "chart" / "data" / "facts.json"
@@ -183,6 +186,13 @@ def identity(name: str, source: str, files: dict[str, bytes], *, gated: bool, ru
     ).as_dict()
 
 
+def gate(name: str) -> dict[str, Any]:
+    """The gate of chart ``name`` as data: the insertions of its patch, and the identity it makes."""
+    patch = GATE / f"kubernetes-nodes-{name}.patch"
+    insertions = parse_gate_patch(patch.read_text(encoding="utf-8"))
+    return ChartGate(chart=name, gated=f"{name}+gate", patch=patch.name, insertions=insertions).as_dict()
+
+
 def instance_types(text: str) -> dict[str, dict[str, Any]]:
     out: dict[str, dict[str, Any]] = {}
     for document in yaml.safe_load_all(text):
@@ -204,17 +214,23 @@ def compute_plane_keys(schema: dict[str, Any]) -> list[str]:
 def facts(shared: Path) -> dict[str, Any]:
     upstream = shared / "upstream-cozystack"
     charts: list[dict[str, Any]] = []
+    gates: list[dict[str, Any]] = []
     per_chart: dict[str, Any] = {}
     for name, (folder, source) in CHARTS.items():
         files = read_chart(upstream / folder)
         rules = rules_of(files, json.loads(files["values.schema.json"]))
         charts.append(identity(name, source, files, gated=False, rules=rules))
-        charts.append(identity(name, source, gated_files(name, upstream / folder), gated=True, rules=rules))
+        patched = gated_files(name, upstream / folder)
+        charts.append(identity(name, source, patched, gated=True, rules=rules))
+        gates.append(gate(name))
+        if chart_digest(ChartGate.from_dict(gates[-1]).apply(files)) != chart_digest(patched):
+            raise SystemExit(f"the gate of {name} read as data does not make what its patch makes")
         per_chart[name] = upstream_facts(files)
     plane = json.loads((upstream / "computeplane" / "values.schema.json").read_text(encoding="utf-8"))
     return {
         "about": "Facts about Cozystack's kubernetes-nodes chart by scripts/sync-upstream.py; not edited by hand.",
         "charts": charts,
+        "gates": gates,
         "upstream": per_chart,
         "instanceTypes": instance_types((upstream / "instancetypes.yaml").read_text(encoding="utf-8")),
         "computePlaneKeys": compute_plane_keys(plane),

@@ -67,7 +67,7 @@ async def test_kubeconfig_reads_the_cluster_and_prints_the_table(
     assert result.exit_code == 0, result.stderr
     lines = result.stdout.splitlines()
     assert lines[0].split() == ["CHECK", "VERDICT", "OBJECT", "FIELD", "MESSAGE"]
-    assert lines[-1] == "safe: no check failed (1 warning)"
+    assert lines[-1] == "safe: no check failed (2 warnings)"  # the outage caveat, and no --chart given
     assert any(line.startswith("readiness") and f"Deployment {NAMESPACE}/workerclass-webhook" in line for line in lines)
 
 
@@ -190,7 +190,7 @@ def test_the_folder_reading_is_unchanged(tmp_path: Path) -> None:
     (tmp_path / "install.yaml").write_text(yaml.safe_dump_all(objects))
     result = run("preflight", str(tmp_path))
     assert result.exit_code == 0, result.stdout
-    assert result.stdout.splitlines()[-1] == "safe: no check failed (1 warning)"
+    assert result.stdout.splitlines()[-1] == "safe: no check failed (2 warnings)"  # outage caveat, no --chart
     find(objects, "Deployment")["status"]["readyReplicas"] = 0
     (tmp_path / "install.yaml").write_text(yaml.safe_dump_all(objects))
     assert run("preflight", str(tmp_path)).exit_code == 1

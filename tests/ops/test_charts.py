@@ -11,9 +11,11 @@ import pytest
 
 from tests.builders import chart_known_as, make_release, make_state
 from tests.shared import given_chart
+from workerclass.chart.source import ChartSource
 from workerclass.ops.charts import release_chart
 from workerclass.ops.plan import plan
 from workerclass.ops.preflight import preflight
+from workerclass.ops.preflight.report import emulated_chart
 from workerclass.ops.restore import restore
 
 SERVED = "sha256:" + "a" * 64
@@ -79,3 +81,21 @@ def test_a_pool_on_the_emulated_chart_is_predicted() -> None:
     state = _state(SERVED, frozenset({SERVED}), text=True)
     assert all(row.action != "unpredicted" for row in plan(state, state).rows)
     assert [check.verdict for check in preflight(state).of("chart")] == ["ok"]
+
+
+def test_the_chart_check_is_ok_only_for_a_chart_known_by_its_digest() -> None:
+    """No chart given: a warning (the shipped facts stand in); a chart of no known digest: a failure,
+    or a warning where Helm's engine showed it renders nothing for a pool that names a class."""
+    state = _state(SERVED, frozenset({SERVED}))
+    unknown = ChartSource.from_files({"Chart.yaml": b"apiVersion: v2\nname: kubernetes-nodes\nversion: 0.0.0\n"})
+    rows = {
+        "known": state.chart,
+        "assumed": ChartSource.shipped(),
+        "unknown": unknown,
+        "probed": dataclasses.replace(unknown, probed_gate=True),
+        "unverified": ChartSource.unverified("no artifact yet"),
+    }
+    verdicts = {name: emulated_chart(state.with_chart(chart)).verdict for name, chart in rows.items()}
+    assert verdicts == {"known": "ok", "assumed": "warn", "unknown": "fail", "probed": "warn", "unverified": "fail"}
+    message = emulated_chart(state.with_chart(unknown)).message
+    assert "not a chart workerclass was proved against" in message and "chart-gate" in message

@@ -5,6 +5,8 @@
   waiters wake on a change, bursts gathered by a debounce), what the controller's loops wait on.
 - :mod:`.chart`: a Helm chart read from a folder or a packaged archive into ``{path: bytes}``
   (:func:`~.chart.read_chart`, :func:`~.chart.chart_archive_files`), what the core identifies.
+- :mod:`.chart_gate`: a gated chart written whole or not at all (:func:`~.chart_gate.write_gated`:
+  a temporary copy beside the destination, read back and identified, then renamed into place).
 - :mod:`.flux`: the chart the cluster's pools run, read through Flux's source API
   (:class:`~.flux.ChartFollower`: the ApplicationDefinition's chartRef, the artifact checked against its
   digest), kept current for the cluster cache.

@@ -12,6 +12,9 @@ Modules (what lives where, and what of the chart each mirrors):
 - ``identity``: which chart a set of files is: :class:`~.identity.ChartIdentity` (name, version,
   digest, gated, the rules it implies), :func:`~.identity.chart_digest`, :func:`~.identity.identify`
   against the known identities ``scripts/sync-upstream.py`` generated (``data/facts.json``).
+- ``gate``: our chart gate as data (:class:`~.gate.ChartGate`, one per known ungated chart, from
+  ``deploy/chart-gate/``) and :func:`~.gate.gate_chart`: identify by digest, insert exactly that
+  chart's guards, accept only the known gated identity.
 - ``facts``: the generated facts (``data/facts.json``, written by ``scripts/sync-upstream.py`` from
   the upstream charts): defaults, schema, version map, kubectl image, support matrix, instance type
   sizes, the ComputePlane allowlist, the known identities.

@@ -6,6 +6,7 @@
 - :mod:`.chart`: the ``--chart DIR|TGZ`` option every command that reads STATE takes.
 - :mod:`.commands_core`: ``admit``, ``resolve`` (and the STATE helpers others reuse).
 - :mod:`.commands_check`: ``check``.
+- :mod:`.commands_chart_gate`: ``chart-gate`` (our gate onto exactly the chart it was derived for).
 - :mod:`.commands_render`: ``render``, ``plan``.
 - :mod:`.commands_restore`: ``restore``.
 - :mod:`.commands_preflight`: ``preflight`` (from STATE, or live from the API server).

@@ -23,6 +23,7 @@ __all__ = ["app", "main"]
 def _register() -> None:
     # Each command module adds itself to ``app``; importing them here keeps start-up explicit.
     from . import (
+        commands_chart_gate,  # noqa: F401  chart-gate
         commands_check,  # noqa: F401  check
         commands_core,  # noqa: F401  admit, resolve
         commands_manifests,  # noqa: F401  manifests

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from ...chart.identity import known_identities
 from ...render.templates import KAIROS_DATA_SECRET_PATH, KAIROS_PROVIDER_PATH
 from ...state import State
 from ..charts import release_charts
@@ -164,18 +165,45 @@ def preflight(state: State, source: Source = FOLDER, certificates: Sequence[Serv
     return Preflight((*result.checks, *chart_checks(state)))
 
 
+def emulated_chart(state: State) -> Check:
+    """The chart the checks emulate: ``ok`` only for a chart whose digest is one workerclass was
+    proved against; ``warn`` when nobody said which chart the cluster runs (the shipped facts stand
+    in) or Helm's engine showed an unknown chart leaves classified pools alone; ``fail`` for any
+    other unknown chart (a gate patch forced onto another chart version lands there) or one that
+    could not be read."""
+    chart = state.chart
+    emulated = chart.describe()
+    if chart.problem:
+        return Check("chart", "fail", f"emulating {emulated}")
+    if chart.assumed:
+        return Check("chart", "warn", f"emulating {emulated}: give the chart the cluster runs with --chart")
+    if chart.known:
+        return Check("chart", "ok", f"emulating {emulated}")
+    known = ", ".join(identity.name for identity in known_identities())
+    unproved = (
+        f"emulating {emulated}: not a chart workerclass was proved against ({known}); "
+        "`workerclass chart-gate DIR|TGZ --check` says which it is"
+    )
+    if chart.probed_gate is True:
+        return Check(
+            "chart",
+            "warn",
+            f"{unproved}; Helm's engine renders it and renders nothing for a pool that names a class",
+        )
+    return Check(
+        "chart",
+        "fail",
+        f"{unproved}; Helm's engine did not show it gated, so every pool that selects a class is refused "
+        "(ChartNotGated): gate a known chart with `workerclass chart-gate`",
+    )
+
+
 def chart_checks(state: State) -> tuple[Check, ...]:
     """Which chart the checks and the port emulate, and each pool whose release STATE shows running
     another chart (fail: plan and restore do not predict for it) or an artifact it cannot compare (warn)."""
     chart = state.chart
     emulated = chart.describe()
-    checks = [
-        Check(
-            "chart",
-            "ok",
-            f"emulating {emulated}" + (": give the chart the cluster runs with --chart" if chart.assumed else ""),
-        )
-    ]
+    checks = [emulated_chart(state)]
     for runs in release_charts(state):
         if runs.verdict == "other":
             checks.append(Check("chart", "fail", runs.reason(emulated), runs.pool, "spec.chartRef"))
