@@ -79,3 +79,19 @@ def test_a_pool_on_the_emulated_chart_is_predicted() -> None:
     state = _state(SERVED, frozenset({SERVED}), text=True)
     assert all(row.action != "unpredicted" for row in plan(state, state).rows)
     assert [check.verdict for check in preflight(state).of("chart")] == ["ok"]
+
+
+@pytest.mark.parametrize(
+    ("chart", "verdict", "says"),
+    [
+        ("main+gate", "ok", "a CREATE that names no class gets the platform default class 'talos'"),
+        ("pr3315+gate", "ok", "a CREATE that names no class gets the platform default class 'talos'"),
+        ("main", "warn", "a CREATE that names no class stays without a class"),
+        ("pr3315", "warn", "a pool that names a class is refused (ChartNotGated)"),
+    ],
+    ids=["main-gated", "pr3315-gated", "main-ungated", "pr3315-ungated"],
+)
+def test_preflight_says_which_reading_new_pools_get(chart: str, verdict: str, says: str) -> None:
+    state = make_state().with_chart(chart_known_as(chart))
+    (check,) = preflight(state).of("chart")
+    assert check.verdict == verdict and says in check.message, check

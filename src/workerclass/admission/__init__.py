@@ -42,7 +42,7 @@ from ..rules.classes import (
     spec_changed,
 )
 from ..rules.family import family_of
-from ..rules.pools import chart_not_gated, cluster_move, family_switch, immutable_changes
+from ..rules.pools import INSTALL_THE_GATE, chart_not_gated, cluster_move, family_switch, immutable_changes, ungated
 from ..rules.supplied import api_filled_paths, json_pointer, kairos_read_paths, strip_paths
 from ..rules.usage import deletion_blocker
 from ..state import KINDS, State, cluster_release, identify, is_pool_release, pool_cluster, pool_from_object
@@ -157,9 +157,14 @@ def mutate(
     if spec is not None and not isinstance(spec, dict):
         return Decision(True, operation, object=obj)  # malformed: validation says why
     patch: list[dict[str, Any]] = []
+    said: list[str] = []
     current = spec.get(CLASS_FIELD) if spec else None
     if current in (None, ""):
         target = state.platform.default_worker_class if operation == "CREATE" else _stored_class(old)
+        if operation == "CREATE" and target is not None:
+            classless = _stays_classless(state, target)
+            if classless is not None:
+                target, said = None, [classless]
         if target is not None and spec is None:
             patch.append({"op": "add", "path": "/spec", "value": {CLASS_FIELD: target}})
         elif target is not None and spec is not None:
@@ -179,8 +184,24 @@ def mutate(
             patch += removals
             patched = apply_ops(patched, removals)
     if not patch:
-        return Decision(True, operation, object=obj)
-    return Decision(True, operation, patch=patch, object=patched, warnings=warnings)
+        return Decision(True, operation, object=obj, warnings=said)
+    return Decision(True, operation, patch=patch, object=patched, warnings=said + warnings)
+
+
+def _stays_classless(state: State, default: str) -> str | None:
+    """Why a CREATE that names no class is left without one, or ``None`` to write ``default``.
+
+    On a chart without our gate (or one that cannot be shown to carry it) a class would be refused
+    ``ChartNotGated``; writing the platform default there would refuse every new pool and stop
+    Cozystack's own path. Such a chart renders a classless pool itself, as it always did, so the
+    pool keeps that path and the tenant is told why it got no class."""
+    why = ungated(state.chart)
+    if why is None:
+        return None
+    return (
+        f"spec.{CLASS_FIELD}: the platform default class {shown_name(default)} is not written and the pool stays "
+        f"without a class (the chart renders it on its classless Talos path): {why}; {INSTALL_THE_GATE}"
+    )
 
 
 def _written_before(state: State, obj: Mapping[str, Any], old: Mapping[str, Any] | None) -> Mapping[str, Any] | None:

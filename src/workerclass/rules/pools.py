@@ -22,7 +22,16 @@ from ..api.patterns import DNS_1035
 from ..chart.source import ChartSource
 from ..violations import Violation
 
-__all__ = ["DNS_1035", "chart_not_gated", "cluster_move", "family_switch", "immutable_changes", "shown_name"]
+__all__ = [
+    "DNS_1035",
+    "INSTALL_THE_GATE",
+    "chart_not_gated",
+    "cluster_move",
+    "family_switch",
+    "immutable_changes",
+    "shown_name",
+    "ungated",
+]
 
 
 def shown_name(name: str) -> str:
@@ -97,29 +106,37 @@ def immutable_changes(
 
 
 #: what the hoster does about a ChartNotGated, in every message of it
-_INSTALL_THE_GATE = "the hoster must install the chart with the gate (deploy/chart-gate/) before pools select a class"
+INSTALL_THE_GATE = "the hoster must install the chart with the gate (deploy/chart-gate/) before pools select a class"
+
+
+def ungated(chart: ChartSource) -> str | None:
+    """Why a pool that names a class cannot be rendered by us on ``chart``, in words, or ``None``
+    when it can: the chart carries our gate, or nobody said which chart the cluster runs
+    (:attr:`ChartSource.assumed`: offline, no ``--chart``). A known chart without the gate, a chart
+    of no known identity that Helm's engine was not seen to leave such a pool alone
+    (:attr:`ChartSource.gated`), or a chart that could not be read or verified
+    (:attr:`ChartSource.problem`: fail closed) each have a reason."""
+    if chart.assumed or chart.gated:
+        return None
+    if chart.problem:
+        return f"which chart the cluster runs cannot be verified ({chart.problem})"
+    if chart.identity is not None:
+        return f"the cluster's kubernetes-nodes chart ({chart.identity.name}) lacks the workerclass chart gate"
+    return (
+        f"the cluster's kubernetes-nodes chart is not one workerclass knows ({chart.describe()}), and it was "
+        "not shown to leave a pool that names a class alone"
+    )
 
 
 def chart_not_gated(chart: ChartSource, field: str) -> Violation | None:
     """``ChartNotGated`` when a pool selects a class and the chart the cluster is stated to run does
-    not carry our gate, or cannot be shown to: a known chart without it, a chart of no known identity
-    that Helm's engine was not seen to leave such a pool alone (:attr:`ChartSource.gated`), or a chart
-    that could not be read or verified (:attr:`ChartSource.problem`: fail closed). Nothing when nobody
-    said which chart the cluster runs (:attr:`ChartSource.assumed`: offline, no ``--chart``)."""
-    if chart.assumed or chart.gated:
+    not carry our gate, or cannot be shown to (:func:`ungated`)."""
+    why = ungated(chart)
+    if why is None:
         return None
-    if chart.problem:
-        why = f"which chart the cluster runs cannot be verified ({chart.problem})"
-    elif chart.identity is not None:
-        why = f"the cluster's kubernetes-nodes chart ({chart.identity.name}) lacks the workerclass chart gate"
-    else:
-        why = (
-            f"the cluster's kubernetes-nodes chart is not one workerclass knows ({chart.describe()}), and it was "
-            "not shown to leave a pool that names a class alone"
-        )
     return Violation(
         "ChartNotGated",
         field,
         f"{why}: a chart without the gate renders the pool itself (a Kairos pool as Talos) while the controller "
-        f"renders it too; {_INSTALL_THE_GATE}",
+        f"renders it too; {INSTALL_THE_GATE}",
     )

@@ -16,6 +16,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from ...render.templates import KAIROS_DATA_SECRET_PATH, KAIROS_PROVIDER_PATH
+from ...rules.pools import ungated
 from ...state import State
 from ..charts import release_charts
 from ..providers import KAIROS_TEMPLATE_CRD, kairos_kubeadm
@@ -169,11 +170,25 @@ def chart_checks(state: State) -> tuple[Check, ...]:
     another chart (fail: plan and restore do not predict for it) or an artifact it cannot compare (warn)."""
     chart = state.chart
     emulated = chart.describe()
+    default = state.platform.default_worker_class
+    why = ungated(chart)
+    if why is None:
+        reading = f"a CREATE that names no class gets the platform default class {default!r}"
+        if chart.assumed:
+            reading += " (with no chart stated, ChartNotGated is not checked)"
+    else:
+        reading = (
+            f"{why}: a CREATE that names no class stays without "
+            f"a class (the chart's classless Talos path; the platform default {default!r} is not written) and a pool "
+            "that names a class is refused (ChartNotGated)"
+        )
     checks = [
         Check(
             "chart",
-            "ok",
-            f"emulating {emulated}" + (": give the chart the cluster runs with --chart" if chart.assumed else ""),
+            "ok" if why is None else "warn",
+            f"emulating {emulated}"
+            + (": give the chart the cluster runs with --chart" if chart.assumed else "")
+            + f"; {reading}",
         )
     ]
     for runs in release_charts(state):
