@@ -42,14 +42,21 @@ from ..rules.classes import (
     spec_changed,
 )
 from ..rules.family import family_of
-from ..rules.pools import INSTALL_THE_GATE, chart_not_gated, cluster_move, family_switch, immutable_changes, ungated
+from ..rules.pools import (
+    chart_not_gated,
+    cluster_move,
+    family_switch,
+    immutable_changes,
+    named_class_rules,
+    stays_classless,
+)
 from ..rules.supplied import api_filled_paths, json_pointer, kairos_read_paths, strip_paths
 from ..rules.usage import deletion_blocker
 from ..state import KINDS, State, cluster_release, identify, is_pool_release, pool_cluster, pool_from_object
 from ..violations import Violation
 from .decision import Decision
 from .minor import CLASS_FIELD, minor_ops
-from .names import name_violations, shown_name
+from .names import name_violations
 from .patch import apply_ops
 from .ratchet import RATCHETED_KINDS, Outcome, ratchet
 
@@ -162,7 +169,7 @@ def mutate(
     if current in (None, ""):
         target = state.platform.default_worker_class if operation == "CREATE" else _stored_class(old)
         if operation == "CREATE" and target is not None:
-            classless = _stays_classless(state, target)
+            classless = stays_classless(state.chart, target, f"spec.{CLASS_FIELD}")
             if classless is not None:
                 target, said = None, [classless]
         if target is not None and spec is None:
@@ -186,22 +193,6 @@ def mutate(
     if not patch:
         return Decision(True, operation, object=obj, warnings=said)
     return Decision(True, operation, patch=patch, object=patched, warnings=said + warnings)
-
-
-def _stays_classless(state: State, default: str) -> str | None:
-    """Why a CREATE that names no class is left without one, or ``None`` to write ``default``.
-
-    On a chart without our gate (or one that cannot be shown to carry it) a class would be refused
-    ``ChartNotGated``; writing the platform default there would refuse every new pool and stop
-    Cozystack's own path. Such a chart renders a classless pool itself, as it always did, so the
-    pool keeps that path and the tenant is told why it got no class."""
-    why = ungated(state.chart)
-    if why is None:
-        return None
-    return (
-        f"spec.{CLASS_FIELD}: the platform default class {shown_name(default)} is not written and the pool stays "
-        f"without a class (the chart renders it on its classless Talos path): {why}; {INSTALL_THE_GATE}"
-    )
 
 
 def _written_before(state: State, obj: Mapping[str, Any], old: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
@@ -305,7 +296,7 @@ def admit(
     denials = validation.denials
     target = _stored_class(mutation.object)
     if denials and operation == "CREATE" and obj is not None and target is not None and _stored_class(obj) is None:
-        denials = _named_class_rules(denials, validate(state, operation, obj, old).denials, target)
+        denials = named_class_rules(denials, validate(state, operation, obj, old).denials, target)
     return Decision(
         validation.allowed,
         operation,
@@ -314,24 +305,6 @@ def admit(
         warnings=mutation.warnings + validation.warnings,
         denials=denials,
     )
-
-
-def _named_class_rules(denials: list[Violation], classless: list[Violation], target: str) -> list[Violation]:
-    """A CREATE that names no class is judged with the platform default class: each denial the
-    same pool without a class would not get is a class rule, and its message says so (API.md
-    section 3: the chart renders the classless pool, so the refusal is the class's, by name)."""
-    plain = {(v.code, v.field) for v in classless}
-    return [
-        v
-        if (v.code, v.field) in plain
-        else Violation(
-            v.code,
-            v.field,
-            f"{v.message} (a rule of pools with a class: this pool names none, so it gets the platform default "
-            f"class {shown_name(target)})",
-        )
-        for v in denials
-    ]
 
 
 def _metadata_name(obj: Mapping[str, Any] | None) -> str:

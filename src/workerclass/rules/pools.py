@@ -29,7 +29,9 @@ __all__ = [
     "cluster_move",
     "family_switch",
     "immutable_changes",
+    "named_class_rules",
     "shown_name",
+    "stays_classless",
     "ungated",
 ]
 
@@ -140,3 +142,37 @@ def chart_not_gated(chart: ChartSource, field: str) -> Violation | None:
         f"{why}: a chart without the gate renders the pool itself (a Kairos pool as Talos) while the controller "
         f"renders it too; {INSTALL_THE_GATE}",
     )
+
+
+def stays_classless(chart: ChartSource, default: str, field: str) -> str | None:
+    """Why a CREATE that names no class is left without one, or ``None`` to write ``default``.
+
+    On a chart without our gate (or one that cannot be shown to carry it, :func:`ungated`) a class
+    is refused ``ChartNotGated``; writing the platform default there would refuse every new pool
+    and stop Cozystack's own path. Such a chart renders a classless pool itself, as it always did,
+    so the pool keeps that path and the tenant is told why it got no class."""
+    why = ungated(chart)
+    if why is None:
+        return None
+    return (
+        f"{field}: the platform default class {shown_name(default)} is not written and the pool stays without a "
+        f"class (the chart renders it on its classless Talos path): {why}; {INSTALL_THE_GATE}"
+    )
+
+
+def named_class_rules(denials: list[Violation], classless: list[Violation], target: str) -> list[Violation]:
+    """A CREATE that names no class is judged with the platform default class ``target``: each
+    denial the same pool without a class (``classless``) would not get is a class rule, and its
+    message says so (the chart renders the classless pool, so the refusal is the class's, by name)."""
+    plain = {(v.code, v.field) for v in classless}
+    return [
+        v
+        if (v.code, v.field) in plain
+        else Violation(
+            v.code,
+            v.field,
+            f"{v.message} (a rule of pools with a class: this pool names none, so it gets the platform default "
+            f"class {shown_name(target)})",
+        )
+        for v in denials
+    ]
