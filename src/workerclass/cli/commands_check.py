@@ -213,9 +213,9 @@ def check(
         text = f"{_count(len(results), 'object')}, {count} denied" if results else "no objects in STATE"
         reading = " (read as stored: each an UPDATE of itself)" if stored else " (each admitted as a CREATE)"
         groups = state.parent_node_groups()
-        if groups:
-            reading += (
-                f"; {_count(len(groups), 'node group')} of parent Kubernetes apps: classless pools of the parent "
+        if groups:  # pools too, rendered by the parent chart: counted, never silent
+            console.line(
+                f"{_count(len(groups), 'node group')} of parent Kubernetes apps: classless pools of the parent "
                 "kubernetes chart (" + ", ".join(f"{ns}/{name}-{group}" for ns, name, group in groups) + ")"
             )
         if SETTINGS.read_errors:
