@@ -94,6 +94,7 @@ API_CODES = (
     "TalosVGPU",
     "InvalidReplicas",
     "NotAllowedInComputePlane",
+    "NotAllowedInNodeGroup",
     "InvalidPoolName",
     "InstanceTypeNotFound",
     "IncompleteResources",

@@ -11,7 +11,8 @@ It imports neither the webhook nor the adapters: it is their sibling, and reads 
 
 * one MutatingWebhookConfiguration (KubernetesNodes CREATE/UPDATE: defaulting and restoring
   ``workerClassName``) and one ValidatingWebhookConfiguration (KubernetesNodes CREATE/UPDATE,
-  WorkerClass CREATE/UPDATE/DELETE, ComputePlane CREATE/UPDATE), all ``failurePolicy: Fail``,
+  WorkerClass CREATE/UPDATE/DELETE, ComputePlane and Kubernetes CREATE/UPDATE: node groups are
+  pools), all ``failurePolicy: Fail``,
   ``sideEffects: None``, ``admissionReviewVersions: [v1]``, with a timeout. DELETE of a pool and
   every other operation are deliberately not matched: a Fail webhook that matches more than it
   needs can refuse requests its handler would allow (the design page's warning);

@@ -36,6 +36,7 @@ CODES = frozenset(
         "TalosVGPU",
         "InvalidReplicas",
         "NotAllowedInComputePlane",
+        "NotAllowedInNodeGroup",
         "InvalidPoolName",
         "InstanceTypeNotFound",
         "IncompleteResources",

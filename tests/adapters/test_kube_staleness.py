@@ -159,10 +159,10 @@ async def test_a_failing_list_and_an_absent_optional_api_are_said() -> None:
         assert cache.staleness() == (
             "workerclass: deciding on workerclasses.cozystack.io as of 3s ago "
             "(list failed, TimeoutError (no answer in time))",
-            f"workerclass: {PLANES}: not served by the API server (404 NotFound); read as empty",
-        )
+        )  # the absent optional API is a platform fact: said in notes, not to every writer
+        assert cache.notes == (f"{PLANES}: not served by the API server (404 NotFound); read as empty",)
         clock.now += 1000  # an absent optional API is never stale
-        assert all(PLANES not in line for line in cache.staleness()[:-1])
+        assert all(PLANES not in line for line in cache.staleness())
         assert PLANES not in cache.reason
     finally:
         await cache.stop()
@@ -195,6 +195,41 @@ async def test_every_decided_answer_says_it_was_decided_on_stale_data(tmp_certs:
         cache._fresh(next(watched for watched in WATCHED if watched.kind == "HelmRelease"))  # listed again
         allowed = await answer("/validate/kubernetesnodes", pool(workerClassName="talos"))
         assert not any(warning.startswith("workerclass: deciding") for warning in allowed.get("warnings", []))
+    finally:
+        await asyncio.to_thread(https.close)
+        await server.stop()
+        await cache.stop()
+
+
+INSTANCE_TYPES = "virtualmachineclusterinstancetypes.instancetype.kubevirt.io"
+
+
+async def test_unserved_optional_apis_are_said_once_not_in_every_answer(tmp_certs: CertFiles) -> None:
+    """A cluster without ComputePlanes or instance types is a platform fact: the tenant cannot act
+    on it, so no answer carries it; ``/readyz`` says it as a note and ``/metrics`` as a gauge."""
+    clock = Clock()
+    client = FakeClient(absent=("ComputePlane", "VirtualMachineClusterInstancetype"))
+    cache = await started(client, clock)
+    server = WebhookServer(cache, tls=ReloadingContext(tmp_certs.cert, tmp_certs.key), settings=fast_settings())
+    await server.start()
+    https = Client(server.port, tmp_certs.client_context())
+    try:
+        for path, obj in (
+            ("/mutate/kubernetesnodes", pool()),
+            ("/validate/kubernetesnodes", pool(workerClassName="talos")),
+            ("/validate/kubernetesnodes", pool(workerClassName="no-such-class")),
+        ):
+            answer = (await asyncio.to_thread(https.post_review, path, review(obj))).response
+            assert not any("read as empty" in warning for warning in answer.get("warnings", [])), answer
+        ready = await asyncio.to_thread(https.request, "GET", "/readyz")
+        assert ready.status == 200
+        text = ready.body.decode()
+        assert f"note: {PLANES}: not served by the API server (404 NotFound); read as empty" in text
+        assert f"note: {INSTANCE_TYPES}: not served" in text
+        metrics = (await asyncio.to_thread(https.request, "GET", "/metrics")).body.decode()
+        assert f'workerclass_webhook_source_absent{{reason="not_served",source="{PLANES}"}} 1.0' in metrics
+        assert f'workerclass_webhook_source_absent{{reason="not_served",source="{INSTANCE_TYPES}"}} 1.0' in metrics
+        assert f'workerclass_webhook_source_absent{{reason="not_served",source="{RELEASES}"}}' not in metrics
     finally:
         await asyncio.to_thread(https.close)
         await server.stop()

@@ -15,8 +15,9 @@ from typing import Any
 
 import pytest
 
-from tests.builders import CLUSTER, NAMESPACE, chart_known_as, make_cluster, make_pool, make_state
+from tests.builders import ABSENT, CLUSTER, NAMESPACE, chart_known_as, make_cluster, make_pool, make_state
 from workerclass import admit
+from workerclass.chart.source import ChartSource
 
 
 def _control_plane(version: str, name: str = f"kubernetes-{CLUSTER}") -> dict[str, Any]:
@@ -95,3 +96,32 @@ def test_a_class_needs_a_gated_chart(chart: str, expected: list[str]) -> None:
 def test_the_assumed_chart_refuses_no_class() -> None:
     state = make_state(clusters=[make_cluster(version="v1.35")])
     assert state.chart.assumed and admit(state, "CREATE", make_pool(workerClassName="talos")).allowed
+
+
+@pytest.mark.parametrize("chart", ["main", "pr3315"])
+@pytest.mark.parametrize("named", [ABSENT, ""], ids=["class-omitted", "class-empty"])
+def test_an_ungated_chart_keeps_a_create_without_a_class_classless(chart: str, named: Any) -> None:
+    """On a chart without our gate the platform default is not written: the pool stays on the
+    chart's classless path (Cozystack keeps working), and a warning says why."""
+    state = make_state(clusters=[make_cluster(version="v1.35")]).with_chart(chart_known_as(chart))
+    decision = admit(state, "CREATE", make_pool(workerClassName=named))
+    assert decision.allowed, decision.denials
+    assert not any(op["path"].endswith("workerClassName") for op in decision.patch)
+    assert any("lacks the workerclass chart gate" in w and "stays without a class" in w for w in decision.warnings)
+    again = admit(state, "CREATE", decision.object)
+    assert again.allowed and not again.patch
+
+
+def test_an_unverified_chart_keeps_a_create_without_a_class_classless() -> None:
+    state = make_state(clusters=[make_cluster(version="v1.35")]).with_chart(ChartSource.unverified("no artifact"))
+    decision = admit(state, "CREATE", make_pool(workerClassName=ABSENT))
+    assert decision.allowed and not decision.patch
+    assert any("cannot be verified" in w for w in decision.warnings)
+    assert [v.code for v in admit(state, "CREATE", make_pool(workerClassName="talos")).denials] == ["ChartNotGated"]
+
+
+@pytest.mark.parametrize("chart", ["main+gate", "pr3315+gate"])
+def test_a_gated_chart_still_writes_the_platform_default(chart: str) -> None:
+    state = make_state(clusters=[make_cluster(version="v1.35")]).with_chart(chart_known_as(chart))
+    decision = admit(state, "CREATE", make_pool(workerClassName=ABSENT))
+    assert decision.allowed and (decision.object or {})["spec"]["workerClassName"] == "talos"

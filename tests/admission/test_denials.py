@@ -84,6 +84,13 @@ def _on_chart(name: str) -> Callable[[], State]:
     return lambda: make_state().with_chart(chart_known_as(name))
 
 
+def _parent_with_group(group: dict[str, Any]) -> dict[str, Any]:
+    """The parent Kubernetes app with one node group ``md0`` of these settings."""
+    obj = make_cluster()
+    obj["spec"]["nodeGroups"] = {"md0": group}
+    return obj
+
+
 KAIROS = {"workerClassName": "kairos"}
 ECDSA_KEY = (
     "ecdsa-sha2-nistp256 AAAAE2VjZHNhLXNoYTItbmlzdHAyNTYAAAAIbmlzdHAyNTYAAABBBHVhoCUEoA+/n+grZihMV2oU3TTUGu+fR25wK9MJU"
@@ -481,6 +488,12 @@ DENIALS = [
         "NotAllowedInComputePlane",
         "spec.nodeGroups.workers.version",
     ),
+    _case(
+        "NotAllowedInNodeGroup",
+        _parent_with_group({"minReplicas": 1, "maxReplicas": 2, "workerClassName": "kairos"}),
+        "NotAllowedInNodeGroup",
+        "spec.nodeGroups.md0.workerClassName",
+    ),
     _case("Invalid", make_pool(minReplicas="two"), "Invalid", "spec.minReplicas"),
     # the kubernetes-nodes chart's render-time refusals (upstream README's mapping; more in test_chart_codes)
     _case("InvalidPoolName", rename(make_pool(), "other-pool"), "InvalidPoolName", "metadata.name"),
@@ -588,7 +601,7 @@ NEIGHBOURS = [
 
 def test_every_api_code_has_a_denial_row() -> None:
     assert {case.code for case in DENIALS} == set(API_CODES)
-    assert len(API_CODES) == 40
+    assert len(API_CODES) == 41
 
 
 def test_the_implementation_knows_exactly_the_api_codes() -> None:

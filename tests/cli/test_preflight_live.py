@@ -104,7 +104,7 @@ async def test_the_same_install_from_state_and_live_gives_the_same_json(
             "verdict": "ok",
             "object": None,
             "field": None,
-            "message": "all 4 workerclass webhooks have a caBundle that holds the CA of the serving certificate",
+            "message": "all 5 workerclass webhooks have a caBundle that holds the CA of the serving certificate",
         }
     ]
     from_state["checks"] = [c for c in from_state["checks"] if c["check"] != "caBundle"]

@@ -99,3 +99,19 @@ def test_the_chart_check_is_ok_only_for_a_chart_known_by_its_digest() -> None:
     assert verdicts == {"known": "ok", "assumed": "warn", "unknown": "fail", "probed": "warn", "unverified": "fail"}
     message = emulated_chart(state.with_chart(unknown)).message
     assert "not a chart workerclass was proved against" in message and "chart-gate" in message
+
+
+@pytest.mark.parametrize(
+    ("chart", "verdict", "says"),
+    [
+        ("main+gate", "ok", "a CREATE that names no class gets the platform default class 'talos'"),
+        ("pr3315+gate", "ok", "a CREATE that names no class gets the platform default class 'talos'"),
+        ("main", "warn", "a CREATE that names no class stays without a class"),
+        ("pr3315", "warn", "a pool that names a class is refused (ChartNotGated)"),
+    ],
+    ids=["main-gated", "pr3315-gated", "main-ungated", "pr3315-ungated"],
+)
+def test_preflight_says_which_reading_new_pools_get(chart: str, verdict: str, says: str) -> None:
+    state = make_state().with_chart(chart_known_as(chart))
+    (check,) = preflight(state).of("chart")
+    assert check.verdict == verdict and says in check.message, check

@@ -11,6 +11,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
+from workerclass.api.webhooks import WEBHOOKS
 from workerclass.deploy import InstallOptions, webhook_manifests
 from workerclass.ops.preflight.certificates import SecretRef, ServingCertificate, chain_checks, serving_secrets
 from workerclass.ops.preflight.objects import found_webhooks, partition
@@ -80,13 +81,13 @@ def test_an_intermediate_in_tls_crt_chains_to_the_bundle() -> None:
     middle = issue("intermediate", root, ca=True)
     leaf = issue("workerclass-webhook", middle, ca=False)
     assert checks(pem(root), ServingCertificate(ref(), pem(leaf, middle))) == []
-    assert len(checks(pem(root), ServingCertificate(ref(), pem(leaf)))) == 4  # without it: no chain
+    assert len(checks(pem(root), ServingCertificate(ref(), pem(leaf)))) == len(WEBHOOKS)  # without it: no chain
 
 
 def test_another_ca_fails_every_webhook_of_that_service() -> None:
     root, other = issue("root", None, ca=True), issue("other", None, ca=True)
     found = checks(pem(other), ServingCertificate(ref(), pem(issue("workerclass-webhook", root, ca=False))))
-    assert [c.verdict for c in found] == ["fail"] * 4
+    assert [c.verdict for c in found] == ["fail"] * len(WEBHOOKS)
     assert all("holds no CA that signed the serving certificate in Secret cozy-workerclass/" in c.message
                for c in found)  # fmt: skip
     assert {c.field for c in found} >= {"webhooks[0].clientConfig.caBundle"}

@@ -278,5 +278,11 @@ def denial_rows() -> list[Denial]:
             compute_plane(md0={"minReplicas": 1, "maxReplicas": 2, "workerClassName": "kairos"}),
             "NotAllowedInComputePlane",
         ),
+        Denial(
+            "NotAllowedInNodeGroup",
+            "/validate/kuberneteses",
+            {**cluster("parent"), "spec": {"version": "v1.35", "nodeGroups": {"md0": {"workerClassName": "kairos"}}}},
+            "NotAllowedInNodeGroup",
+        ),
         Denial("Invalid", nodes, pool(workerClassName="talos", minReplicas="three"), "Invalid"),
     ]

@@ -397,9 +397,20 @@ class ClusterCache:
 
     @property
     def notes(self) -> tuple[str, ...]:
-        """What the chart follower says while no chart is known (its ``note``), for ``/readyz``."""
+        """Platform facts for ``/readyz``, said there rather than in every answer (a tenant cannot act
+        on them): each of :attr:`warnings`, then what the chart follower says while no chart is known
+        (its ``note``)."""
         note = getattr(self.charts, "note", "") if self.charts is not None else ""
-        return (note,) if isinstance(note, str) and note else ()
+        return self.warnings + ((note,) if isinstance(note, str) and note else ())
+
+    @property
+    def absent(self) -> dict[str, str]:
+        """The optional resources read as empty, by name: ``not_served`` (404) or ``forbidden`` (403)."""
+        return {
+            watched.name: ("not_served" if "not served" in self._absent[watched.kind] else "forbidden")
+            for watched in self.resources
+            if watched.kind in self._absent
+        }
 
     @property
     def reason(self) -> str:
@@ -447,10 +458,12 @@ class ClusterCache:
         current, or was last current longer ago than :attr:`watch_deadline` (its watch went silent
         and it is being listed again, or the list hangs). Each such resource gives one line, e.g.
         ``workerclass: deciding on helmreleases.helm.toolkit.fluxcd.io as of 12s ago (watch failed,
-        500 Internal Server Error)``; then each of :attr:`warnings`, prefixed ``workerclass:``. The
+        500 Internal Server Error)``. The
         lines carry resource names, ages and :func:`short_error` texts only, mostly within the 120
         characters the API recommends (the longest resource name makes a line of about 130; the
-        webhook cuts any at 256). Nothing before the first sync (the webhook refuses then).
+        webhook cuts any at 256). Nothing before the first sync (the webhook refuses then). An
+        optional resource read as empty is a fact of the platform, not of the answer: it is said in
+        :attr:`notes` (``/readyz``), :attr:`absent` (a metric) and the log, never here.
         """
         if self._state is None:
             return ()
@@ -470,7 +483,6 @@ class ClusterCache:
             else:
                 continue
             lines.append(f"workerclass: deciding on {watched.name} as of {age:.0f}s ago ({cause})")
-        lines.extend(f"workerclass: {warning}" for warning in self.warnings)
         return tuple(lines)
 
     def sync_reports(self) -> Sequence[SyncReport]:

@@ -42,14 +42,21 @@ from ..rules.classes import (
     spec_changed,
 )
 from ..rules.family import family_of
-from ..rules.pools import chart_not_gated, cluster_move, family_switch, immutable_changes
+from ..rules.pools import (
+    chart_not_gated,
+    cluster_move,
+    family_switch,
+    immutable_changes,
+    named_class_rules,
+    stays_classless,
+)
 from ..rules.supplied import api_filled_paths, json_pointer, kairos_read_paths, strip_paths
 from ..rules.usage import deletion_blocker
 from ..state import KINDS, State, cluster_release, identify, is_pool_release, pool_cluster, pool_from_object
 from ..violations import Violation
 from .decision import Decision
 from .minor import CLASS_FIELD, minor_ops
-from .names import name_violations, shown_name
+from .names import name_violations
 from .patch import apply_ops
 from .ratchet import RATCHETED_KINDS, Outcome, ratchet
 
@@ -157,9 +164,14 @@ def mutate(
     if spec is not None and not isinstance(spec, dict):
         return Decision(True, operation, object=obj)  # malformed: validation says why
     patch: list[dict[str, Any]] = []
+    said: list[str] = []
     current = spec.get(CLASS_FIELD) if spec else None
     if current in (None, ""):
         target = state.platform.default_worker_class if operation == "CREATE" else _stored_class(old)
+        if operation == "CREATE" and target is not None:
+            classless = stays_classless(state.chart, target, f"spec.{CLASS_FIELD}")
+            if classless is not None:
+                target, said = None, [classless]
         if target is not None and spec is None:
             patch.append({"op": "add", "path": "/spec", "value": {CLASS_FIELD: target}})
         elif target is not None and spec is not None:
@@ -179,8 +191,8 @@ def mutate(
             patch += removals
             patched = apply_ops(patched, removals)
     if not patch:
-        return Decision(True, operation, object=obj)
-    return Decision(True, operation, patch=patch, object=patched, warnings=warnings)
+        return Decision(True, operation, object=obj, warnings=said)
+    return Decision(True, operation, patch=patch, object=patched, warnings=said + warnings)
 
 
 def _written_before(state: State, obj: Mapping[str, Any], old: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
@@ -284,7 +296,7 @@ def admit(
     denials = validation.denials
     target = _stored_class(mutation.object)
     if denials and operation == "CREATE" and obj is not None and target is not None and _stored_class(obj) is None:
-        denials = _named_class_rules(denials, validate(state, operation, obj, old).denials, target)
+        denials = named_class_rules(denials, validate(state, operation, obj, old).denials, target)
     return Decision(
         validation.allowed,
         operation,
@@ -293,24 +305,6 @@ def admit(
         warnings=mutation.warnings + validation.warnings,
         denials=denials,
     )
-
-
-def _named_class_rules(denials: list[Violation], classless: list[Violation], target: str) -> list[Violation]:
-    """A CREATE that names no class is judged with the platform default class: each denial the
-    same pool without a class would not get is a class rule, and its message says so (API.md
-    section 3: the chart renders the classless pool, so the refusal is the class's, by name)."""
-    plain = {(v.code, v.field) for v in classless}
-    return [
-        v
-        if (v.code, v.field) in plain
-        else Violation(
-            v.code,
-            v.field,
-            f"{v.message} (a rule of pools with a class: this pool names none, so it gets the platform default "
-            f"class {shown_name(target)})",
-        )
-        for v in denials
-    ]
 
 
 def _metadata_name(obj: Mapping[str, Any] | None) -> str:

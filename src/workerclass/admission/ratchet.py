@@ -34,8 +34,9 @@ from ..violations import Violation
 
 __all__ = ["MISSING", "RATCHETED_KINDS", "Outcome", "ratchet", "value_at"]
 
-#: the kinds whose UPDATEs ratchet (the pools: the kinds a tenant writes and Cozystack renders)
-RATCHETED_KINDS = frozenset({"KubernetesNodes", "HelmRelease", "ComputePlane"})
+#: the kinds whose UPDATEs ratchet (the pools and the parents whose node groups are pools: the
+#: kinds a tenant writes and Cozystack renders)
+RATCHETED_KINDS = frozenset({"KubernetesNodes", "HelmRelease", "ComputePlane", "Kubernetes"})
 
 #: what :func:`value_at` finds where a path leads nowhere
 MISSING: Any = object()

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from .resources import COMPUTE_PLANE, KUBERNETES_NODES, WEBHOOK_DOMAIN, WORKER_CLASS, Resource
+from .resources import COMPUTE_PLANE, KUBERNETES, KUBERNETES_NODES, WEBHOOK_DOMAIN, WORKER_CLASS, Resource
 
 __all__ = [
     "ADMITTED_OPERATIONS",
@@ -71,6 +71,8 @@ WEBHOOKS: tuple[Webhook, ...] = (
     Webhook("/validate/kubernetesnodes", KUBERNETES_NODES, False, ("CREATE", "UPDATE")),
     Webhook("/validate/workerclasses", WORKER_CLASS, False, ("CREATE", "UPDATE", "DELETE")),
     Webhook("/validate/computeplanes", COMPUTE_PLANE, False, ("CREATE", "UPDATE")),
+    # the parent app's node groups are pools of its own chart, which reads no class-era key
+    Webhook("/validate/kuberneteses", KUBERNETES, False, ("CREATE", "UPDATE")),
 )
 _BY_PATH = {webhook.path: webhook for webhook in WEBHOOKS}
 #: the operations some webhook receives, in ALL_OPERATIONS' order: (CREATE, UPDATE, DELETE); the

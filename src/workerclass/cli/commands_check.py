@@ -26,6 +26,7 @@ from .commands_core import (
     NamespaceOption,
     StateArgument,
     load_state,
+    node_group_rows,
     object_name,
     state_label,
 )
@@ -193,6 +194,7 @@ def check(
                 ],
                 "warnings": state.warnings,
                 "errors": unread,
+                "nodeGroups": node_group_rows(state),
             }
         )
     elif output is CheckFormat.junit:
@@ -210,6 +212,12 @@ def check(
         count = sum(1 for _, decision in results if not decision.allowed)
         text = f"{_count(len(results), 'object')}, {count} denied" if results else "no objects in STATE"
         reading = " (read as stored: each an UPDATE of itself)" if stored else " (each admitted as a CREATE)"
+        groups = state.parent_node_groups()
+        if groups:  # pools too, rendered by the parent chart: counted, never silent
+            console.line(
+                f"{_count(len(groups), 'node group')} of parent Kubernetes apps: classless pools of the parent "
+                "kubernetes chart (" + ", ".join(f"{ns}/{name}-{group}" for ns, name, group in groups) + ")"
+            )
         if SETTINGS.read_errors:
             reading += f"; {_count(SETTINGS.read_errors, 'part')} of STATE could not be read"
         summary(console, text + reading, "red" if denied or SETTINGS.read_errors else "green")

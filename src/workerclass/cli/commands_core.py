@@ -386,11 +386,34 @@ def _resolve(
             if not SETTINGS.quiet:
                 console.line(Styled("warning:", "yellow"), " ", warning)
         console.line("")
+    groups = node_group_rows(state) if pool is None else []
     if as_json:
-        print_json({"pools": rows})
-    elif not resolved:
+        print_json({"pools": rows, "nodeGroups": groups})
+        raise typer.Exit(outcome(denied))
+    for group in groups:
+        console.line(
+            f"{group['pool']} (node group {group['group']} of Kubernetes {group['parent']}): {NODE_GROUP_WORDS}"
+        )
+    if groups:
+        console.line("")
+    if not resolved and not groups:
         summary(console, "no pools in STATE")
     raise typer.Exit(outcome(denied))
+
+
+#: what a parent's node group is, for people
+NODE_GROUP_WORDS = (
+    "a classless pool of the parent kubernetes chart (legacy Talos; rendered by that chart, not resolved here)"
+)
+
+
+def node_group_rows(state: State) -> list[dict[str, Any]]:
+    """The parent Kubernetes apps' node groups as JSON rows (``check`` and ``resolve``): each a
+    classless pool of the parent chart, named ``<cluster>-<group>`` as its objects are."""
+    return [
+        {"pool": f"{namespace}/{name}-{group}", "parent": f"{namespace}/{name}", "group": group, "class": None}
+        for namespace, name, group in state.parent_node_groups()
+    ]
 
 
 __all__ = [
@@ -401,6 +424,7 @@ __all__ = [
     "denied_json",
     "effective_json",
     "load_state",
+    "node_group_rows",
     "object_name",
     "pool_option_check",
     "render_denials",

@@ -258,7 +258,8 @@ def serve_webhook(
     """Serve the admission webhooks (the contract's section 5) over HTTPS until SIGTERM, then drain.
 
     Paths: /mutate/kubernetesnodes, /validate/kubernetesnodes, /validate/workerclasses,
-    /validate/computeplanes; /healthz, /readyz (ready once the state has synced) and /metrics.
+    /validate/computeplanes, /validate/kuberneteses; /healthz, /readyz (ready once the state has
+    synced) and /metrics.
 
     SIGTERM (or Ctrl-C): not ready at once, answers go on for --shutdown-delay (each closing its
     connection), then the listener closes and requests in flight finish (--shutdown-timeout); a

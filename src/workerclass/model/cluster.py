@@ -1,5 +1,10 @@
 """The parent Kubernetes app, as far as pools need it: its control-plane minor, infrastructure and
-node-group names.
+node-group names; and the one rule of its node groups (:data:`NODE_GROUP_REFUSED`).
+
+The parent ``kubernetes`` chart renders each node group as Talos workers of its own and reads
+none of the keys the class era adds: a group that names a class or Kairos settings would become
+Talos machines all the same, which the design forbids, so such a key is refused there with how to
+move the group to a standalone KubernetesNodes pool.
 """
 
 from __future__ import annotations
@@ -8,11 +13,41 @@ from dataclasses import dataclass
 
 from ..api.names import INFRASTRUCTURES, Infrastructure, is_infrastructure
 from ..api.patterns import KUBERNETES_MINOR, KUBERNETES_PATCH
+from ..api.schema import CLASS_ERA_KEYS
 from ..violations import Violation
-from .reader import Reader
+from .reader import Reader, key_path
 from .versions import minor_of
 
-__all__ = ["INFRASTRUCTURES", "Cluster", "parse_cluster"]
+__all__ = ["INFRASTRUCTURES", "NODE_GROUP_REFUSED", "Cluster", "node_group_refusals", "parse_cluster"]
+
+#: the keys a parent's node group may not set: the class era's (section 1's ``*`` keys) and the
+#: ones the design refuses on any pool (a bootstrap override, a fixed image, a tenant pull Secret);
+#: the parent chart reads none of them, so each would be silently dropped from a Talos worker
+NODE_GROUP_REFUSED: tuple[str, ...] = (*CLASS_ERA_KEYS, "bootstrap", "image", "imagePullSecrets")
+
+
+def node_group_refusals(cluster: str, groups: object, field: str) -> list[Violation]:
+    """``NotAllowedInNodeGroup`` for each key of :data:`NODE_GROUP_REFUSED` a node group of the parent
+    ``cluster`` sets (``groups``: its ``nodeGroups`` as written, at ``field``)."""
+    if not isinstance(groups, dict):
+        return []
+    out: list[Violation] = []
+    for group, body in groups.items():
+        if not isinstance(body, dict):
+            continue
+        for key in NODE_GROUP_REFUSED:
+            if key in body:
+                out.append(
+                    Violation(
+                        "NotAllowedInNodeGroup",
+                        key_path(key_path(field, str(group)), key),
+                        f"the parent kubernetes chart renders its node groups as classless Talos workers and does "
+                        f"not read {key}: move the group to a standalone KubernetesNodes pool (metadata.name "
+                        f"{cluster}-<pool>, spec.cluster {cluster}, the group's settings with {key}) and remove "
+                        "it from nodeGroups once its workloads moved",
+                    )
+                )
+    return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,4 +89,5 @@ def parse_cluster(namespace: str, name: str, spec: object, field: str = "spec") 
                 groups.discard(str(group))
             else:
                 groups.add(str(group))
-    return Cluster(namespace, name, version or None, infrastructure, frozenset(groups)), reader.violations
+    refused = node_group_refusals(name, raw_groups, f"{field}.nodeGroups")
+    return Cluster(namespace, name, version or None, infrastructure, frozenset(groups)), reader.violations + refused

@@ -22,7 +22,18 @@ from ..api.patterns import DNS_1035
 from ..chart.source import ChartSource
 from ..violations import Violation
 
-__all__ = ["DNS_1035", "chart_not_gated", "cluster_move", "family_switch", "immutable_changes", "shown_name"]
+__all__ = [
+    "DNS_1035",
+    "INSTALL_THE_GATE",
+    "chart_not_gated",
+    "cluster_move",
+    "family_switch",
+    "immutable_changes",
+    "named_class_rules",
+    "shown_name",
+    "stays_classless",
+    "ungated",
+]
 
 
 def shown_name(name: str) -> str:
@@ -97,29 +108,71 @@ def immutable_changes(
 
 
 #: what the hoster does about a ChartNotGated, in every message of it
-_INSTALL_THE_GATE = "the hoster must install the chart with the gate (deploy/chart-gate/) before pools select a class"
+INSTALL_THE_GATE = "the hoster must install the chart with the gate (deploy/chart-gate/) before pools select a class"
+
+
+def ungated(chart: ChartSource) -> str | None:
+    """Why a pool that names a class cannot be rendered by us on ``chart``, in words, or ``None``
+    when it can: the chart carries our gate, or nobody said which chart the cluster runs
+    (:attr:`ChartSource.assumed`: offline, no ``--chart``). A known chart without the gate, a chart
+    of no known identity that Helm's engine was not seen to leave such a pool alone
+    (:attr:`ChartSource.gated`), or a chart that could not be read or verified
+    (:attr:`ChartSource.problem`: fail closed) each have a reason."""
+    if chart.assumed or chart.gated:
+        return None
+    if chart.problem:
+        return f"which chart the cluster runs cannot be verified ({chart.problem})"
+    if chart.identity is not None:
+        return f"the cluster's kubernetes-nodes chart ({chart.identity.name}) lacks the workerclass chart gate"
+    return (
+        f"the cluster's kubernetes-nodes chart is not one workerclass knows ({chart.describe()}), and it was "
+        "not shown to leave a pool that names a class alone"
+    )
 
 
 def chart_not_gated(chart: ChartSource, field: str) -> Violation | None:
     """``ChartNotGated`` when a pool selects a class and the chart the cluster is stated to run does
-    not carry our gate, or cannot be shown to: a known chart without it, a chart of no known identity
-    that Helm's engine was not seen to leave such a pool alone (:attr:`ChartSource.gated`), or a chart
-    that could not be read or verified (:attr:`ChartSource.problem`: fail closed). Nothing when nobody
-    said which chart the cluster runs (:attr:`ChartSource.assumed`: offline, no ``--chart``)."""
-    if chart.assumed or chart.gated:
+    not carry our gate, or cannot be shown to (:func:`ungated`)."""
+    why = ungated(chart)
+    if why is None:
         return None
-    if chart.problem:
-        why = f"which chart the cluster runs cannot be verified ({chart.problem})"
-    elif chart.identity is not None:
-        why = f"the cluster's kubernetes-nodes chart ({chart.identity.name}) lacks the workerclass chart gate"
-    else:
-        why = (
-            f"the cluster's kubernetes-nodes chart is not one workerclass knows ({chart.describe()}), and it was "
-            "not shown to leave a pool that names a class alone"
-        )
     return Violation(
         "ChartNotGated",
         field,
         f"{why}: a chart without the gate renders the pool itself (a Kairos pool as Talos) while the controller "
-        f"renders it too; {_INSTALL_THE_GATE}",
+        f"renders it too; {INSTALL_THE_GATE}",
     )
+
+
+def stays_classless(chart: ChartSource, default: str, field: str) -> str | None:
+    """Why a CREATE that names no class is left without one, or ``None`` to write ``default``.
+
+    On a chart without our gate (or one that cannot be shown to carry it, :func:`ungated`) a class
+    is refused ``ChartNotGated``; writing the platform default there would refuse every new pool
+    and stop Cozystack's own path. Such a chart renders a classless pool itself, as it always did,
+    so the pool keeps that path and the tenant is told why it got no class."""
+    why = ungated(chart)
+    if why is None:
+        return None
+    return (
+        f"{field}: the platform default class {shown_name(default)} is not written and the pool stays without a "
+        f"class (the chart renders it on its classless Talos path): {why}; {INSTALL_THE_GATE}"
+    )
+
+
+def named_class_rules(denials: list[Violation], classless: list[Violation], target: str) -> list[Violation]:
+    """A CREATE that names no class is judged with the platform default class ``target``: each
+    denial the same pool without a class (``classless``) would not get is a class rule, and its
+    message says so (the chart renders the classless pool, so the refusal is the class's, by name)."""
+    plain = {(v.code, v.field) for v in classless}
+    return [
+        v
+        if (v.code, v.field) in plain
+        else Violation(
+            v.code,
+            v.field,
+            f"{v.message} (a rule of pools with a class: this pool names none, so it gets the platform default "
+            f"class {shown_name(target)})",
+        )
+        for v in denials
+    ]

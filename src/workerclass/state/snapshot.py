@@ -257,6 +257,16 @@ class State:
         """The parent Kubernetes app ``name`` (a ComputePlane of that name is none)."""
         return self.clusters.get((namespace, name))
 
+    def parent_node_groups(self) -> list[tuple[str, str, str]]:
+        """Every node group of the parent Kubernetes apps, as ``(namespace, cluster, group)`` sorted:
+        classless pools the parent ``kubernetes`` chart renders itself (workerclass neither resolves
+        nor renders them, but counts them, so a folder of parents is never "no pools")."""
+        return sorted(
+            (namespace, name, group)
+            for (namespace, name), cluster in self.clusters.items()
+            for group in cluster.node_groups
+        )
+
     def pool(self, identity: str) -> PoolRecord | None:
         """A pool by ``NS/NAME`` (KubernetesNodes first, then HelmRelease, then ComputePlane)."""
         namespace, _, name = identity.partition("/")

@@ -81,6 +81,7 @@ class _GaugesCollector(Collector):
     def __init__(self) -> None:
         self.connections: Mapping[str, int] = {}
         self.sync: Sequence[SyncReport] = ()
+        self.absent: Mapping[str, str] = {}
 
     def collect(self) -> Iterator[Metric]:
         stats = self.connections
@@ -139,6 +140,17 @@ class _GaugesCollector(Collector):
             yield stale
             yield failures
             yield skipped
+        if self.absent:
+            absent = GaugeMetricFamily(
+                "workerclass_webhook_source_absent",
+                "1 for each optional resource the source reads as empty because the API server does not serve it "
+                "(reason not_served, 404) or RBAC hides it (forbidden, 403): a fact of the platform, said here, in "
+                "/readyz and in the log rather than in every admission answer.",
+                labels=["reason", "source"],
+            )
+            for name, reason in sorted(self.absent.items()):
+                absent.add_metric([reason, name], 1)
+            yield absent
 
 
 class WebhookMetrics:
@@ -190,6 +202,10 @@ class WebhookMetrics:
 
     def note_sync(self, reports: Sequence[SyncReport]) -> None:
         self._gauges.sync = tuple(reports)
+
+    def note_absent(self, absent: Mapping[str, str]) -> None:
+        """The optional resources read as empty (name: ``not_served`` or ``forbidden``)."""
+        self._gauges.absent = dict(absent)
 
     def exposition(self) -> bytes:
         result: bytes = generate_latest(self.registry)

@@ -40,7 +40,7 @@ from .livereads import LiveReads
 from .metrics import WebhookMetrics
 from .routes import ROUTES
 from .settings import MIB, Settings
-from .sources import StateSource, source_notes, sync_reports
+from .sources import StateSource, source_absent, source_notes, sync_reports
 
 __all__ = ["MIB", "ByteBudget", "Decider", "Settings", "WebhookServer", "core_deciders", "http_logger"]
 
@@ -187,6 +187,7 @@ class WebhookServer(ReviewHandler):
         self.metrics.ready.set(1 if self.ready else 0)
         self._note_state(self.source.state)
         self.metrics.note_sync(sync_reports(self.source))
+        self.metrics.note_absent(source_absent(self.source))
         if self._guard is not None:
             self.metrics.note_connections(self._guard.stats())
         if self.tls is not None:

@@ -25,7 +25,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Protocol
 
@@ -41,6 +41,7 @@ __all__ = [
     "SyncReport",
     "age_report",
     "folder_fingerprint",
+    "source_absent",
     "staleness",
     "sync_reports",
     "where",
@@ -74,6 +75,15 @@ def source_notes(source: object) -> tuple[str, ...]:
     chart is known), or nothing for a source without them."""
     notes = getattr(source, "notes", ())
     return tuple(note for note in notes if isinstance(note, str) and note)
+
+
+def source_absent(source: object) -> dict[str, str]:
+    """The optional resources the source reads as empty (``absent``: name to ``not_served`` or
+    ``forbidden``), or nothing for a source without them."""
+    absent = getattr(source, "absent", None)
+    if not isinstance(absent, Mapping):
+        return {}
+    return {name: reason for name, reason in absent.items() if isinstance(name, str) and isinstance(reason, str)}
 
 
 def sync_reports(source: object) -> Sequence[SyncReport]:

@@ -17,6 +17,7 @@ from typing import Any
 
 from ...chart.identity import known_identities
 from ...render.templates import KAIROS_DATA_SECRET_PATH, KAIROS_PROVIDER_PATH
+from ...rules.pools import ungated
 from ...state import State
 from ..charts import release_charts
 from ..providers import KAIROS_TEMPLATE_CRD, kairos_kubeadm
@@ -198,12 +199,31 @@ def emulated_chart(state: State) -> Check:
     )
 
 
+def _with_reading(state: State, check: Check) -> Check:
+    """``check`` (the chart's identity) with the reading a CREATE that names no class gets: the
+    platform default class, or, on a chart without our gate, no class at all (a warning at least)."""
+    chart = state.chart
+    default = state.platform.default_worker_class
+    why = ungated(chart)
+    if why is None:
+        reading = f"a CREATE that names no class gets the platform default class {default!r}"
+        if chart.assumed:
+            reading += " (with no chart stated, ChartNotGated is not checked)"
+        return Check(check.check, check.verdict, f"{check.message}; {reading}")
+    reading = (
+        f"{why}: a CREATE that names no class stays without a class (the chart's classless Talos path; the "
+        f"platform default {default!r} is not written) and a pool that names a class is refused (ChartNotGated)"
+    )
+    verdict = "warn" if check.verdict == "ok" else check.verdict
+    return Check(check.check, verdict, f"{check.message}; {reading}")
+
+
 def chart_checks(state: State) -> tuple[Check, ...]:
     """Which chart the checks and the port emulate, and each pool whose release STATE shows running
     another chart (fail: plan and restore do not predict for it) or an artifact it cannot compare (warn)."""
     chart = state.chart
     emulated = chart.describe()
-    checks = [emulated_chart(state)]
+    checks = [_with_reading(state, emulated_chart(state))]
     for runs in release_charts(state):
         if runs.verdict == "other":
             checks.append(Check("chart", "fail", runs.reason(emulated), runs.pool, "spec.chartRef"))
