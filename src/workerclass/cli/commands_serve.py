@@ -424,10 +424,14 @@ def serve_controller(
             await cache.stop()
             await client.close()
 
+    from ..controller.leader import LeadershipLost
+
     try:
         asyncio.run(run())
     except KeyboardInterrupt:
         pass
+    except LeadershipLost as lost:  # our own text (no server's): the pod restarts and campaigns anew
+        fail(f"the controller stopped: {lost}; exiting so that it starts over as a follower", code=1)
     except Exception as error:  # a loop gave up: one line, exit 1
         from ..adapters.kube import short_error  # never the message: it may quote a server URL
 
