@@ -2,8 +2,10 @@
 server with Cluster API): what it applies, what it refuses, what a restart sends, what it keeps.
 
 The fake client stores objects by kind, namespace and name; a server-side apply stores the body (the
-real server merges; nothing here depends on the difference), a merge patch merges annotations. Every
-write is counted, so "nothing is sent" is an assertion on the client's own record.
+real server merges) with the field manager's ``managedFields`` entry as a server writes it (maps as
+``f:`` keys, every list atomic; tests/e2e/test_workers.py shows removal on a real API server), a
+merge patch merges annotations. Every write is counted, so "nothing is sent" is an assertion on the
+client's own record.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import asyncio
 import base64
 import copy
 from collections.abc import AsyncIterator, Iterable, Mapping
+from dataclasses import replace
 from types import SimpleNamespace
 from typing import Any
 
@@ -36,6 +39,10 @@ class NotFound(Exception):
     status = SimpleNamespace(code=404, reason="NotFound")
 
 
+class Forbidden(Exception):
+    status = SimpleNamespace(code=403, reason="Forbidden")
+
+
 def _kind(resource: Any) -> str:
     return str(resource._api_info.resource.kind)
 
@@ -51,8 +58,48 @@ class FakeClient:
     def __init__(self, objects: Iterable[Mapping[str, Any]] = ()) -> None:
         self.objects: dict[Key, dict[str, Any]] = {}
         self.writes: list[tuple[str, Key]] = []
+        #: the kinds listed, in order (with the namespace asked for)
+        self.lists: list[tuple[str, str | None]] = []
+        #: the kinds listed with the label keys asked for
+        self.labels: list[tuple[str, tuple[str, ...]]] = []
+        #: the open watches: their kind and the queue their events go to
+        self.watchers: list[tuple[str, asyncio.Queue[tuple[str, Any]]]] = []
+        #: kinds whose list and watch are refused (403)
+        self.forbidden: set[str] = set()
+        self.version = 0
         for obj in objects:
             self.put(obj)
+
+    def _stored(self, key: Key, obj: Mapping[str, Any]) -> dict[str, Any]:
+        """``obj`` stored under ``key`` with a new resourceVersion; its watchers told."""
+        self.version += 1
+        stored = copy.deepcopy(dict(obj))
+        stored.setdefault("metadata", {})["resourceVersion"] = str(self.version)
+        event = "MODIFIED" if key in self.objects else "ADDED"
+        self.objects[key] = stored
+        self._notify(key[0], event, stored)
+        return stored
+
+    def _notify(self, kind: str, event: str, obj: Mapping[str, Any]) -> None:
+        for watched, queue in self.watchers:
+            if watched == kind:
+                queue.put_nowait((event, Stored(copy.deepcopy(dict(obj)))))
+
+    async def watch(self, resource: Any, *, labels: Any = None, **_: Any) -> AsyncIterator[tuple[str, Any]]:
+        kind = _kind(resource)
+        if kind in self.forbidden:
+            raise Forbidden(kind)
+        queue: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
+        entry = (kind, queue)
+        self.watchers.append(entry)
+        try:
+            while True:
+                event, obj = await queue.get()
+                have = (obj.get("metadata") or {}).get("labels") or {}
+                if not labels or all(key in have for key in labels):
+                    yield event, obj
+        finally:
+            self.watchers.remove(entry)
 
     @staticmethod
     def key(obj: Mapping[str, Any]) -> Key:
@@ -60,7 +107,11 @@ class FakeClient:
         return str(obj["kind"]), str(meta.get("namespace") or ""), str(meta["name"])
 
     def put(self, obj: Mapping[str, Any]) -> None:
-        self.objects[self.key(obj)] = copy.deepcopy(dict(obj))
+        """An object as given (no resourceVersion: what a test compares it with later)."""
+        key = self.key(obj)
+        event = "MODIFIED" if key in self.objects else "ADDED"
+        self.objects[key] = copy.deepcopy(dict(obj))
+        self._notify(key[0], event, obj)
 
     def of(self, kind: str) -> list[dict[str, Any]]:
         return [obj for key, obj in sorted(self.objects.items()) if key[0] == kind]
@@ -69,6 +120,10 @@ class FakeClient:
         self, resource: Any, *, namespace: str | None = None, labels: Any = None, **_: Any
     ) -> AsyncIterator[Any]:
         kind = _kind(resource)
+        self.lists.append((kind, namespace))
+        self.labels.append((kind, tuple(labels or ())))
+        if kind in self.forbidden:
+            raise Forbidden(kind)
         for (found, where, _name), obj in sorted(self.objects.items()):
             if found != kind or (namespace not in (None, "*") and where != namespace):
                 continue
@@ -93,25 +148,43 @@ class FakeClient:
         kind = _kind(resource)
         key = (kind, namespace or "", name)
         if options.get("patch_type") is not None and str(options["patch_type"]).endswith("MERGE"):
-            current = self.objects[key]
+            current = copy.deepcopy(self.objects[key])
             current["metadata"].setdefault("annotations", {}).update(obj["metadata"]["annotations"])
             self.writes.append(("patch", key))
-            return Stored(copy.deepcopy(current))
+            return Stored(self._stored(key, current))
         assert options.get("field_manager") == FIELD_MANAGER and options.get("force") is True
-        self.objects[key] = copy.deepcopy(dict(obj))
+        stored = copy.deepcopy(dict(obj))
+        stored["metadata"]["managedFields"] = [applied_fields(obj)]
         self.writes.append(("apply", key))
-        return Stored(copy.deepcopy(self.objects[key]))
+        return Stored(copy.deepcopy(self._stored(key, stored)))
 
     async def delete(self, resource: Any, name: str, *, namespace: str | None = None) -> None:
         key = (_kind(resource), namespace or "", name)
         if key not in self.objects:
             raise NotFound(name)
-        del self.objects[key]
+        gone = self.objects.pop(key)
         self.writes.append(("delete", key))
+        self._notify(key[0], "DELETED", gone)
 
     async def create(self, obj: Any) -> Any:
         self.writes.append(("create", ("Event", getattr(obj.metadata, "namespace", ""), str(obj.reason))))
         return obj
+
+
+def fields_v1(value: Any) -> dict[str, Any]:
+    """The ``fieldsV1`` tree of an applied value (maps as ``f:`` keys; lists atomic)."""
+    if isinstance(value, Mapping) and value:
+        return {".": {}, **{f"f:{key}": fields_v1(item) for key, item in value.items()}}
+    return {}
+
+
+def applied_fields(obj: Mapping[str, Any], manager: str = FIELD_MANAGER) -> dict[str, Any]:
+    """The ``managedFields`` entry a server writes for ``manager``'s apply of ``obj``."""
+    body = {key: value for key, value in obj.items() if key not in ("apiVersion", "kind")}
+    metadata = {key: value for key, value in body.get("metadata", {}).items() if key not in ("name", "namespace")}
+    body["metadata"] = metadata
+    tree = {key: value for key, value in fields_v1(body).items() if key != "."}
+    return {"manager": manager, "operation": "Apply", "fieldsType": "FieldsV1", "fieldsV1": tree}
 
 
 def release_of(pool: Mapping[str, Any]) -> dict[str, Any]:
@@ -257,10 +330,6 @@ async def test_the_join_inputs_are_read_on_a_full_resync_and_when_the_secret_cha
     keyed = make_pool("kairos", workerClassName="kairos", sshKeys=[], version="v1.35")
     await controller.reconcile(state_of(keyed))  # another bootstrap: read again, a new Secret
     assert len(reads) == 6
-
-
-class Forbidden(Exception):
-    status = SimpleNamespace(code=403, reason="Forbidden")
 
 
 async def test_a_crd_that_cannot_be_read_switches_no_path_and_rolls_nothing() -> None:
@@ -522,3 +591,80 @@ async def test_the_objects_helm_made_for_the_same_release_are_taken_over() -> No
     report = await WorkerController(client, events=False).reconcile(state_of(TALOS), full=True)
     assert report.states == {"tenant-example/example-talos": "applied"}
     assert ("MachineDeployment", NAMESPACE, _deployment_name(TALOS)) in applied(client)
+
+
+DROPPED = "example.com/dropped"
+
+
+def _with_dropped(obj: dict[str, Any]) -> dict[str, Any]:
+    """``obj`` as an older render set it: one annotation more, applied by our field manager."""
+    older = copy.deepcopy(obj)
+    older["metadata"].pop("managedFields", None)
+    older["metadata"].setdefault("annotations", {})[DROPPED] = "yes"
+    older["metadata"]["managedFields"] = [applied_fields(older)]
+    return older
+
+
+async def test_a_field_the_render_no_longer_sets_is_removed_after_a_restart() -> None:
+    """A workerclass (or chart) upgrade whose render stops setting a field: the live object still holds
+    every value the new render sets (it "covers" it), but our field manager owns one field more, so
+    the restarted controller applies and server-side apply removes that field."""
+    client = FakeClient()
+    state = state_of(TALOS)
+    await WorkerController(client, events=False).reconcile(state, full=True)
+    (key,) = [key for key in client.objects if key[0] == "MachineDeployment"]
+    client.objects[key] = _with_dropped(client.objects[key])
+    before = len(client.writes)
+    await WorkerController(client, events=False).reconcile(state, full=True)
+    assert [key for verb, key in client.writes[before:] if verb == "apply"] == [key]
+    assert DROPPED not in client.objects[key]["metadata"]["annotations"]
+    before = len(client.writes)
+    await WorkerController(client, events=False).reconcile(state, full=True)
+    assert client.writes[before:] == []  # converged: nothing more to send
+
+
+async def test_a_field_dropped_between_two_renders_is_removed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The desired object changed since our last apply: applied, though the live object covers it."""
+    import workerclass.controller.workers as module
+
+    real = module.desired_workers
+
+    def older(state: Any, **options: Any) -> Any:
+        pools = real(state, **options)
+        return [
+            replace(pool, objects=tuple(_with_dropped(obj) if obj["kind"] == "MachineDeployment" else obj
+                                        for obj in pool.objects))
+            for pool in pools
+        ]  # fmt: skip
+
+    client = FakeClient()
+    state = state_of(TALOS)
+    controller = WorkerController(client, events=False)
+    monkeypatch.setattr(module, "desired_workers", older)
+    await controller.reconcile(state, full=True)
+    (key,) = [key for key in client.objects if key[0] == "MachineDeployment"]
+    assert client.objects[key]["metadata"]["annotations"][DROPPED] == "yes"
+    monkeypatch.setattr(module, "desired_workers", real)
+    before = len(client.writes)
+    await controller.reconcile(state)
+    assert [key for verb, key in client.writes[before:] if verb == "apply"] == [key]
+    assert DROPPED not in client.objects[key]["metadata"]["annotations"]
+
+
+async def test_a_field_another_writer_took_over_is_taken_back_on_a_resync() -> None:
+    """Someone edits a field we apply (their manager owns it now, ours no longer does): repaired."""
+    client = FakeClient()
+    state = state_of(TALOS)
+    controller = WorkerController(client, events=False)
+    await controller.reconcile(state, full=True)
+    (key,) = [key for key in client.objects if key[0] == "MachineHealthCheck"]
+    live = client.objects[key]
+    fields = live["metadata"]["managedFields"][0]["fieldsV1"]
+    del fields["f:spec"]["f:maxUnhealthy"]  # what an update by kubectl edit does to our entry
+    live["metadata"]["managedFields"].append({"manager": "kubectl-edit", "operation": "Update", "fieldsV1": {}})
+    live["spec"]["maxUnhealthy"] = "100%"
+    before = len(client.writes)
+    await controller.reconcile(state, full=True)
+    assert [key for verb, key in client.writes[before:] if verb == "apply"] == [key]
+    assert client.objects[key]["spec"]["maxUnhealthy"] != "100%"
+

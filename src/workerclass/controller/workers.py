@@ -5,10 +5,11 @@ cache holds it:
 
 1. renders each classified pool (:func:`~workerclass.ops.workers.desired_workers`) and server-side
    applies, with one field manager (:data:`FIELD_MANAGER`, ``force``: the handoff takes fields over
-   from Helm), every object that is not already as desired: an object is compared with what the
-   controller last applied in this process (a digest), and after a (re)start with the live object
-   itself (:func:`~workerclass.ops.workers.covers`), so a restart sends no write for a pool already
-   in its desired state; objects are applied in the pool's apply order and a pool whose apply fails
+   from Helm), every object an apply would change (:func:`~workerclass.ops.workers.apply_reason`):
+   absent, changed since this process last applied it (a digest), or live with another field set
+   under our manager than the desired one (a field the render dropped: the apply removes it) or
+   another value; so a render that stops setting a field removes it, and a restart sends no write
+   for a pool already in its desired state; objects are applied in the pool's apply order and a pool whose apply fails
    is retried whole with backoff and jitter; a template we name (Kairos, Proxmox) that a bump of the
    hash rule would rename keeps its running name (:func:`~workerclass.render.hash.keep_running`), so
    a new workerclass version never rolls a pool whose settings did not change;
@@ -71,10 +72,9 @@ from ..ops.workers import (
     WORKER_KINDS,
     DesiredPool,
     WorkerKind,
+    apply_reason,
     classless_releases,
-    covers,
     desired_workers,
-    difference,
     foreign_owner,
     pool_key,
     worker_kind,
@@ -614,14 +614,16 @@ class WorkerController:
             for obj in objects:
                 key = _key(obj)
                 digest = _digest(obj)
-                if not fresh and self._applied.get(key) == digest and key in self._live:
+                applied = self._applied.get(key)
+                if not fresh and applied == digest and key in self._live:
                     continue
                 live = self._live.get(key)
-                if live is not None and covers(live, obj):
+                reason = apply_reason(obj, live, manager=FIELD_MANAGER, applied=applied, digest=digest)
+                if reason is None:
                     self._applied[key] = digest
                     continue
                 if live is not None:
-                    logger.info("%s %s/%s: %s differs; applying", key[0], key[1], key[2], difference(live, obj))
+                    logger.info("%s %s/%s: %s; applying", key[0], key[1], key[2], reason)
                 self._remember(key, await self._apply(obj))
                 self._applied[key] = digest
                 wrote += 1
