@@ -242,6 +242,25 @@ def test_a_stopped_leader_releases_the_lease(kube: Kube, controllers: Controller
     assert moment(specs[-1]["acquireTime"]) < renewed + duration, (specs[-1], renewed)
 
 
+def test_a_leader_that_loses_its_lease_stops_and_exits_non_zero(kube: Kube, controllers: Controllers) -> None:
+    """Another holder written over the Lease (what a follower does once it judged it expired): the
+    leader reads it at its next renewal, stops its work and exits with status 1 (the kubelet restarts
+    it as a follower), never writing the Lease back."""
+    controllers.start("lost-a")
+    leader = one_leader(kube, controllers, {"lost-a"})
+    lease = kube.get(COORDINATION, "Lease", LEASE, NAMESPACE)
+    now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    lease["spec"].update({"holderIdentity": "intruder", "renewTime": now, "acquireTime": now})
+    lease["spec"]["leaseTransitions"] = int(lease["spec"].get("leaseTransitions") or 0) + 1
+    kube.replace(lease)
+    process = controllers.processes[leader]
+    wait_until(lambda: not process.running, timeout=30, what=f"{leader} exiting" + controllers.tails())
+    code = process.stop()
+    assert code == 1, f"exit status {code}" + controllers.tails()
+    assert "lost the leader Lease" in process.tail(40)
+    assert holder(kube) == "intruder"
+
+
 def test_a_restart_writes_nothing(cluster: ApiServer, kube: Kube, controllers: Controllers) -> None:
     from .test_cluster_api import parent_cluster
 
