@@ -1,5 +1,5 @@
-"""No pool takes over another release's objects, on any path (issue: a direct HelmRelease named
-after the parent app's default node group).
+"""No pool takes over another release's objects, on any path: a direct HelmRelease named
+after the parent app's default node group is refused wherever it is read.
 
 A tenant can write a HelmRelease ``kubernetes-nodes-<cluster>-md0`` beside its ``Kubernetes`` app,
 whose chart renders the node group ``md0``: no webhook sees a HelmRelease, so the rule must hold

@@ -5,7 +5,7 @@ cache holds it:
 
 1. renders each classified pool (:func:`~workerclass.ops.workers.desired_workers`) and server-side
    applies, with one field manager (:data:`FIELD_MANAGER`, ``force``: the handoff takes fields over
-   from Helm), every object an apply would change (:func:`~workerclass.ops.workers.apply_reason`):
+   from Helm), every object an apply would change (:func:`~workerclass.ops.convergence.apply_reason`):
    absent, changed since this process last applied it (a digest), or live with another field set
    under our manager than the desired one (a field the render dropped: the apply removes it) or
    another value; so a render that stops setting a field removes it, and a restart sends no write
@@ -61,6 +61,7 @@ from typing import Any
 from ..adapters.changes import Changes
 from ..adapters.kube import LIST_CHUNK, resource_class, short_error, status_code
 from ..api.resources import HELM_RELEASE
+from ..ops.convergence import apply_reason
 from ..ops.providers import KAIROS_TEMPLATE_CRD, ProviderSupport, kairos_kubeadm
 from ..ops.workers import (
     HELM_KEEP,
@@ -72,7 +73,6 @@ from ..ops.workers import (
     WORKER_KINDS,
     DesiredPool,
     WorkerKind,
-    apply_reason,
     classless_releases,
     desired_workers,
     foreign_owner,

@@ -1,4 +1,4 @@
-"""When the worker controller applies (:func:`~workerclass.ops.workers.apply_reason`): pure, over the
+"""When the worker controller applies (:func:`~workerclass.ops.convergence.apply_reason`): pure, over the
 ``managedFields`` a real API server writes (associative lists by key, sets by value, atomic lists
 whole, ``.`` for a map or item owned as such)."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from workerclass.ops.workers import apply_reason, managed_by, owns_exactly
+from workerclass.ops.convergence import apply_reason, managed_by, owns_exactly
 
 MANAGER = "workerclass-controller"
 
