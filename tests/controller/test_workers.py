@@ -668,3 +668,82 @@ async def test_a_field_another_writer_took_over_is_taken_back_on_a_resync() -> N
     assert [key for verb, key in client.writes[before:] if verb == "apply"] == [key]
     assert client.objects[key]["spec"]["maxUnhealthy"] != "100%"
 
+
+async def _running(client: FakeClient, state: Any) -> tuple[WorkerController, asyncio.Event, asyncio.Task[None]]:
+    """The worker loop on ``state``, its resync an hour away, once its first pass has run."""
+    from tests.controller.test_controller import Source
+    from workerclass.controller.workers import WorkerSettings
+
+    worker = WorkerController(client, events=False, settings=WorkerSettings(resync_interval=3600))
+    stop = asyncio.Event()
+    loop = asyncio.create_task(worker.run(Source(state), stop=stop))
+    async with asyncio.timeout(5):
+        while not worker.settled:
+            await asyncio.sleep(0.01)
+    return worker, stop, loop
+
+
+async def test_a_hand_deleted_machine_deployment_is_repaired_in_seconds() -> None:
+    """The owned kinds are watched by our label: a deletion wakes the loop, not the next resync."""
+    client = FakeClient()
+    _, stop, loop = await _running(client, state_of(TALOS))
+    (key,) = [key for key in client.objects if key[0] == "MachineDeployment"]
+    before = len(client.writes)
+    await client.delete(SimpleNamespace(_api_info=SimpleNamespace(resource=SimpleNamespace(kind=key[0]))), key[2],
+                        namespace=key[1])  # fmt: skip
+    async with asyncio.timeout(2):
+        while key not in client.objects:
+            await asyncio.sleep(0.01)
+    assert [verb for verb, _ in client.writes[before:]] == ["delete", "apply"]  # the one object, nothing else
+    stop.set()
+    await asyncio.wait_for(loop, 5)
+
+
+async def test_the_loop_lists_no_machine_sets_and_each_owned_kind_once() -> None:
+    client = FakeClient()
+    _, stop, loop = await _running(client, state_of(TALOS))
+    await asyncio.sleep(0.2)
+    assert not [entry for entry in client.lists if entry[0] == "MachineSet"]
+    owned = [
+        kind for kind, labels in client.labels if kind in {"MachineDeployment", "Job", "Role"} and POOL_LABEL in labels
+    ]
+    assert sorted(owned) == ["Job", "MachineDeployment", "Role"]
+    stop.set()
+    await asyncio.wait_for(loop, 5)
+
+
+async def test_a_kind_that_cannot_be_listed_holds_back_only_the_pools_that_render_it() -> None:
+    """A 403 on one owned kind: pools that render it wait (their objects of it are unknown), pools
+    that do not are applied; once the kind is listed the waiting pools are applied too."""
+    client = FakeClient([kairos_crd("kubeadm")])
+    client.forbidden.add("Job")  # Talos pools render the talos-reconcile Job, Kairos pools do not
+    worker, stop, loop = await _running(client, state_of(TALOS, KAIROS))
+    assert worker.pool_states == {"tenant-example/example-talos": "failing", "tenant-example/example-kairos": "applied"}
+    assert "Job (403 Forbidden)" in worker._pool_states["tenant-example/example-talos"][1]
+    assert not [key for key in applied(client) if "talos" in key[2]]
+    client.forbidden.clear()
+    async with asyncio.timeout(5):  # the kind's backoff (1 s, jittered), then its list wakes the loop
+        while worker.pool_states["tenant-example/example-talos"] != "applied":
+            await asyncio.sleep(0.02)
+    stop.set()
+    await asyncio.wait_for(loop, 5)
+
+
+async def test_a_direct_helmrelease_pool_is_not_cleaned_up_while_its_helmrelease_exists() -> None:
+    """The cleanup's fresh read looks up the pool's HelmRelease by its own name (the objects' owner),
+    not by the Helm release name, which a direct HelmRelease may set apart (``spec.releaseName``)."""
+    from tests.builders import make_release
+
+    release = make_release("direct", workerClassName="talos")
+    release["metadata"]["uid"] = "u-direct"
+    release["spec"]["releaseName"] = "kubernetes-nodes-example-direct-renamed"
+    client = FakeClient([release])
+    controller = WorkerController(client, events=False)
+    report = await controller.reconcile(make_state([release]), full=True)
+    assert set(report.states.values()) == {"applied"}, controller._pool_states
+    before = len(client.writes)
+    report = await controller.reconcile(make_state([]), full=True)  # the cache lags: the pool not seen
+    assert [verb for verb, _ in client.writes[before:]] == [] and report.deleted == 0
+    del client.objects[("HelmRelease", NAMESPACE, release["metadata"]["name"])]
+    report = await controller.reconcile(make_state([]), full=True)  # gone for real: cleaned up
+    assert report.deleted > 0
