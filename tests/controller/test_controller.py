@@ -172,9 +172,12 @@ class Events:
 
     def __init__(self) -> None:
         self.posted: list[tuple[str, str, str]] = []
+        #: the uid each Event named its class by
+        self.uids: list[str] = []
 
-    async def warn(self, name: str, reason: str, message: str) -> None:
+    async def warn(self, name: str, reason: str, message: str, *, uid: str = "") -> None:
         self.posted.append((name, reason, message))
+        self.uids.append(uid)
 
 
 @contextlib.asynccontextmanager
@@ -745,7 +748,8 @@ async def test_a_finalizer_patch_refused_for_good_is_a_warning_and_an_event(capl
     """A 422 is a failed ``test`` (a race: the next State decides) or a refusal that stays (a
     webhook's or the CRD's): the API server words both alike, so the same patch refused twice is
     said, not retried quietly forever."""
-    state = State.from_objects([*example_objects(), worker_class("fresh", bootstrap="talos")])
+    fresh = worker_class("fresh", bootstrap="talos")
+    state = State.from_objects([*example_objects(), fresh])
     source, finalizers, events = Source(state), Finalizers(), Events()
     refused = (422, "the server rejected our request due to an error in our request")
     # each pass adds in name order: fresh, then the two example classes; the second pass's first
@@ -759,6 +763,7 @@ async def test_a_finalizer_patch_refused_for_good_is_a_warning_and_an_event(capl
         stop.set()
         await asyncio.wait_for(task, 5)
     assert [(name, reason) for name, reason, _ in events.posted] == [("fresh", "FinalizerFailed")]
+    assert events.uids == [fresh["metadata"]["uid"]]  # kubectl describe finds a class's Events by it
     assert any(r.levelno == logging.WARNING and "fresh" in r.getMessage() for r in caplog.records)
 
 

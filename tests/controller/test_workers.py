@@ -67,6 +67,8 @@ class FakeClient:
         #: kinds whose list and watch are refused (403)
         self.forbidden: set[str] = set()
         self.version = 0
+        #: the Events posted, as sent
+        self.events: list[dict[str, Any]] = []
         for obj in objects:
             self.put(obj)
 
@@ -168,6 +170,7 @@ class FakeClient:
 
     async def create(self, obj: Any) -> Any:
         self.writes.append(("create", ("Event", getattr(obj.metadata, "namespace", ""), str(obj.reason))))
+        self.events.append(obj.to_dict())
         return obj
 
 
@@ -747,3 +750,12 @@ async def test_a_direct_helmrelease_pool_is_not_cleaned_up_while_its_helmrelease
     del client.objects[("HelmRelease", NAMESPACE, release["metadata"]["name"])]
     report = await controller.reconcile(make_state([]), full=True)  # gone for real: cleaned up
     assert report.deleted > 0
+
+
+async def test_events_name_the_helmrelease_by_its_uid() -> None:
+    """``kubectl describe helmrelease`` lists the Events whose involved object has its uid."""
+    client = FakeClient()
+    await WorkerController(client).reconcile(state_of(TALOS), full=True)
+    (event,) = [event for event in client.events if event["reason"] == "WorkersApplied"]
+    assert event["involvedObject"]["name"] == "kubernetes-nodes-example-talos"
+    assert event["involvedObject"]["uid"] == "uid-kubernetes-nodes-example-talos"

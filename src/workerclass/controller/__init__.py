@@ -194,7 +194,7 @@ class LightkubeFinalizerWriter:
 class ClassEvents(Protocol):
     """Posts a Warning Event about one WorkerClass (best effort)."""
 
-    async def warn(self, name: str, reason: str, message: str) -> None: ...
+    async def warn(self, name: str, reason: str, message: str, *, uid: str = "") -> None: ...
 
 
 class LightkubeClassEvents:
@@ -203,8 +203,10 @@ class LightkubeClassEvents:
     def __init__(self, client: Any) -> None:
         self._client = client
 
-    async def warn(self, name: str, reason: str, message: str) -> None:
+    async def warn(self, name: str, reason: str, message: str, *, uid: str = "") -> None:
         involved = {"apiVersion": WORKER_CLASS.api_version, "kind": WORKER_CLASS.kind, "name": name}
+        if uid:
+            involved["uid"] = uid  # what kubectl describe finds the class's Events by
         await post_object_event(
             self._client, involved, reason, message, warning=True, component=FIELD_MANAGER, what=f"WorkerClass {name}"
         )
@@ -260,6 +262,8 @@ class ClassController:
         self._warned: dict[str, str] = {}
         #: the finalizer patch last refused per class (409/422): the same one refused again is no race
         self._refused: dict[str, tuple[tuple[str, ...] | None, tuple[str, ...]]] = {}
+        #: each class's uid in the State last retained from (its Events name it)
+        self._uids: dict[str, str] = {}
         self.writes = 0  # status patches sent (for the log and tests)
         self.finalizer_writes = 0  # finalizer patches sent
 
@@ -366,6 +370,9 @@ class ClassController:
         assert self.finalizers is not None
         now = self._clock()
         due = float("inf")
+        self._uids = {
+            name: str((record.obj.get("metadata") or {}).get("uid") or "") for name, record in state.classes.items()
+        }
         for name, record in sorted(state.classes.items()):
             if record.builtin or name in BUILTIN_FAMILIES:
                 continue  # the built-ins are never held: the package carries them
@@ -459,4 +466,4 @@ class ClassController:
         self._warned[name] = message
         logger.warning("%s; trying again in %gs", message, self.settings.retry_delay)
         if self.events is not None:
-            await self.events.warn(name, reason, message)
+            await self.events.warn(name, reason, message, uid=self._uids.get(name, ""))

@@ -53,6 +53,8 @@ async def post_event(
         "name": pool.owner,
         "namespace": pool.namespace,
     }
+    if pool.owner_uid:
+        involved["uid"] = pool.owner_uid  # kubectl describe finds an object's Events by its uid
     return await post_object_event(
         client, involved, reason, message, warning=warning, component=component, what=pool.identity
     )
@@ -68,8 +70,10 @@ async def post_object_event(
     component: str,
     what: str,
 ) -> bool:
-    """Post one Event about ``involved`` (apiVersion, kind, name, and namespace unless cluster-scoped:
-    its Event then goes to ``default``, as kubectl shows them); ``False`` if the API refused it."""
+    """Post one Event about ``involved`` (apiVersion, kind, name, uid where known, and namespace
+    unless cluster-scoped: its Event then goes to ``default``, as kubectl shows them); ``False`` if
+    the API refused it. ``kubectl describe`` lists the Events whose ``involvedObject.uid`` is the
+    object's, so an Event without it is shown by nothing but a list of Events."""
     from lightkube.models.core_v1 import EventSource, ObjectReference
     from lightkube.models.meta_v1 import ObjectMeta
     from lightkube.resources.core_v1 import Event

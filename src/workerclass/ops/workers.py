@@ -183,6 +183,9 @@ class DesiredPool:
     denials: tuple[Violation, ...] = ()
     message: str = ""
     warnings: tuple[str, ...] = field(default_factory=tuple)
+    #: the HelmRelease's uid (what its Events name, so that ``kubectl describe`` shows them); empty
+    #: while the cluster has no such HelmRelease
+    owner_uid: str = ""
 
     @property
     def key(self) -> str:
@@ -312,7 +315,8 @@ def _desired(state: State, record: PoolRecord, class_name: str, kairos_path: str
             base, state="waiting-for-release", message=f"waiting for its HelmRelease {record.namespace}/{owner_name}"
         )
     marked = [_marked(obj, namespace=record.namespace, release=release, owner=owner) for obj in objects]
-    return replace(base, objects=tuple(_in_apply_order(marked)))
+    uid = str((owner.get("metadata") or {}).get("uid"))
+    return replace(base, objects=tuple(_in_apply_order(marked)), owner_uid=uid)
 
 
 def classless_releases(state: State) -> set[tuple[str, str]]:
