@@ -16,6 +16,7 @@ import logging
 import uuid
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import aiohttp.web
@@ -794,3 +795,20 @@ async def test_a_bug_in_the_finalizer_pass_never_ends_the_controller(
         stop.set()
         await asyncio.wait_for(task, 5)
     assert any("finalizers failed" in r.getMessage() for r in caplog.records if r.levelno == logging.ERROR)
+
+
+async def test_nothing_is_decided_before_the_chart_the_pools_run_has_been_read() -> None:
+    """Without ``--chart`` the chart is read through Flux after the cache syncs: until that first read
+    the controller sees no State (a Talos pool would be refused for the chart's missing text)."""
+    from workerclass.controller import ChartRead
+
+    state = State.from_objects(example_objects())
+    cache = Source(state)
+    cache.charts = SimpleNamespace(settled=False)  # type: ignore[attr-defined]
+    settled = ChartRead(cache)
+    assert settled.state is None
+    cache.charts.settled = True  # type: ignore[attr-defined]
+    assert settled.state is state
+    assert settled.published == cache.published
+    del cache.charts  # type: ignore[attr-defined]  # --chart: no follower, nothing to wait for
+    assert settled.state is state

@@ -759,3 +759,18 @@ async def test_events_name_the_helmrelease_by_its_uid() -> None:
     (event,) = [event for event in client.events if event["reason"] == "WorkersApplied"]
     assert event["involvedObject"]["name"] == "kubernetes-nodes-example-talos"
     assert event["involvedObject"]["uid"] == "uid-kubernetes-nodes-example-talos"
+
+
+async def test_an_object_being_deleted_is_not_deleted_again() -> None:
+    """A deletion a finalizer holds (the garbage collector's orphan finalizer on a Job) is not sent
+    again on every pass: the object carries its deletionTimestamp until it goes."""
+    client = FakeClient()
+    controller = WorkerController(client, events=False)
+    await controller.reconcile(state_of(TALOS), full=True)
+    held = [key for key in client.objects if key[0] == "Job"]
+    for key in held:
+        client.objects[key]["metadata"]["deletionTimestamp"] = "2026-12-03T00:00:00Z"
+    assert held
+    await controller.reconcile(make_state([]), full=True)  # the pool and its HelmRelease are gone
+    deleted = [key for verb, key in client.writes if verb == "delete"]
+    assert deleted and not set(held) & set(deleted)  # the rest went; the held Jobs were not asked again

@@ -331,6 +331,7 @@ def serve_controller(
     from ..api import CONTROLLER_READS
     from ..controller import (
         CachePoolLister,
+        ChartRead,
         ClassController,
         ControllerSettings,
         LightkubeClassEvents,
@@ -397,9 +398,12 @@ def serve_controller(
             finally:
                 stop.set()
 
+        # nothing is decided before the first read of the chart the pools run (without --chart, Flux's)
+        settled = ChartRead(cache)
+
         async def lead() -> None:
             classes = ClassController(
-                cache,
+                settled,
                 LightkubeStatusWriter(client),
                 CachePoolLister(cache),
                 finalizers=LightkubeFinalizerWriter(client),
@@ -409,7 +413,7 @@ def serve_controller(
             )
             jobs = [until_stopped(classes.run(stop=stop))]
             if workers:
-                jobs.append(until_stopped(worker.run(cache, stop=stop)))
+                jobs.append(until_stopped(worker.run(settled, stop=stop)))
             await asyncio.gather(*jobs)
 
         try:

@@ -60,6 +60,7 @@ from .workers import FIELD_MANAGER, wait_first
 __all__ = [
     "FINALIZER",
     "CachePoolLister",
+    "ChartRead",
     "ClassController",
     "ClassEvents",
     "ControllerSettings",
@@ -99,6 +100,35 @@ class StateSource(Protocol):
     async def changed(self, after: int) -> int:
         """Wait until a generation newer than ``after`` is announced; return it."""
         ...
+
+
+class ChartRead:
+    """A :class:`StateSource` over the cluster cache that shows no State until the chart the pools run
+    has been read once (the cache's chart follower has settled; at once with ``--chart``).
+
+    Before that read a Talos pool needs the chart's own text the State does not have yet: a pass
+    would report every Talos pool refused, post Events for it and flip class statuses, and take it
+    all back a moment later. Nothing is decided until the chart is known."""
+
+    def __init__(self, cache: Any) -> None:
+        self._cache = cache
+
+    @property
+    def state(self) -> State | None:
+        charts = getattr(self._cache, "charts", None)
+        if charts is not None and not charts.settled:
+            return None
+        state: State | None = self._cache.state
+        return state
+
+    @property
+    def published(self) -> int:
+        published: int = self._cache.published
+        return published
+
+    async def changed(self, after: int) -> int:
+        changed: int = await self._cache.changed(after)
+        return changed
 
 
 class StatusWriter(Protocol):

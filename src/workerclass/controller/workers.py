@@ -856,7 +856,7 @@ class WorkerController:
 
     async def _prune(self, pool: DesiredPool, objects: list[dict[str, Any]], report: ReconcileReport) -> None:
         wanted = {_key(obj) for obj in objects}
-        candidates = sorted(self._by_pool.get(pool.key, set()) - wanted)
+        candidates = sorted(key for key in self._by_pool.get(pool.key, set()) - wanted if not self._deleting(key))
         if not candidates:
             return
         referenced: set[str] = set()
@@ -870,6 +870,11 @@ class WorkerController:
             self._applied.pop(key, None)
             self._joined_inputs.pop(key, None)
             report.deleted += 1
+
+    def _deleting(self, key: Key) -> bool:
+        """Whether the live object of ``key`` is being deleted already (a finalizer holds it: the
+        garbage collector's orphan or foreground one): deleting it again would change nothing."""
+        return bool(((self._live.get(key) or {}).get("metadata") or {}).get("deletionTimestamp"))
 
     async def _referenced(self, namespace: str) -> set[str]:
         """The template names the MachineSets of ``namespace`` reference, read now."""
@@ -921,7 +926,7 @@ class WorkerController:
         orphans: dict[str, list[Key]] = {}
         for key, obj in self._live.items():
             label = ((obj.get("metadata") or {}).get("labels") or {}).get(POOL_LABEL)
-            if label and label not in keys:
+            if label and label not in keys and not self._deleting(key):
                 orphans.setdefault(str(_annotations(obj).get(POOL_ANNOTATION, "")), []).append(key)
         for where, objects in orphans.items():
             namespace, _, release = where.partition("/")
