@@ -35,7 +35,8 @@ Modules: this one (the loop, status and retention, and the lightkube-backed help
 :class:`LightkubeStatusWriter`, :class:`LightkubeFinalizerWriter` and :class:`LightkubeClassEvents`,
 and :class:`CachePoolLister` over the cluster cache); :mod:`.workers` (the worker controller: classified pools become
 machines, the handoff from Helm, Events and metrics); :mod:`.reporting` (Events and metrics);
-:mod:`.leader` (leader election on a Lease); :mod:`.liveness` (``/healthz`` on every replica).
+:mod:`.leader` (leader election on a Lease); :mod:`.liveness` (``/healthz`` on every replica);
+:mod:`.settled` (the cache as the controllers read it: no State before the chart is read).
 """
 
 from __future__ import annotations
@@ -55,6 +56,7 @@ from ..rules.classes import BUILTIN_FAMILIES
 from ..rules.usage import in_use_message, pool_list, selecting
 from ..state import State
 from .reporting import post_object_event
+from .settled import ChartRead
 from .workers import FIELD_MANAGER, wait_first
 
 __all__ = [
@@ -100,35 +102,6 @@ class StateSource(Protocol):
     async def changed(self, after: int) -> int:
         """Wait until a generation newer than ``after`` is announced; return it."""
         ...
-
-
-class ChartRead:
-    """A :class:`StateSource` over the cluster cache that shows no State until the chart the pools run
-    has been read once (the cache's chart follower has settled; at once with ``--chart``).
-
-    Before that read a Talos pool needs the chart's own text the State does not have yet: a pass
-    would report every Talos pool refused, post Events for it and flip class statuses, and take it
-    all back a moment later. Nothing is decided until the chart is known."""
-
-    def __init__(self, cache: Any) -> None:
-        self._cache = cache
-
-    @property
-    def state(self) -> State | None:
-        charts = getattr(self._cache, "charts", None)
-        if charts is not None and not charts.settled:
-            return None
-        state: State | None = self._cache.state
-        return state
-
-    @property
-    def published(self) -> int:
-        published: int = self._cache.published
-        return published
-
-    async def changed(self, after: int) -> int:
-        changed: int = await self._cache.changed(after)
-        return changed
 
 
 class StatusWriter(Protocol):
