@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import datetime
 import json
 import logging
 import uuid
@@ -263,7 +264,10 @@ async def test_status_in_the_api_shape(operator: kmock.KubernetesEmulator) -> No
     assert set(status) >= {"conditions", "pools"}
     assert status["pools"] == 1
     accepted, in_use = status["conditions"]
-    assert set(accepted) == set(in_use) == {"type", "status", "reason", "message", "observedGeneration"}
+    assert set(accepted) == set(in_use) == {
+        "type", "status", "reason", "message", "observedGeneration", "lastTransitionTime",
+    }  # fmt: skip
+    assert datetime.datetime.fromisoformat(accepted["lastTransitionTime"].replace("Z", "+00:00")).tzinfo
     assert (accepted["type"], accepted["status"], accepted["reason"]) == ("Accepted", "True", "Valid")
     assert (in_use["type"], in_use["status"], in_use["reason"]) == ("InUse", "True", "PoolsSelectClass")
     assert in_use["message"].startswith("1 live pool(s) in 1 namespace(s) select this class")
@@ -812,3 +816,30 @@ async def test_nothing_is_decided_before_the_chart_the_pools_run_has_been_read()
     assert settled.published == cache.published
     del cache.charts  # type: ignore[attr-defined]  # --chart: no follower, nothing to wait for
     assert settled.state is state
+
+
+async def test_a_condition_keeps_its_transition_time_until_its_status_changes() -> None:
+    """``lastTransitionTime`` moves only when a condition's ``status`` does: a pass over a class whose
+    stored status is the one written writes nothing; a changed condition gets the pass's time."""
+    written: dict[str, dict[str, Any]] = {}
+
+    class Writer:
+        async def write(self, name: str, status: dict[str, Any]) -> None:
+            written[name] = status
+
+    klass = worker_class("lonely", bootstrap="talos")
+    source = SimpleNamespace(state=State.from_objects([*example_objects(), klass]), reason="")
+    controller = ClassController(source, Writer(), NoPools())  # type: ignore[arg-type]
+    times = iter(["2026-12-03T10:00:00", "2026-12-03T11:00:00", "2026-12-03T12:00:00"])
+    controller._wall = lambda: datetime.datetime.fromisoformat(next(times)).replace(tzinfo=datetime.UTC)
+    assert await controller.refresh(source.state)
+    first = written.pop("lonely")
+    assert {c["lastTransitionTime"] for c in first["conditions"]} == {"2026-12-03T10:00:00Z"}
+    stored = State.from_objects([*example_objects(), {**klass, "status": first}])
+    assert await controller.refresh(stored)
+    assert "lonely" not in written  # as written: nothing sent, no time moved
+    used = State.from_objects([*example_objects(), {**klass, "status": first}, pool("example-lonely", "lonely")])
+    assert await controller.refresh(used)
+    times_by_type = {c["type"]: c["lastTransitionTime"] for c in written["lonely"]["conditions"]}
+    assert times_by_type["Accepted"] == "2026-12-03T10:00:00Z"  # unchanged: its time kept
+    assert times_by_type["InUse"] == "2026-12-03T12:00:00Z"  # False -> True: the pass's time

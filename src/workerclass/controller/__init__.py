@@ -42,6 +42,7 @@ machines, the handoff from Helm, Events and metrics); :mod:`.reporting` (Events 
 from __future__ import annotations
 
 import asyncio
+import datetime
 import logging
 import time
 from collections.abc import Callable
@@ -51,7 +52,7 @@ from typing import Any, Protocol
 from ..adapters.kube import ClusterCache, short_error, status_code
 from ..api import FINALIZER
 from ..api.resources import CLASS_SELECTORS, WORKER_CLASS
-from ..ops.status import class_status
+from ..ops.status import class_status, with_transitions
 from ..rules.classes import BUILTIN_FAMILIES
 from ..rules.usage import in_use_message, pool_list, selecting
 from ..state import State
@@ -215,6 +216,16 @@ class LightkubeClassEvents:
         )
 
 
+def _bare(status: dict[str, Any]) -> dict[str, Any]:
+    """``status`` without the conditions' ``lastTransitionTime`` (what "written already" compares: a
+    server that pruned the times must not make every pass write a new one)."""
+    conditions = [
+        {key: value for key, value in condition.items() if key != "lastTransitionTime"}
+        for condition in status.get("conditions") or ()
+    ]
+    return {**status, "conditions": conditions}
+
+
 @dataclass(frozen=True)
 class ControllerSettings:
     #: seconds between re-checks of a deletion held because live pools select the class
@@ -246,8 +257,11 @@ class ClassController:
         settings: ControllerSettings | None = None,
         workers: WorkerStates | None = None,
         clock: Callable[[], float] = time.monotonic,
+        wall: Callable[[], datetime.datetime] | None = None,
     ) -> None:
         self.source = source
+        #: the UTC time a condition's lastTransitionTime is written with
+        self._wall = wall or (lambda: datetime.datetime.now(datetime.UTC))
         #: the worker controller's pool states, for the ``WorkersApplied`` condition (None: not run)
         self.workers = workers
         self.writer = writer
@@ -331,6 +345,7 @@ class ClassController:
     async def refresh(self, state: State) -> bool:
         """Write the status of every cluster class whose status differs; ``False`` if a write failed."""
         complete = True
+        now = self._wall().strftime("%Y-%m-%dT%H:%M:%SZ")  # one time for the pass's transitions
         for name, record in sorted(state.classes.items()):
             if record.builtin:
                 continue  # the package's embedded class: no object in the cluster to write to
@@ -339,10 +354,13 @@ class ClassController:
             workers = self.workers.pool_states if self.workers is not None else None
             status = class_status(state, name, generation if isinstance(generation, int) else None, workers)
             current = record.obj.get("status") or {}
-            if status is None or {key: current.get(key) for key in status} == status:
+            if status is None:
+                continue
+            status = with_transitions(status, current, now)
+            if {key: current.get(key) for key in status} == status:
                 continue
             identity = (metadata.get("uid"), generation)
-            if self._written.get(name) == (*identity, status):
+            if self._written.get(name) == (*identity, _bare(status)):
                 continue  # written already; what the server kept of it is its business
             try:
                 await self.writer.write(name, status)
@@ -350,12 +368,12 @@ class ClassController:
                 raise
             except Exception as error:  # one class must not starve the others
                 if getattr(getattr(error, "status", None), "code", None) == 404:
-                    self._written[name] = (*identity, status)  # deleted since the cache saw it: nothing to do
+                    self._written[name] = (*identity, _bare(status))  # deleted since the cache saw it: nothing to do
                     continue
                 logger.warning("writing the status of WorkerClass %s failed (%s)", name, short_error(error))
                 complete = False
                 continue
-            self._written[name] = (*identity, status)
+            self._written[name] = (*identity, _bare(status))
             self.writes += 1
             accepted = status["conditions"][0]
             if accepted["status"] != "True":
