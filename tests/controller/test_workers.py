@@ -774,3 +774,25 @@ async def test_an_object_being_deleted_is_not_deleted_again() -> None:
     await controller.reconcile(make_state([]), full=True)  # the pool and its HelmRelease are gone
     deleted = [key for verb, key in client.writes if verb == "delete"]
     assert deleted and not set(held) & set(deleted)  # the rest went; the held Jobs were not asked again
+
+
+async def test_a_pool_waiting_for_its_helmrelease_says_so_on_itself() -> None:
+    """``WorkersWaitingForRelease`` is posted (once per change), on the KubernetesNodes by its uid:
+    there is no HelmRelease yet to carry it."""
+    waiting = copy.deepcopy(TALOS)
+    waiting["metadata"]["uid"] = "uid-pool-talos"
+    client = FakeClient()
+    controller = WorkerController(client)
+    report = await controller.reconcile(make_state([waiting]), full=True)
+    assert report.states == {"tenant-example/example-talos": "waiting-for-release"}
+    (event,) = client.events
+    assert event["reason"] == "WorkersWaitingForRelease" and event["type"] == "Normal"
+    assert event["involvedObject"] == {
+        "apiVersion": "apps.cozystack.io/v1alpha1",
+        "kind": "KubernetesNodes",
+        "name": "example-talos",
+        "namespace": NAMESPACE,
+        "uid": "uid-pool-talos",
+    }
+    await controller.reconcile(make_state([waiting]), full=True)
+    assert len(client.events) == 1  # said when it changes, not at every pass

@@ -13,10 +13,10 @@ import logging
 from typing import Any
 
 from ..adapters.kube import short_error
-from ..api.resources import HELM_RELEASE
+from ..api.resources import HELM_RELEASE, KUBERNETES_NODES
 from ..ops.workers import DesiredPool
 
-__all__ = ["WorkerMetrics", "post_event", "post_object_event"]
+__all__ = ["WorkerMetrics", "involved_object", "post_event", "post_object_event"]
 
 logger = logging.getLogger("workerclass.workers")
 
@@ -43,10 +43,18 @@ class WorkerMetrics:
         )
 
 
-async def post_event(
-    client: Any, pool: DesiredPool, reason: str, message: str, *, warning: bool, component: str
-) -> bool:
-    """Post one Event about ``pool`` on its HelmRelease; ``False`` if the API refused it (best effort)."""
+def involved_object(pool: DesiredPool) -> dict[str, str]:
+    """What a pool's Events are about: its HelmRelease (by uid, what ``kubectl describe`` finds them
+    by); while it has none (``waiting-for-release``), a KubernetesNodes pool's own object."""
+    if not pool.owner_uid and pool.pool_uid and pool.kind == KUBERNETES_NODES.kind:
+        name = pool.identity.partition("/")[2]
+        return {
+            "apiVersion": KUBERNETES_NODES.api_version,
+            "kind": KUBERNETES_NODES.kind,
+            "name": name,
+            "namespace": pool.namespace,
+            "uid": pool.pool_uid,
+        }
     involved = {
         "apiVersion": HELM_RELEASE.api_version,
         "kind": HELM_RELEASE.kind,
@@ -54,7 +62,15 @@ async def post_event(
         "namespace": pool.namespace,
     }
     if pool.owner_uid:
-        involved["uid"] = pool.owner_uid  # kubectl describe finds an object's Events by its uid
+        involved["uid"] = pool.owner_uid
+    return involved
+
+
+async def post_event(
+    client: Any, pool: DesiredPool, reason: str, message: str, *, warning: bool, component: str
+) -> bool:
+    """Post one Event about ``pool`` (:func:`involved_object`); ``False`` if the API refused it (best effort)."""
+    involved = involved_object(pool)
     return await post_object_event(
         client, involved, reason, message, warning=warning, component=component, what=pool.identity
     )

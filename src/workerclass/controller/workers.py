@@ -90,7 +90,7 @@ from ..render.hash import keep_running
 from ..render.kairos_bootstrap import JoinInputsInvalid, is_bootstrap_secret, join_input_names, with_join_inputs
 from ..render.templates import KAIROS_DATA_SECRET_PATH, KAIROS_PROVIDER_PATH
 from ..state import State
-from .reporting import WorkerMetrics, post_event
+from .reporting import WorkerMetrics, involved_object, post_event
 
 __all__ = ["FIELD_MANAGER", "WorkerController", "WorkerMetrics", "WorkerSettings"]
 
@@ -489,8 +489,7 @@ class WorkerController:
         if previous == (state, message):
             return
         if state == "waiting-for-release":
-            logger.info("%s: %s", pool.identity, message)  # transient, and its HelmRelease does not exist
-            return
+            logger.info("%s: %s", pool.identity, message)  # posted on the pool itself (no HelmRelease yet)
         reasons = {
             "refused": ("WorkersRefused", True),
             "not-resolvable": ("WorkersNotResolvable", True),
@@ -511,7 +510,7 @@ class WorkerController:
             async for event in self._client.list(
                 Event,
                 namespace=pool.namespace,
-                fields={"involvedObject.name": pool.owner, "reason": reason},
+                fields={"involvedObject.name": involved_object(pool)["name"], "reason": reason},
             ):
                 if getattr(event, "message", None) == message[:1000]:
                     return True

@@ -3,7 +3,8 @@
 The contract (``docs/contract.md``, section 1) fixes the status shape::
 
     status:
-      conditions: [{type: Accepted|InUse|WorkersApplied, status, reason, message, observedGeneration}]
+      conditions: [{type: Accepted|InUse|WorkersApplied, status, reason, message, observedGeneration,
+                    lastTransitionTime}]
       pools: <int>              # live pools that select this class
 
 * ``Accepted`` is ``True`` when the class passes the class rules (the same rules the validating

@@ -186,6 +186,8 @@ class DesiredPool:
     #: the HelmRelease's uid (what its Events name, so that ``kubectl describe`` shows them); empty
     #: while the cluster has no such HelmRelease
     owner_uid: str = ""
+    #: the pool object's own uid (a KubernetesNodes: where its Events go while it has no HelmRelease)
+    pool_uid: str = ""
 
     @property
     def key(self) -> str:
@@ -272,6 +274,12 @@ def _left(record: PoolRecord, state: PoolState, message: str) -> DesiredPool:
     )
 
 
+def _uid(state: State, record: PoolRecord) -> str:
+    """The pool object's uid, as stored."""
+    stored = state.records.get((record.kind, record.namespace, record.name))
+    return str((((stored.obj if stored is not None else {}).get("metadata") or {}).get("uid")) or "")
+
+
 def _release_of(kind: str, name: str) -> str:
     return f"{RELEASE_PREFIX}{name}" if kind == "KubernetesNodes" else name
 
@@ -282,6 +290,7 @@ def _desired(state: State, record: PoolRecord, class_name: str, kairos_path: str
     release = record.release or _release_of(record.kind, record.name)
     owner_name = release if record.kind == "KubernetesNodes" else record.name
     base = DesiredPool(
+        pool_uid=_uid(state, record),
         identity=record.identity,
         kind=record.kind,
         namespace=record.namespace,
