@@ -46,7 +46,7 @@ class WorkerMetrics:
 def involved_object(pool: DesiredPool) -> dict[str, str]:
     """What a pool's Events are about: its HelmRelease (by uid, what ``kubectl describe`` finds them
     by); while it has none (``waiting-for-release``), a KubernetesNodes pool's own object."""
-    if not pool.owner_uid and pool.pool_uid and pool.kind == KUBERNETES_NODES.kind:
+    if pool.state == "waiting-for-release" and pool.pool_uid and pool.kind == KUBERNETES_NODES.kind:
         name = pool.identity.partition("/")[2]
         return {
             "apiVersion": KUBERNETES_NODES.api_version,

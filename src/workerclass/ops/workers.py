@@ -289,7 +289,9 @@ def _desired(state: State, record: PoolRecord, class_name: str, kairos_path: str
     effective, denials, warnings = resolve_pool(state, record)
     release = record.release or _release_of(record.kind, record.name)
     owner_name = release if record.kind == "KubernetesNodes" else record.name
+    owner = _owner(state, record.namespace, owner_name)
     base = DesiredPool(
+        owner_uid=str(((owner or {}).get("metadata") or {}).get("uid") or ""),
         pool_uid=_uid(state, record),
         identity=record.identity,
         kind=record.kind,
@@ -318,14 +320,12 @@ def _desired(state: State, record: PoolRecord, class_name: str, kairos_path: str
         )
     release = release_name(effective)
     base = replace(base, release=release, bootstrap=effective.bootstrap)
-    owner = _owner(state, record.namespace, owner_name)
     if owner is None or not ((owner.get("metadata") or {}).get("uid")):
         return replace(
             base, state="waiting-for-release", message=f"waiting for its HelmRelease {record.namespace}/{owner_name}"
         )
     marked = [_marked(obj, namespace=record.namespace, release=release, owner=owner) for obj in objects]
-    uid = str((owner.get("metadata") or {}).get("uid"))
-    return replace(base, objects=tuple(_in_apply_order(marked)), owner_uid=uid)
+    return replace(base, objects=tuple(_in_apply_order(marked)))
 
 
 def classless_releases(state: State) -> set[tuple[str, str]]:
