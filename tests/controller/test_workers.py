@@ -711,6 +711,8 @@ async def test_the_loop_lists_no_machine_sets_and_each_owned_kind_once() -> None
         kind for kind, labels in client.labels if kind in {"MachineDeployment", "Job", "Role"} and POOL_LABEL in labels
     ]
     assert sorted(owned) == ["Job", "MachineDeployment", "Role"]
+    watched = {kind for kind, _ in client.watchers}
+    assert "MachineDeployment" in watched and "Secret" not in watched  # Secrets are listed, never watched
     stop.set()
     await asyncio.wait_for(loop, 5)
 

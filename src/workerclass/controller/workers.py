@@ -100,6 +100,9 @@ logger = logging.getLogger("workerclass.workers")
 FIELD_MANAGER = "workerclass-controller"
 #: the templates a MachineSet references (kept while one does, as the chart's lookup keeps them)
 TEMPLATE_KINDS = frozenset({"KubevirtMachineTemplate", "ProxmoxMachineTemplate", "KairosConfigTemplate", "Secret"})
+#: owned kinds listed (by our label) at the full resync's pace, never watched: the controller's RBAC
+#: grants no ``watch`` on Secrets, so that no Secret of any namespace streams to it
+LISTED_ONLY = frozenset({"Secret"})
 #: kinds the chart never renders, so never Helm-made objects to pin or to find ungated
 NOT_CHART_KINDS = frozenset({"Secret"})
 MACHINE_SET = WorkerKind("cluster.x-k8s.io/v1beta1", "MachineSet", "machinesets")
@@ -582,6 +585,10 @@ class WorkerController:
                 except Exception:
                     version = None
                 self._relisted(kind, items)
+                if kind.kind in LISTED_ONLY:  # no watch: listed again at every full resync's pace
+                    backoff.reset()
+                    await asyncio.sleep(self.settings.resync_interval)
+                    continue
                 while True:  # watch from the last version seen; a silent or ended watch is renewed from it
                     watch = self._client.watch(
                         resource,
