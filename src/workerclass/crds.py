@@ -11,7 +11,7 @@ The ``spec`` schemas are generated (:func:`openapi`) from the declarations the p
 (tests/test_crds_agreement.py holds them to the same answers over generated values).
 
 ``status`` is a subresource laid out as API.md section 1 (``conditions`` with ``type``,
-``status``, ``reason``, ``message``, ``observedGeneration``; ``pools``), so what the controller
+``status``, ``reason``, ``message``, ``observedGeneration``, ``lastTransitionTime``; ``pools``), so what the controller
 writes is kept whole, never pruned.
 
 Its edge: plain dicts out; nothing is applied. KubernetesNodes, Kubernetes and ComputePlane are
@@ -105,6 +105,7 @@ def _status() -> dict[str, Any]:
             "reason": {"type": "string"},
             "message": {"type": "string"},
             "observedGeneration": {"type": "integer", "format": "int64", "minimum": 0},
+            "lastTransitionTime": {"type": "string", "format": "date-time"},
         },
         required=["type", "status"],
     )

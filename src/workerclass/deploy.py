@@ -304,11 +304,11 @@ def controller_rbac_rules() -> list[dict[str, Any]]:
     return [rule for rule, _ in _controller_rules()]
 
 
-#: verbs of the rows of what the controller applies: it lists them (by its label, and Helm's to pin),
-#: reads one it has not applied before its first apply (whose owner it is: it never takes over an
-#: object it does not own), applies them server-side (a patch, and a create where the object is
-#: new) and prunes them; it never watches or updates them
-WORKER_VERBS = ["get", "list", "create", "patch", "delete"]
+#: verbs of the rows of what the controller applies: it lists and watches them by its label (and
+#: lists Helm's, to pin them), reads one it has not applied before its first apply (whose owner it
+#: is: it never takes over an object it does not own), applies them server-side (a patch, and a
+#: create where the object is new) and prunes them; it never updates them
+WORKER_VERBS = ["get", "list", "watch", "create", "patch", "delete"]
 
 #: what a worker row lets its holder do beyond writing a pool's objects, by API group
 _WORKER_NOTES = {
@@ -347,7 +347,8 @@ def _controller_rules() -> Reasoned:
             (
                 {"apiGroups": [group], "resources": sorted(plurals), "verbs": list(WORKER_VERBS)},
                 f"{', '.join(sorted(plurals))}: the objects the chart renders for a classified pool: listed by the "
-                "controller's label (and Helm's, to pin them for a handoff), read by name before the first apply "
+                "controller's label (and Helm's, to pin them for a handoff), watched by its label (a hand edit or "
+                "deletion is repaired in seconds), read by name before the first apply "
                 "(an object another owner has is never taken over), applied server-side (patch, and create "
                 "where new), pinned (patch) and pruned when the pool changes or goes" + (f"; {note}" if note else ""),
             )

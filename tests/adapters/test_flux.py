@@ -290,3 +290,41 @@ async def test_the_cache_notes_what_the_follower_says() -> None:
     assert cache.notes == ()
     await follower.refresh()  # nothing served, no --chart-source: no chart known
     assert cache.notes == (follower.note,) and "no chart known" in cache.notes[0]
+
+
+async def test_the_first_read_waits_for_the_cache_and_is_always_handed_over(gated: bytes) -> None:
+    """Read before the cache's first State, the follower would settle on "no chart" (the pools'
+    releases unknown); and its first read, even of no chart, is announced, so that a controller
+    waiting for the chart wakes up."""
+    sources, server = cluster_with(gated)
+    follower = ChartFollower(sources, fetch=server.fetch, interval=3600)
+    seen: list[ChartSource | None] = []
+    synced = asyncio.Event()
+
+    async def wait_synced() -> None:
+        await synced.wait()
+
+    cache = SimpleNamespace(state=None, set_chart=seen.append, wait_synced=wait_synced)
+    stop = asyncio.Event()
+    task = asyncio.create_task(follower.run(cache, stop=stop))
+    await asyncio.sleep(0.1)
+    assert not follower.settled and seen == []  # nothing read before the cache has a State
+    synced.set()
+    async with asyncio.timeout(5):
+        while not seen:
+            await asyncio.sleep(0.01)
+    assert follower.settled and seen[0] is not None and seen[0].name == "main+gate"
+    stop.set()
+    await task
+
+    nothing = ChartFollower(Sources(), fetch=server.fetch, interval=3600)
+    handed: list[ChartSource | None] = []
+    stop = asyncio.Event()
+    task = asyncio.create_task(nothing.run(SimpleNamespace(state=None, set_chart=handed.append), stop=stop))
+    async with asyncio.timeout(5):
+        while not nothing.settled:
+            await asyncio.sleep(0.01)
+    await asyncio.sleep(0.05)
+    stop.set()
+    await task
+    assert handed == [None]  # no chart named: said all the same

@@ -185,3 +185,25 @@ async def test_the_proxy_is_chosen_once_from_the_environment(
     for name, value in environment.items():
         monkeypatch.setenv(name, value)
     assert environment_proxy(server) == proxy
+
+
+async def test_a_request_waits_for_a_pooled_connection_only_as_long_as_the_pool_timeout(odd_server: str) -> None:
+    """Every connection of the pool held (watches, a silent server): the next request fails after the
+    pool timeout instead of queuing for ever."""
+    config = config_for(odd_server)
+    made = AsyncClient(
+        config=config,
+        trust_env=False,
+        transport=aiohttp_transport(config.get(), limit=1),
+        timeout=httpx.Timeout(1, read=30, pool=0.3),
+    )
+    try:
+        held = asyncio.create_task(made.get(CLASSES, "silent"))  # takes the one connection
+        await asyncio.sleep(0.2)
+        started = asyncio.get_running_loop().time()
+        with pytest.raises(httpx.TimeoutException):
+            await made.get(CLASSES, "zipped")
+        assert asyncio.get_running_loop().time() - started < 3
+        held.cancel()
+    finally:
+        await made.close()

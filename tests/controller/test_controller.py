@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import datetime
 import json
 import logging
 import uuid
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import aiohttp.web
@@ -172,9 +174,12 @@ class Events:
 
     def __init__(self) -> None:
         self.posted: list[tuple[str, str, str]] = []
+        #: the uid each Event named its class by
+        self.uids: list[str] = []
 
-    async def warn(self, name: str, reason: str, message: str) -> None:
+    async def warn(self, name: str, reason: str, message: str, *, uid: str = "") -> None:
         self.posted.append((name, reason, message))
+        self.uids.append(uid)
 
 
 @contextlib.asynccontextmanager
@@ -259,7 +264,10 @@ async def test_status_in_the_api_shape(operator: kmock.KubernetesEmulator) -> No
     assert set(status) >= {"conditions", "pools"}
     assert status["pools"] == 1
     accepted, in_use = status["conditions"]
-    assert set(accepted) == set(in_use) == {"type", "status", "reason", "message", "observedGeneration"}
+    assert set(accepted) == set(in_use) == {
+        "type", "status", "reason", "message", "observedGeneration", "lastTransitionTime",
+    }  # fmt: skip
+    assert datetime.datetime.fromisoformat(accepted["lastTransitionTime"].replace("Z", "+00:00")).tzinfo
     assert (accepted["type"], accepted["status"], accepted["reason"]) == ("Accepted", "True", "Valid")
     assert (in_use["type"], in_use["status"], in_use["reason"]) == ("InUse", "True", "PoolsSelectClass")
     assert in_use["message"].startswith("1 live pool(s) in 1 namespace(s) select this class")
@@ -745,7 +753,8 @@ async def test_a_finalizer_patch_refused_for_good_is_a_warning_and_an_event(capl
     """A 422 is a failed ``test`` (a race: the next State decides) or a refusal that stays (a
     webhook's or the CRD's): the API server words both alike, so the same patch refused twice is
     said, not retried quietly forever."""
-    state = State.from_objects([*example_objects(), worker_class("fresh", bootstrap="talos")])
+    fresh = worker_class("fresh", bootstrap="talos")
+    state = State.from_objects([*example_objects(), fresh])
     source, finalizers, events = Source(state), Finalizers(), Events()
     refused = (422, "the server rejected our request due to an error in our request")
     # each pass adds in name order: fresh, then the two example classes; the second pass's first
@@ -759,6 +768,7 @@ async def test_a_finalizer_patch_refused_for_good_is_a_warning_and_an_event(capl
         stop.set()
         await asyncio.wait_for(task, 5)
     assert [(name, reason) for name, reason, _ in events.posted] == [("fresh", "FinalizerFailed")]
+    assert events.uids == [fresh["metadata"]["uid"]]  # kubectl describe finds a class's Events by it
     assert any(r.levelno == logging.WARNING and "fresh" in r.getMessage() for r in caplog.records)
 
 
@@ -789,3 +799,47 @@ async def test_a_bug_in_the_finalizer_pass_never_ends_the_controller(
         stop.set()
         await asyncio.wait_for(task, 5)
     assert any("finalizers failed" in r.getMessage() for r in caplog.records if r.levelno == logging.ERROR)
+
+
+async def test_nothing_is_decided_before_the_chart_the_pools_run_has_been_read() -> None:
+    """Without ``--chart`` the chart is read through Flux after the cache syncs: until that first read
+    the controller sees no State (a Talos pool would be refused for the chart's missing text)."""
+    from workerclass.controller import ChartRead
+
+    state = State.from_objects(example_objects())
+    cache = Source(state)
+    cache.charts = SimpleNamespace(settled=False)  # type: ignore[attr-defined]
+    settled = ChartRead(cache)
+    assert settled.state is None
+    cache.charts.settled = True  # type: ignore[attr-defined]
+    assert settled.state is state
+    assert settled.published == cache.published
+    del cache.charts  # type: ignore[attr-defined]  # --chart: no follower, nothing to wait for
+    assert settled.state is state
+
+
+async def test_a_condition_keeps_its_transition_time_until_its_status_changes() -> None:
+    """``lastTransitionTime`` moves only when a condition's ``status`` does: a pass over a class whose
+    stored status is the one written writes nothing; a changed condition gets the pass's time."""
+    written: dict[str, dict[str, Any]] = {}
+
+    class Writer:
+        async def write(self, name: str, status: dict[str, Any]) -> None:
+            written[name] = status
+
+    klass = worker_class("lonely", bootstrap="talos")
+    source = SimpleNamespace(state=State.from_objects([*example_objects(), klass]), reason="")
+    controller = ClassController(source, Writer(), NoPools())  # type: ignore[arg-type]
+    times = iter(["2026-12-03T10:00:00", "2026-12-03T11:00:00", "2026-12-03T12:00:00"])
+    controller._wall = lambda: datetime.datetime.fromisoformat(next(times)).replace(tzinfo=datetime.UTC)
+    assert await controller.refresh(source.state)
+    first = written.pop("lonely")
+    assert {c["lastTransitionTime"] for c in first["conditions"]} == {"2026-12-03T10:00:00Z"}
+    stored = State.from_objects([*example_objects(), {**klass, "status": first}])
+    assert await controller.refresh(stored)
+    assert "lonely" not in written  # as written: nothing sent, no time moved
+    used = State.from_objects([*example_objects(), {**klass, "status": first}, pool("example-lonely", "lonely")])
+    assert await controller.refresh(used)
+    times_by_type = {c["type"]: c["lastTransitionTime"] for c in written["lonely"]["conditions"]}
+    assert times_by_type["Accepted"] == "2026-12-03T10:00:00Z"  # unchanged: its time kept
+    assert times_by_type["InUse"] == "2026-12-03T12:00:00Z"  # False -> True: the pass's time

@@ -2,8 +2,10 @@
 server with Cluster API): what it applies, what it refuses, what a restart sends, what it keeps.
 
 The fake client stores objects by kind, namespace and name; a server-side apply stores the body (the
-real server merges; nothing here depends on the difference), a merge patch merges annotations. Every
-write is counted, so "nothing is sent" is an assertion on the client's own record.
+real server merges) with the field manager's ``managedFields`` entry as a server writes it (maps as
+``f:`` keys, every list atomic; tests/e2e/test_workers.py shows removal on a real API server), a
+merge patch merges annotations. Every write is counted, so "nothing is sent" is an assertion on the
+client's own record.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import asyncio
 import base64
 import copy
 from collections.abc import AsyncIterator, Iterable, Mapping
+from dataclasses import replace
 from types import SimpleNamespace
 from typing import Any
 
@@ -36,6 +39,10 @@ class NotFound(Exception):
     status = SimpleNamespace(code=404, reason="NotFound")
 
 
+class Forbidden(Exception):
+    status = SimpleNamespace(code=403, reason="Forbidden")
+
+
 def _kind(resource: Any) -> str:
     return str(resource._api_info.resource.kind)
 
@@ -51,8 +58,50 @@ class FakeClient:
     def __init__(self, objects: Iterable[Mapping[str, Any]] = ()) -> None:
         self.objects: dict[Key, dict[str, Any]] = {}
         self.writes: list[tuple[str, Key]] = []
+        #: the kinds listed, in order (with the namespace asked for)
+        self.lists: list[tuple[str, str | None]] = []
+        #: the kinds listed with the label keys asked for
+        self.labels: list[tuple[str, tuple[str, ...]]] = []
+        #: the open watches: their kind and the queue their events go to
+        self.watchers: list[tuple[str, asyncio.Queue[tuple[str, Any]]]] = []
+        #: kinds whose list and watch are refused (403)
+        self.forbidden: set[str] = set()
+        self.version = 0
+        #: the Events posted, as sent
+        self.events: list[dict[str, Any]] = []
         for obj in objects:
             self.put(obj)
+
+    def _stored(self, key: Key, obj: Mapping[str, Any]) -> dict[str, Any]:
+        """``obj`` stored under ``key`` with a new resourceVersion; its watchers told."""
+        self.version += 1
+        stored = copy.deepcopy(dict(obj))
+        stored.setdefault("metadata", {})["resourceVersion"] = str(self.version)
+        event = "MODIFIED" if key in self.objects else "ADDED"
+        self.objects[key] = stored
+        self._notify(key[0], event, stored)
+        return stored
+
+    def _notify(self, kind: str, event: str, obj: Mapping[str, Any]) -> None:
+        for watched, queue in self.watchers:
+            if watched == kind:
+                queue.put_nowait((event, Stored(copy.deepcopy(dict(obj)))))
+
+    async def watch(self, resource: Any, *, labels: Any = None, **_: Any) -> AsyncIterator[tuple[str, Any]]:
+        kind = _kind(resource)
+        if kind in self.forbidden:
+            raise Forbidden(kind)
+        queue: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
+        entry = (kind, queue)
+        self.watchers.append(entry)
+        try:
+            while True:
+                event, obj = await queue.get()
+                have = (obj.get("metadata") or {}).get("labels") or {}
+                if not labels or all(key in have for key in labels):
+                    yield event, obj
+        finally:
+            self.watchers.remove(entry)
 
     @staticmethod
     def key(obj: Mapping[str, Any]) -> Key:
@@ -60,7 +109,11 @@ class FakeClient:
         return str(obj["kind"]), str(meta.get("namespace") or ""), str(meta["name"])
 
     def put(self, obj: Mapping[str, Any]) -> None:
-        self.objects[self.key(obj)] = copy.deepcopy(dict(obj))
+        """An object as given (no resourceVersion: what a test compares it with later)."""
+        key = self.key(obj)
+        event = "MODIFIED" if key in self.objects else "ADDED"
+        self.objects[key] = copy.deepcopy(dict(obj))
+        self._notify(key[0], event, obj)
 
     def of(self, kind: str) -> list[dict[str, Any]]:
         return [obj for key, obj in sorted(self.objects.items()) if key[0] == kind]
@@ -69,6 +122,10 @@ class FakeClient:
         self, resource: Any, *, namespace: str | None = None, labels: Any = None, **_: Any
     ) -> AsyncIterator[Any]:
         kind = _kind(resource)
+        self.lists.append((kind, namespace))
+        self.labels.append((kind, tuple(labels or ())))
+        if kind in self.forbidden:
+            raise Forbidden(kind)
         for (found, where, _name), obj in sorted(self.objects.items()):
             if found != kind or (namespace not in (None, "*") and where != namespace):
                 continue
@@ -93,25 +150,44 @@ class FakeClient:
         kind = _kind(resource)
         key = (kind, namespace or "", name)
         if options.get("patch_type") is not None and str(options["patch_type"]).endswith("MERGE"):
-            current = self.objects[key]
+            current = copy.deepcopy(self.objects[key])
             current["metadata"].setdefault("annotations", {}).update(obj["metadata"]["annotations"])
             self.writes.append(("patch", key))
-            return Stored(copy.deepcopy(current))
+            return Stored(self._stored(key, current))
         assert options.get("field_manager") == FIELD_MANAGER and options.get("force") is True
-        self.objects[key] = copy.deepcopy(dict(obj))
+        stored = copy.deepcopy(dict(obj))
+        stored["metadata"]["managedFields"] = [applied_fields(obj)]
         self.writes.append(("apply", key))
-        return Stored(copy.deepcopy(self.objects[key]))
+        return Stored(copy.deepcopy(self._stored(key, stored)))
 
     async def delete(self, resource: Any, name: str, *, namespace: str | None = None) -> None:
         key = (_kind(resource), namespace or "", name)
         if key not in self.objects:
             raise NotFound(name)
-        del self.objects[key]
+        gone = self.objects.pop(key)
         self.writes.append(("delete", key))
+        self._notify(key[0], "DELETED", gone)
 
     async def create(self, obj: Any) -> Any:
         self.writes.append(("create", ("Event", getattr(obj.metadata, "namespace", ""), str(obj.reason))))
+        self.events.append(obj.to_dict())
         return obj
+
+
+def fields_v1(value: Any) -> dict[str, Any]:
+    """The ``fieldsV1`` tree of an applied value (maps as ``f:`` keys; lists atomic)."""
+    if isinstance(value, Mapping) and value:
+        return {".": {}, **{f"f:{key}": fields_v1(item) for key, item in value.items()}}
+    return {}
+
+
+def applied_fields(obj: Mapping[str, Any], manager: str = FIELD_MANAGER) -> dict[str, Any]:
+    """The ``managedFields`` entry a server writes for ``manager``'s apply of ``obj``."""
+    body = {key: value for key, value in obj.items() if key not in ("apiVersion", "kind")}
+    metadata = {key: value for key, value in body.get("metadata", {}).items() if key not in ("name", "namespace")}
+    body["metadata"] = metadata
+    tree = {key: value for key, value in fields_v1(body).items() if key != "."}
+    return {"manager": manager, "operation": "Apply", "fieldsType": "FieldsV1", "fieldsV1": tree}
 
 
 def release_of(pool: Mapping[str, Any]) -> dict[str, Any]:
@@ -257,10 +333,6 @@ async def test_the_join_inputs_are_read_on_a_full_resync_and_when_the_secret_cha
     keyed = make_pool("kairos", workerClassName="kairos", sshKeys=[], version="v1.35")
     await controller.reconcile(state_of(keyed))  # another bootstrap: read again, a new Secret
     assert len(reads) == 6
-
-
-class Forbidden(Exception):
-    status = SimpleNamespace(code=403, reason="Forbidden")
 
 
 async def test_a_crd_that_cannot_be_read_switches_no_path_and_rolls_nothing() -> None:
@@ -572,3 +644,207 @@ async def test_the_same_content_under_the_stable_name_is_kept_and_nothing_rolls(
     client = FakeClient([_running_template(state)])
     await WorkerController(client, events=False).reconcile(state, full=True)
     assert _configured(client) == "kubernetes-example-talos" == _job_applies(client)
+
+
+DROPPED = "example.com/dropped"
+
+
+def _with_dropped(obj: dict[str, Any]) -> dict[str, Any]:
+    """``obj`` as an older render set it: one annotation more, applied by our field manager."""
+    older = copy.deepcopy(obj)
+    older["metadata"].pop("managedFields", None)
+    older["metadata"].setdefault("annotations", {})[DROPPED] = "yes"
+    older["metadata"]["managedFields"] = [applied_fields(older)]
+    return older
+
+
+async def test_a_field_the_render_no_longer_sets_is_removed_after_a_restart() -> None:
+    """A workerclass (or chart) upgrade whose render stops setting a field: the live object still holds
+    every value the new render sets (it "covers" it), but our field manager owns one field more, so
+    the restarted controller applies and server-side apply removes that field."""
+    client = FakeClient()
+    state = state_of(TALOS)
+    await WorkerController(client, events=False).reconcile(state, full=True)
+    (key,) = [key for key in client.objects if key[0] == "MachineDeployment"]
+    client.objects[key] = _with_dropped(client.objects[key])
+    before = len(client.writes)
+    await WorkerController(client, events=False).reconcile(state, full=True)
+    assert [key for verb, key in client.writes[before:] if verb == "apply"] == [key]
+    assert DROPPED not in client.objects[key]["metadata"]["annotations"]
+    before = len(client.writes)
+    await WorkerController(client, events=False).reconcile(state, full=True)
+    assert client.writes[before:] == []  # converged: nothing more to send
+
+
+async def test_a_field_dropped_between_two_renders_is_removed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The desired object changed since our last apply: applied, though the live object covers it."""
+    import workerclass.controller.workers as module
+
+    real = module.desired_workers
+
+    def older(state: Any, **options: Any) -> Any:
+        pools = real(state, **options)
+        return [
+            replace(pool, objects=tuple(_with_dropped(obj) if obj["kind"] == "MachineDeployment" else obj
+                                        for obj in pool.objects))
+            for pool in pools
+        ]  # fmt: skip
+
+    client = FakeClient()
+    state = state_of(TALOS)
+    controller = WorkerController(client, events=False)
+    monkeypatch.setattr(module, "desired_workers", older)
+    await controller.reconcile(state, full=True)
+    (key,) = [key for key in client.objects if key[0] == "MachineDeployment"]
+    assert client.objects[key]["metadata"]["annotations"][DROPPED] == "yes"
+    monkeypatch.setattr(module, "desired_workers", real)
+    before = len(client.writes)
+    await controller.reconcile(state)
+    assert [key for verb, key in client.writes[before:] if verb == "apply"] == [key]
+    assert DROPPED not in client.objects[key]["metadata"]["annotations"]
+
+
+async def test_a_field_another_writer_took_over_is_taken_back_on_a_resync() -> None:
+    """Someone edits a field we apply (their manager owns it now, ours no longer does): repaired."""
+    client = FakeClient()
+    state = state_of(TALOS)
+    controller = WorkerController(client, events=False)
+    await controller.reconcile(state, full=True)
+    (key,) = [key for key in client.objects if key[0] == "MachineHealthCheck"]
+    live = client.objects[key]
+    fields = live["metadata"]["managedFields"][0]["fieldsV1"]
+    del fields["f:spec"]["f:maxUnhealthy"]  # what an update by kubectl edit does to our entry
+    live["metadata"]["managedFields"].append({"manager": "kubectl-edit", "operation": "Update", "fieldsV1": {}})
+    live["spec"]["maxUnhealthy"] = "100%"
+    before = len(client.writes)
+    await controller.reconcile(state, full=True)
+    assert [key for verb, key in client.writes[before:] if verb == "apply"] == [key]
+    assert client.objects[key]["spec"]["maxUnhealthy"] != "100%"
+
+
+async def _running(client: FakeClient, state: Any) -> tuple[WorkerController, asyncio.Event, asyncio.Task[None]]:
+    """The worker loop on ``state``, its resync an hour away, once its first pass has run."""
+    from tests.controller.test_controller import Source
+    from workerclass.controller.workers import WorkerSettings
+
+    worker = WorkerController(client, events=False, settings=WorkerSettings(resync_interval=3600))
+    stop = asyncio.Event()
+    loop = asyncio.create_task(worker.run(Source(state), stop=stop))
+    async with asyncio.timeout(5):
+        while not worker.settled:
+            await asyncio.sleep(0.01)
+    return worker, stop, loop
+
+
+async def test_a_hand_deleted_machine_deployment_is_repaired_in_seconds() -> None:
+    """The owned kinds are watched by our label: a deletion wakes the loop, not the next resync."""
+    client = FakeClient()
+    _, stop, loop = await _running(client, state_of(TALOS))
+    (key,) = [key for key in client.objects if key[0] == "MachineDeployment"]
+    before = len(client.writes)
+    await client.delete(SimpleNamespace(_api_info=SimpleNamespace(resource=SimpleNamespace(kind=key[0]))), key[2],
+                        namespace=key[1])  # fmt: skip
+    async with asyncio.timeout(2):
+        while key not in client.objects:
+            await asyncio.sleep(0.01)
+    assert [verb for verb, _ in client.writes[before:]] == ["delete", "apply"]  # the one object, nothing else
+    stop.set()
+    await asyncio.wait_for(loop, 5)
+
+
+async def test_the_loop_lists_no_machine_sets_and_each_owned_kind_once() -> None:
+    client = FakeClient()
+    _, stop, loop = await _running(client, state_of(TALOS))
+    await asyncio.sleep(0.2)
+    assert not [entry for entry in client.lists if entry[0] == "MachineSet"]
+    owned = [
+        kind for kind, labels in client.labels if kind in {"MachineDeployment", "Job", "Role"} and POOL_LABEL in labels
+    ]
+    assert sorted(owned) == ["Job", "MachineDeployment", "Role"]
+    watched = {kind for kind, _ in client.watchers}
+    assert "MachineDeployment" in watched and "Secret" not in watched  # Secrets are listed, never watched
+    stop.set()
+    await asyncio.wait_for(loop, 5)
+
+
+async def test_a_kind_that_cannot_be_listed_holds_back_only_the_pools_that_render_it() -> None:
+    """A 403 on one owned kind: pools that render it wait (their objects of it are unknown), pools
+    that do not are applied; once the kind is listed the waiting pools are applied too."""
+    client = FakeClient([kairos_crd("kubeadm")])
+    client.forbidden.add("Job")  # Talos pools render the talos-reconcile Job, Kairos pools do not
+    worker, stop, loop = await _running(client, state_of(TALOS, KAIROS))
+    assert worker.pool_states == {"tenant-example/example-talos": "failing", "tenant-example/example-kairos": "applied"}
+    assert "Job (403 Forbidden)" in worker._pool_states["tenant-example/example-talos"][1]
+    assert not [key for key in applied(client) if "talos" in key[2]]
+    client.forbidden.clear()
+    async with asyncio.timeout(5):  # the kind's backoff (1 s, jittered), then its list wakes the loop
+        while worker.pool_states["tenant-example/example-talos"] != "applied":
+            await asyncio.sleep(0.02)
+    stop.set()
+    await asyncio.wait_for(loop, 5)
+
+
+async def test_a_direct_helmrelease_pool_is_not_cleaned_up_while_its_helmrelease_exists() -> None:
+    """The cleanup's fresh read looks up the pool's HelmRelease by its own name (the objects' owner),
+    not by the Helm release name, which a direct HelmRelease may set apart (``spec.releaseName``)."""
+    from tests.builders import make_release
+
+    release = make_release("direct", workerClassName="talos")
+    release["metadata"]["uid"] = "u-direct"
+    release["spec"]["releaseName"] = "kubernetes-nodes-example-direct-renamed"
+    client = FakeClient([release])
+    controller = WorkerController(client, events=False)
+    report = await controller.reconcile(make_state([release]), full=True)
+    assert set(report.states.values()) == {"applied"}, controller._pool_states
+    before = len(client.writes)
+    report = await controller.reconcile(make_state([]), full=True)  # the cache lags: the pool not seen
+    assert [verb for verb, _ in client.writes[before:]] == [] and report.deleted == 0
+    del client.objects[("HelmRelease", NAMESPACE, release["metadata"]["name"])]
+    report = await controller.reconcile(make_state([]), full=True)  # gone for real: cleaned up
+    assert report.deleted > 0
+
+
+async def test_events_name_the_helmrelease_by_its_uid() -> None:
+    """``kubectl describe helmrelease`` lists the Events whose involved object has its uid."""
+    client = FakeClient()
+    await WorkerController(client).reconcile(state_of(TALOS), full=True)
+    (event,) = [event for event in client.events if event["reason"] == "WorkersApplied"]
+    assert event["involvedObject"]["name"] == "kubernetes-nodes-example-talos"
+    assert event["involvedObject"]["uid"] == "uid-kubernetes-nodes-example-talos"
+
+
+async def test_an_object_being_deleted_is_not_deleted_again() -> None:
+    """A deletion a finalizer holds (the garbage collector's orphan finalizer on a Job) is not sent
+    again on every pass: the object carries its deletionTimestamp until it goes."""
+    client = FakeClient()
+    controller = WorkerController(client, events=False)
+    await controller.reconcile(state_of(TALOS), full=True)
+    held = [key for key in client.objects if key[0] == "Job"]
+    for key in held:
+        client.objects[key]["metadata"]["deletionTimestamp"] = "2026-12-03T00:00:00Z"
+    assert held
+    await controller.reconcile(make_state([]), full=True)  # the pool and its HelmRelease are gone
+    deleted = [key for verb, key in client.writes if verb == "delete"]
+    assert deleted and not set(held) & set(deleted)  # the rest went; the held Jobs were not asked again
+
+
+async def test_a_pool_waiting_for_its_helmrelease_says_so_on_itself() -> None:
+    """``WorkersWaitingForRelease`` is posted (once per change), on the KubernetesNodes by its uid:
+    there is no HelmRelease yet to carry it."""
+    waiting = copy.deepcopy(TALOS)
+    waiting["metadata"]["uid"] = "uid-pool-talos"
+    client = FakeClient()
+    controller = WorkerController(client)
+    report = await controller.reconcile(make_state([waiting]), full=True)
+    assert report.states == {"tenant-example/example-talos": "waiting-for-release"}
+    (event,) = client.events
+    assert event["reason"] == "WorkersWaitingForRelease" and event["type"] == "Normal"
+    assert event["involvedObject"] == {
+        "apiVersion": "apps.cozystack.io/v1alpha1",
+        "kind": "KubernetesNodes",
+        "name": "example-talos",
+        "namespace": NAMESPACE,
+        "uid": "uid-pool-talos",
+    }
+    await controller.reconcile(make_state([waiting]), full=True)
+    assert len(client.events) == 1  # said when it changes, not at every pass

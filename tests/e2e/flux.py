@@ -19,6 +19,7 @@ from __future__ import annotations
 import datetime
 import hashlib
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -50,10 +51,15 @@ class ArtifactServer:
 
     def __init__(self) -> None:
         self.files: dict[str, bytes] = {}
+        #: seconds each answer waits (a slow source-controller)
+        self.delay = 0.0
         files = self.files
+        server = self
 
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self) -> None:
+                if server.delay:
+                    time.sleep(server.delay)
                 body = files.get(self.path)
                 if body is None:
                     self.send_error(404)

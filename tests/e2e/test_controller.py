@@ -14,6 +14,7 @@ ClusterRole without ``workerclasses/status``): the status was never written (the
 
 from __future__ import annotations
 
+import datetime
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,6 +23,7 @@ from typing import Any
 import pytest
 
 from workerclass.api import CONTROLLER_READS
+from workerclass.ops.workers import WORKER_KINDS
 
 from .conftest import ACCOUNT_GROUPS, CONTROLLER_USER, TENANT, Install, Served
 from .kube import Kube
@@ -94,10 +96,12 @@ def test_status_finalizer_and_a_quiet_restart(
     # settled before the restart: the worker controller has reported the pool (no HelmRelease here), so
     # WorkersApplied is no longer the "not reconciled yet" that the class status may write first
     wait_until(
-        lambda: next(
-            (c["reason"] for c in _status(kube, name).get("conditions", []) if c["type"] == "WorkersApplied"), None
-        )
-        == "WaitingForRelease",
+        lambda: (
+            next(
+                (c["reason"] for c in _status(kube, name).get("conditions", []) if c["type"] == "WorkersApplied"), None
+            )
+            == "WaitingForRelease"
+        ),
         timeout=30,
         what="WorkersApplied WaitingForRelease",
     )
@@ -110,15 +114,31 @@ def test_status_finalizer_and_a_quiet_restart(
     # a restart: the same desired state, so not one write
     controller.stop()
     mark = cluster.audit_mark()
+    restarted = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
     controller.start()
     time.sleep(8)  # the cache lists and watches, the loops run on its first State
     assert controller.running, controller.tail()
     # one list-watch per resource for the whole process (a watch lasts 30 s before it is renewed)
-    watched = sorted(
-        w["objectRef"].get("resource", "") for w in cluster.requests_by(CONTROLLER_USER, since=mark, verbs=("watch",))
-    )
+    watches = [  # the audit log is written late: a watch of the stopped process can follow the mark
+        w
+        for w in cluster.requests_by(CONTROLLER_USER, since=mark, verbs=("watch",))
+        if w.get("requestReceivedTimestamp", "") >= restarted
+    ]
+
+    # the worker controller's watches of the kinds it applies, by its pool label, are apart from the cache's
+    def by_pool_label(watch: dict[str, Any]) -> bool:
+        uri = watch.get("requestURI", "")
+        return (
+            "labelSelector=workerclass.cozystack.io%2Fpool" in uri
+            or "labelSelector=workerclass.cozystack.io/pool" in uri
+        )
+
+    owned = sorted(w["objectRef"].get("resource", "") for w in watches if by_pool_label(w))
+    watched = sorted(w["objectRef"].get("resource", "") for w in watches if not by_pool_label(w))
     assert "workerclasses" in watched and len(watched) == len(set(watched)), watched
     assert set(watched) <= {watched_resource.plural for watched_resource in CONTROLLER_READS}, watched
+    assert len(owned) == len(set(owned)) and set(owned) <= {kind.plural for kind in WORKER_KINDS}, owned
+    assert "serviceaccounts" in owned, owned  # (Cluster API is not served in this module)
     writes = cluster.writes_by(CONTROLLER_USER, since=mark)
     # the leader Lease's renewals are the election's heartbeat, not writes to what the controller manages
     described = [

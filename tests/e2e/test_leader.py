@@ -37,6 +37,7 @@ from typing import Any
 import pytest
 
 from .conftest import ACCOUNT_GROUPS, CONTROLLER_USER, NAMESPACE, TENANT, ClusterAPI, Install, Served
+from .flux import ArtifactServer
 from .kube import Kube
 from .test_workers import CAPI, FLUX, POOLS, pool_objects
 from .testbed import ApiServer, Process, chart_option, wait_until, workerclass_command
@@ -65,14 +66,16 @@ class Controllers:
         self.processes: dict[str, Process] = {}
         self.kubeconfig = cluster.identity(CONTROLLER_USER, ACCOUNT_GROUPS).kubeconfig
 
-    def start(self, name: str, *extra: str) -> Process:
+    def start(self, name: str, *extra: str, flux: bool = False) -> Process:
+        """``flux``: no ``--chart``, the chart read through Flux's source API (what clusters run)."""
+        chart = ["--chart-poll", "0.5"] if flux else chart_option()
         process = Process(
             f"controller-{name}",
             [
                 *workerclass_command(), "serve", "controller",
                 "--kubeconfig", str(self.kubeconfig),
                 "--liveness-port", "0", "--metrics-port", "0", "--debounce", "0.1",
-                "--lease-namespace", NAMESPACE, "--resync-interval", "5", *chart_option(), *self.extra, *extra,
+                "--lease-namespace", NAMESPACE, "--resync-interval", "5", *chart, *self.extra, *extra,
             ],
             self.folder / f"{name}.log",
             env={**os.environ, "POD_NAME": name},
@@ -242,15 +245,40 @@ def test_a_stopped_leader_releases_the_lease(kube: Kube, controllers: Controller
     assert moment(specs[-1]["acquireTime"]) < renewed + duration, (specs[-1], renewed)
 
 
-def test_a_restart_writes_nothing(cluster: ApiServer, kube: Kube, controllers: Controllers) -> None:
+def test_a_leader_that_loses_its_lease_stops_and_exits_non_zero(kube: Kube, controllers: Controllers) -> None:
+    """Another holder written over the Lease (what a follower does once it judged it expired): the
+    leader reads it at its next renewal, stops its work and exits with status 1 (the kubelet restarts
+    it as a follower), never writing the Lease back."""
+    controllers.start("lost-a")
+    leader = one_leader(kube, controllers, {"lost-a"})
+    lease = kube.get(COORDINATION, "Lease", LEASE, NAMESPACE)
+    now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    lease["spec"].update({"holderIdentity": "intruder", "renewTime": now, "acquireTime": now})
+    lease["spec"]["leaseTransitions"] = int(lease["spec"].get("leaseTransitions") or 0) + 1
+    kube.replace(lease)
+    process = controllers.processes[leader]
+    wait_until(lambda: not process.running, timeout=30, what=f"{leader} exiting" + controllers.tails())
+    code = process.stop()
+    assert code == 1, f"exit status {code}" + controllers.tails()
+    assert "lost the leader Lease" in process.tail(40)
+    assert holder(kube) == "intruder"
+
+
+@pytest.mark.parametrize("path", ["chart", "flux"])
+def test_a_restart_writes_nothing(
+    cluster: ApiServer, kube: Kube, controllers: Controllers, flux: ArtifactServer, path: str
+) -> None:
+    """On the Flux path the restarted controller must wait for its first read of the chart (here
+    from a source-controller answering in 3 s): a pass before it would refuse every Talos pool."""
     from .test_cluster_api import parent_cluster
 
     parent_cluster(kube)
-    names = [f"example-e2e-restart-{index}" for index in range(5)]
+    names = [f"example-e2e-restart-{path}-{index}" for index in range(5)]
+    on_flux = path == "flux"
     try:
         for name in names:
             create_pool(kube, name)
-        controllers.start("restart-a")
+        controllers.start("restart-a", flux=on_flux)
         wait_until(
             lambda: all(deployment_of(kube, name) for name in names),
             timeout=90,
@@ -271,9 +299,11 @@ def test_a_restart_writes_nothing(cluster: ApiServer, kube: Kube, controllers: C
             raise AssertionError(f"the controller never settled; its writes over 6 s: {last}") from None
         controllers.processes["restart-a"].stop()
         mark = cluster.audit_mark()
-        controllers.start("restart-b")
+        flux.delay = 3.0 if on_flux else 0.0
+        controllers.start("restart-b", flux=on_flux)
         wait_until(lambda: holder(kube) == "restart-b", timeout=30, what="restart-b leading" + controllers.tails())
-        time.sleep(10)  # two resyncs
+        time.sleep(10)  # two resyncs (and the slow chart read)
+        flux.delay = 0.0
         writes = cluster.writes_by(CONTROLLER_USER, since=mark)
         leases = [event for event in writes if _lease(event)]
         others = [event for event in writes if not _lease(event)]
@@ -283,8 +313,11 @@ def test_a_restart_writes_nothing(cluster: ApiServer, kube: Kube, controllers: C
         to_classes = [e for e in others if e["objectRef"].get("resource") == "workerclasses"]
         assert not to_pools, described
         assert not to_classes, described
+        # nor an Event: a pass before the chart read would post WorkersRefused for every Talos pool
+        assert not [e for e in others if e["objectRef"].get("resource") == "events"], described
         assert leases, "the leader renews its Lease"
     finally:
+        flux.delay = 0.0
         delete_pools(kube, names)
 
 

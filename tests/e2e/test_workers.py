@@ -251,6 +251,71 @@ def test_classified_pools_become_machines_and_leave_nothing_behind(
     wait_until(gone, timeout=90, what="everything of the deleted pool gone")
 
 
+def owned_part(value: Any, node: Any) -> Any:
+    """The part of a live value that the ``fieldsV1`` tree ``node`` marks as owned (what an apply by
+    that manager sent): maps by ``f:`` keys, associative lists' items by ``k:``, sets by ``v:``."""
+    children = {key: child for key, child in (node or {}).items() if key != "."}
+    if not children:
+        return value
+    if isinstance(value, dict):
+        return {key[2:]: owned_part(value[key[2:]], child) for key, child in children.items() if key[2:] in value}
+    if isinstance(value, list):
+        items = []
+        for key, child in children.items():
+            named = json.loads(key[2:])
+            if key.startswith("v:"):
+                items.append(named)
+            else:
+                item = next(i for i in value if all(i.get(k) == v for k, v in named.items() if k in i))
+                items.append(owned_part(item, child))
+        return items
+    return value
+
+
+def test_a_field_the_render_no_longer_sets_is_removed(kube: Kube, workers: Process) -> None:
+    """As if an older workerclass had applied the MachineDeployment with an annotation and a machine
+    label more (our field manager, every value the same): the live object still holds all the
+    current render sets, yet the controller applies and the API server removes the two fields."""
+    from .test_cluster_api import parent_cluster
+
+    parent_cluster(kube)
+    spec = {
+        "cluster": "example", "workerClassName": "talos", "version": "v1.35",
+        "minReplicas": 1, "maxReplicas": 2, "instanceType": "", "resources": {"cpu": "2", "memory": "4Gi"},
+    }  # fmt: skip
+    name = "kubernetes-example-e2e-dropped"
+    try:
+        for obj in pool_objects("example-e2e-dropped", spec):
+            kube.apply(obj, manager="cozystack-api")
+        live = wait_until(
+            lambda: kube.find(CAPI, "MachineDeployment", name, TENANT), timeout=60, what="applied:\n" + workers.tail()
+        )
+        (entry,) = [
+            e for e in live["metadata"]["managedFields"]
+            if e["manager"] == "workerclass-controller" and e["operation"] == "Apply"
+        ]  # fmt: skip
+        older = owned_part(live, entry["fieldsV1"])
+        older.update(apiVersion=CAPI, kind="MachineDeployment")
+        older["metadata"].update(name=name, namespace=TENANT)
+        older["metadata"]["annotations"]["example.com/dropped"] = "yes"
+        older["spec"]["template"]["metadata"].setdefault("labels", {})["example.com/dropped"] = "yes"
+        kube.apply(older, manager="workerclass-controller")
+        current = kube.get(CAPI, "MachineDeployment", name, TENANT)
+        assert current["metadata"]["annotations"]["example.com/dropped"] == "yes"
+
+        def removed() -> bool:
+            now = kube.get(CAPI, "MachineDeployment", name, TENANT)
+            labels = now["spec"]["template"]["metadata"].get("labels") or {}
+            return "example.com/dropped" not in now["metadata"].get("annotations", {}) and (
+                "example.com/dropped" not in labels
+            )
+
+        wait_until(removed, timeout=30, what="the dropped fields removed by the next resync:\n" + workers.tail())
+    finally:
+        kube.delete(POOLS, "KubernetesNodes", "example-e2e-dropped", TENANT)
+        kube.delete(FLUX, "HelmRelease", "kubernetes-nodes-example-e2e-dropped", TENANT)
+
+
 def test_a_pool_that_no_longer_resolves_is_left_as_it_is(
     cluster: ApiServer, kube: Kube, workers: Process, install: Install
 ) -> None:

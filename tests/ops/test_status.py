@@ -218,3 +218,31 @@ def test_every_condition_written_is_one_the_crd_allows() -> None:
     schema = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
     allowed = schema["properties"]["status"]["properties"]["conditions"]["items"]["properties"]["type"]["enum"]
     assert set(allowed) == written
+
+
+def test_transition_times_are_kept_while_a_condition_keeps_its_status() -> None:
+    from workerclass.ops.status import with_transitions
+
+    current = {
+        "conditions": [
+            {"type": "Accepted", "status": "True", "lastTransitionTime": "2026-01-01T00:00:00Z"},
+            {"type": "InUse", "status": "False", "lastTransitionTime": "2026-01-01T00:00:00Z"},
+            {"type": "WorkersApplied", "status": "True"},  # written before times were: stamped now
+        ]
+    }
+    status = {
+        "conditions": [
+            {"type": "Accepted", "status": "True", "reason": "Valid"},
+            {"type": "InUse", "status": "True", "reason": "PoolsSelectClass"},
+            {"type": "WorkersApplied", "status": "True", "reason": "Applied"},
+        ],
+        "pools": 1,
+    }
+    stamped = with_transitions(status, current, "2026-02-02T00:00:00Z")
+    assert [c["lastTransitionTime"] for c in stamped["conditions"]] == [
+        "2026-01-01T00:00:00Z",
+        "2026-02-02T00:00:00Z",
+        "2026-02-02T00:00:00Z",
+    ]
+    assert stamped["pools"] == 1 and "lastTransitionTime" not in status["conditions"][0]  # a copy
+    assert with_transitions(status, {}, "t")["conditions"][0]["lastTransitionTime"] == "t"

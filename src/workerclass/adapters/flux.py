@@ -363,14 +363,32 @@ class ChartFollower:
         return chart
 
     async def run(self, cache: Any, *, stop: asyncio.Event | None = None) -> None:
-        """Read every ``interval`` seconds and hand each change to ``cache.set_chart``."""
+        """Read every ``interval`` seconds and hand each change to ``cache.set_chart``.
+
+        The first read waits for the cache's first State (``cache.wait_synced``, where it has one):
+        read before it, the pools' releases are unknown and the read would settle on no chart. That
+        first read is always handed over, so the cache announces a State once the chart is known
+        (what the controller waits for before its first pass)."""
         stop = stop or asyncio.Event()
+        synced = getattr(cache, "wait_synced", None)
+        if synced is not None:
+            waiting = asyncio.ensure_future(synced())
+            stopping = asyncio.ensure_future(stop.wait())
+            try:
+                await asyncio.wait([waiting, stopping], return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                for task in (waiting, stopping):
+                    task.cancel()
+                    with contextlib.suppress(asyncio.CancelledError, Exception):
+                        await task
+        first = True
         while not stop.is_set():
             try:
                 before = self.chart
                 chart = await self.refresh()
-                if chart is not before:
+                if chart is not before or first:
                     cache.set_chart(chart)
+                first = False
             except asyncio.CancelledError:
                 raise
             except Exception as error:  # a bug must not end the loop: say where, try again

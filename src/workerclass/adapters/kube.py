@@ -119,6 +119,8 @@ _METADATA: dict[str, tuple[str, ...]] = {
     "WorkerClass": ("uid", "generation", "deletionTimestamp", "finalizers"),
     # the worker controller's owner references to a pool's HelmRelease
     "HelmRelease": ("uid",),
+    # the Events of a pool whose HelmRelease does not exist yet name the pool itself by it
+    "KubernetesNodes": ("uid",),
 }
 #: ``spec`` keys State reads of a HelmRelease (:func:`~workerclass.state.pool_from_object`,
 #: :func:`~workerclass.state.helm_release_name`; ``chartRef``: which chart the release runs); chart,

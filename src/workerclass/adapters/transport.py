@@ -94,6 +94,8 @@ def _mapped(error: BaseException) -> BaseException:
     text = type(error).__name__  # never the message: it may quote a URL
     if isinstance(error, aiohttp.ClientConnectorError | ConnectionRefusedError):
         return httpx.ConnectError(text)  # type: ignore[no-any-return]
+    if isinstance(error, aiohttp.ConnectionTimeoutError):  # no connection in time: the pool's or a new one
+        return httpx.ConnectTimeout(text)  # type: ignore[no-any-return]
     if isinstance(error, TimeoutError | asyncio.TimeoutError | aiohttp.ServerTimeoutError):
         return httpx.ReadTimeout(text)  # type: ignore[no-any-return]
     if isinstance(error, aiohttp.ServerDisconnectedError | aiohttp.ClientPayloadError):
@@ -129,8 +131,13 @@ class AiohttpTransport(_base()):  # type: ignore[misc]
 
         httpx = _httpx()
         timeouts = request.extensions.get("timeout") or {}
+        # ``connect`` is aiohttp's wait for a connection: a free one from the pool (all ``limit``
+        # taken by watches and slow lists) or a new one; bounded by the pool timeout plus the connect
+        # timeout, so a request never queues without end behind held connections
+        pool, connect = timeouts.get("pool"), timeouts.get("connect")
+        waited = None if pool is None else pool + (connect or 0.0)
         timeout = aiohttp.ClientTimeout(
-            total=None, sock_connect=timeouts.get("connect"), sock_read=timeouts.get("read")
+            total=None, connect=waited, sock_connect=connect, sock_read=timeouts.get("read")
         )
         body = await request.aread()
         try:

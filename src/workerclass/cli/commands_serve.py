@@ -370,6 +370,7 @@ def serve_controller(
     from ..api import CONTROLLER_READS
     from ..controller import (
         CachePoolLister,
+        ChartRead,
         ClassController,
         ControllerSettings,
         LightkubeClassEvents,
@@ -436,9 +437,12 @@ def serve_controller(
             finally:
                 stop.set()
 
+        # nothing is decided before the first read of the chart the pools run (without --chart, Flux's)
+        settled = ChartRead(cache)
+
         async def lead() -> None:
             classes = ClassController(
-                cache,
+                settled,
                 LightkubeStatusWriter(client),
                 CachePoolLister(cache),
                 finalizers=LightkubeFinalizerWriter(client),
@@ -448,7 +452,7 @@ def serve_controller(
             )
             jobs = [until_stopped(classes.run(stop=stop))]
             if workers:
-                jobs.append(until_stopped(worker.run(cache, stop=stop)))
+                jobs.append(until_stopped(worker.run(settled, stop=stop)))
             await asyncio.gather(*jobs)
 
         try:
@@ -463,10 +467,14 @@ def serve_controller(
             await cache.stop()
             await client.close()
 
+    from ..controller.leader import LeadershipLost
+
     try:
         asyncio.run(run())
     except KeyboardInterrupt:
         pass
+    except LeadershipLost as lost:  # our own text (no server's): the pod restarts and campaigns anew
+        fail(f"the controller stopped: {lost}; exiting so that it starts over as a follower", code=1)
     except Exception as error:  # a loop gave up: one line, exit 1
         from ..adapters.kube import short_error  # never the message: it may quote a server URL
 

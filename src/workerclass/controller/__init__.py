@@ -35,12 +35,14 @@ Modules: this one (the loop, status and retention, and the lightkube-backed help
 :class:`LightkubeStatusWriter`, :class:`LightkubeFinalizerWriter` and :class:`LightkubeClassEvents`,
 and :class:`CachePoolLister` over the cluster cache); :mod:`.workers` (the worker controller: classified pools become
 machines, the handoff from Helm, Events and metrics); :mod:`.reporting` (Events and metrics);
-:mod:`.leader` (leader election on a Lease); :mod:`.liveness` (``/healthz`` on every replica).
+:mod:`.leader` (leader election on a Lease); :mod:`.liveness` (``/healthz`` on every replica);
+:mod:`.settled` (the cache as the controllers read it: no State before the chart is read).
 """
 
 from __future__ import annotations
 
 import asyncio
+import datetime
 import logging
 import time
 from collections.abc import Callable
@@ -50,16 +52,18 @@ from typing import Any, Protocol
 from ..adapters.kube import ClusterCache, short_error, status_code
 from ..api import FINALIZER
 from ..api.resources import CLASS_SELECTORS, WORKER_CLASS
-from ..ops.status import class_status
+from ..ops.status import class_status, with_transitions
 from ..rules.classes import BUILTIN_FAMILIES
 from ..rules.usage import in_use_message, pool_list, selecting
 from ..state import State
 from .reporting import post_object_event
+from .settled import ChartRead
 from .workers import FIELD_MANAGER, wait_first
 
 __all__ = [
     "FINALIZER",
     "CachePoolLister",
+    "ChartRead",
     "ClassController",
     "ClassEvents",
     "ControllerSettings",
@@ -194,7 +198,7 @@ class LightkubeFinalizerWriter:
 class ClassEvents(Protocol):
     """Posts a Warning Event about one WorkerClass (best effort)."""
 
-    async def warn(self, name: str, reason: str, message: str) -> None: ...
+    async def warn(self, name: str, reason: str, message: str, *, uid: str = "") -> None: ...
 
 
 class LightkubeClassEvents:
@@ -203,11 +207,23 @@ class LightkubeClassEvents:
     def __init__(self, client: Any) -> None:
         self._client = client
 
-    async def warn(self, name: str, reason: str, message: str) -> None:
+    async def warn(self, name: str, reason: str, message: str, *, uid: str = "") -> None:
         involved = {"apiVersion": WORKER_CLASS.api_version, "kind": WORKER_CLASS.kind, "name": name}
+        if uid:
+            involved["uid"] = uid  # what kubectl describe finds the class's Events by
         await post_object_event(
             self._client, involved, reason, message, warning=True, component=FIELD_MANAGER, what=f"WorkerClass {name}"
         )
+
+
+def _bare(status: dict[str, Any]) -> dict[str, Any]:
+    """``status`` without the conditions' ``lastTransitionTime`` (what "written already" compares: a
+    server that pruned the times must not make every pass write a new one)."""
+    conditions = [
+        {key: value for key, value in condition.items() if key != "lastTransitionTime"}
+        for condition in status.get("conditions") or ()
+    ]
+    return {**status, "conditions": conditions}
 
 
 @dataclass(frozen=True)
@@ -241,8 +257,11 @@ class ClassController:
         settings: ControllerSettings | None = None,
         workers: WorkerStates | None = None,
         clock: Callable[[], float] = time.monotonic,
+        wall: Callable[[], datetime.datetime] | None = None,
     ) -> None:
         self.source = source
+        #: the UTC time a condition's lastTransitionTime is written with
+        self._wall = wall or (lambda: datetime.datetime.now(datetime.UTC))
         #: the worker controller's pool states, for the ``WorkersApplied`` condition (None: not run)
         self.workers = workers
         self.writer = writer
@@ -260,6 +279,8 @@ class ClassController:
         self._warned: dict[str, str] = {}
         #: the finalizer patch last refused per class (409/422): the same one refused again is no race
         self._refused: dict[str, tuple[tuple[str, ...] | None, tuple[str, ...]]] = {}
+        #: each class's uid in the State last retained from (its Events name it)
+        self._uids: dict[str, str] = {}
         self.writes = 0  # status patches sent (for the log and tests)
         self.finalizer_writes = 0  # finalizer patches sent
 
@@ -324,6 +345,7 @@ class ClassController:
     async def refresh(self, state: State) -> bool:
         """Write the status of every cluster class whose status differs; ``False`` if a write failed."""
         complete = True
+        now = self._wall().strftime("%Y-%m-%dT%H:%M:%SZ")  # one time for the pass's transitions
         for name, record in sorted(state.classes.items()):
             if record.builtin:
                 continue  # the package's embedded class: no object in the cluster to write to
@@ -332,10 +354,13 @@ class ClassController:
             workers = self.workers.pool_states if self.workers is not None else None
             status = class_status(state, name, generation if isinstance(generation, int) else None, workers)
             current = record.obj.get("status") or {}
-            if status is None or {key: current.get(key) for key in status} == status:
+            if status is None:
+                continue
+            status = with_transitions(status, current, now)
+            if {key: current.get(key) for key in status} == status:
                 continue
             identity = (metadata.get("uid"), generation)
-            if self._written.get(name) == (*identity, status):
+            if self._written.get(name) == (*identity, _bare(status)):
                 continue  # written already; what the server kept of it is its business
             try:
                 await self.writer.write(name, status)
@@ -343,12 +368,12 @@ class ClassController:
                 raise
             except Exception as error:  # one class must not starve the others
                 if getattr(getattr(error, "status", None), "code", None) == 404:
-                    self._written[name] = (*identity, status)  # deleted since the cache saw it: nothing to do
+                    self._written[name] = (*identity, _bare(status))  # deleted since the cache saw it: nothing to do
                     continue
                 logger.warning("writing the status of WorkerClass %s failed (%s)", name, short_error(error))
                 complete = False
                 continue
-            self._written[name] = (*identity, status)
+            self._written[name] = (*identity, _bare(status))
             self.writes += 1
             accepted = status["conditions"][0]
             if accepted["status"] != "True":
@@ -366,6 +391,9 @@ class ClassController:
         assert self.finalizers is not None
         now = self._clock()
         due = float("inf")
+        self._uids = {
+            name: str((record.obj.get("metadata") or {}).get("uid") or "") for name, record in state.classes.items()
+        }
         for name, record in sorted(state.classes.items()):
             if record.builtin or name in BUILTIN_FAMILIES:
                 continue  # the built-ins are never held: the package carries them
@@ -459,4 +487,4 @@ class ClassController:
         self._warned[name] = message
         logger.warning("%s; trying again in %gs", message, self.settings.retry_delay)
         if self.events is not None:
-            await self.events.warn(name, reason, message)
+            await self.events.warn(name, reason, message, uid=self._uids.get(name, ""))

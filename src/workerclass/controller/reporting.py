@@ -13,10 +13,10 @@ import logging
 from typing import Any
 
 from ..adapters.kube import short_error
-from ..api.resources import HELM_RELEASE
+from ..api.resources import HELM_RELEASE, KUBERNETES_NODES
 from ..ops.workers import DesiredPool
 
-__all__ = ["WorkerMetrics", "post_event", "post_object_event"]
+__all__ = ["WorkerMetrics", "involved_object", "post_event", "post_object_event"]
 
 logger = logging.getLogger("workerclass.workers")
 
@@ -43,16 +43,34 @@ class WorkerMetrics:
         )
 
 
-async def post_event(
-    client: Any, pool: DesiredPool, reason: str, message: str, *, warning: bool, component: str
-) -> bool:
-    """Post one Event about ``pool`` on its HelmRelease; ``False`` if the API refused it (best effort)."""
+def involved_object(pool: DesiredPool) -> dict[str, str]:
+    """What a pool's Events are about: its HelmRelease (by uid, what ``kubectl describe`` finds them
+    by); while it has none (``waiting-for-release``), a KubernetesNodes pool's own object."""
+    if pool.state == "waiting-for-release" and pool.pool_uid and pool.kind == KUBERNETES_NODES.kind:
+        name = pool.identity.partition("/")[2]
+        return {
+            "apiVersion": KUBERNETES_NODES.api_version,
+            "kind": KUBERNETES_NODES.kind,
+            "name": name,
+            "namespace": pool.namespace,
+            "uid": pool.pool_uid,
+        }
     involved = {
         "apiVersion": HELM_RELEASE.api_version,
         "kind": HELM_RELEASE.kind,
         "name": pool.owner,
         "namespace": pool.namespace,
     }
+    if pool.owner_uid:
+        involved["uid"] = pool.owner_uid
+    return involved
+
+
+async def post_event(
+    client: Any, pool: DesiredPool, reason: str, message: str, *, warning: bool, component: str
+) -> bool:
+    """Post one Event about ``pool`` (:func:`involved_object`); ``False`` if the API refused it (best effort)."""
+    involved = involved_object(pool)
     return await post_object_event(
         client, involved, reason, message, warning=warning, component=component, what=pool.identity
     )
@@ -68,8 +86,10 @@ async def post_object_event(
     component: str,
     what: str,
 ) -> bool:
-    """Post one Event about ``involved`` (apiVersion, kind, name, and namespace unless cluster-scoped:
-    its Event then goes to ``default``, as kubectl shows them); ``False`` if the API refused it."""
+    """Post one Event about ``involved`` (apiVersion, kind, name, uid where known, and namespace
+    unless cluster-scoped: its Event then goes to ``default``, as kubectl shows them); ``False`` if
+    the API refused it. ``kubectl describe`` lists the Events whose ``involvedObject.uid`` is the
+    object's, so an Event without it is shown by nothing but a list of Events."""
     from lightkube.models.core_v1 import EventSource, ObjectReference
     from lightkube.models.meta_v1 import ObjectMeta
     from lightkube.resources.core_v1 import Event

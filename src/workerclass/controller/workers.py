@@ -1,46 +1,54 @@
 """The worker controller: classified pools become machines.
 
-The I/O door over :mod:`workerclass.ops.workers` (what to apply, pure). For every State the cluster
-cache holds it:
+The I/O door over :mod:`workerclass.ops.workers` (what to apply, pure). What it owns (the objects
+carrying :data:`~workerclass.ops.workers.POOL_LABEL`) it lists and watches per kind by that label
+(:meth:`WorkerController.watch_owned`), so an object deleted or edited by hand wakes it and is
+repaired within seconds; a kind whose list or watch fails backs off alone and holds back only the
+pools that render it. MachineSets are read only where a prune needs them, per namespace. For every
+State the cluster cache holds, every change the watches see, and every full resync (a comparison
+of each pool with the watched objects) it:
 
 1. renders each classified pool (:func:`~workerclass.ops.workers.desired_workers`) and server-side
    applies, with one field manager (:data:`FIELD_MANAGER`, ``force``: the handoff takes fields over
-   from Helm), every object that is not already as desired: an object is compared with what the
-   controller last applied in this process (a digest), and after a (re)start with the live object
-   itself (:func:`~workerclass.ops.workers.covers`), so a restart sends no write for a pool already
-   in its desired state; objects are applied in the pool's apply order and a pool whose apply fails
-   is retried whole with backoff and jitter; a template we name (Kairos, Proxmox) that a bump of the
-   hash rule would rename keeps its running name (:func:`~workerclass.render.hash.keep_running`), so
-   a new workerclass version never rolls a pool whose settings did not change;
+   from Helm), every object an apply would change (:func:`~workerclass.ops.convergence.apply_reason`):
+   absent, changed since this process last applied it (a digest), or live with another field set
+   under our manager than the desired one (a field the render dropped: the apply removes it) or
+   another value; so a render that stops setting a field removes it, and a restart sends no write
+   for a pool already in its desired state; objects are applied in the pool's apply order and a pool
+   whose apply fails is retried whole with backoff and jitter; a template we name (Kairos, Proxmox)
+   that a bump of the hash rule would rename keeps its running name
+   (:func:`~workerclass.render.hash.keep_running`), so a new workerclass version never rolls a pool
+   whose settings did not change;
 2. prunes what the pool no longer renders: an old KubevirtMachineTemplate (or Kairos/Proxmox
    template) only once no MachineSet references it, as the chart's own lookup keeps it, anything
    else at once;
 3. leaves a pool that is ``refused``, ``not-resolvable`` or ``waiting-for-release`` exactly as it
    is: nothing applied, nothing pruned. Kairos pools take the bootstrap path the cluster serves
-   (:func:`workerclass.ops.providers.kairos_path`, from the Kairos provider's CRD, read by name):
-   on the data-secret path the pool's bootstrap Secret gets its join inputs here
+   (:func:`workerclass.ops.providers.kairos_path`, from the Kairos provider's CRD, read by name): on
+   the data-secret path the pool's bootstrap Secret gets its join inputs here
    (:meth:`WorkerController._joined`: the parent's bootstrap token and CA, read by name from the
-   pool's own namespace, never logged), and a pool whose inputs are not there yet is ``failing``
-   and retried with backoff;
-4. finds classified pools whose release's chart still renders worker objects (Helm-made objects
-   of the release that neither the controller's pin nor its label marks): that chart lacks the
-   chart gate, so the pool is reported ``ChartNotGated`` and nothing is applied for it (the chart
-   and the controller must never both write a pool's machines);
-5. pins the Helm-made worker objects of every classless pool (``helm.sh/resource-policy: keep``
-   and :data:`~workerclass.ops.workers.PINNED_ANNOTATION`), so that when the pool selects a class
-   the chart gate's upgrade deletes nothing: the controller then applies over them;
-6. deletes what a pool left behind once the pool is gone and its HelmRelease is confirmed absent
-   by a fresh read: objects with the pool's label (namespaced ones also go by their owner reference
-   through the garbage collector) and the Helm-made objects it had pinned;
+   pool's own namespace, never logged), and a pool whose inputs are not there yet is ``failing`` and
+   retried with backoff;
+4. finds classified pools whose release's chart still renders worker objects (Helm-made objects of
+   the release that neither the controller's pin nor its label marks): that chart lacks the chart
+   gate, so the pool is reported ``ChartNotGated`` and nothing is applied for it (the chart and the
+   controller must never both write a pool's machines);
+5. pins the Helm-made worker objects of every classless pool (``helm.sh/resource-policy: keep`` and
+   :data:`~workerclass.ops.workers.PINNED_ANNOTATION`), so that when the pool selects a class the
+   chart gate's upgrade deletes nothing: the controller then applies over them;
+6. deletes what a pool left behind once the pool is gone and its HelmRelease (the one the objects
+   name as owner) is confirmed absent by a fresh read: objects with the pool's label (namespaced
+   ones also go by their owner reference through the garbage collector) and the Helm-made objects it
+   had pinned;
 7. reports each pool's state as a Kubernetes Event on its HelmRelease (on a change of state, and
    after every apply that wrote something), and as metrics (:class:`WorkerMetrics`).
 
 Its edge: lightkube calls, the loop and its clock; every rule is in :mod:`workerclass.ops.workers`.
 Errors are logged as status code and reason only (:func:`~workerclass.adapters.kube.short_error`).
 
-Why one module over the house ~500 lines (about 560): it is one reconcile pass, its seven steps in
-the order they run over the same in-memory index of live objects and applied digests; split by
-step, every part would reach into the same private index.
+Why one module over the house ~500 lines (about 1,000): it is one reconcile pass, its seven steps
+in the order they run over the same in-memory index of live objects and applied digests, and the
+watches that keep that index; split by step, every part would reach into the same private index.
 """
 
 from __future__ import annotations
@@ -58,8 +66,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..adapters.changes import Changes
-from ..adapters.kube import LIST_CHUNK, resource_class, short_error, status_code
+from ..adapters.kube import LIST_CHUNK, Backoff, resource_class, short_error, status_code
 from ..api.resources import HELM_RELEASE
+from ..ops.convergence import apply_reason
 from ..ops.providers import KAIROS_TEMPLATE_CRD, ProviderSupport, kairos_kubeadm
 from ..ops.workers import (
     HELM_KEEP,
@@ -72,9 +81,7 @@ from ..ops.workers import (
     DesiredPool,
     WorkerKind,
     classless_releases,
-    covers,
     desired_workers,
-    difference,
     foreign_owner,
     pool_key,
     worker_kind,
@@ -84,7 +91,7 @@ from ..render.kairos_bootstrap import JoinInputsInvalid, is_bootstrap_secret, jo
 from ..render.talos_template import TALOS_TEMPLATE_KIND, as_applied, configured_template
 from ..render.templates import KAIROS_DATA_SECRET_PATH, KAIROS_PROVIDER_PATH
 from ..state import State
-from .reporting import WorkerMetrics, post_event
+from .reporting import WorkerMetrics, involved_object, post_event
 
 __all__ = ["FIELD_MANAGER", "WorkerController", "WorkerMetrics", "WorkerSettings"]
 
@@ -94,6 +101,9 @@ logger = logging.getLogger("workerclass.workers")
 FIELD_MANAGER = "workerclass-controller"
 #: the templates a MachineSet references (kept while one does, as the chart's lookup keeps them)
 TEMPLATE_KINDS = frozenset({"KubevirtMachineTemplate", "ProxmoxMachineTemplate", "KairosConfigTemplate", "Secret"})
+#: owned kinds listed (by our label) at the full resync's pace, never watched: the controller's RBAC
+#: grants no ``watch`` on Secrets, so that no Secret of any namespace streams to it
+LISTED_ONLY = frozenset({"Secret"})
 #: kinds the chart never renders, so never Helm-made objects to pin or to find ungated
 NOT_CHART_KINDS = frozenset({"Secret"})
 MACHINE_SET = WorkerKind("cluster.x-k8s.io/v1beta1", "MachineSet", "machinesets")
@@ -112,8 +122,12 @@ Key = tuple[str, str, str]  # kind, namespace, name
 
 @dataclass(frozen=True)
 class WorkerSettings:
-    #: seconds between full resyncs (everything re-listed: what a watch missed is caught here)
+    #: seconds between full resyncs (every pool's objects compared with the live ones; without the
+    #: owned-object watches, as :meth:`WorkerController.reconcile` alone runs, re-listed first)
     resync_interval: float = 60.0
+    #: seconds a watch of an owned kind runs before the API server ends it (it is renewed from the
+    #: last resourceVersion seen; a watch silent for this and 10 s more is given up and renewed)
+    watch_timeout: int = 30
     #: applies in flight at once
     concurrency: int = 16
     #: backoff of a failing pool: first delay and cap, in seconds (full jitter)
@@ -139,6 +153,29 @@ def _template_refs(machine_set: Mapping[str, Any]) -> set[str]:
     if bootstrap.get("dataSecretName"):  # a Kairos pool's bootstrap data Secret
         names.add(str(bootstrap["dataSecretName"]))
     return names
+
+
+def _plain(obj: Any, kind: WorkerKind) -> dict[str, Any]:
+    raw: dict[str, Any] = obj.to_dict() if hasattr(obj, "to_dict") else dict(obj)
+    raw.setdefault("apiVersion", kind.api_version)
+    raw.setdefault("kind", kind.kind)
+    return raw
+
+
+def _label(obj: Mapping[str, Any]) -> str | None:
+    label = ((obj.get("metadata") or {}).get("labels") or {}).get(POOL_LABEL)
+    return str(label) if label else None
+
+
+def _newer(obj: Mapping[str, Any], held: Mapping[str, Any]) -> bool:
+    """Whether a watch's ``obj`` is newer than the ``held`` one. resourceVersions are opaque, but the
+    API server's are etcd revisions: an event older than the answer of our own apply (on its way
+    before it) is never stored over it; versions that are not numbers differ or are the same."""
+    seen = str((obj.get("metadata") or {}).get("resourceVersion") or "")
+    have = str((held.get("metadata") or {}).get("resourceVersion") or "")
+    if seen.isdigit() and have.isdigit():
+        return int(seen) > int(have)
+    return seen != have
 
 
 def _annotations(obj: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -191,7 +228,19 @@ class WorkerController:
         self._live: dict[Key, dict[str, Any]] = {}
         #: the keys of :attr:`_live` by the pool label they carry (what a pool's prune looks through)
         self._by_pool: dict[str, set[Key]] = {}
-        self._machine_set_refs: dict[str, set[str]] = {}  # namespace -> template names MachineSets reference
+        #: whether the owned-object watches (:meth:`watch_owned`) keep :attr:`_live` current
+        self._watching = False
+        #: the owned kinds the watches have listed at least once, and the error of each kind whose
+        #: lists fail (a pass waits until every kind was listed or failed once; a pool with objects of
+        #: a kind never listed is not applied)
+        self._listed_kinds: set[str] = set()
+        self._owned_errors: dict[str, str] = {}
+        #: the pool labels whose live objects a watch saw change since the last pass (compared then)
+        self._dirty: set[str] = set()
+        #: the objects being applied now: their watch events are our own writes' echo (stored, not compared)
+        self._applying: set[Key] = set()
+        #: bumped on every change a watch of the owned kinds sees (the loop wakes for it)
+        self.live_changes = Changes()
         self._served: dict[str, bool] = {}
         self._resources: dict[str, Any] = {}
         self._pool_states: dict[str, tuple[str, str]] = {}
@@ -474,8 +523,7 @@ class WorkerController:
         if previous == (state, message):
             return
         if state == "waiting-for-release":
-            logger.info("%s: %s", pool.identity, message)  # transient, and its HelmRelease does not exist
-            return
+            logger.info("%s: %s", pool.identity, message)  # posted on the pool itself (no HelmRelease yet)
         reasons = {
             "refused": ("WorkersRefused", True),
             "not-resolvable": ("WorkersNotResolvable", True),
@@ -496,7 +544,7 @@ class WorkerController:
             async for event in self._client.list(
                 Event,
                 namespace=pool.namespace,
-                fields={"involvedObject.name": pool.owner, "reason": reason},
+                fields={"involvedObject.name": involved_object(pool)["name"], "reason": reason},
             ):
                 if getattr(event, "message", None) == message[:1000]:
                     return True
@@ -507,23 +555,147 @@ class WorkerController:
     # ------------------------------------------------------------------ reconcile
 
     async def resync_live(self) -> None:
-        """Re-list every object with our label and every MachineSet (the full resync)."""
+        """Re-list every object with our label (a pass without the watches: tests and tools). The
+        MachineSets are read only where a prune needs them (:meth:`_referenced`, per namespace)."""
         live: dict[Key, dict[str, Any]] = {}
         from lightkube.operators import exists
 
         for kind in WORKER_KINDS:
             for obj in await self._list(kind, {POOL_LABEL: exists()}):
                 live[_key(obj)] = obj
-        refs: dict[str, set[str]] = {}
-        for machine_set in await self._list(MACHINE_SET):
-            namespace = (machine_set.get("metadata") or {}).get("namespace") or ""
-            refs.setdefault(namespace, set()).update(_template_refs(machine_set))
         self._live = {}
         self._by_pool = {}
         for key, obj in live.items():
             self._remember(key, obj)
-        self._machine_set_refs = refs
         self._synced_live = True
+
+    # ------------------------------------------------------------------ the owned-object watches
+
+    @property
+    def owned_synced(self) -> bool:
+        """Whether every owned kind has been listed by its watch (always, without the watches)."""
+        return not self._watching or all(
+            kind.kind in self._listed_kinds or kind.kind in self._owned_errors for kind in WORKER_KINDS
+        )
+
+    async def watch_owned(self) -> None:
+        """List and watch every owned kind by :data:`POOL_LABEL` until cancelled, keeping :attr:`_live`
+        current: a hand-deleted or edited object wakes the loop (:attr:`live_changes`) and its pool is
+        compared and repaired at once. One task per kind: a kind that fails (403, an outage) backs
+        off on its own and keeps its last known objects; the others go on."""
+        self._watching = True
+        tasks = [
+            asyncio.create_task(self._follow(kind), name=f"workerclass-owned-{kind.plural}") for kind in WORKER_KINDS
+        ]
+        try:
+            await asyncio.gather(*tasks)
+        finally:
+            for task in tasks:
+                task.cancel()
+            for task in tasks:
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await task
+
+    async def _follow(self, kind: WorkerKind) -> None:
+        from lightkube.operators import exists
+
+        resource = self._resource(kind)
+        scope: dict[str, Any] = {"namespace": "*"} if kind.namespaced else {}
+        labels = {POOL_LABEL: exists()}
+        backoff = Backoff(self.settings.retry_delay, self.settings.max_retry_delay, self._rng.random)
+        silent = self.settings.watch_timeout + 10.0
+        while True:
+            try:
+                listing = self._client.list(resource, chunk_size=LIST_CHUNK, labels=labels, **scope)
+                items: dict[Key, dict[str, Any]] = {}
+                async for obj in listing:
+                    raw = _plain(obj, kind)
+                    items[_key(raw)] = raw
+                try:
+                    version: str | None = listing.resourceVersion
+                except Exception:
+                    version = None
+                self._relisted(kind, items)
+                if kind.kind in LISTED_ONLY:  # no watch: listed again at every full resync's pace
+                    backoff.reset()
+                    await asyncio.sleep(self.settings.resync_interval)
+                    continue
+                while True:  # watch from the last version seen; a silent or ended watch is renewed from it
+                    watch = self._client.watch(
+                        resource,
+                        labels=labels,
+                        resource_version=version,
+                        server_timeout=self.settings.watch_timeout,
+                        **scope,
+                    )
+                    events = aiter(watch)
+                    try:
+                        while True:
+                            try:
+                                async with asyncio.timeout(silent):
+                                    event, obj = await anext(events)
+                            except (TimeoutError, StopAsyncIteration):
+                                break
+                            backoff.reset()
+                            raw = _plain(obj, kind)
+                            version = str((raw.get("metadata") or {}).get("resourceVersion") or version or "")
+                            if event in ("ADDED", "MODIFIED", "DELETED"):
+                                self._seen(_key(raw), None if event == "DELETED" else raw)
+                    finally:
+                        close = getattr(events, "aclose", None)
+                        if close is not None:
+                            with contextlib.suppress(Exception):
+                                await close()
+            except asyncio.CancelledError:
+                raise
+            except Exception as error:
+                if status_code(error) == 404:  # not served: read as none, looked at again later
+                    if self._served.get(kind.kind, True):
+                        logger.info("%s is not served by the API server: read as none", kind.kind)
+                    self._served[kind.kind] = False
+                    self._relisted(kind, {})
+                else:  # 410 Gone, 403, an outage: this kind alone, listed again after a backoff
+                    delay = backoff.next()
+                    logger.warning(
+                        "listing or watching %s failed (%s); again in %.1fs", kind.plural, short_error(error), delay
+                    )
+                    first = kind.kind not in self._listed_kinds and kind.kind not in self._owned_errors
+                    self._owned_errors[kind.kind] = short_error(error)
+                    if first:
+                        self.live_changes.bump()  # the loop need not wait for this kind
+                    await asyncio.sleep(delay)
+                    continue
+                await asyncio.sleep(backoff.next())
+
+    def _relisted(self, kind: WorkerKind, items: Mapping[Key, dict[str, Any]]) -> None:
+        """A list of one owned kind: what differs from :attr:`_live` is applied and its pools marked."""
+        held = {key for key in self._live if key[0] == kind.kind}
+        first = kind.kind not in self._listed_kinds
+        self._owned_errors.pop(kind.kind, None)
+        for key in held - items.keys():
+            self._seen(key, None, quiet=first)
+        for key, obj in items.items():
+            self._seen(key, obj, quiet=first)
+        if first:
+            self._listed_kinds.add(kind.kind)
+            self.live_changes.bump()  # the last kind's first list lets the loop start
+
+    def _seen(self, key: Key, obj: dict[str, Any] | None, *, quiet: bool = False) -> None:
+        """A watch saw ``key`` as ``obj`` (``None``: deleted): stored, and its pool marked to be compared."""
+        held = self._live.get(key)
+        if obj is None:
+            if held is None:
+                return
+            label = _label(held)
+            self._forget(key)
+        else:
+            if held is not None and not _newer(obj, held):
+                return  # what we hold already (the answer of our own apply), or older
+            label = _label(obj) or (_label(held) if held is not None else None)
+            self._remember(key, obj)
+        if label and not quiet and key not in self._applying:
+            self._dirty.add(label)
+            self.live_changes.bump()
 
     def _remember(self, key: Key, obj: dict[str, Any]) -> None:
         """``obj`` is the live object of ``key`` now (indexed by its pool label)."""
@@ -547,8 +719,9 @@ class WorkerController:
     async def reconcile(self, state: State, *, full: bool = False) -> ReconcileReport:
         """One pass over every classified pool (``full``: re-list the live objects first)."""
         started = self._clock()
-        if full or not self._synced_live:
+        if not self._watching and (full or not self._synced_live):
             await self.resync_live()
+        dirty, self._dirty = self._dirty, set()
         report = ReconcileReport()
         desired = desired_workers(state, kairos_path=self._kairos_path())
         keys = {pool.key for pool in desired} | {pool_key(ns, release) for ns, release in classless_releases(state)}
@@ -558,7 +731,7 @@ class WorkerController:
 
         async def one(pool: DesiredPool) -> None:
             async with semaphore:
-                await self._pool(pool, report, fresh=fresh)
+                await self._pool(pool, report, fresh=fresh or pool.key in dirty)
 
         classified = {(pool.namespace, pool.release) for pool in desired}
         kairos = any(pool.bootstrap == "kairos" and pool.state == "ready" for pool in desired)
@@ -623,6 +796,12 @@ class WorkerController:
                 "is unknown: nothing applied, retrying",
             )
             return
+        unlisted = sorted({str(obj.get("kind")) for obj in pool.objects if self._watching} - self._listed_kinds)
+        if unlisted:  # its live objects of that kind are unknown: applying could take over or duplicate
+            errors = ", ".join(f"{kind} ({self._owned_errors.get(kind, 'not listed yet')})" for kind in unlisted)
+            report.states[pool.identity] = "failing"
+            await self._report(pool, "failing", f"the pool's live objects cannot be listed: {errors}; retrying")
+            return
         backoff = self._backoff.get(pool.identity)
         if backoff is not None and self._clock() < backoff.until:
             report.states[pool.identity] = "failing"
@@ -646,15 +825,24 @@ class WorkerController:
             for obj in objects:
                 key = _key(obj)
                 digest = _digest(obj)
-                if not fresh and self._applied.get(key) == digest and key in self._live:
+                applied = self._applied.get(key)
+                if not fresh and applied == digest and key in self._live:
                     continue
                 live = self._live.get(key)
-                if live is not None and covers(live, obj):
+                reason = apply_reason(obj, live, manager=FIELD_MANAGER, applied=applied, digest=digest)
+                if reason is None:
                     self._applied[key] = digest
                     continue
                 if live is not None:
-                    logger.info("%s %s/%s: %s differs; applying", key[0], key[1], key[2], difference(live, obj))
-                self._remember(key, await self._apply(obj))
+                    logger.info("%s %s/%s: %s; applying", key[0], key[1], key[2], reason)
+                self._applying.add(key)
+                try:
+                    answer = await self._apply(obj)
+                finally:
+                    self._applying.discard(key)
+                held = self._live.get(key)
+                if held is None or _newer(answer, held):  # a watch may have brought it first
+                    self._remember(key, answer)
                 self._applied[key] = digest
                 wrote += 1
             await self._prune(pool, objects, report)
@@ -706,7 +894,7 @@ class WorkerController:
 
     async def _prune(self, pool: DesiredPool, objects: list[dict[str, Any]], report: ReconcileReport) -> None:
         wanted = {_key(obj) for obj in objects}
-        candidates = sorted(self._by_pool.get(pool.key, set()) - wanted)
+        candidates = sorted(key for key in self._by_pool.get(pool.key, set()) - wanted if not self._deleting(key))
         if not candidates:
             return
         referenced: set[str] = set()
@@ -721,6 +909,11 @@ class WorkerController:
             self._joined_inputs.pop(key, None)
             report.deleted += 1
 
+    def _deleting(self, key: Key) -> bool:
+        """Whether the live object of ``key`` is being deleted already (a finalizer holds it: the
+        garbage collector's orphan or foreground one): deleting it again would change nothing."""
+        return bool(((self._live.get(key) or {}).get("metadata") or {}).get("deletionTimestamp"))
+
     async def _referenced(self, namespace: str) -> set[str]:
         """The template names the MachineSets of ``namespace`` reference, read now."""
         resource = self._resource(MACHINE_SET)
@@ -728,7 +921,6 @@ class WorkerController:
         async for machine_set in self._client.list(resource, namespace=namespace, chunk_size=LIST_CHUNK):
             raw = machine_set.to_dict() if hasattr(machine_set, "to_dict") else dict(machine_set)
             names |= _template_refs(raw)
-        self._machine_set_refs[namespace] = names
         return names
 
     async def _pin(self, state: State, classified: set[tuple[str, str]], report: ReconcileReport) -> None:
@@ -740,7 +932,16 @@ class WorkerController:
         for kind in WORKER_KINDS:
             if kind.kind in NOT_CHART_KINDS:
                 continue
-            for obj in await self._list(kind, {HELM_MANAGED[0]: HELM_MANAGED[1]}):
+            try:
+                helm_made = await self._list(kind, {HELM_MANAGED[0]: HELM_MANAGED[1]})
+            except asyncio.CancelledError:
+                raise
+            except Exception as error:  # this kind alone: what was found ungated before stays so
+                report.errors += 1
+                logger.warning("listing Helm-made %s failed (%s)", kind.plural, short_error(error))
+                ungated |= self._ungated
+                continue
+            for obj in helm_made:
                 annotations = _annotations(obj)
                 labels = (obj.get("metadata") or {}).get("labels") or {}
                 release = (str(annotations.get(HELM_RELEASE_NAMESPACE)), str(annotations.get(HELM_RELEASE_NAME)))
@@ -763,15 +964,22 @@ class WorkerController:
         orphans: dict[str, list[Key]] = {}
         for key, obj in self._live.items():
             label = ((obj.get("metadata") or {}).get("labels") or {}).get(POOL_LABEL)
-            if label and label not in keys:
+            if label and label not in keys and not self._deleting(key):
                 orphans.setdefault(str(_annotations(obj).get(POOL_ANNOTATION, "")), []).append(key)
         for where, objects in orphans.items():
             namespace, _, release = where.partition("/")
             if not namespace or not release:
                 continue
-            owner = release  # a KubernetesNodes release and its HelmRelease share the name
+            # the HelmRelease the objects name as owner (a direct HelmRelease's name may differ from
+            # its Helm release); a KubernetesNodes release and its HelmRelease share the name
+            owners = {
+                str(ref.get("name"))
+                for key in objects
+                for ref in ((self._live.get(key) or {}).get("metadata") or {}).get("ownerReferences") or ()
+                if isinstance(ref, Mapping) and ref.get("kind") == HELM_RELEASE.kind and ref.get("name")
+            } or {release}
             try:
-                if await self._release_exists(namespace, owner):
+                if any([await self._release_exists(namespace, owner) for owner in sorted(owners)]):
                     continue  # the cache lags: the pool's release is still there
                 for key in objects:
                     await self._delete(key)
@@ -789,37 +997,52 @@ class WorkerController:
 
     async def run(self, source: Any, *, stop: asyncio.Event | None = None) -> None:
         """Reconcile on every new State of ``source`` (a cluster cache: ``state``, ``published`` and
-        ``changed``), fully every ``resync_interval``, and when a failing pool's backoff ends.
+        ``changed``), on every change the owned-object watches see (:meth:`watch_owned`, run
+        beside), fully every ``resync_interval``, and when a failing pool's backoff ends.
 
-        Between those it waits on the cache's change notification: a quiet cluster wakes it only
-        for the full resync, and a change is acted on as soon as the cache announces it (within the
-        cache's debounce, which gathers a burst of events into one reconcile)."""
-        seen = -1  # the cache's announced generation the last reconcile ran on
-        last_full = -float("inf")
+        Between those it waits on the cache's and the watches' change notifications: a quiet
+        cluster wakes it only for the full resync, and a change is acted on as soon as it is
+        announced (within the cache's debounce, which gathers a burst of events into one
+        reconcile). Nothing runs before the first State and every owned kind's first list."""
         stop = stop or asyncio.Event()
+        self._watching = True  # from now on the watches keep the live objects: no pass before their lists
+        watches = asyncio.create_task(self.watch_owned(), name="workerclass-owned")
+        try:
+            await self._loop(source, stop)
+        finally:
+            watches.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await watches
+
+    async def _loop(self, source: Any, stop: asyncio.Event) -> None:
+        seen = -1  # the cache's announced generation the last reconcile ran on
+        live_seen = -1  # the owned objects' change the last reconcile ran on
+        last_full = -float("inf")
         while not stop.is_set():
             generation = source.published
+            live = self.live_changes.published
             state = source.state
             now = self._clock()
             full = now - last_full >= self.settings.resync_interval
             retry = any(backoff.until <= now for backoff in self._backoff.values())
-            if state is not None and (generation != seen or full or retry):
+            ready = state is not None and self.owned_synced
+            if ready and state is not None and (generation != seen or full or retry or live != live_seen):
                 try:
                     await self.reconcile(state, full=full)
                     if full:
                         last_full = now
-                    seen = generation
+                    seen, live_seen = generation, live
                 except asyncio.CancelledError:
                     raise
                 except Exception as error:  # the lists failed: retry after a pause
                     logger.warning("reconciling the worker pools failed (%s)", short_error(error), exc_info=True)
                     await _sleep(stop, self._rng.uniform(0.5, 1.5) * self.settings.retry_delay * 5)
                     continue
-            timeout: float | None = None  # before the first State nothing is due: wait for it
-            if state is not None:
+            timeout: float | None = None  # before the first State (and the owned kinds' lists) nothing is due
+            if ready:
                 due = [last_full + self.settings.resync_interval, *(b.until for b in self._backoff.values())]
                 timeout = max(0.0, min(due) - self._clock())
-            await wait_first(stop, source.changed(generation), timeout=timeout)
+            await wait_first(stop, source.changed(generation), self.live_changes.wait(live), timeout=timeout)
 
 
 async def wait_first(stop: asyncio.Event, *waits: Awaitable[Any], timeout: float | None = None) -> None:

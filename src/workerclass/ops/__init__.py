@@ -21,8 +21,9 @@ Modules:
   pools an old chart would render as Talos, custom classes held by the finalizer, the objects the
   controller owns or pinned.
 - :mod:`.workers`: what the worker controller applies for each classified pool (rendered, marked
-  as ours, owned by the pool's HelmRelease), which pools' Helm-made objects it pins for a handoff,
-  and when a live object already holds what would be applied.
+  as ours, owned by the pool's HelmRelease), and which pools' Helm-made objects it pins for a handoff.
+- :mod:`.convergence`: when an object must be applied: absent, changed since the last apply, or
+  live with another field set under our field manager (``managedFields``) or another value.
 
 Each takes States (or plain objects) and returns values; none does I/O.
 """

@@ -3,7 +3,8 @@
 The contract (``docs/contract.md``, section 1) fixes the status shape::
 
     status:
-      conditions: [{type: Accepted|InUse|WorkersApplied, status, reason, message, observedGeneration}]
+      conditions: [{type: Accepted|InUse|WorkersApplied, status, reason, message, observedGeneration,
+                    lastTransitionTime}]
       pools: <int>              # live pools that select this class
 
 * ``Accepted`` is ``True`` when the class passes the class rules (the same rules the validating
@@ -26,8 +27,13 @@ depend on them." :func:`~workerclass.rules.usage.deletion_blocker` (re-exported 
 kept, or ``None`` once no pool selects it; :data:`~workerclass.rules.classes.BUILTIN_FAMILIES` (re-exported
 here) names the built-in classes, which the controller leaves alone.
 
-Its edge: a State and a class name in, plain values out; no I/O, no clock (conditions carry no
-``lastTransitionTime``, which API.md leaves out of the shape).
+Each condition carries ``lastTransitionTime`` (metav1.Condition's, which ``kubectl wait`` and
+dashboards read): :func:`with_transitions` keeps the time of a condition whose ``status`` did not
+change and gives the others the time passed in, so an unchanged status is the status already
+written (no write).
+
+Its edge: a State and a class name in, plain values out; no I/O, no clock (the controller passes
+the time in).
 """
 
 from __future__ import annotations
@@ -47,6 +53,7 @@ __all__ = [
     "class_status",
     "deletion_blocker",
     "in_use_message",
+    "with_transitions",
     "workers_condition",
 ]
 
@@ -134,3 +141,20 @@ def class_status(
         for condition in conditions:
             condition["observedGeneration"] = generation
     return {"conditions": conditions, "pools": len(pools)}
+
+
+def with_transitions(status: Mapping[str, Any], current: Mapping[str, Any], now: str) -> dict[str, Any]:
+    """``status`` with each condition's ``lastTransitionTime``: the current condition's of the same
+    type when its ``status`` is the same (and it has one), else ``now`` (an RFC 3339 time)."""
+    seen = {
+        str(condition.get("type")): condition
+        for condition in current.get("conditions") or ()
+        if isinstance(condition, Mapping)
+    }
+    conditions = []
+    for condition in status.get("conditions") or ():
+        before = seen.get(str(condition.get("type")))
+        kept = before.get("lastTransitionTime") if before is not None else None
+        same = before is not None and before.get("status") == condition.get("status") and kept
+        conditions.append({**condition, "lastTransitionTime": kept if same else now})
+    return {**status, "conditions": conditions}

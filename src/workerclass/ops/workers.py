@@ -41,7 +41,6 @@ from __future__ import annotations
 import copy
 import functools
 import hashlib
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
@@ -70,9 +69,7 @@ __all__ = [
     "PoolState",
     "WorkerKind",
     "classless_releases",
-    "covers",
     "desired_workers",
-    "difference",
     "foreign_owner",
     "pool_key",
     "worker_kind",
@@ -191,6 +188,11 @@ class DesiredPool:
     #: ``${NAME}``): not applied by the controller (the Job fills it in), read to decide the name the
     #: Job applies it under (:func:`workerclass.render.talos_template.as_applied`)
     talos_template: dict[str, Any] | None = None
+    #: the HelmRelease's uid (what its Events name, so that ``kubectl describe`` shows them); empty
+    #: while the cluster has no such HelmRelease
+    owner_uid: str = ""
+    #: the pool object's own uid (a KubernetesNodes: where its Events go while it has no HelmRelease)
+    pool_uid: str = ""
 
     @property
     def key(self) -> str:
@@ -277,6 +279,12 @@ def _left(record: PoolRecord, state: PoolState, message: str) -> DesiredPool:
     )
 
 
+def _uid(state: State, record: PoolRecord) -> str:
+    """The pool object's uid, as stored."""
+    stored = state.records.get((record.kind, record.namespace, record.name))
+    return str((((stored.obj if stored is not None else {}).get("metadata") or {}).get("uid")) or "")
+
+
 def _release_of(kind: str, name: str) -> str:
     return f"{RELEASE_PREFIX}{name}" if kind == "KubernetesNodes" else name
 
@@ -286,7 +294,10 @@ def _desired(state: State, record: PoolRecord, class_name: str, kairos_path: str
     effective, denials, warnings = resolve_pool(state, record)
     release = record.release or _release_of(record.kind, record.name)
     owner_name = release if record.kind == "KubernetesNodes" else record.name
+    owner = _owner(state, record.namespace, owner_name)
     base = DesiredPool(
+        owner_uid=str(((owner or {}).get("metadata") or {}).get("uid") or ""),
+        pool_uid=_uid(state, record),
         identity=record.identity,
         kind=record.kind,
         namespace=record.namespace,
@@ -319,7 +330,6 @@ def _desired(state: State, record: PoolRecord, class_name: str, kairos_path: str
     objects = [obj for obj in rendered if obj is not template and not _is_hook(obj)]
     release = release_name(effective)
     base = replace(base, release=release, bootstrap=effective.bootstrap, talos_template=template)
-    owner = _owner(state, record.namespace, owner_name)
     if owner is None or not ((owner.get("metadata") or {}).get("uid")):
         return replace(
             base, state="waiting-for-release", message=f"waiting for its HelmRelease {record.namespace}/{owner_name}"
@@ -337,83 +347,3 @@ def classless_releases(state: State) -> set[tuple[str, str]]:
             continue
         out.add((record.namespace, record.release or _release_of(record.kind, record.name)))
     return out
-
-
-#: lists other writers add items to (Cluster API adds its own owner references): every item we set
-#: must be there, in any order, beside theirs
-SHARED_LISTS = frozenset({"ownerReferences"})
-
-
-def difference(live: Any, desired: Any, path: str = "") -> str | None:
-    """The first path at which ``live`` does not hold what ``desired`` sets (``None``: it covers it)."""
-    if isinstance(desired, Mapping):
-        if not isinstance(live, Mapping):
-            return path or "."
-        for key, value in desired.items():
-            if key not in live:
-                return f"{path}.{key}"
-            if key in SHARED_LISTS and isinstance(value, list):
-                theirs = live[key] if isinstance(live[key], list) else []
-                if not all(any(covers(item, want) for item in theirs) for want in value):
-                    return f"{path}.{key}[]"
-                continue
-            found = difference(live[key], value, f"{path}.{key}")
-            if found is not None:
-                return found
-        return None
-    if isinstance(desired, list):
-        if not isinstance(live, list) or len(live) != len(desired):
-            return f"{path}[]"
-        for index, (a, b) in enumerate(zip(live, desired, strict=True)):
-            found = difference(a, b, f"{path}[{index}]")
-            if found is not None:
-                return found
-        return None
-    return None if covers(live, desired) else (path or ".")
-
-
-def covers(live: Any, desired: Any) -> bool:
-    """Whether the live object already holds every field ``desired`` sets, with the same value.
-
-    The API server adds what it defaults (a Job's selector, a template's default fields, a list
-    item's defaults), so the live object may hold more; lists compare item by item (same length).
-    Lists in :data:`SHARED_LISTS` are others' too (Cluster API adds owner references): each item
-    we set must be among theirs. This is how the controller sends no request for an object
-    already as desired."""
-    if isinstance(desired, Mapping):
-        if not isinstance(live, Mapping):
-            return False
-        for key, value in desired.items():
-            if key not in live:
-                return False
-            if key in SHARED_LISTS and isinstance(value, list):
-                theirs = live[key] if isinstance(live[key], list) else []
-                if not all(any(covers(item, want) for item in theirs) for want in value):
-                    return False
-            elif not covers(live[key], value):
-                return False
-        return True
-    if isinstance(desired, list):
-        if not isinstance(live, list) or len(live) != len(desired):
-            return False
-        return all(covers(a, b) for a, b in zip(live, desired, strict=True))
-    if isinstance(desired, bool) or isinstance(live, bool):
-        return live is desired
-    if isinstance(desired, int | float) and isinstance(live, int | float):
-        return float(live) == float(desired)
-    if isinstance(desired, str) and isinstance(live, str) and live != desired:
-        # a metav1.Duration field comes back normalized ("20m" is stored as "20m0s")
-        a, b = _duration(live), _duration(desired)
-        return a is not None and a == b
-    return bool(live == desired)
-
-
-_DURATION_PART = re.compile(r"([0-9]+(?:\.[0-9]+)?)(ns|us|µs|ms|s|m|h)")
-_UNIT_SECONDS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
-
-
-def _duration(text: str) -> float | None:
-    """Seconds of a Go duration string (``1h30m``, ``20m0s``), or ``None`` for any other string."""
-    if not text or _DURATION_PART.sub("", text) != "":
-        return None
-    return sum(float(number) * _UNIT_SECONDS[unit] for number, unit in _DURATION_PART.findall(text))
