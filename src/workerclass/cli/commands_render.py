@@ -88,7 +88,8 @@ def render_command(
     namespace: NamespaceOption = None,
     quiet: QuietOption = False,
 ) -> None:
-    """The Cluster API objects for the pools of STATE, sorted by kind, then name.
+    """The Cluster API objects for the pools of STATE, in apply order: templates, bootstrap data,
+    MachineDeployments, health checks, WorkloadMonitors, then the rest, each by namespace and name.
 
     Manifests go to stdout and nothing else does; warnings and denials go to stderr (a denial as
     NS/NAME: CODE field: message). -o json prints {"items":
