@@ -585,3 +585,32 @@ def test_plan_renders_kairos_pools_on_the_path_the_state_gives_them() -> None:
     before, after = extra(state(), provider), extra(state(**{"example-kairos": _ssh_key}), provider)
     row = rows(plan(before, after))["tenant-example/example-kairos"]
     assert row.replace and any("bootstrap.configRef" in reason for reason in row.reasons), row.reasons
+
+
+def _parent(edit: Callable[[dict[str, Any]], None]) -> dict[str, Edit]:
+    return {"Kubernetes": edit}
+
+
+def test_a_parent_apps_node_groups_are_planned_as_far_as_plan_can_tell() -> None:
+    """The parent kubernetes chart renders them: created and deleted groups say so, a changed one is
+    not predicted, with the reason; an unchanged one adds no row."""
+
+    def add(obj: dict[str, Any]) -> None:
+        obj["spec"]["nodeGroups"] = {"gpu": {"minReplicas": 1, "instanceType": "u1.large"}}
+
+    def change(obj: dict[str, Any]) -> None:
+        obj["spec"]["nodeGroups"] = {"gpu": {"minReplicas": 1, "instanceType": "u1.xlarge"}}
+
+    def drop_md0(obj: dict[str, Any]) -> None:
+        obj["spec"]["nodeGroups"] = {"md0": None, "gpu": {"minReplicas": 1, "instanceType": "u1.large"}}
+
+    assert not any(row.kind == "NodeGroup" for row in plan(state(), state()).rows)
+    created = rows(plan(state(), state(**_parent(add))))["tenant-example/example-gpu"]
+    assert created.action == "create" and not created.replace
+    changed = plan(state(**_parent(add)), state(**_parent(change)))
+    row = rows(changed)["tenant-example/example-gpu"]
+    assert row.action == "unpredicted" and "not predicted" in row.reasons[0]
+    assert changed.detailed_exit_code() == 1
+    deleted = plan(state(**_parent(add)), state(**_parent(drop_md0)))
+    assert rows(deleted)["tenant-example/example-md0"].action == "delete"
+    assert deleted.detailed_exit_code() == 2

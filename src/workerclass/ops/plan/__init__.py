@@ -77,6 +77,7 @@ from .rows import (
     REFUSED,
     REFUSED_BY_TALOS,
     TALOS_CONFIG_IMMUTABLE,
+    UNPREDICTED,
     Plan,
     PlanRow,
     Refusal,
@@ -212,7 +213,53 @@ def plan(before: State, after: State) -> Plan:
                 _hash(new),
             )
         )
+    rows += node_group_rows(before, after)
+    rows.sort(key=lambda row: tuple(row.pool.split("/", 1)))
     return Plan(tuple(rows), admission.refusals, after.chart.as_dict())
+
+
+#: the kind of a plan row for a node group of a parent Kubernetes app
+NODE_GROUP = "NodeGroup"
+
+
+def _node_groups(state: State) -> dict[str, tuple[Any, Any]]:
+    """``NS/<cluster>-<group>`` -> (the group's values, the parent's version) of every node group of
+    the parent Kubernetes apps (a group the chart's default gives has no values of its own: None)."""
+    out: dict[str, tuple[Any, Any]] = {}
+    for namespace, name, group in state.parent_node_groups():
+        record = state.records.get(("Kubernetes", namespace, name))
+        spec = (record.obj.get("spec") if record is not None else None) or {}
+        groups = spec.get("nodeGroups") if isinstance(spec, dict) else None
+        values = groups.get(group) if isinstance(groups, dict) else None
+        out[f"{namespace}/{name}-{group}"] = (values, spec.get("version") if isinstance(spec, dict) else None)
+    return out
+
+
+def node_group_rows(before: State, after: State) -> list[PlanRow]:
+    """A row for every node group of a parent Kubernetes app that the change creates, deletes or
+    changes (an unchanged one has none). The parent ``kubernetes`` chart renders node groups, which
+    workerclass does not emulate: a changed group is ``unpredicted``, with the reason."""
+    old, new = _node_groups(before), _node_groups(after)
+    rows: list[PlanRow] = []
+    for pool in sorted(old.keys() | new.keys()):
+        if pool not in new:
+            reason = (
+                "node group removed from its parent Kubernetes app: the parent kubernetes chart deletes its machines, "
+                "not replaced; review node-local data first"
+            )
+            rows.append(PlanRow(pool, NODE_GROUP, "delete", False, (reason,)))
+        elif pool not in old:
+            reason = "new node group of its parent Kubernetes app: the parent kubernetes chart creates its machines"
+            rows.append(PlanRow(pool, NODE_GROUP, "create", False, (reason,)))
+        elif old[pool] != new[pool]:
+            what = "its values" if old[pool][0] != new[pool][0] else "the parent's Kubernetes version"
+            reason = (
+                f"node group of a parent Kubernetes app, {what} changed: the parent kubernetes chart renders it, "
+                "which workerclass does not emulate, so whether its machines are replaced is not predicted "
+                "(move it to a standalone KubernetesNodes pool for a prediction)"
+            )
+            rows.append(PlanRow(pool, NODE_GROUP, UNPREDICTED, None, (reason,)))
+    return rows
 
 
 def _as_applied(old: Side, new: Side) -> Side:
