@@ -12,10 +12,10 @@ differs), the providers' with the contract labels their kustomizations add. Two 
 proxy serves: Cozystack's WorkloadMonitor, read from the upstream mirror (``shared/upstream-crds/``,
 ``$WORKERCLASS_SHARED`` or ``../shared`` beside the repository) or else from a Cozystack checkout
 (``$WORKERCLASS_COZYSTACK``), and Kairos's KairosConfigTemplate, from the mirror only (without it
-the Kairos provider path's tests skip, saying so). KamajiControlPlane is a stand-in (``test_talos_job_script``). The application
-kinds that Cozystack serves through its own API server (KubernetesNodes, Kubernetes) are served
-here as CRDs of the same group, version and kind that keep every field (the application API does
-not prune either).
+the Kairos provider path's tests skip, saying so). KamajiControlPlane is a stand-in
+(``test_talos_job_script``). The application kinds that Cozystack serves through its own API
+server (KubernetesNodes, Kubernetes) are served here as CRDs of the same group, version and kind
+that keep every field (the application API does not prune either).
 """
 
 from __future__ import annotations
