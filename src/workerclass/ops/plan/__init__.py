@@ -213,7 +213,7 @@ def plan(before: State, after: State) -> Plan:
                 _hash(new),
             )
         )
-    rows += node_group_rows(before, after)
+    rows += node_group_changes(before, after)
     rows.sort(key=lambda row: tuple(row.pool.split("/", 1)))
     return Plan(tuple(rows), admission.refusals, after.chart.as_dict())
 
@@ -235,7 +235,7 @@ def _node_groups(state: State) -> dict[str, tuple[Any, Any]]:
     return out
 
 
-def node_group_rows(before: State, after: State) -> list[PlanRow]:
+def node_group_changes(before: State, after: State) -> list[PlanRow]:
     """A row for every node group of a parent Kubernetes app that the change creates, deletes or
     changes (an unchanged one has none). The parent ``kubernetes`` chart renders node groups, which
     workerclass does not emulate: a changed group is ``unpredicted``, with the reason."""
