@@ -9,13 +9,12 @@ The CRDs come from where upstream publishes them, never from copies in the repos
 API's, the Talos and KubeVirt providers', Cilium's and Flux's from their Go modules in the module
 cache (``CRD_MODULES`` of ``scripts/testbed.py``: the versions Cozystack installs, and why one
 differs), the providers' with the contract labels their kustomizations add. Two have no module the
-proxy serves: Cozystack's WorkloadMonitor, read from the upstream mirror (``shared/upstream-crds/``,
-``$WORKERCLASS_SHARED`` or ``../shared`` beside the repository) or else from a Cozystack checkout
-(``$WORKERCLASS_COZYSTACK``), and Kairos's KairosConfigTemplate, from the mirror only (without it
-the Kairos provider path's tests skip, saying so). KamajiControlPlane is a stand-in
-(``test_talos_job_script``). The application kinds that Cozystack serves through its own API
-server (KubernetesNodes, Kubernetes) are served here as CRDs of the same group, version and kind
-that keep every field (the application API does not prune either).
+proxy serves and are read from the upstream mirror (``shared/upstream-crds/``, ``$WORKERCLASS_SHARED``
+or ``../shared`` beside the repository): Kairos's KairosConfigTemplate and Cozystack's
+WorkloadMonitor. KamajiControlPlane is a stand-in (``test_talos_job_script``). The application
+kinds that Cozystack serves through its own API server (KubernetesNodes, Kubernetes) are served
+here as CRDs of the same group, version and kind that keep every field (the application API does
+not prune either).
 """
 
 from __future__ import annotations
@@ -33,8 +32,6 @@ from typing import Any
 
 import pytest
 import yaml
-
-from tests.shared import COMMITS, COZYSTACK_ENV
 
 from .flux import ArtifactServer, install_sources, packaged, publish, source_crds
 from .kube import Kube
@@ -475,44 +472,18 @@ class ClusterAPI:
 CONTRACT = "cluster.x-k8s.io/v1beta1"
 
 
-#: where Cozystack keeps the WorkloadMonitor CRD it installs (a checkout's path, at main's commit)
-WORKLOAD_MONITOR_IN_REPO = "packages/system/cozystack-controller/definitions/cozystack.io_workloadmonitors.yaml"
-
-
-def workload_monitor_crds(shared: Path | None) -> list[dict[str, Any]]:
-    """Cozystack's WorkloadMonitor CRD as it ships it: the mirror's copy, else the one in the
-    Cozystack checkout (``$WORKERCLASS_COZYSTACK``) at main's pinned commit; no module serves it."""
-    if shared is not None:
-        return read_crds(shared / "upstream-crds" / "cozystack-shipped", "cozystack.io_workloadmonitors.yaml")
-    checkout = os.environ.get(COZYSTACK_ENV)
-    shown = subprocess.run(
-        ["git", "-C", checkout or ".", "show", f"{COMMITS['main']}:{WORKLOAD_MONITOR_IN_REPO}"],
-        capture_output=True,
-        check=False,
-    )
-    if not checkout or shown.returncode != 0:
-        _unavailable(
-            "Cozystack's WorkloadMonitor CRD is absent: no upstream mirror (WORKERCLASS_SHARED) and no "
-            f"Cozystack checkout at {COMMITS['main']} ({COZYSTACK_ENV}; README: The upstream material)"
-        )
-    return [doc for doc in yaml.safe_load_all(shown.stdout) if isinstance(doc, dict)]
-
-
-def capi_crds(binaries: Binaries, shared: Path | None) -> list[dict[str, Any]]:
+def capi_crds(binaries: Binaries, shared: Path) -> list[dict[str, Any]]:
     """Cluster API's own CRDs from its module, the providers' template CRDs from theirs
     (KubevirtMachineTemplate, TalosConfigTemplate: the same schemas as the copies Cozystack ships),
-    Cozystack's WorkloadMonitor as it ships it (:func:`workload_monitor_crds`), then, where the
-    mirror has it, KairosConfigTemplate from its provider's repository (labelled here: the upstream
-    file has no contract label, and Cluster API refuses a template CRD without one); no module
-    serves it, and without it the Kairos provider path's tests skip (:func:`kairos_with_kubeadm`)."""
+    Cozystack's WorkloadMonitor as it ships it, then KairosConfigTemplate from its provider's
+    repository (labelled here: the upstream file has no contract label, and Cluster API refuses a
+    template CRD without one). The last two are read from the mirror: no module serves them."""
     core = read_crds(crd_module("cluster-api") / "config" / "crd" / "bases")
     templates = provider_crds("capk", "*_kubevirtmachinetemplates.yaml") + provider_crds(
         "cabpt", "*_talosconfigtemplates.yaml"
     )
-    monitor = workload_monitor_crds(shared)
-    kairos = (
-        read_crds(shared / "upstream-crds", "bootstrap.cluster.x-k8s.io_kairosconfigtemplates.yaml") if shared else []
-    )
+    monitor = read_crds(shared / "upstream-crds" / "cozystack-shipped", "cozystack.io_workloadmonitors.yaml")
+    kairos = read_crds(shared / "upstream-crds", "bootstrap.cluster.x-k8s.io_kairosconfigtemplates.yaml")
     for crd in kairos:
         served = [version["name"] for version in crd["spec"]["versions"] if version.get("served")]
         crd["metadata"].setdefault("labels", {})[CONTRACT] = "_".join(served)
@@ -528,13 +499,7 @@ KAIROS_DISTRIBUTION = ("spec", "template", "spec", "distribution")
 def kairos_with_kubeadm(kube: Kube) -> Iterator[None]:
     """The KairosConfigTemplate CRD with ``kubeadm`` added to its ``distribution`` enum, as a Kairos
     bootstrap provider with the kubeadm path the design page requires would serve it (the upstream
-    one lists ``k0s`` and ``k3s`` only); the upstream schema is put back afterwards. Without the
-    Kairos provider's CRD (only the mirror has it) the test skips, saying so."""
-    if kube.find("apiextensions.k8s.io/v1", "CustomResourceDefinition", KAIROS_CRD) is None:
-        _unavailable(
-            "the Kairos provider's KairosConfigTemplate CRD is absent: it is on no Go module proxy and "
-            "in no Cozystack checkout; the upstream mirror has it (WORKERCLASS_SHARED)"
-        )
+    one lists ``k0s`` and ``k3s`` only); the upstream schema is put back afterwards."""
     original = kube.get("apiextensions.k8s.io/v1", "CustomResourceDefinition", KAIROS_CRD)
     crd = copy.deepcopy(original)
     for version in crd["spec"]["versions"]:
@@ -573,12 +538,12 @@ def capi_webhooks(binaries: Binaries, base_url: str, ca_pem: bytes) -> list[dict
 
 @pytest.fixture(scope="session")
 def capi(
-    cluster: ApiServer, kube: Kube, binaries: Binaries, tmp_path_factory: pytest.TempPathFactory
+    cluster: ApiServer, kube: Kube, binaries: Binaries, shared: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[ClusterAPI]:
     if binaries.capi_manager is None:
         _unavailable("the Cluster API manager is not built: run 'make testbed'")
     folder = tmp_path_factory.mktemp("capi")
-    install_crds(kube, capi_crds(binaries, shared_dir()))
+    install_crds(kube, capi_crds(binaries, shared))
     ca = CertAuthority.create("capi-webhook-ca")
     ca.write_pair(folder / "certs", "tls", ca.issue("capi-webhook", hosts=["127.0.0.1", "localhost"]))
     webhook_port, health_port, diagnostics_port = free_port(), free_port(), free_port()
