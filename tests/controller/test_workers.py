@@ -848,3 +848,18 @@ async def test_a_pool_waiting_for_its_helmrelease_says_so_on_itself() -> None:
     }
     await controller.reconcile(make_state([waiting]), full=True)
     assert len(client.events) == 1  # said when it changes, not at every pass
+
+
+async def test_a_first_apply_reads_each_object_once() -> None:
+    """Naming the Talos template and the no-takeover check both need what lives: one read serves both."""
+    gets: list[tuple[str, str]] = []
+
+    class Counting(FakeClient):
+        async def get(self, resource: Any, name: str, *, namespace: str | None = None) -> Any:
+            gets.append((_kind(resource), name))
+            return await super().get(resource, name, namespace=namespace)
+
+    client = Counting()
+    await WorkerController(client, events=False).reconcile(state_of(TALOS), full=True)
+    assert ("MachineDeployment", "kubernetes-example-talos") in gets
+    assert len(gets) == len(set(gets)), sorted(gets)

@@ -421,7 +421,20 @@ class WorkerController:
             raise
         return live.to_dict() if hasattr(live, "to_dict") else dict(live)
 
-    async def _talos_applied(self, pool: DesiredPool, objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    async def _known(self, obj: Mapping[str, Any], reads: dict[Key, dict[str, Any] | None]) -> dict[str, Any] | None:
+        """The live object of ``obj``: the one this process knows, else read once per pass (``reads``
+        keeps what this pass read, absent ones included, so no object is read twice)."""
+        key = _key(obj)
+        known = self._live.get(key)
+        if known is not None:
+            return known
+        if key not in reads:
+            reads[key] = await self._read(obj)
+        return reads[key]
+
+    async def _talos_applied(
+        self, pool: DesiredPool, objects: list[dict[str, Any]], reads: dict[Key, dict[str, Any] | None]
+    ) -> list[dict[str, Any]]:
         """A Talos pool's objects with the TalosConfigTemplate named as what runs requires
         (:func:`~workerclass.render.talos_template.as_applied`). The running templates are read only
         when the decision can change: the Job is to be applied (its content is new) or the running
@@ -433,7 +446,7 @@ class WorkerController:
         deployment = next((obj for obj in objects if obj.get("kind") == "MachineDeployment"), None)
         if job is None or deployment is None:
             return objects
-        live_deployment = self._live.get(_key(deployment)) or await self._read(deployment)
+        live_deployment = await self._known(deployment, reads)
         running_name = configured_template([live_deployment]) if live_deployment else None
         if _key(job) in self._live and running_name == configured_template(objects):
             return objects
@@ -449,16 +462,16 @@ class WorkerController:
             {"kind": TALOS_TEMPLATE.kind, "metadata": {"namespace": namespace, "name": name}}, TALOS_TEMPLATE
         )
 
-    async def _taken(self, pool: DesiredPool, objects: list[dict[str, Any]]) -> str | None:
+    async def _taken(
+        self, pool: DesiredPool, objects: list[dict[str, Any]], reads: dict[Key, dict[str, Any] | None]
+    ) -> str | None:
         """Why the pool must not be applied: one of its objects exists and is not the pool's to
         take (:func:`~workerclass.ops.workers.foreign_owner`); ``None`` when every object is the
         pool's or absent. Objects this process knows carry our label; the others are read once,
         before the first apply (after it they carry the label and are known)."""
         for obj in objects:
             key = _key(obj)
-            live = self._live.get(key)
-            if live is None:
-                live = await self._read(obj)
+            live = await self._known(obj, reads)
             owner = foreign_owner(live, pool.namespace, pool.release) if live is not None else None
             if owner is not None:
                 where = f"{key[1]}/{key[2]}" if key[1] else key[2]
@@ -811,8 +824,9 @@ class WorkerController:
         running = [self._live[key] for key in sorted(self._by_pool.get(pool.key, ()))]
         objects = keep_running(list(pool.objects), running) if running else list(pool.objects)
         try:
-            objects = await self._talos_applied(pool, objects)
-            taken = await self._taken(pool, objects)
+            reads: dict[Key, dict[str, Any] | None] = {}  # what this pass read of the pool's objects
+            objects = await self._talos_applied(pool, objects, reads)
+            taken = await self._taken(pool, objects, reads)
             if taken is not None:
                 report.states[pool.identity] = "refused"
                 if self.metrics is not None:
