@@ -174,9 +174,12 @@ def render(
         raise _refused(effective, refused) from None
     if named:
         template = next(obj for obj in objects if obj.get("kind") == TALOS_TEMPLATE_KIND)
-        if template.get("spec") != chart_talos_config_template(inp, sizing=sizing(inp)).get("spec"):
-            # the class changes the machine config the chart would apply (its installer image, its
-            # modules, its CA): a template of its own content, whose changes roll the pool
+        # only the class-era kernel modules and installer image reach the machine config: without
+        # them it is the chart's own, and the chart's template is not rendered a second time
+        adds = extras.get("kernel_modules") or extras.get("installer_image")
+        if adds and template.get("spec") != chart_talos_config_template(inp, sizing=sizing(inp)).get("spec"):
+            # the class changes the machine config the chart would apply: a template of its own
+            # content, whose changes roll the pool
             objects = content_named(objects, template)
         if not talos_config_template:
             objects = [obj for obj in objects if obj.get("kind") != TALOS_TEMPLATE_KIND]
