@@ -115,3 +115,16 @@ async def test_a_caller_that_stops_waiting_leaves_the_list_to_the_others() -> No
             await reads.read("key", fetch)
     gate.set()
     assert await patient == "fresh"
+
+
+async def test_a_cheap_read_is_shared_but_never_limited() -> None:
+    """The bucket bounds only what the caller calls costly: a pool created right after its class
+    is confirmed live however busy the costly reads keep the bucket."""
+    reads = LiveReads(rate=0.0, burst=1, clock=Clock())
+
+    async def fetch() -> str:
+        return "fresh"
+
+    assert await reads.read("pools", fetch) == "fresh"
+    assert await reads.read("pools", fetch) is LIMITED  # the bucket is empty
+    assert [await reads.read("classes", fetch, bounded=False) for _ in range(5)] == ["fresh"] * 5

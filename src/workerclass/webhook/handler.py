@@ -250,8 +250,11 @@ class ReviewHandler:
         namespace = review.namespace or None
         try:
             async with asyncio.timeout(self.settings.live_read_timeout):
+                # only a list of the pools of every namespace (a WorkerClass DELETE's) is costly:
+                # the bucket bounds those; the others (classes, one namespace's apps) are shared only
+                costly = namespace is None and not pending.kinds.isdisjoint(CLASS_SELECTORS)
                 state = await self._live_reads.read(
-                    (pending.kinds, namespace), lambda: pending.fresher(pending.kinds, namespace)
+                    (pending.kinds, namespace), lambda: pending.fresher(pending.kinds, namespace), bounded=costly
                 )
         except Exception as error:  # the API is slow or failing: answer from the cache, as before
             self.metrics.live_reads.labels(route.name, "failed").inc()

@@ -11,10 +11,11 @@ WorkerClass DELETE would list every pool in the cluster. Two rules keep that cos
   been sent before the write a request must see), so a request arriving during it waits for the
   next one, which starts when it ends. At most two lists per key exist at once, one running and
   one gathering;
-- **a token bucket over all lists** (``rate`` per second, ``burst`` at once): a list that finds no
-  token is not sent, and its requests are answered from the cache (``LIMITED``), as they are when
-  a live read fails or is slow: the cache's decision is the one the webhook gave before it read
-  live at all.
+- **a token bucket over the costly lists** (``rate`` per second, ``burst`` at once; the caller says
+  which: the webhook bounds its lists of the pools of every namespace, not the cheap ones, so a pool
+  created right after its class is still confirmed live): a list that finds no token is not sent,
+  and its requests are answered from the cache (``LIMITED``), as they are when a live read fails or
+  is slow: the cache's decision is the one the webhook gave before it read live at all.
 
 Its edge: awaitables in, results out; no Kubernetes, no State of its own.
 """
@@ -58,12 +59,13 @@ class LiveReads:
         self._tokens -= 1.0
         return True
 
-    async def read(self, key: Hashable, fetch: Callable[[], Awaitable[Any]]) -> Any:
+    async def read(self, key: Hashable, fetch: Callable[[], Awaitable[Any]], *, bounded: bool = True) -> Any:
         """``fetch()``'s result, from a list started after this call; :data:`LIMITED` when the
-        list was not sent. A caller that stops waiting (a timeout) leaves the list to the others."""
+        list was not sent. A caller that stops waiting (a timeout) leaves the list to the others.
+        ``bounded=False``: a cheap list, shared but not counted against the bucket."""
         flight = self._gathering.get(key)
         if flight is None:
-            flight = asyncio.ensure_future(self._fly(key, self._last.get(key), fetch))
+            flight = asyncio.ensure_future(self._fly(key, self._last.get(key), fetch, bounded))
             self._gathering[key] = self._last[key] = flight
             flight.add_done_callback(lambda done: self._done(key, done))
         else:
@@ -79,14 +81,14 @@ class LiveReads:
             flight.exception()  # retrieved: a failed list is its callers' (each got it), never "unretrieved"
 
     async def _fly(
-        self, key: Hashable, previous: asyncio.Future[Any] | None, fetch: Callable[[], Awaitable[Any]]
+        self, key: Hashable, previous: asyncio.Future[Any] | None, fetch: Callable[[], Awaitable[Any]], bounded: bool
     ) -> Any:
         if previous is not None:
             await asyncio.wait([previous])  # its outcome is its callers'; this one's own cancellation propagates
         # from here on this list is under way: a later request gathers for the next one
         if self._gathering.get(key) is asyncio.current_task():
             del self._gathering[key]
-        if not self._take():
+        if bounded and not self._take():
             self.limited += 1
             return LIMITED
         self.sent += 1
