@@ -20,7 +20,16 @@ from typing import Any
 
 import pytest
 
-from tests.builders import SSH_KEY, make_cluster, make_pool, make_state
+from tests.builders import (
+    CERTIFICATE,
+    KAIROS_FIXED,
+    SSH_KEY,
+    TALOS_EXAMPLE,
+    make_class,
+    make_cluster,
+    make_pool,
+    make_state,
+)
 from workerclass.deploy import controller_manifests, controller_rbac_rules, rule_reasons
 from workerclass.ops.workers import WORKER_KINDS, DesiredPool, desired_workers
 from workerclass.render.templates import KAIROS_DATA_SECRET_PATH, KAIROS_PROVIDER_PATH
@@ -52,7 +61,10 @@ POOLS = [
     make_pool("kairos", workerClassName="kairos", sshKeys=[SSH_KEY], version="v1.35"),
     make_pool("talos", cluster="second", workerClassName="talos"),  # another parent: other names
     make_pool("workers", namespace=OTHER_NAMESPACE, cluster="other", workerClassName="talos"),
+    make_pool("private", workerClassName="factory-ca"),  # a private Image Factory: its CA's ConfigMap
 ]
+#: a class whose disk is imported from an Image Factory with its own CA (PR 3797's ConfigMap)
+FACTORY_CA = make_class("factory-ca", talos={"version": "v1.13.6", "imageFactoryCA": CERTIFICATE})
 
 
 def _rendered(kairos_path: str) -> list[DesiredPool]:
@@ -61,13 +73,18 @@ def _rendered(kairos_path: str) -> list[DesiredPool]:
         make_cluster("second"),
         make_cluster("other", OTHER_NAMESPACE),
     ]
-    state = make_state([obj for pool in POOLS for obj in (pool, _release(pool))], clusters=clusters)
+    state = make_state(
+        [obj for pool in POOLS for obj in (pool, _release(pool))],
+        clusters=clusters,
+        classes=[TALOS_EXAMPLE, KAIROS_FIXED, FACTORY_CA],
+    )
     pools = desired_workers(state, kairos_path=kairos_path)
     assert [(pool.identity, pool.state) for pool in pools] == [
         (f"{pool['metadata']['namespace']}/{pool['metadata']['name']}", "ready")
         for pool in sorted(POOLS, key=lambda p: (p["metadata"]["namespace"], p["metadata"]["name"]))
     ]
     assert {pool.bootstrap for pool in pools} == {"talos", "kairos"}
+    assert any(obj["kind"] == "ConfigMap" for pool in pools for obj in pool.objects)
     return pools
 
 

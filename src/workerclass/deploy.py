@@ -312,6 +312,9 @@ WORKER_VERBS = ["get", "list", "watch", "create", "patch", "delete"]
 
 #: what a worker row lets its holder do beyond writing a pool's objects, by API group
 _WORKER_NOTES = {
+    "": "a ConfigMap is a private Image Factory's CA (talos.imageFactoryCA), which the pool's disk import "
+    "names; RBAC narrows list and watch by no label, so they reach every ConfigMap and ServiceAccount of "
+    "the cluster, although the controller asks only by its label and Helm's",
     "batch": "a Job runs its pod as any ServiceAccount of its namespace, so these verbs let their holder act as "
     "any ServiceAccount of any namespace; RBAC limits create by neither name nor namespace (names come from "
     "each release, namespaces are the tenants'), so this cannot be narrowed: the controller creates only the "

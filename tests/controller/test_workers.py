@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import copy
+import json
 from collections.abc import AsyncIterator, Iterable, Mapping
 from dataclasses import replace
 from types import SimpleNamespace
@@ -22,7 +23,16 @@ import pytest
 
 pytest.importorskip("lightkube")
 
-from tests.builders import NAMESPACE, SSH_KEY, make_pool, make_state
+from tests.builders import (
+    CERTIFICATE,
+    KAIROS_FIXED,
+    NAMESPACE,
+    SSH_KEY,
+    TALOS_EXAMPLE,
+    make_class,
+    make_pool,
+    make_state,
+)
 from tests.kairos_join import TOKEN, ca_certificate, join_input_secrets, kubeadm_hash
 from workerclass.controller.workers import FIELD_MANAGER, WorkerController
 from workerclass.ops.providers import KAIROS_TEMPLATE_CRD
@@ -863,3 +873,59 @@ async def test_a_first_apply_reads_each_object_once() -> None:
     await WorkerController(client, events=False).reconcile(state_of(TALOS), full=True)
     assert ("MachineDeployment", "kubernetes-example-talos") in gets
     assert len(gets) == len(set(gets)), sorted(gets)
+
+
+#: a class whose disk is imported from a private Image Factory with its own CA (PR 3797's ConfigMap)
+FACTORY_CA = make_class("factory-ca", talos={"version": "v1.13.6", "imageFactoryCA": CERTIFICATE})
+PRIVATE = make_pool("private", workerClassName="factory-ca")
+
+
+def _ca_state(*pools: Mapping[str, Any], ca: str = CERTIFICATE) -> Any:
+    klass = make_class("factory-ca", talos={"version": "v1.13.6", **({"imageFactoryCA": ca} if ca else {})})
+    objects = [obj for pool in pools for obj in (pool, release_of(pool))]
+    return make_state(objects, classes=[TALOS_EXAMPLE, KAIROS_FIXED, klass])
+
+
+async def test_a_private_image_factory_ca_config_map_is_applied_watched_and_pruned() -> None:
+    """Everything the render gives is applied: the CA's ConfigMap the disk import names lands (with
+    the pool's label and owner), before the template that names it; a hand deletion is repaired, the
+    CA dropped from the class prunes it, and the pool's deletion takes it with the rest."""
+    client = FakeClient()
+    controller = WorkerController(client, events=False)
+    report = await controller.reconcile(_ca_state(PRIVATE), full=True)
+    assert report.states == {"tenant-example/example-private": "applied"}, controller._pool_states
+    (config_map,) = client.of("ConfigMap")
+    name = config_map["metadata"]["name"]
+    assert config_map["data"] == {"ca.pem": CERTIFICATE}
+    assert config_map["metadata"]["labels"][POOL_LABEL] == pool_key(NAMESPACE, "kubernetes-nodes-example-private")
+    assert config_map["metadata"]["ownerReferences"][0]["uid"] == "uid-kubernetes-nodes-example-private"
+    (template,) = client.of("KubevirtMachineTemplate")
+    assert name in json.dumps(template["spec"])  # the disk import names it
+    order = [key[0] for key in applied(client)]
+    assert order.index("ConfigMap") < order.index("KubevirtMachineTemplate")
+
+    del client.objects[("ConfigMap", NAMESPACE, name)]  # by hand: compared and repaired on the resync
+    await controller.reconcile(_ca_state(PRIVATE), full=True)
+    assert ("ConfigMap", NAMESPACE, name) in client.objects
+
+    # the CA dropped: a new template; while a MachineSet runs the old one, its CA stays with it
+    machine_set = {
+        "apiVersion": "cluster.x-k8s.io/v1beta1",
+        "kind": "MachineSet",
+        "metadata": {"name": "running", "namespace": NAMESPACE},
+        "spec": {"template": {"spec": {"infrastructureRef": {"name": template["metadata"]["name"]}}}},
+    }
+    client.put(machine_set)
+    report = await controller.reconcile(_ca_state(PRIVATE, ca=""), full=True)
+    assert report.states == {"tenant-example/example-private": "applied"}
+    assert len(client.of("KubevirtMachineTemplate")) == 2 and client.of("ConfigMap")
+    del client.objects[FakeClient.key(machine_set)]  # rolled out: the old template and its CA go
+    await controller.reconcile(_ca_state(PRIVATE, ca=""), full=True)
+    assert ("delete", ("ConfigMap", NAMESPACE, name)) in client.writes and client.of("ConfigMap") == []
+    assert len(client.of("KubevirtMachineTemplate")) == 1
+
+    await controller.reconcile(_ca_state(PRIVATE), full=True)
+    assert client.of("ConfigMap")
+    await controller.reconcile(_ca_state(), full=True)  # the pool and its release gone
+    assert client.of("ConfigMap") == [] and client.of("MachineDeployment") == []
+

@@ -251,6 +251,68 @@ def test_classified_pools_become_machines_and_leave_nothing_behind(
     wait_until(gone, timeout=90, what="everything of the deleted pool gone")
 
 
+def test_a_private_image_factory_ca_is_applied_with_its_pool_and_goes_with_it(
+    cluster: ApiServer, kube: Kube, workers: Process
+) -> None:
+    """A class whose disk comes from a private Image Factory (``talos.imageFactoryCA``) renders PR
+    3797's CA ConfigMap, which the KubevirtMachineTemplate's disk import names: it lands beside the
+    other objects (the bundle's RBAC lets the controller write it), the pool is applied without a
+    ``WorkersApplyFailed``, and deleting the pool takes the ConfigMap with the rest.
+
+    Seen to fail before ConfigMaps were an owned kind: the pool's apply failed on the ConfigMap
+    for ever (``WorkersApplyFailed`` on every retry) and no ConfigMap appeared."""
+    from tests.builders import CERTIFICATE
+
+    from .test_cluster_api import parent_cluster
+
+    parent_cluster(kube)
+    name = "example-e2e-factory-ca"
+    klass = {
+        "apiVersion": "cozystack.io/v1alpha1",
+        "kind": "WorkerClass",
+        "metadata": {"name": "talos-e2e-factory-ca-r1"},
+        "spec": {"bootstrap": "talos", "talos": {"version": "v1.13.6", "imageFactoryCA": CERTIFICATE}},
+    }
+    kube.create(klass)
+    spec = {
+        "cluster": "example", "workerClassName": "talos-e2e-factory-ca-r1", "version": "v1.35",
+        "minReplicas": 1, "maxReplicas": 2, "instanceType": "", "resources": {"cpu": "2", "memory": "4Gi"},
+    }  # fmt: skip
+    for obj in pool_objects(name, spec):
+        kube.apply(obj, manager="cozystack-api")
+    release = f"kubernetes-nodes-{name}"
+    config_map_name = f"kubernetes-{name}-talos-factory-ca"
+    config_map = wait_until(
+        lambda: kube.find("v1", "ConfigMap", config_map_name, TENANT),
+        timeout=60,
+        what="the CA's ConfigMap applied by the controller:\n" + workers.tail(),
+    )
+    assert config_map["data"] == {"ca.pem": CERTIFICATE}
+    assert config_map["metadata"]["labels"][LABEL]
+    uid = kube.get(FLUX, "HelmRelease", release, TENANT)["metadata"]["uid"]
+    assert config_map["metadata"]["ownerReferences"][0]["uid"] == uid
+    wait_until(
+        lambda: kube.find(CAPI, "MachineDeployment", f"kubernetes-{name}", TENANT),
+        timeout=60,
+        what="the MachineDeployment",
+    )
+    (template,) = labelled(kube, KUBEVIRT, "KubevirtMachineTemplate", f"kubernetes-{name}-")
+    assert f'"certConfigMap": "{config_map_name}"' in json.dumps(template["spec"])
+    wait_until(lambda: reported(kube, release, "WorkersApplied", ""), timeout=30, what="the WorkersApplied Event")
+    assert not reported(kube, release, "WorkersApplyFailed", "")
+
+    for obj in pool_objects(name, spec):
+        kube.delete(obj["apiVersion"], obj["kind"], obj["metadata"]["name"], TENANT)
+    wait_until(
+        lambda: (
+            kube.find("v1", "ConfigMap", config_map_name, TENANT) is None
+            and kube.find(CAPI, "MachineDeployment", f"kubernetes-{name}", TENANT) is None
+        ),
+        timeout=60,
+        what="the pool's ConfigMap and MachineDeployment gone",
+    )
+
+
 def owned_part(value: Any, node: Any) -> Any:
     """The part of a live value that the ``fieldsV1`` tree ``node`` marks as owned (what an apply by
     that manager sent): maps by ``f:`` keys, associative lists' items by ``k:``, sets by ``v:``."""

@@ -155,6 +155,19 @@ def _template_refs(machine_set: Mapping[str, Any]) -> set[str]:
     return names
 
 
+def _config_maps_named(obj: Any) -> set[str]:
+    """The ConfigMaps a template's disk imports name (``certConfigMap``, PR 3797's CA)."""
+    if isinstance(obj, Mapping):
+        found = {str(obj["certConfigMap"])} if isinstance(obj.get("certConfigMap"), str) else set()
+        for value in obj.values():
+            if isinstance(value, Mapping | list):
+                found |= _config_maps_named(value)
+        return found
+    if isinstance(obj, list):
+        return {name for item in obj for name in _config_maps_named(item)}
+    return set()
+
+
 def _plain(obj: Any, kind: WorkerKind) -> dict[str, Any]:
     raw: dict[str, Any] = obj.to_dict() if hasattr(obj, "to_dict") else dict(obj)
     raw.setdefault("apiVersion", kind.api_version)
@@ -914,9 +927,15 @@ class WorkerController:
         referenced: set[str] = set()
         if any(key[0] in TEMPLATE_KINDS for key in candidates):
             referenced = await self._referenced(pool.namespace)  # fresh: a MachineSet made a moment ago counts
+        kept = {key for key in candidates if key[0] in TEMPLATE_KINDS and key[2] in referenced}
+        # a CA ConfigMap stays while a template that stays imports its disk with it (a new machine
+        # of a MachineSet still running that template needs it)
+        named = {name for key in wanted | kept for name in _config_maps_named(self._live.get(key) or {})}
         for key in candidates:
-            if key[0] in TEMPLATE_KINDS and key[2] in referenced:
+            if key in kept:
                 continue  # a MachineSet still builds machines from it
+            if key[0] == "ConfigMap" and key[2] in named:
+                continue
             await self._delete(key)
             self._forget(key)
             self._applied.pop(key, None)

@@ -109,7 +109,8 @@ class WorkerKind:
 
 
 #: What the chart (and so the controller) renders for a pool, in apply order: templates before the
-#: MachineDeployment that names them, RBAC before the Job that uses it.
+#: MachineDeployment that names them, RBAC before the Job that uses it, the Image Factory CA's
+#: ConfigMap before the KubevirtMachineTemplate whose disk import names it.
 WORKER_KINDS: tuple[WorkerKind, ...] = (
     WorkerKind("v1", "ServiceAccount", "serviceaccounts"),
     WorkerKind("rbac.authorization.k8s.io/v1", "ClusterRole", "clusterroles", False),
@@ -117,6 +118,7 @@ WORKER_KINDS: tuple[WorkerKind, ...] = (
     WorkerKind("rbac.authorization.k8s.io/v1", "Role", "roles"),
     WorkerKind("rbac.authorization.k8s.io/v1", "RoleBinding", "rolebindings"),
     WorkerKind("cilium.io/v2", "CiliumNetworkPolicy", "ciliumnetworkpolicies"),
+    WorkerKind("v1", "ConfigMap", "configmaps"),  # a private Image Factory's CA, which the disk import names
     WorkerKind("infrastructure.cluster.x-k8s.io/v1alpha1", "KubevirtMachineTemplate", "kubevirtmachinetemplates"),
     WorkerKind("infrastructure.cluster.x-k8s.io/v1alpha1", "ProxmoxMachineTemplate", "proxmoxmachinetemplates"),
     WorkerKind(KAIROS_BOOTSTRAP_API, "KairosConfigTemplate", "kairosconfigtemplates"),
