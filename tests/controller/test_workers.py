@@ -929,3 +929,57 @@ async def test_a_private_image_factory_ca_config_map_is_applied_watched_and_prun
     await controller.reconcile(_ca_state(), full=True)  # the pool and its release gone
     assert client.of("ConfigMap") == [] and client.of("MachineDeployment") == []
 
+
+def _helm_made(kind: str, api_version: str, name: str, release: str, *, pinned: bool = True) -> dict[str, Any]:
+    """An object Helm made for ``release`` (pinned by the controller for a handoff when ``pinned``)."""
+    annotations = {"meta.helm.sh/release-name": release, "meta.helm.sh/release-namespace": NAMESPACE}
+    if pinned:
+        annotations |= {"helm.sh/resource-policy": "keep", PINNED_ANNOTATION: "handoff"}
+    return {
+        "apiVersion": api_version,
+        "kind": kind,
+        "metadata": {
+            "name": name,
+            "namespace": NAMESPACE,
+            "labels": {"app.kubernetes.io/managed-by": "Helm"},
+            "annotations": annotations,
+        },
+        "spec": {},
+    }
+
+
+async def test_a_deleted_classless_pool_takes_what_it_had_pinned_once_its_release_is_gone() -> None:
+    """A classless pool's Helm-made objects carry the handoff pin (``keep``), so Helm's uninstall
+    leaves them. Once the pool is gone and its HelmRelease is too (by the cache and a fresh read),
+    the controller deletes them; while the release is there they stay;
+    what it did not pin (another release's, or Helm's own without our pin) it never touches."""
+    legacy = make_pool("legacy")
+    del legacy["spec"]["workerClassName"]
+    release = "kubernetes-nodes-example-legacy"
+    ours = [
+        _helm_made("MachineDeployment", "cluster.x-k8s.io/v1beta1", "kubernetes-example-legacy", release),
+        _helm_made("ConfigMap", "v1", "kubernetes-example-legacy-talos-factory-ca", release),
+        _helm_made("Job", "batch/v1", "kubernetes-example-legacy-talos-reconcile", release),
+        _helm_made(
+            "MachineHealthCheck", "cluster.x-k8s.io/v1beta1", "kubernetes-example-legacy", release, pinned=False
+        ),
+    ]
+    others = [  # another release's, never pinned: not the controller's to delete
+        _helm_made("MachineDeployment", "cluster.x-k8s.io/v1beta1", "kubernetes-example-other", "other", pinned=False),
+    ]
+    client = FakeClient([*ours, *others, release_of(legacy)])
+    controller = WorkerController(client, events=False)
+    await controller.reconcile(state_of(legacy), full=True)
+    keys = {FakeClient.key(obj) for obj in ours}
+    assert client.writes == [("patch", FakeClient.key(ours[-1]))]  # the one not pinned yet
+
+    # the pool is gone but its HelmRelease is still there (Flux is uninstalling it): nothing goes
+    await controller.reconcile(make_state([release_of(legacy)]), full=False)
+    await controller.reconcile(make_state([]), full=True)  # the cache lags: a fresh read finds it
+    assert not [key for verb, key in client.writes if verb == "delete"]
+
+    del client.objects[("HelmRelease", NAMESPACE, release)]  # the release gone: its pinned objects go
+    report = await controller.reconcile(make_state([]), full=False)
+    deleted = {key for verb, key in client.writes if verb == "delete"}
+    assert deleted == keys and report.deleted == len(keys)
+    assert all(FakeClient.key(obj) in client.objects for obj in others)

@@ -172,6 +172,66 @@ def test_a_legacy_pool_selects_a_class_without_a_delete_or_a_rollout(
     wait_until(lambda: not left(), timeout=90, what="nothing of the pool left")
 
 
+def test_a_deleted_classless_pool_leaves_nothing_it_had_pinned(
+    cluster: ApiServer, kube: Kube, install: Install, controller: Process, tmp_path: Path
+) -> None:
+    """A classless pool's Helm-made objects carry the controller's handoff pin (``keep``). Helm's
+    uninstall deletes them anyway (it judges the policy from the manifests it stored, not from the
+    live objects), but a release that goes without that uninstall (its HelmRelease removed, the
+    Helm release left) leaves them pinned, with their machines. Once the pool and its HelmRelease
+    are gone the controller deletes them; Helm's later uninstall finds nothing left to delete.
+
+    Seen to fail before the controller deleted what it had pinned: the wait timed out with the
+    MachineDeployment, its template, the Job, the RBAC and the WorkloadMonitor all still there."""
+    from .test_cluster_api import parent_cluster
+
+    parent_cluster(kube)
+    name = "example-e2e-unpinned"
+    release = f"kubernetes-nodes-{name}"
+    chart = gated_chart(chart_path("main"), ROOT / "deploy" / "chart-gate" / "kubernetes-nodes-main.patch", tmp_path)
+    configurations = [obj for obj in install.objects if obj["kind"].endswith("WebhookConfiguration")]
+    for obj in configurations:  # the pool as it was before workerclass
+        kube.delete("admissionregistration.k8s.io/v1", obj["kind"], obj["metadata"]["name"])
+    try:
+        time.sleep(1)
+        for obj in pool_objects(name, LEGACY):
+            kube.apply(obj, manager="cozystack-api")
+    finally:
+        for obj in configurations:
+            kube.apply(obj, manager="workerclass-e2e-install")
+    helm("install", kubeconfig=cluster.admin.kubeconfig, release=release, namespace=TENANT, chart=chart, values=LEGACY)
+
+    def left() -> list[str]:
+        names = []
+        for api_version, kind in (
+            (CAPI, "MachineDeployment"), (CAPI, "MachineHealthCheck"), (KUBEVIRT, "KubevirtMachineTemplate"),
+            ("batch/v1", "Job"), ("rbac.authorization.k8s.io/v1", "Role"), ("v1", "ServiceAccount"),
+            ("cozystack.io/v1alpha1", "WorkloadMonitor"),
+        ):  # fmt: skip
+            names += [f"{kind}/{o['metadata']['name']}" for o in kube.list(api_version, kind, TENANT)
+                      if name in o["metadata"]["name"]]  # fmt: skip
+        names += [
+            f"ClusterRole/{o['metadata']['name']}"
+            for o in kube.list("rbac.authorization.k8s.io/v1", "ClusterRole")
+            if name in o["metadata"]["name"]
+        ]
+        return names
+
+    def pinned() -> bool:
+        found = kube.find(CAPI, "MachineDeployment", f"kubernetes-{name}", TENANT) or {}
+        return (found.get("metadata", {}).get("annotations") or {}).get("helm.sh/resource-policy") == "keep"
+
+    try:
+        wait_until(pinned, timeout=30, what="the controller's pin on the Helm-made objects")
+        made = left()
+        assert len(made) >= 8, made
+        for obj in pool_objects(name, LEGACY):  # the pool and its HelmRelease go; Helm's release stays
+            kube.delete(obj["apiVersion"], obj["kind"], obj["metadata"]["name"], TENANT)
+        wait_until(lambda: not left(), timeout=30, what="nothing the pool had pinned left:\n" + controller.tail())
+    finally:
+        helm("uninstall", kubeconfig=cluster.admin.kubeconfig, release=release, namespace=TENANT)
+
+
 def test_a_chart_without_the_gate_is_detected_and_never_double_written(
     cluster: ApiServer, kube: Kube, controller: Process, tmp_path: Path
 ) -> None:

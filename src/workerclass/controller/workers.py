@@ -110,6 +110,8 @@ MACHINE_SET = WorkerKind("cluster.x-k8s.io/v1beta1", "MachineSet", "machinesets"
 #: the template a Talos pool's talos-reconcile Job applies: read (never written) to name it
 TALOS_TEMPLATE = WorkerKind("bootstrap.cluster.x-k8s.io/v1alpha3", TALOS_TEMPLATE_KIND, "talosconfigtemplates")
 HELM_MANAGED = ("app.kubernetes.io/managed-by", "Helm")
+#: the labels Flux's helm-controller puts on every object of a HelmRelease: its name and namespace
+FLUX_NAME = ("helm.toolkit.fluxcd.io/name", "helm.toolkit.fluxcd.io/namespace")
 #: the report of a classified pool whose release's chart renders worker objects (no chart gate)
 CHART_NOT_GATED = (
     "ChartNotGated: the release's chart rendered worker objects for this classified pool, so it lacks the "
@@ -261,7 +263,10 @@ class WorkerController:
         self._synced_live = False
         #: classified pools' releases whose chart still renders worker objects (no gate), from the last scan
         self._ungated: set[tuple[str, str]] = set()
-        self._scanned: set[tuple[str, str]] | None = None
+        self._scanned: tuple[set[tuple[str, str]], set[tuple[str, str]]] | None = None
+        #: Helm-made objects this controller pinned whose pool is gone, by ``(namespace, release)``
+        #: (from the last scan): deleted once that release's HelmRelease is (:meth:`_unpinned_cleanup`)
+        self._pinned_left: dict[tuple[str, str], dict[Key, dict[str, Any]]] = {}
         #: whether the cluster's Kairos bootstrap provider takes the render (read on every full resync
         #: while Kairos pools exist); ``None``: not read yet
         self._kairos: ProviderSupport | None = None
@@ -771,11 +776,14 @@ class WorkerController:
             self._kairos = support if support is not None else self._kairos
             if self._kairos_path() != before:
                 desired = desired_workers(state, kairos_path=self._kairos_path())
-        if full or fresh or classified != self._scanned:
+        classless = classless_releases(state)
+        if full or fresh or (classified, classless) != self._scanned:
             await self._pin(state, classified, report)
-            self._scanned = classified
+            self._scanned = (classified, classless)
         await asyncio.gather(*(one(pool) for pool in desired))
         await self._cleanup(keys, state, report)
+        if self._pinned_left:
+            await self._unpinned_cleanup(classified | classless, state, report)
         if self.metrics is not None:
             counts: dict[str, int] = {}
             for state_name, _ in self._pool_states.values():
@@ -961,7 +969,10 @@ class WorkerController:
         and find classified pools whose release Helm still renders worker objects for (objects
         neither pinned by us nor applied by us): their chart lacks the gate."""
         releases = classless_releases(state)
+        known = releases | classified  # every pool's release: a pin of another release is left over
         ungated: set[tuple[str, str]] = set()
+        left: dict[tuple[str, str], dict[Key, dict[str, Any]]] = {}
+        failed = False
         for kind in WORKER_KINDS:
             if kind.kind in NOT_CHART_KINDS:
                 continue
@@ -973,6 +984,7 @@ class WorkerController:
                 report.errors += 1
                 logger.warning("listing Helm-made %s failed (%s)", kind.plural, short_error(error))
                 ungated |= self._ungated
+                failed = True
                 continue
             for obj in helm_made:
                 annotations = _annotations(obj)
@@ -980,6 +992,9 @@ class WorkerController:
                 release = (str(annotations.get(HELM_RELEASE_NAMESPACE)), str(annotations.get(HELM_RELEASE_NAME)))
                 if release in classified and PINNED_ANNOTATION not in annotations and POOL_LABEL not in labels:
                     ungated.add(release)
+                if PINNED_ANNOTATION in annotations and POOL_LABEL not in labels and release not in known:
+                    left.setdefault(release, {})[_key(obj)] = obj  # its pool went: deleted once its release has
+                    continue
                 if release not in releases or annotations.get(HELM_KEEP[0]) == HELM_KEEP[1]:
                     continue
                 try:
@@ -991,6 +1006,43 @@ class WorkerController:
         for where in sorted(ungated - self._ungated):
             logger.warning("%s/%s: %s", where[0], where[1], CHART_NOT_GATED)
         self._ungated = ungated
+        if failed:  # a kind not listed: what was left over before stays so (it is not known gone)
+            for release, objects in self._pinned_left.items():
+                left.setdefault(release, {}).update(objects)
+        self._pinned_left = left
+
+    async def _unpinned_cleanup(self, known: set[tuple[str, str]], state: State, report: ReconcileReport) -> None:
+        """Delete the Helm-made objects this controller pinned for a classless pool that is gone (the
+        pool's release no longer any pool's), once the HelmRelease that made them is absent from the
+        cache and confirmed absent by a fresh read: Helm's uninstall kept them for the pin's sake (a
+        chart without PR 3315's unpin hook), and they would hold their machines for ever. A pool
+        that comes back under the release keeps them pinned for its handoff."""
+        for release in sorted(self._pinned_left):
+            if release in known:
+                del self._pinned_left[release]
+                continue
+            objects = self._pinned_left[release]
+            namespace = release[0]
+            owners = {release[1]}  # the Helm release, and the HelmRelease Flux labels the objects with
+            for obj in objects.values():
+                labels = (obj.get("metadata") or {}).get("labels") or {}
+                if labels.get(FLUX_NAME[0]) and labels.get(FLUX_NAME[1], namespace) == namespace:
+                    owners.add(str(labels[FLUX_NAME[0]]))
+            if any((HELM_RELEASE.kind, namespace, owner) in state.records for owner in owners):
+                continue  # the release is still there (being uninstalled): its objects are Helm's
+            try:
+                if any([await self._release_exists(namespace, owner) for owner in sorted(owners)]):
+                    continue  # the cache lags
+                for key, obj in sorted(objects.items()):
+                    if not (obj.get("metadata") or {}).get("deletionTimestamp"):
+                        await self._delete(key)
+                        report.deleted += 1
+                del self._pinned_left[release]
+            except asyncio.CancelledError:
+                raise
+            except Exception as error:
+                report.errors += 1
+                logger.warning("deleting what %s/%s left pinned failed (%s)", *release, short_error(error))
 
     async def _cleanup(self, keys: set[str], state: State, report: ReconcileReport) -> None:
         """Delete what pools that are gone left behind (their HelmRelease confirmed absent)."""
