@@ -43,7 +43,9 @@ of each pool with the watched objects) it:
 7. reports each pool's state as a Kubernetes Event on its HelmRelease (on a change of state, and
    after every apply that wrote something), and as metrics (:class:`WorkerMetrics`).
 
-Its edge: lightkube calls, the loop and its clock; every rule is in :mod:`workerclass.ops.workers`.
+Its edge: lightkube calls, the loop and its clock. What to render is :mod:`workerclass.ops.workers`;
+what to write (applies, prunes, pins, deletions, reports) is decided by :mod:`workerclass.ops.writes`
+on plain data, and this module gathers what those take (lists, watches, reads) and sends the result.
 Errors are logged as status code and reason only (:func:`~workerclass.adapters.kube.short_error`).
 
 Why one module over the house ~500 lines (about 1,000): it is one reconcile pass, its seven steps
@@ -56,8 +58,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
-import hashlib
-import json
 import logging
 import random
 import time
@@ -68,14 +68,8 @@ from typing import Any
 from ..adapters.changes import Changes
 from ..adapters.kube import LIST_CHUNK, Backoff, resource_class, short_error, status_code
 from ..api.resources import HELM_RELEASE
-from ..ops.convergence import apply_reason
 from ..ops.providers import KAIROS_TEMPLATE_CRD, ProviderSupport, kairos_kubeadm
 from ..ops.workers import (
-    HELM_KEEP,
-    HELM_RELEASE_NAME,
-    HELM_RELEASE_NAMESPACE,
-    PINNED_ANNOTATION,
-    POOL_ANNOTATION,
     POOL_LABEL,
     WORKER_KINDS,
     DesiredPool,
@@ -85,6 +79,18 @@ from ..ops.workers import (
     foreign_owner,
     pool_key,
     worker_kind,
+)
+from ..ops.writes import (
+    digest,
+    needs_references,
+    object_key,
+    pin_annotations,
+    plan_cleanup,
+    plan_left_over,
+    plan_pins,
+    plan_pool,
+    plan_report,
+    template_refs,
 )
 from ..render.hash import keep_running
 from ..render.kairos_bootstrap import JoinInputsInvalid, is_bootstrap_secret, join_input_names, with_join_inputs
@@ -99,8 +105,6 @@ logger = logging.getLogger("workerclass.workers")
 
 #: the one field manager of everything the controller applies
 FIELD_MANAGER = "workerclass-controller"
-#: the templates a MachineSet references (kept while one does, as the chart's lookup keeps them)
-TEMPLATE_KINDS = frozenset({"KubevirtMachineTemplate", "ProxmoxMachineTemplate", "KairosConfigTemplate", "Secret"})
 #: owned kinds listed (by our label) at the full resync's pace, never watched: the controller's RBAC
 #: grants no ``watch`` on Secrets, so that no Secret of any namespace streams to it
 LISTED_ONLY = frozenset({"Secret"})
@@ -110,8 +114,6 @@ MACHINE_SET = WorkerKind("cluster.x-k8s.io/v1beta1", "MachineSet", "machinesets"
 #: the template a Talos pool's talos-reconcile Job applies: read (never written) to name it
 TALOS_TEMPLATE = WorkerKind("bootstrap.cluster.x-k8s.io/v1alpha3", TALOS_TEMPLATE_KIND, "talosconfigtemplates")
 HELM_MANAGED = ("app.kubernetes.io/managed-by", "Helm")
-#: the labels Flux's helm-controller puts on every object of a HelmRelease: its name and namespace
-FLUX_NAME = ("helm.toolkit.fluxcd.io/name", "helm.toolkit.fluxcd.io/namespace")
 #: the report of a classified pool whose release's chart renders worker objects (no chart gate)
 CHART_NOT_GATED = (
     "ChartNotGated: the release's chart rendered worker objects for this classified pool, so it lacks the "
@@ -135,39 +137,6 @@ class WorkerSettings:
     #: backoff of a failing pool: first delay and cap, in seconds (full jitter)
     retry_delay: float = 1.0
     max_retry_delay: float = 60.0
-
-
-def _digest(obj: Mapping[str, Any]) -> str:
-    return hashlib.sha256(json.dumps(obj, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
-
-
-def _key(obj: Mapping[str, Any]) -> Key:
-    meta = obj.get("metadata") or {}
-    return str(obj.get("kind")), str(meta.get("namespace") or ""), str(meta.get("name"))
-
-
-def _template_refs(machine_set: Mapping[str, Any]) -> set[str]:
-    """The templates a MachineSet builds machines from (infrastructure and bootstrap)."""
-    spec = ((machine_set.get("spec") or {}).get("template") or {}).get("spec") or {}
-    bootstrap = spec.get("bootstrap") or {}
-    refs = (spec.get("infrastructureRef") or {}, bootstrap.get("configRef") or {})
-    names = {str(ref["name"]) for ref in refs if ref.get("name")}
-    if bootstrap.get("dataSecretName"):  # a Kairos pool's bootstrap data Secret
-        names.add(str(bootstrap["dataSecretName"]))
-    return names
-
-
-def _config_maps_named(obj: Any) -> set[str]:
-    """The ConfigMaps a template's disk imports name (``certConfigMap``, PR 3797's CA)."""
-    if isinstance(obj, Mapping):
-        found = {str(obj["certConfigMap"])} if isinstance(obj.get("certConfigMap"), str) else set()
-        for value in obj.values():
-            if isinstance(value, Mapping | list):
-                found |= _config_maps_named(value)
-        return found
-    if isinstance(obj, list):
-        return {name for item in obj for name in _config_maps_named(item)}
-    return set()
 
 
 def _plain(obj: Any, kind: WorkerKind) -> dict[str, Any]:
@@ -265,7 +234,7 @@ class WorkerController:
         self._ungated: set[tuple[str, str]] = set()
         self._scanned: tuple[set[tuple[str, str]], set[tuple[str, str]]] | None = None
         #: Helm-made objects this controller pinned whose pool is gone, by ``(namespace, release)``
-        #: (from the last scan): deleted once that release's HelmRelease is (:meth:`_unpinned_cleanup`)
+        #: (from the last scan): deleted once that release's HelmRelease is (:meth:`_left_over`)
         self._pinned_left: dict[tuple[str, str], dict[Key, dict[str, Any]]] = {}
         #: whether the cluster's Kairos bootstrap provider takes the render (read on every full resync
         #: while Kairos pools exist); ``None``: not read yet
@@ -392,7 +361,7 @@ class WorkerController:
         in an error."""
         from lightkube.resources.core_v1 import Secret
 
-        key, rendered = _key(secret), _digest(secret)
+        key, rendered = object_key(secret), digest(secret)
         cached = self._joined_inputs.get(key)
         if not fresh and cached is not None and cached[0] == rendered:
             return cached[1]
@@ -430,7 +399,7 @@ class WorkerController:
         kind = kind or worker_kind(str(obj.get("kind")))
         if kind is None:
             raise ValueError(f"not a worker kind: {obj.get('kind')}")
-        _, namespace, name = _key(obj)
+        _, namespace, name = object_key(obj)
         try:
             live = await self._client.get(self._resource(kind), name, namespace=namespace if kind.namespaced else None)
         except Exception as error:
@@ -442,7 +411,7 @@ class WorkerController:
     async def _known(self, obj: Mapping[str, Any], reads: dict[Key, dict[str, Any] | None]) -> dict[str, Any] | None:
         """The live object of ``obj``: the one this process knows, else read once per pass (``reads``
         keeps what this pass read, absent ones included, so no object is read twice)."""
-        key = _key(obj)
+        key = object_key(obj)
         known = self._live.get(key)
         if known is not None:
             return known
@@ -466,7 +435,7 @@ class WorkerController:
             return objects
         live_deployment = await self._known(deployment, reads)
         running_name = configured_template([live_deployment]) if live_deployment else None
-        if _key(job) in self._live and running_name == configured_template(objects):
+        if object_key(job) in self._live and running_name == configured_template(objects):
             return objects
         namespace = str(deployment["metadata"]["namespace"])
         stable_name = str(deployment["metadata"]["name"])
@@ -488,7 +457,7 @@ class WorkerController:
         pool's or absent. Objects this process knows carry our label; the others are read once,
         before the first apply (after it they carry the label and are known)."""
         for obj in objects:
-            key = _key(obj)
+            key = object_key(obj)
             live = await self._known(obj, reads)
             owner = foreign_owner(live, pool.namespace, pool.release) if live is not None else None
             if owner is not None:
@@ -541,31 +510,18 @@ class WorkerController:
         return {identity: state for identity, (state, _) in self._pool_states.items()}
 
     async def _report(self, pool: DesiredPool, state: str, message: str, *, wrote: int = 0) -> None:
+        """Record the pool's state and post what :func:`~workerclass.ops.writes.plan_report` says."""
         previous = self._pool_states.get(pool.identity)
         self._pool_states[pool.identity] = (state, message)
-        if previous is None or previous[0] != state:
+        writes = plan_report(previous, state, message, wrote=wrote, class_name=pool.class_name)
+        if writes.changed:
             self.states.bump()
-        if state == "applied":
-            if wrote:
-                await self._event(
-                    pool, "WorkersApplied", f"{wrote} object(s) applied for class {pool.class_name}", warning=False
-                )
-            return
-        if previous == (state, message):
-            return
-        if state == "waiting-for-release":
+        if state == "waiting-for-release" and previous != (state, message):
             logger.info("%s: %s", pool.identity, message)  # posted on the pool itself (no HelmRelease yet)
-        reasons = {
-            "refused": ("WorkersRefused", True),
-            "not-resolvable": ("WorkersNotResolvable", True),
-            "waiting-for-release": ("WorkersWaitingForRelease", False),
-            "waiting-for-rollout": ("WorkersWaitingForRollout", False),
-            "failing": ("WorkersApplyFailed", True),
-        }
-        reason, warning = reasons.get(state, ("Workers", False))
-        if previous is None and await self._said(pool, reason, message):
-            return  # said before this process started (a restart writes nothing new)
-        await self._event(pool, reason, message, warning=warning)
+        for event in writes.events:
+            if event.unless_said and await self._said(pool, event.reason, event.message):
+                continue  # said before this process started (a restart writes nothing new)
+            await self._event(pool, event.reason, event.message, warning=event.warning)
 
     async def _said(self, pool: DesiredPool, reason: str, message: str) -> bool:
         """Whether the pool's HelmRelease already carries this Event (a read, never a write)."""
@@ -593,7 +549,7 @@ class WorkerController:
 
         for kind in WORKER_KINDS:
             for obj in await self._list(kind, {POOL_LABEL: exists()}):
-                live[_key(obj)] = obj
+                live[object_key(obj)] = obj
         self._live = {}
         self._by_pool = {}
         for key, obj in live.items():
@@ -641,7 +597,7 @@ class WorkerController:
                 items: dict[Key, dict[str, Any]] = {}
                 async for obj in listing:
                     raw = _plain(obj, kind)
-                    items[_key(raw)] = raw
+                    items[object_key(raw)] = raw
                 try:
                     version: str | None = listing.resourceVersion
                 except Exception:
@@ -671,7 +627,7 @@ class WorkerController:
                             raw = _plain(obj, kind)
                             version = str((raw.get("metadata") or {}).get("resourceVersion") or version or "")
                             if event in ("ADDED", "MODIFIED", "DELETED"):
-                                self._seen(_key(raw), None if event == "DELETED" else raw)
+                                self._seen(object_key(raw), None if event == "DELETED" else raw)
                     finally:
                         close = getattr(events, "aclose", None)
                         if close is not None:
@@ -781,9 +737,9 @@ class WorkerController:
             await self._pin(state, classified, report)
             self._scanned = (classified, classless)
         await asyncio.gather(*(one(pool) for pool in desired))
-        await self._cleanup(keys, state, report)
+        await self._cleanup(keys, report)
         if self._pinned_left:
-            await self._unpinned_cleanup(classified | classless, state, report)
+            await self._left_over(classified | classless, state, report)
         if self.metrics is not None:
             counts: dict[str, int] = {}
             for state_name, _ in self._pool_states.values():
@@ -857,30 +813,32 @@ class WorkerController:
             objects = [
                 await self._joined(pool, obj, fresh=fresh) if is_bootstrap_secret(obj) else obj for obj in objects
             ]
-            for obj in objects:
-                key = _key(obj)
-                digest = _digest(obj)
-                applied = self._applied.get(key)
-                if not fresh and applied == digest and key in self._live:
-                    continue
-                live = self._live.get(key)
-                reason = apply_reason(obj, live, manager=FIELD_MANAGER, applied=applied, digest=digest)
-                if reason is None:
-                    self._applied[key] = digest
-                    continue
-                if live is not None:
-                    logger.info("%s %s/%s: %s; applying", key[0], key[1], key[2], reason)
-                self._applying.add(key)
+            pool_live = {key: self._live[key] for key in self._by_pool.get(pool.key, ())}
+            # fresh: a MachineSet made a moment ago counts
+            referenced = await self._referenced(pool.namespace) if needs_references(objects, pool_live) else set()
+            writes = plan_pool(
+                objects, pool_live, self._applied, manager=FIELD_MANAGER, fresh=fresh, referenced=referenced
+            )
+            self._applied.update(writes.settled)
+            for item in writes.apply:
+                if item.key in pool_live:
+                    logger.info("%s %s/%s: %s; applying", *item.key, item.reason)
+                self._applying.add(item.key)
                 try:
-                    answer = await self._apply(obj)
+                    answer = await self._apply(item.obj)
                 finally:
-                    self._applying.discard(key)
-                held = self._live.get(key)
+                    self._applying.discard(item.key)
+                held = self._live.get(item.key)
                 if held is None or _newer(answer, held):  # a watch may have brought it first
-                    self._remember(key, answer)
-                self._applied[key] = digest
+                    self._remember(item.key, answer)
+                self._applied[item.key] = item.digest
                 wrote += 1
-            await self._prune(pool, objects, report)
+            for key in writes.prune:
+                await self._delete(key)
+                self._forget(key)
+                self._applied.pop(key, None)
+                self._joined_inputs.pop(key, None)
+                report.deleted += 1
         except asyncio.CancelledError:
             raise
         except Exception as error:
@@ -903,17 +861,11 @@ class WorkerController:
         report.applied += wrote
         state = "applied"
         deployment = next((obj for obj in objects if obj.get("kind") == "MachineDeployment"), None)
-        if deployment is not None and self._rolling(self._live.get(_key(deployment))):
+        if deployment is not None and self._rolling(self._live.get(object_key(deployment))):
             state = "waiting-for-rollout"
         report.states[pool.identity] = state
-        if state == "waiting-for-rollout":
-            await self._report(pool, state, "the MachineDeployment is rolling out its machines")
-            if wrote:
-                await self._event(
-                    pool, "WorkersApplied", f"{wrote} object(s) applied for class {pool.class_name}", warning=False
-                )
-        else:
-            await self._report(pool, state, "", wrote=wrote)
+        message = "the MachineDeployment is rolling out its machines" if state == "waiting-for-rollout" else ""
+        await self._report(pool, state, message, wrote=wrote)
 
     @staticmethod
     def _rolling(deployment: Mapping[str, Any] | None) -> bool:
@@ -927,146 +879,85 @@ class WorkerController:
         updated = status.get("updatedReplicas")
         return isinstance(replicas, int) and isinstance(updated, int) and updated < replicas
 
-    async def _prune(self, pool: DesiredPool, objects: list[dict[str, Any]], report: ReconcileReport) -> None:
-        wanted = {_key(obj) for obj in objects}
-        candidates = sorted(key for key in self._by_pool.get(pool.key, set()) - wanted if not self._deleting(key))
-        if not candidates:
-            return
-        referenced: set[str] = set()
-        if any(key[0] in TEMPLATE_KINDS for key in candidates):
-            referenced = await self._referenced(pool.namespace)  # fresh: a MachineSet made a moment ago counts
-        kept = {key for key in candidates if key[0] in TEMPLATE_KINDS and key[2] in referenced}
-        # a CA ConfigMap stays while a template that stays imports its disk with it (a new machine
-        # of a MachineSet still running that template needs it)
-        named = {name for key in wanted | kept for name in _config_maps_named(self._live.get(key) or {})}
-        for key in candidates:
-            if key in kept:
-                continue  # a MachineSet still builds machines from it
-            if key[0] == "ConfigMap" and key[2] in named:
-                continue
-            await self._delete(key)
-            self._forget(key)
-            self._applied.pop(key, None)
-            self._joined_inputs.pop(key, None)
-            report.deleted += 1
-
-    def _deleting(self, key: Key) -> bool:
-        """Whether the live object of ``key`` is being deleted already (a finalizer holds it: the
-        garbage collector's orphan or foreground one): deleting it again would change nothing."""
-        return bool(((self._live.get(key) or {}).get("metadata") or {}).get("deletionTimestamp"))
-
     async def _referenced(self, namespace: str) -> set[str]:
         """The template names the MachineSets of ``namespace`` reference, read now."""
         resource = self._resource(MACHINE_SET)
         names: set[str] = set()
         async for machine_set in self._client.list(resource, namespace=namespace, chunk_size=LIST_CHUNK):
             raw = machine_set.to_dict() if hasattr(machine_set, "to_dict") else dict(machine_set)
-            names |= _template_refs(raw)
+            names |= template_refs(raw)
         return names
 
     async def _pin(self, state: State, classified: set[tuple[str, str]], report: ReconcileReport) -> None:
-        """One look at every Helm-made worker object: pin those of classless pools (not pinned yet),
-        and find classified pools whose release Helm still renders worker objects for (objects
-        neither pinned by us nor applied by us): their chart lacks the gate."""
-        releases = classless_releases(state)
-        known = releases | classified  # every pool's release: a pin of another release is left over
-        ungated: set[tuple[str, str]] = set()
-        left: dict[tuple[str, str], dict[Key, dict[str, Any]]] = {}
-        failed = False
+        """One look at every Helm-made worker object (:func:`~workerclass.ops.writes.plan_pins`): pin
+        those of classless pools (not pinned yet), find classified pools whose release Helm still
+        renders worker objects for (their chart lacks the gate), and what we pinned for a pool that
+        went (:meth:`_left_over` deletes it once its release is gone)."""
+        helm_made: list[dict[str, Any]] = []
+        complete = True
         for kind in WORKER_KINDS:
             if kind.kind in NOT_CHART_KINDS:
                 continue
             try:
-                helm_made = await self._list(kind, {HELM_MANAGED[0]: HELM_MANAGED[1]})
+                helm_made += await self._list(kind, {HELM_MANAGED[0]: HELM_MANAGED[1]})
             except asyncio.CancelledError:
                 raise
-            except Exception as error:  # this kind alone: what was found ungated before stays so
+            except Exception as error:  # this kind alone: what was found before stays so
                 report.errors += 1
                 logger.warning("listing Helm-made %s failed (%s)", kind.plural, short_error(error))
-                ungated |= self._ungated
-                failed = True
-                continue
-            for obj in helm_made:
-                annotations = _annotations(obj)
-                labels = (obj.get("metadata") or {}).get("labels") or {}
-                release = (str(annotations.get(HELM_RELEASE_NAMESPACE)), str(annotations.get(HELM_RELEASE_NAME)))
-                if release in classified and PINNED_ANNOTATION not in annotations and POOL_LABEL not in labels:
-                    ungated.add(release)
-                if PINNED_ANNOTATION in annotations and POOL_LABEL not in labels and release not in known:
-                    left.setdefault(release, {})[_key(obj)] = obj  # its pool went: deleted once its release has
-                    continue
-                if release not in releases or annotations.get(HELM_KEEP[0]) == HELM_KEEP[1]:
-                    continue
-                try:
-                    await self._annotate(obj, {HELM_KEEP[0]: HELM_KEEP[1], PINNED_ANNOTATION: "handoff"})
-                    report.pinned += 1
-                except Exception as error:
-                    report.errors += 1
-                    logger.warning("pinning %s %s failed (%s)", kind.kind, _key(obj)[1:], short_error(error))
-        for where in sorted(ungated - self._ungated):
-            logger.warning("%s/%s: %s", where[0], where[1], CHART_NOT_GATED)
-        self._ungated = ungated
-        if failed:  # a kind not listed: what was left over before stays so (it is not known gone)
-            for release, objects in self._pinned_left.items():
-                left.setdefault(release, {}).update(objects)
-        self._pinned_left = left
-
-    async def _unpinned_cleanup(self, known: set[tuple[str, str]], state: State, report: ReconcileReport) -> None:
-        """Delete the Helm-made objects this controller pinned for a classless pool that is gone (the
-        pool's release no longer any pool's), once the HelmRelease that made them is absent from the
-        cache and confirmed absent by a fresh read: Helm's uninstall kept them for the pin's sake (a
-        chart without PR 3315's unpin hook), and they would hold their machines for ever. A pool
-        that comes back under the release keeps them pinned for its handoff."""
-        for release in sorted(self._pinned_left):
-            if release in known:
-                del self._pinned_left[release]
-                continue
-            objects = self._pinned_left[release]
-            namespace = release[0]
-            owners = {release[1]}  # the Helm release, and the HelmRelease Flux labels the objects with
-            for obj in objects.values():
-                labels = (obj.get("metadata") or {}).get("labels") or {}
-                if labels.get(FLUX_NAME[0]) and labels.get(FLUX_NAME[1], namespace) == namespace:
-                    owners.add(str(labels[FLUX_NAME[0]]))
-            if any((HELM_RELEASE.kind, namespace, owner) in state.records for owner in owners):
-                continue  # the release is still there (being uninstalled): its objects are Helm's
+                complete = False
+        pins = plan_pins(
+            helm_made,
+            classless=classless_releases(state),
+            classified=classified,
+            complete=complete,
+            previous_ungated=self._ungated,
+            previous_left=self._pinned_left,
+        )
+        for obj in pins.pin:
             try:
-                if any([await self._release_exists(namespace, owner) for owner in sorted(owners)]):
+                await self._annotate(obj, pin_annotations())
+                report.pinned += 1
+            except Exception as error:
+                report.errors += 1
+                logger.warning("pinning %s %s failed (%s)", obj.get("kind"), object_key(obj)[1:], short_error(error))
+        for where in sorted(pins.ungated - self._ungated):
+            logger.warning("%s/%s: %s", where[0], where[1], CHART_NOT_GATED)
+        self._ungated = set(pins.ungated)
+        self._pinned_left = pins.left
+
+    async def _left_over(self, known: set[tuple[str, str]], state: State, report: ReconcileReport) -> None:
+        """Delete the Helm-made objects this controller pinned for a classless pool that went (the
+        release no pool's any more), once the HelmRelease that made them is absent from the cache
+        and confirmed absent by a fresh read (:func:`~workerclass.ops.writes.plan_left_over`): a
+        release that went without Helm's uninstall deleting them leaves them pinned, with their
+        machines. A pool that comes back under the release keeps them pinned for its handoff."""
+        releases = {(key[1], key[2]) for key in state.records if key[0] == HELM_RELEASE.kind}
+        back, due = plan_left_over(self._pinned_left, known=known, helm_releases=releases)
+        for release in back:
+            del self._pinned_left[release]
+        for group in due:
+            try:
+                if any([await self._release_exists(group.release[0], owner) for owner in group.owners]):
                     continue  # the cache lags
-                for key, obj in sorted(objects.items()):
-                    if not (obj.get("metadata") or {}).get("deletionTimestamp"):
-                        await self._delete(key)
-                        report.deleted += 1
-                del self._pinned_left[release]
+                for key in group.keys:
+                    await self._delete(key)
+                    report.deleted += 1
+                del self._pinned_left[group.release]
             except asyncio.CancelledError:
                 raise
             except Exception as error:
                 report.errors += 1
-                logger.warning("deleting what %s/%s left pinned failed (%s)", *release, short_error(error))
+                logger.warning("deleting what %s/%s left pinned failed (%s)", *group.release, short_error(error))
 
-    async def _cleanup(self, keys: set[str], state: State, report: ReconcileReport) -> None:
-        """Delete what pools that are gone left behind (their HelmRelease confirmed absent)."""
-        orphans: dict[str, list[Key]] = {}
-        for key, obj in self._live.items():
-            label = ((obj.get("metadata") or {}).get("labels") or {}).get(POOL_LABEL)
-            if label and label not in keys and not self._deleting(key):
-                orphans.setdefault(str(_annotations(obj).get(POOL_ANNOTATION, "")), []).append(key)
-        for where, objects in orphans.items():
-            namespace, _, release = where.partition("/")
-            if not namespace or not release:
-                continue
-            # the HelmRelease the objects name as owner (a direct HelmRelease's name may differ from
-            # its Helm release); a KubernetesNodes release and its HelmRelease share the name
-            owners = {
-                str(ref.get("name"))
-                for key in objects
-                for ref in ((self._live.get(key) or {}).get("metadata") or {}).get("ownerReferences") or ()
-                if isinstance(ref, Mapping) and ref.get("kind") == HELM_RELEASE.kind and ref.get("name")
-            } or {release}
+    async def _cleanup(self, keys: set[str], report: ReconcileReport) -> None:
+        """Delete what pools that are gone left behind (:func:`~workerclass.ops.writes.plan_cleanup`),
+        once their HelmRelease is confirmed absent by a fresh read."""
+        for group in plan_cleanup(self._live, keys):
             try:
-                if any([await self._release_exists(namespace, owner) for owner in sorted(owners)]):
+                if any([await self._release_exists(group.namespace, owner) for owner in group.owners]):
                     continue  # the cache lags: the pool's release is still there
-                for key in objects:
+                for key in group.keys:
                     await self._delete(key)
                     self._forget(key)
                     self._applied.pop(key, None)
@@ -1076,7 +967,9 @@ class WorkerController:
                 raise
             except Exception as error:
                 report.errors += 1
-                logger.warning("cleaning up after %s failed (%s)", where, short_error(error))
+                logger.warning(
+                    "cleaning up after %s/%s failed (%s)", group.namespace, group.release, short_error(error)
+                )
 
     # ------------------------------------------------------------------ the loop
 

@@ -24,6 +24,8 @@ Modules:
   as ours, owned by the pool's HelmRelease), and which pools' Helm-made objects it pins for a handoff.
 - :mod:`.convergence`: when an object must be applied: absent, changed since the last apply, or
   live with another field set under our field manager (``managedFields``) or another value.
+- :mod:`.writes`: the worker controller's writes as data: a pool's applies and prunes, the pins
+  of a handoff, what gone pools left behind, and the Events that report each pool.
 
 Each takes States (or plain objects) and returns values; none does I/O.
 """
