@@ -262,6 +262,50 @@ async def test_events_that_change_nothing_read_are_dropped() -> None:
     assert cache.state is not None and cache.state.backing_values.get((key[0], owner)) is None
 
 
+async def test_the_cache_says_which_objects_made_each_new_state() -> None:
+    """``changed_since``: the objects whose events made the snapshots after a generation, so the
+    worker controller reconciles the pools they touch; ``None`` across a rebuild or a new chart
+    (anything may differ), and beyond what the log keeps."""
+    from workerclass.adapters.kube import CHANGE_LOG, trimmed
+    from workerclass.chart.source import ChartSource
+
+    releases = next(watched for watched in WATCHED if watched.kind == "HelmRelease")
+    cache = ClusterCache(object())
+    objects = example_objects()
+    for watched in WATCHED:
+        cache._stores[watched.kind] = {}
+        cache._listed.add(watched.kind)
+    for obj in objects:
+        watched = BY_KIND[obj["kind"]]
+        key = (obj["metadata"].get("namespace", ""), obj["metadata"]["name"])
+        cache._stores[watched.kind][key] = trimmed(watched.kind, obj)
+    cache._rebuild()
+    synced = cache.generation
+    assert cache.changed_since(synced) == set()
+    assert cache.changed_since(synced - 1) is None  # the rebuild: everything
+    release = next(obj for obj in objects if obj["kind"] == "HelmRelease")
+    key = (release["metadata"]["namespace"], release["metadata"]["name"])
+    changed = json.loads(json.dumps(release))
+    changed["spec"]["values"]["maxReplicas"] = 7
+    items = cache._stores["HelmRelease"]
+    cache._event(releases, items, key, trimmed("HelmRelease", changed))
+    assert cache.changed_since(synced) == {("HelmRelease", *key)}
+    noisy = json.loads(json.dumps(changed))
+    noisy["metadata"]["resourceVersion"] = "99"  # dropped: no new State, nothing said
+    cache._event(releases, items, key, trimmed("HelmRelease", noisy))
+    assert cache.changed_since(synced) == {("HelmRelease", *key)}
+    after = cache.generation
+    cache.set_chart(ChartSource.shipped())
+    assert cache.changed_since(after) is None
+    for replicas in range(CHANGE_LOG + 1):  # more than the log keeps
+        changed = json.loads(json.dumps(changed))
+        changed["spec"]["values"]["maxReplicas"] = 4 + replicas % 2
+        cache._event(releases, items, key, trimmed("HelmRelease", changed))
+    assert cache.generation > after + CHANGE_LOG
+    assert cache.changed_since(after + 1) is None
+    assert cache.changed_since(cache.generation - 1) == {("HelmRelease", *key)}
+
+
 OPTIONAL = ("ComputePlane", "VirtualMachineClusterInstancetype")
 
 

@@ -983,3 +983,167 @@ async def test_a_deleted_classless_pool_takes_what_it_had_pinned_once_its_releas
     deleted = {key for verb, key in client.writes if verb == "delete"}
     assert deleted == keys and report.deleted == len(keys)
     assert all(FakeClient.key(obj) in client.objects for obj in others)
+
+
+class ChangingSource:
+    """A cluster cache stand-in that says which objects each new State changed (``changed_since``)."""
+
+    reason = ""
+
+    def __init__(self, state: Any) -> None:
+        from workerclass.adapters.changes import Changes
+
+        self.state = state
+        self.changes = Changes()
+        self.changes.bump()
+        self.log: list[tuple[int, set[tuple[str, str, str]] | None]] = [(1, None)]
+
+    def publish(self, state: Any, changed: set[tuple[str, str, str]] | None) -> None:
+        self.state = state
+        self.changes.bump()
+        self.log.append((self.changes.version, changed))
+
+    @property
+    def generation(self) -> int:
+        return self.changes.version
+
+    @property
+    def published(self) -> int:
+        return self.changes.published
+
+    async def changed(self, after: int) -> int:
+        return await self.changes.wait(after)
+
+    def changed_since(self, after: int) -> set[tuple[str, str, str]] | None:
+        out: set[tuple[str, str, str]] = set()
+        for version, keys in self.log:
+            if version > after:
+                if keys is None:
+                    return None
+                out |= keys
+        return out
+
+
+async def _settled_loop(
+    client: FakeClient, source: ChangingSource, monkeypatch: pytest.MonkeyPatch
+) -> tuple[WorkerController, list[str], list[bool], asyncio.Event, asyncio.Task[None]]:
+    """The loop over ``source``, with the pools it renders and the whole passes it runs recorded."""
+    import workerclass.controller.workers as module
+    import workerclass.ops.workers as ops
+    from workerclass.controller.workers import WorkerSettings
+
+    rendered: list[str] = []
+    real = module.desired_pool
+
+    def counted(state: Any, record: Any, **options: Any) -> Any:
+        rendered.append(record.identity)
+        return real(state, record, **options)
+
+    monkeypatch.setattr(module, "desired_pool", counted)
+    monkeypatch.setattr(ops, "desired_pool", counted)  # the whole pass's desired_workers
+    worker = WorkerController(client, events=False, settings=WorkerSettings(resync_interval=3600))
+    whole: list[bool] = []
+    reconcile = worker.reconcile
+
+    async def recorded(state: Any, *, full: bool = False) -> Any:
+        whole.append(full)
+        return await reconcile(state, full=full)
+
+    worker.reconcile = recorded  # type: ignore[method-assign]
+    stop = asyncio.Event()
+    loop = asyncio.create_task(worker.run(source, stop=stop))
+    async with asyncio.timeout(10):
+        while not worker.settled:
+            await asyncio.sleep(0.01)
+    return worker, rendered, whole, stop, loop
+
+
+async def test_a_pools_change_is_reconciled_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With the cache saying what changed, one pool's change renders and applies that pool only (the
+    others are not looked at), a deleted classified pool leaves nothing, and a change beyond single
+    pools (a class) takes the whole pass."""
+    pools = [make_pool(name, workerClassName="talos") for name in ("one", "two", "three")]
+    client = FakeClient([kairos_crd("kubeadm")])
+    source = ChangingSource(state_of(*pools))
+    worker, rendered, whole, stop, loop = await _settled_loop(client, source, monkeypatch)
+    assert whole == [True] and sorted(set(rendered)) == [f"{NAMESPACE}/example-{n}" for n in ("one", "three", "two")]
+    rendered.clear()
+    before = len(client.writes)
+
+    changed = make_pool("two", workerClassName="talos", maxReplicas=7)
+    source.publish(state_of(pools[0], changed, pools[2]), {("KubernetesNodes", NAMESPACE, "example-two")})
+    async with asyncio.timeout(5):
+        while len(client.writes) == before:
+            await asyncio.sleep(0.01)
+    await asyncio.sleep(0.1)
+    assert whole == [True]  # no whole pass
+    assert rendered == [f"{NAMESPACE}/example-two"]
+    written = {key for _, key in client.writes[before:]}
+    assert written == {("MachineDeployment", NAMESPACE, "kubernetes-example-two")}, written
+
+    # the pool deleted with its HelmRelease: its objects go, the others' stay
+    before = len(client.writes)
+    gone = {("KubernetesNodes", NAMESPACE, "example-two"), ("HelmRelease", NAMESPACE, "kubernetes-nodes-example-two")}
+    source.publish(state_of(pools[0], pools[2]), gone)
+    async with asyncio.timeout(5):
+        while f"{NAMESPACE}/example-two" in worker.pool_states:
+            await asyncio.sleep(0.01)
+    await asyncio.sleep(0.1)
+    assert whole == [True]
+    deleted = {key for verb, key in client.writes[before:] if verb == "delete"}
+    assert deleted and all("example-two" in key[2] for key in deleted), deleted
+    assert not [key for key in client.objects if "example-two" in key[2] and key[0] != "CustomResourceDefinition"]
+    assert set(worker.pool_states) == {f"{NAMESPACE}/example-one", f"{NAMESPACE}/example-three"}
+
+    # a class changes: every pool that may resolve differently is looked at (the whole pass)
+    source.publish(state_of(pools[0], pools[2]), {("WorkerClass", "", "talos-example-r1")})
+    async with asyncio.timeout(5):
+        while whole == [True]:
+            await asyncio.sleep(0.01)
+    assert whole == [True, False]
+    stop.set()
+    await asyncio.wait_for(loop, 5)
+
+
+async def test_a_pool_that_becomes_classified_takes_the_whole_pass(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A new classified pool's release must be scanned for Helm-made objects (the chart gate's check)
+    before it is applied: the pass per change declines and the whole pass runs."""
+    client = FakeClient([kairos_crd("kubeadm")])
+    source = ChangingSource(state_of(TALOS))
+    worker, _, whole, stop, loop = await _settled_loop(client, source, monkeypatch)
+    added = make_pool("added", workerClassName="talos")
+    source.publish(state_of(TALOS, added), {("KubernetesNodes", NAMESPACE, "example-added")})
+    async with asyncio.timeout(5):
+        while worker.pool_states.get(f"{NAMESPACE}/example-added") != "applied":
+            await asyncio.sleep(0.01)
+    assert whole == [True, False]
+    stop.set()
+    await asyncio.wait_for(loop, 5)
+
+
+async def test_a_pool_whose_helmrelease_goes_after_it_is_cleaned_up_by_that_change(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The KubernetesNodes goes first, its HelmRelease a moment later (Flux uninstalling): the
+    pass per change for the pool waits while the release is there, and the release's own deletion
+    cleans up what the garbage collector cannot (the cluster-scoped RBAC), with no whole pass."""
+    pools = [make_pool(name, workerClassName="talos") for name in ("one", "two")]
+    client = FakeClient([kairos_crd("kubeadm"), release_of(pools[1])])
+    source = ChangingSource(state_of(*pools))
+    worker, _, whole, stop, loop = await _settled_loop(client, source, monkeypatch)
+    state = make_state([pools[0], release_of(pools[0]), release_of(pools[1])])
+    source.publish(state, {("KubernetesNodes", NAMESPACE, "example-two")})
+    async with asyncio.timeout(5):
+        while f"{NAMESPACE}/example-two" in worker.pool_states:
+            await asyncio.sleep(0.01)
+    await asyncio.sleep(0.1)
+    assert [key for verb, key in client.writes if verb == "delete"] == []  # its HelmRelease is still there
+    del client.objects[("HelmRelease", NAMESPACE, "kubernetes-nodes-example-two")]
+    source.publish(state_of(pools[0]), {("HelmRelease", NAMESPACE, "kubernetes-nodes-example-two")})
+    async with asyncio.timeout(5):
+        while [key for key in client.objects if key[0] == "ClusterRole" and "example-two" in key[2]]:
+            await asyncio.sleep(0.01)
+    assert whole == [True]
+    assert all("example-two" in key[2] for verb, key in client.writes if verb == "delete")
+    stop.set()
+    await asyncio.wait_for(loop, 5)

@@ -67,6 +67,7 @@ lightkube is imported lazily so that importing this module needs no client.
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import http
 import logging
@@ -279,6 +280,10 @@ class _Progress:
     failed_in: str = ""
 
 
+#: how many snapshots' changes the cluster cache keeps for :meth:`ClusterCache.changed_since`
+CHANGE_LOG = 4096
+
+
 class ClusterCache:
     """A :class:`~workerclass.webhook.sources.StateSource` kept current from the Kubernetes API.
 
@@ -347,6 +352,9 @@ class ClusterCache:
         self._state: State | None = None
         #: every new State, for :meth:`changed` (waiters woken at most once per ``debounce`` seconds)
         self.changes = Changes(debounce)
+        #: the object each of the last :data:`CHANGE_LOG` snapshots changed, by generation (``None``:
+        #: a snapshot rebuilt whole, or a new chart: anything may differ), for :meth:`changed_since`
+        self._log: collections.deque[tuple[int, tuple[str, str, str] | None]] = collections.deque(maxlen=CHANGE_LOG)
         self._tasks: list[asyncio.Task[None]] = []
         #: events applied to the State, and events dropped because nothing read changed
         self.applied = 0
@@ -383,6 +391,24 @@ class ClusterCache:
     def published(self) -> int:
         """The generation :meth:`changed` last announced: what a waiter passes as ``after`` next."""
         return self.changes.published
+
+    def changed_since(self, after: int) -> set[tuple[str, str, str]] | None:
+        """The objects (kind, namespace, name) whose change made the snapshots after generation
+        ``after`` up to :attr:`generation`; ``None`` when that cannot be told (a snapshot rebuilt
+        whole or a new chart among them, or more of them than the log keeps): the caller then
+        looks at everything."""
+        if after >= self.changes.version:
+            return set()
+        if not self._log or self._log[0][0] > after + 1:
+            return None
+        out: set[tuple[str, str, str]] = set()
+        for version, key in reversed(self._log):
+            if version <= after:
+                break
+            if key is None:
+                return None
+            out.add(key)
+        return out
 
     async def changed(self, after: int) -> int:
         """Wait for a State newer than generation ``after`` (a burst within ``debounce`` seconds of its
@@ -525,6 +551,7 @@ class ClusterCache:
         if self._state is not None:
             self._state = self._state.with_chart(chart if chart is not None else ChartSource.shipped())
             self.changes.bump()
+            self._log.append((self.changes.version, None))
 
     def _fit_read_timeout(self) -> None:
         """Raise a given lightkube client's read timeout to :attr:`read_timeout` when it is shorter.
@@ -815,6 +842,7 @@ class ClusterCache:
         if state is not self._state:
             self._state = state
             self.changes.bump()
+            self._log.append((self.changes.version, (watched.kind, *key)))
 
     def _relisted(
         self,
@@ -849,6 +877,7 @@ class ClusterCache:
             logger.info("cluster cache synced: %d objects", len(objects))
         self._state = state
         self.changes.bump()
+        self._log.append((self.changes.version, None))
 
 
 def resource_class(api_version: str, kind: str, plural: str, *, namespaced: bool) -> Any:

@@ -67,7 +67,7 @@ from typing import Any
 
 from ..adapters.changes import Changes
 from ..adapters.kube import LIST_CHUNK, Backoff, resource_class, short_error, status_code
-from ..api.resources import HELM_RELEASE
+from ..api.resources import HELM_RELEASE, RELEASE_PREFIX
 from ..ops.providers import KAIROS_TEMPLATE_CRD, ProviderSupport, kairos_kubeadm
 from ..ops.workers import (
     POOL_LABEL,
@@ -75,6 +75,7 @@ from ..ops.workers import (
     DesiredPool,
     WorkerKind,
     classless_releases,
+    desired_pool,
     desired_workers,
     foreign_owner,
     pool_key,
@@ -228,6 +229,7 @@ class WorkerController:
         self._served: dict[str, bool] = {}
         self._resources: dict[str, Any] = {}
         self._pool_states: dict[str, tuple[str, str]] = {}
+        self._counts: dict[str, int] = {}  # pools per state (the metrics' gauge)
         self._backoff: dict[str, _Backoff] = {}
         self._synced_live = False
         #: classified pools' releases whose chart still renders worker objects (no gate), from the last scan
@@ -244,6 +246,17 @@ class WorkerController:
         self.writes = 0  # every write request sent (applies, patches, deletes, events)
         #: bumped whenever a pool's state changes or a pool goes (the class status waits on it)
         self.states = Changes()
+        #: each classified pool's last render, by identity, and the identity of each pool label (what
+        #: a pass per change (:meth:`reconcile_pools`) starts from; the whole pass rebuilds them)
+        self._desired: dict[str, DesiredPool] = {}
+        self._identity_of: dict[str, str] = {}
+        #: classified pools that went while their HelmRelease was still there: cleaned up by the
+        #: pass per change its deletion sets off (the whole pass's cleanup covers them too)
+        self._leaving: dict[str, DesiredPool] = {}
+        #: the classless pools' identities at the last whole pass (a change to one needs its pins)
+        self._classless: set[str] = set()
+        #: the cluster cache's generation the last pass read its State at (None: none yet)
+        self._read_version: int | None = None
         #: whether one reconcile has run to its end (before it, no pool's state is known: the class
         #: status waits rather than write a Pending that a restart would then take back)
         self.settled = False
@@ -512,7 +525,7 @@ class WorkerController:
     async def _report(self, pool: DesiredPool, state: str, message: str, *, wrote: int = 0) -> None:
         """Record the pool's state and post what :func:`~workerclass.ops.writes.plan_report` says."""
         previous = self._pool_states.get(pool.identity)
-        self._pool_states[pool.identity] = (state, message)
+        self._set_state(pool.identity, (state, message))
         writes = plan_report(previous, state, message, wrote=wrote, class_name=pool.class_name)
         if writes.changed:
             self.states.bump()
@@ -740,31 +753,118 @@ class WorkerController:
         await self._cleanup(keys, report)
         if self._pinned_left:
             await self._left_over(classified | classless, state, report)
-        if self.metrics is not None:
-            counts: dict[str, int] = {}
-            for state_name, _ in self._pool_states.values():
-                counts[state_name] = counts.get(state_name, 0) + 1
-            for state_name in (
-                "applied",
-                "waiting-for-rollout",
-                "refused",
-                "not-resolvable",
-                "waiting-for-release",
-                "failing",
-            ):
-                self.metrics.pools.labels(state_name).set(counts.get(state_name, 0))
-            self.metrics.reconcile_seconds.observe(self._clock() - started)
+        self._measured(started)
         # a backoff ends with its pool's failure: gone, refused or applied pools are not retried on a timer
         for identity in [identity for identity in self._backoff if report.states.get(identity) != "failing"]:
             del self._backoff[identity]
         first = not self.settled
         gone = set(self._pool_states) - {pool.identity for pool in desired}
         for identity in gone:
-            del self._pool_states[identity]
+            self._set_state(identity, None)
+        self._desired = {pool.identity: pool for pool in desired}
+        self._identity_of = {pool.key: pool.identity for pool in desired}
+        self._leaving = {}
+        self._classless = {
+            record.identity
+            for record in state.pools.values()
+            if record.kind != "ComputePlane" and record.class_name is None
+        }
         self.settled = True  # before the bump: a waiter woken by it reads settled
         if gone or first:
             self.states.bump()
         return report
+
+    async def reconcile_pools(
+        self, state: State, identities: set[str], *, dirty: set[str] | frozenset[str] = frozenset()
+    ) -> ReconcileReport | None:
+        """A pass over the pools a change touched (``identities``; ``dirty``: the pool labels whose
+        live objects a watch saw change, compared afresh): each is rendered, applied and reported as
+        in :meth:`reconcile`, and a classified pool that went leaves nothing behind; the others are
+        not looked at, so a change costs the same whatever the number of pools. ``None``, with
+        nothing done, when the change needs the whole pass: a pool that becomes or stops being
+        classified, one new to this process, a release renamed (the pins' scan and the chart gate's
+        check look at every release), or a Kairos pool before the provider's CRD was read."""
+        if not self.settled:
+            return None
+        kairos_path = self._kairos_path()
+        pools: list[DesiredPool] = []
+        gone: list[DesiredPool] = []
+        if identities & self._classless:
+            return None  # a classless pool changed or went: its pins (and what it leaves) are the scan's
+        for identity in sorted(identities):
+            record = state.pool(identity)
+            known = self._desired.get(identity)
+            if record is None:
+                if known is not None or identity in self._leaving:
+                    gone.append(known or self._leaving[identity])
+                continue
+            pool = desired_pool(state, record, kairos_path=kairos_path)
+            if pool is None and known is None and record.kind == "ComputePlane":
+                continue  # a ComputePlane's node groups: the parent chart's, never the controller's
+            if pool is None or known is None:
+                return None  # classless now (its pins), or classified and new: the whole pass scans
+            if (pool.namespace, pool.release) != (known.namespace, known.release):
+                return None
+            if pool.bootstrap == "kairos" and pool.state == "ready" and self._kairos is None:
+                return None
+            pools.append(pool)
+        started = self._clock()
+        report = ReconcileReport()
+        semaphore = asyncio.Semaphore(self.settings.concurrency)
+
+        async def one(pool: DesiredPool) -> None:
+            async with semaphore:
+                await self._pool(pool, report, fresh=pool.key in dirty)
+
+        await asyncio.gather(*(one(pool) for pool in pools))
+        for pool in pools:
+            self._desired[pool.identity] = pool
+            self._identity_of[pool.key] = pool.identity
+            if report.states.get(pool.identity) != "failing":
+                self._backoff.pop(pool.identity, None)
+        bump = False
+        for pool in gone:
+            if self._desired.pop(pool.identity, None) is not None:
+                self._identity_of.pop(pool.key, None)
+                self._backoff.pop(pool.identity, None)
+                self._set_state(pool.identity, None)
+                bump = True
+            await self._cleanup(set(), report, live={key: self._live[key] for key in self._by_pool.get(pool.key, ())})
+            if self._by_pool.get(pool.key):
+                self._leaving[pool.identity] = pool  # its HelmRelease is still there: its deletion comes back
+            else:
+                self._leaving.pop(pool.identity, None)
+        if bump:
+            self.states.bump()
+        if self._pinned_left and self._scanned is not None:  # a release whose pool went before may be gone now
+            # no pool changed classification since the whole pass's scan (else this pass declines)
+            back = {release for release in self._pinned_left if any(release in seen for seen in self._scanned)}
+            await self._left_over(back, state, report)
+        self._measured(started)
+        return report
+
+    def _set_state(self, identity: str, value: tuple[str, str] | None) -> None:
+        """A pool's reported state (``None``: the pool went), with the count per state kept."""
+        previous = self._pool_states.pop(identity, None)
+        if previous is not None:
+            self._counts[previous[0]] -= 1
+        if value is not None:
+            self._pool_states[identity] = value
+            self._counts[value[0]] = self._counts.get(value[0], 0) + 1
+
+    def _measured(self, started: float) -> None:
+        if self.metrics is None:
+            return
+        for state_name in (
+            "applied",
+            "waiting-for-rollout",
+            "refused",
+            "not-resolvable",
+            "waiting-for-release",
+            "failing",
+        ):
+            self.metrics.pools.labels(state_name).set(self._counts.get(state_name, 0))
+        self.metrics.reconcile_seconds.observe(self._clock() - started)
 
     async def _pool(self, pool: DesiredPool, report: ReconcileReport, *, fresh: bool) -> None:
         """Apply what differs. ``fresh``: the live objects were just listed, so they are compared
@@ -950,10 +1050,13 @@ class WorkerController:
                 report.errors += 1
                 logger.warning("deleting what %s/%s left pinned failed (%s)", *group.release, short_error(error))
 
-    async def _cleanup(self, keys: set[str], report: ReconcileReport) -> None:
-        """Delete what pools that are gone left behind (:func:`~workerclass.ops.writes.plan_cleanup`),
-        once their HelmRelease is confirmed absent by a fresh read."""
-        for group in plan_cleanup(self._live, keys):
+    async def _cleanup(
+        self, keys: set[str], report: ReconcileReport, *, live: Mapping[Key, dict[str, Any]] | None = None
+    ) -> None:
+        """Delete what pools that are gone left behind (:func:`~workerclass.ops.writes.plan_cleanup`
+        over ``live``, by default every object we hold), once their HelmRelease is confirmed absent
+        by a fresh read."""
+        for group in plan_cleanup(self._live if live is None else live, keys):
             try:
                 if any([await self._release_exists(group.namespace, owner) for owner in group.owners]):
                     continue  # the cache lags: the pool's release is still there
@@ -992,6 +1095,42 @@ class WorkerController:
             with contextlib.suppress(asyncio.CancelledError):
                 await watches
 
+    async def _reconcile_changed(self, source: Any, state: State, now: float) -> bool:
+        """The pass per change (:meth:`reconcile_pools`) over the pools the cache's changes since the
+        last pass touched (a pool's own object or its HelmRelease), whose owned objects a watch saw
+        change, or whose backoff ended; ``False`` (nothing done) where the whole pass is needed:
+        the cache cannot say what changed, or a change reaches beyond single pools (a class, the
+        platform, a parent cluster, the chart), or :meth:`reconcile_pools` declines."""
+        since = getattr(source, "changed_since", None)
+        if since is None or self._read_version is None or not self.settled:
+            return False
+        changed = since(self._read_version)
+        if changed is None:
+            return False
+        identities: set[str] = set()
+        for kind, namespace, name in changed:
+            if kind == "KubernetesNodes":
+                identities.add(f"{namespace}/{name}")
+            elif kind == HELM_RELEASE.kind:  # a direct pool itself, or a KubernetesNodes' backing release
+                identities.add(f"{namespace}/{name}")
+                if name.startswith(RELEASE_PREFIX):
+                    identities.add(f"{namespace}/{name.removeprefix(RELEASE_PREFIX)}")
+            else:
+                return False
+        # a label no pool has and no object carries any more: its last objects went (a cleanup's echo)
+        self._dirty = {label for label in self._dirty if label in self._identity_of or label in self._by_pool}
+        if any(label not in self._identity_of for label in self._dirty):
+            return False  # objects of a pool this process does not know: what a gone pool left
+        dirty = set(self._dirty)
+        identities |= {self._identity_of[label] for label in dirty}
+        identities |= {identity for identity, backoff in self._backoff.items() if backoff.until <= now}
+        self._dirty -= dirty
+        report = await self.reconcile_pools(state, identities, dirty=dirty)
+        if report is None:
+            self._dirty |= dirty  # the whole pass compares them
+            return False
+        return True
+
     async def _loop(self, source: Any, stop: asyncio.Event) -> None:
         seen = -1  # the cache's announced generation the last reconcile ran on
         live_seen = -1  # the owned objects' change the last reconcile ran on
@@ -999,6 +1138,7 @@ class WorkerController:
         while not stop.is_set():
             generation = source.published
             live = self.live_changes.published
+            version = getattr(source, "generation", None)  # read with the State: no await between
             state = source.state
             now = self._clock()
             full = now - last_full >= self.settings.resync_interval
@@ -1006,10 +1146,12 @@ class WorkerController:
             ready = state is not None and self.owned_synced
             if ready and state is not None and (generation != seen or full or retry or live != live_seen):
                 try:
-                    await self.reconcile(state, full=full)
+                    if full or not await self._reconcile_changed(source, state, now):
+                        await self.reconcile(state, full=full)
                     if full:
                         last_full = now
                     seen, live_seen = generation, live
+                    self._read_version = version if isinstance(version, int) else None
                 except asyncio.CancelledError:
                     raise
                 except Exception as error:  # the lists failed: retry after a pause

@@ -69,6 +69,7 @@ __all__ = [
     "PoolState",
     "WorkerKind",
     "classless_releases",
+    "desired_pool",
     "desired_workers",
     "foreign_owner",
     "pool_key",
@@ -253,18 +254,24 @@ def desired_workers(state: State, *, kairos_path: str = KAIROS_DATA_SECRET_PATH)
     (:func:`workerclass.render.kairos_bootstrap.with_join_inputs`)."""
     out: list[DesiredPool] = []
     for record in state.sorted_pools():
-        if record.kind == "ComputePlane" or record.class_name is None:
-            continue
-        beyond = excess(record.values)
-        if beyond is not None:  # refused at admission; a HelmRelease no webhook saw is refused here
-            out.append(_left(record, "refused", f"the pool's values {beyond.message} (ObjectTooLarge): left as it is"))
-            continue
-        try:
-            out.append(_desired(state, record, record.class_name, kairos_path))
-        except Exception as error:  # one pool's failure is that pool's, never the others'
-            message = f"resolving or rendering the pool failed ({type(error).__name__}): left as it is"
-            out.append(_left(record, "failing", message))
+        pool = desired_pool(state, record, kairos_path=kairos_path)
+        if pool is not None:
+            out.append(pool)
     return out
+
+
+def desired_pool(state: State, record: PoolRecord, *, kairos_path: str = KAIROS_DATA_SECRET_PATH) -> DesiredPool | None:
+    """One pool of :func:`desired_workers` (``None``: not a classified pool, so none of the controller's)."""
+    if record.kind == "ComputePlane" or record.class_name is None:
+        return None
+    beyond = excess(record.values)
+    if beyond is not None:  # refused at admission; a HelmRelease no webhook saw is refused here
+        return _left(record, "refused", f"the pool's values {beyond.message} (ObjectTooLarge): left as it is")
+    try:
+        return _desired(state, record, record.class_name, kairos_path)
+    except Exception as error:  # one pool's failure is that pool's, never the others'
+        message = f"resolving or rendering the pool failed ({type(error).__name__}): left as it is"
+        return _left(record, "failing", message)
 
 
 def _left(record: PoolRecord, state: PoolState, message: str) -> DesiredPool:
