@@ -13,7 +13,15 @@ and ``--pools`` classified KubernetesNodes with their HelmReleases created direc
    moved to a second namespace and server-side applied from this process (16 threads: the
    controller's own apply concurrency), the ratio controller / baseline;
 3. restart: the controller stopped once settled, started again, and every write it sends over
-   ``2 * resync + 5`` seconds counted (target 0).
+   ``2 * resync + 5`` seconds counted (target 0);
+4. per change (``--changes K``): a third controller (resync an hour away, so no full pass runs
+   while it is measured) over the settled pools; after a warm-up change (its first pass), ``K``
+   pools' ``maxReplicas`` changed one at a time as Cozystack's API writes them (the
+   KubernetesNodes, then its HelmRelease): the seconds from the write to the MachineDeployment's
+   max-size annotation showing it (median and worst), and the controller's CPU per change (its
+   process's user and system time from ``/proc`` over the changes, less its idle rate measured
+   just before). Run with ``PYTHONPATH`` set to another tree's ``src`` to measure that tree's
+   controller with the same harness (the before/after pairs of ``bench/README.md``).
 
 Run on demand, never in the test suite.
 """
@@ -71,6 +79,64 @@ SPEC = {
 }  # fmt: skip
 META_LIST = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"
 WRITES = ("create", "update", "patch", "delete", "deletecollection")
+
+
+MAX_SIZE = "cluster.x-k8s.io/cluster-api-autoscaler-node-group-max-size"
+
+
+def cpu_seconds(pid: int) -> float:
+    """User and system CPU seconds of process ``pid`` so far (``/proc/PID/stat``)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def per_change(kube: Kube, process: Process, names: list[str], changes: int) -> None:
+    """Phase 4: ``changes`` pools changed one at a time; latency to the applied MachineDeployment, CPU each."""
+    assert process.popen is not None
+    pid = process.popen.pid
+
+    def change(name: str, replicas: int, timeout: float) -> float:
+        from tests.e2e.test_workers import pool_objects as objects
+
+        started = time.monotonic()
+        for obj in objects(name, {**SPEC, "maxReplicas": replicas}):
+            kube.apply(obj, manager="cozystack-api")
+        wait_until(
+            lambda: (
+                (kube.find("cluster.x-k8s.io/v1beta1", "MachineDeployment", f"kubernetes-{name}", TENANT) or {})
+                .get("metadata", {})
+                .get("annotations", {})
+                .get(MAX_SIZE)
+                == str(replicas)
+            ),
+            timeout=timeout,
+            interval=0.01,
+            what=f"the change of {name} applied:\n" + process.tail(),
+        )
+        return time.monotonic() - started
+
+    warm = change(names[0], 9, 1800)  # the first pass of the new process runs first
+    print(f"per change: warm-up change applied after {warm:.2f} s (the process's first pass included)")
+    time.sleep(2)
+    idle_start, idle_cpu = time.monotonic(), cpu_seconds(pid)
+    time.sleep(5)
+    idle_rate = (cpu_seconds(pid) - idle_cpu) / (time.monotonic() - idle_start)
+    latencies: list[float] = []
+    start, cpu = time.monotonic(), cpu_seconds(pid)
+    step = max(1, len(names) // changes)
+    for index in range(changes):
+        name = names[(1 + index * step) % len(names)]
+        latencies.append(change(name, 4 + index % 3, 60))
+        time.sleep(0.3)  # what the change set off (its Event, the watch's echo) settles before the next
+    elapsed, used = time.monotonic() - start, cpu_seconds(pid) - cpu
+    each = (used - idle_rate * elapsed) / changes
+    latencies.sort()
+    print(
+        f"per change ({changes} changes, {len(names)} pools settled): applied after median "
+        f"{latencies[len(latencies) // 2]:.3f} s, worst {latencies[-1]:.3f} s (write to MachineDeployment, "
+        f"time.monotonic); controller CPU {each * 1000:.1f} ms per change (idle {idle_rate * 1000:.1f} ms/s "
+        f"subtracted; /proc utime+stime)"
+    )
 
 
 def pool_objects(name: str) -> list[dict[str, Any]]:
@@ -232,6 +298,7 @@ def main() -> int:
         "collapsed stacks to FILE",
     )
     parser.add_argument("--cold-only", action="store_true", help="stop after the cold start (no baseline, no restart)")
+    parser.add_argument("--changes", type=int, default=0, help="then change this many pools one at a time (phase 4)")
     args = parser.parse_args()
     started_bed = start("controller-bench-")
     if started_bed is None:
@@ -362,6 +429,11 @@ def main() -> int:
             f"restart: {len(restart_writes)} write(s) in {2 * args.resync + 5:.0f} s: "
             f"{by_verb_resource(restart_writes)}"
         )
+        if args.changes:
+            third = controller(cluster, folder, "controller-changes", 3600)
+            processes.append(third)
+            per_change(kube, third, names, args.changes)
+            third.stop(timeout=30)
         log = (folder / "controller-cold.log").read_text(errors="replace").splitlines()
         warnings = [line for line in log if " WARNING " in line or " ERROR " in line]
         print(f"controller warnings/errors logged (cold): {len(warnings)}")

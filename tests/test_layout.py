@@ -116,7 +116,7 @@ SAME_NAME_OTHER_THING: dict[str, set[str]] = {
     "CHART_NAME": {"chart/labels.py", "helm_chart.py"},  # the upstream chart's name; our own chart's
     "Decider": {"api/webhooks.py", "webhook/handler.py"},  # a webhook's decider name; the callable
     "ImageSource": {"api/names.py", "model/settings.py"},  # a source's name; a parsed source block
-    "Key": {"controller/workers.py", "ops/plan/__init__.py"},  # (kind, ns, name); (ns, name, kind)
+    "Key": {"ops/plan/__init__.py", "ops/writes.py"},  # (kind, ns, name); (ns, name, kind)
     "NAME": {"api/patterns.py", "deploy.py", "webhook/logtext.py"},  # a pattern; the install's name; a log field
     "Node": {"api/schema.py", "chart/gotext.py"},  # a declaration node; a template node
     "Settings": {"cli/output.py", "webhook/settings.py"},  # output settings; the server's settings

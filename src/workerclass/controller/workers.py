@@ -82,6 +82,7 @@ from ..ops.workers import (
     worker_kind,
 )
 from ..ops.writes import (
+    Key,
     digest,
     needs_references,
     object_key,
@@ -121,8 +122,6 @@ CHART_NOT_GATED = (
     "workerclass chart gate (deploy/chart-gate/); nothing is applied until it has it, so that the chart and "
     "the controller never both write the pool's machines"
 )
-
-Key = tuple[str, str, str]  # kind, namespace, name
 
 
 @dataclass(frozen=True)

@@ -47,6 +47,7 @@ __all__ = [
     "TEMPLATE_KINDS",
     "Apply",
     "Event",
+    "Key",
     "LeftOver",
     "Orphans",
     "PinWrites",
