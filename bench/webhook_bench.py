@@ -354,6 +354,109 @@ def memory_run(args: argparse.Namespace) -> None:
         args.json.write_text(json.dumps(rows, indent=2))
 
 
+def flood_run(args: argparse.Namespace) -> None:
+    """Probes under a connection flood: the server at its default settings, a thread opening
+    ``--flood TCP,TLS`` connections (plain TCP ones that never start TLS, then TLS ones that finish
+    the handshake and send nothing) and holding them, while this thread sends one review at a time,
+    each on a fresh connection and never retried, until the flood is open and a second after. A
+    probe is answered (200, allowed) or counted with why it failed; the server's RSS is read after
+    each probe. ``--repeat`` runs it again on a fresh server."""
+    import resource
+    import socket
+    import threading
+
+    from tests.webhook.helpers import CertFiles, Client
+
+    tcp_count, tls_count = (int(part) for part in args.flood.split(","))
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, max(soft, tcp_count + tls_count + 512)), hard))
+    body = workload()[1][1]
+    request = (
+        b"POST /validate/kubernetesnodes HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        + f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n".encode()
+        + body
+    )
+    with tempfile.TemporaryDirectory(prefix="webhook-flood-") as temporary:
+        workdir = Path(temporary)
+        certs = CertFiles.create(workdir / "certs")
+        context = certs.client_context()
+
+        def probe(port: int) -> str:
+            try:
+                with (
+                    socket.create_connection(("127.0.0.1", port), timeout=10) as raw,
+                    context.wrap_socket(raw, server_hostname="127.0.0.1") as sock,
+                ):
+                    sock.sendall(request)
+                    answer = b""
+                    while True:
+                        chunk = sock.recv(65536)
+                        if not chunk:
+                            break
+                        answer += chunk
+            except (OSError, ssl.SSLError) as error:
+                return type(error).__name__
+            head = answer.partition(b"\r\n")[0]
+            return "ok" if head.startswith(b"HTTP/1.1 200") and b'"allowed":true' in answer else head.decode()
+
+        for run in range(args.repeat):
+            process, port = start_server(
+                "webhook", certs.cert, certs.key, workdir, max_connections=args.max_connections
+            )
+            held: list[socket.socket] = []
+            done = threading.Event()
+
+            def flood(port: int, held: list[socket.socket], done: threading.Event) -> None:
+                try:
+                    for index in range(tcp_count + tls_count):
+                        try:
+                            sock = socket.create_connection(("127.0.0.1", port), timeout=10)
+                            if index >= tcp_count:
+                                sock = context.wrap_socket(sock, server_hostname="127.0.0.1")
+                        except (OSError, ssl.SSLError):
+                            continue
+                        held.append(sock)
+                finally:
+                    done.set()
+
+            try:
+                for _ in range(20):
+                    assert probe(port) == "ok"
+                base = peak = rss_mib(process.pid)
+                outcomes: dict[str, int] = {}
+                flooder = threading.Thread(target=flood, args=(port, held, done))
+                started = time.monotonic()
+                flooder.start()
+                after: float | None = None
+                while after is None or time.monotonic() < after:
+                    outcome = probe(port)
+                    outcomes[outcome] = outcomes.get(outcome, 0) + 1
+                    peak = max(peak, rss_mib(process.pid))
+                    if after is None and done.is_set():
+                        after = time.monotonic() + 1.0
+                    time.sleep(args.probe_interval)
+                flooder.join()
+                took = time.monotonic() - started
+                peak = max(peak, rss_mib(process.pid))
+                metrics = Client(port, context)
+                counters = {
+                    line.split('"')[1]: int(float(line.rsplit(" ", 1)[1]))
+                    for line in metrics.request("GET", "/metrics").body.decode().splitlines()
+                    if line.startswith("workerclass_webhook_connections_closed_total{")
+                }
+                metrics.close()
+                failed = sum(count for outcome, count in outcomes.items() if outcome != "ok")
+                print(
+                    f"run {run + 1}: {tcp_count} TCP + {tls_count} TLS opened in {took:.1f} s ({len(held)} held), "
+                    f"base {base:.1f} MiB, peak {peak:.1f} MiB, probes {sum(outcomes.values())}, "
+                    f"failed {failed} {dict(sorted(outcomes.items()))}, closed {counters}"
+                )
+            finally:
+                for sock in held:
+                    sock.close()
+                stop_server(process)
+
+
 def cpu_seconds(pid: int) -> float:
     """User + system CPU time of a process so far (Linux /proc)."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
@@ -543,6 +646,11 @@ def main() -> None:
         help="instead of load: per-connection memory, e.g. asyncio:loop,asyncio:guard,uvloop:loop,uvloop:guard "
         "(TLS 'loop': the event loop's own transport; 'guard': the webhook's connection guard)",
     )
+    parser.add_argument(
+        "--flood", help="instead of load: probes while TCP,TLS connections are opened and held, e.g. 1500,500"
+    )
+    parser.add_argument("--probe-interval", type=float, default=0.05, help="--flood: seconds between probes")
+    parser.add_argument("--repeat", type=int, default=1, help="--flood: runs, each on a fresh server")
     parser.add_argument("--idle", type=int, default=1000, help="connections of each kind for --memory")
     parser.add_argument(
         "--trickled", type=int, default=0, help="--memory: also this many TLS connections stalled mid-body"
@@ -573,6 +681,9 @@ def main() -> None:
         return
     if args.memory:
         memory_run(args)
+        return
+    if args.flood:
+        flood_run(args)
         return
     if args.load:
         pin(CLIENT_CPU)

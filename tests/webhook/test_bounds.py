@@ -108,3 +108,28 @@ def test_a_connection_evicted_before_it_is_made_is_closed_when_it_is() -> None:
         assert guard.open == 0
 
     asyncio.run(run())
+
+
+def test_a_burst_of_silent_connections_waits_out_their_grace_and_spares_those_that_spoke() -> None:
+    """At the cap, connections accepted too recently to have been read are not closed at once: up
+    to ``burst`` more are let in, then the silent ones go, oldest first, when their grace ends; one
+    that spoke keeps its slot throughout."""
+
+    async def run() -> None:
+        guard = ConnectionGuard(
+            asyncio.Protocol, limit=2, header_timeout=10.0, tls=None, handshake_timeout=10.0, grace=0.2, burst=2
+        )
+        transports = [FakeTransport() for _ in range(5)]
+        spoke = guard()
+        spoke.connection_made(transports[0])
+        spoke.data_received(b"POST /validate/kubernetesnodes HTTP/1.1\r\n")  # headers not complete yet
+        for transport in transports[1:4]:  # one under the cap, two over it: all in their grace
+            guard().connection_made(transport)
+        assert guard.open == 4 and guard.closed["evicted"] == 0
+        guard().connection_made(transports[4])  # past the burst: the oldest silent one goes at once
+        assert transports[1].aborted and guard.open == 4 and guard.closed["evicted"] == 1
+        await asyncio.sleep(0.3)  # after the grace (the loop runs timers in order)
+        assert [transport.aborted for transport in transports] == [False, True, True, True, False]
+        assert guard.open == 2 and guard.closed["evicted"] == 3 and guard.closed["refused"] == 0
+
+    asyncio.run(run())

@@ -10,6 +10,7 @@ import socket
 import ssl
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -140,6 +141,142 @@ def test_connection_flood_keeps_memory_bounded_and_answers_flowing(
         assert figures['workerclass_webhook_connections_closed_total{reason="refused"}'] == 0
         print(f"peak RSS {peak:.1f} MiB with {figures['workerclass_webhook_connections']:.0f} open")
     finally:
+        for sock in held:
+            sock.close()
+        assert child.stop() == 0
+
+
+def ask(sock: socket.socket) -> bytes:
+    """One review on an open connection (kept alive): the answer's status line and body."""
+    body = json.dumps(review(pool(workerClassName="talos"))).encode()
+    sock.sendall(
+        f"POST {VALIDATE} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n".encode()
+        + f"Content-Length: {len(body)}\r\n\r\n".encode()
+        + body
+    )
+    answer = b""
+    while b"\r\n\r\n" not in answer:
+        chunk = sock.recv(65536)
+        assert chunk, "the server closed the connection"
+        answer += chunk
+    head, _, payload = answer.partition(b"\r\n\r\n")
+    length = next(
+        int(line.split(b":")[1]) for line in head.split(b"\r\n") if line.lower().startswith(b"content-length")
+    )
+    while len(payload) < length:
+        chunk = sock.recv(65536)
+        assert chunk, "the server closed the connection mid-answer"
+        payload += chunk
+    return head.split(b"\r\n")[0] + b" " + payload
+
+
+def fresh_probe(child: Child) -> str:
+    """A review on a fresh connection, never retried: ``ok`` or why it failed."""
+    try:
+        with raw_tls_socket(child.port, child.context, timeout=10) as sock:
+            answer = ask(sock)
+    except (OSError, AssertionError) as error:  # ssl.SSLError is an OSError
+        return type(error).__name__
+    return "ok" if answer.startswith(b"HTTP/1.1 200") and b'"allowed":true' in answer else answer[:40].decode()
+
+
+def test_a_client_that_spoke_keeps_its_slot_against_silent_sockets(tmp_certs: CertFiles, tmp_path: Path) -> None:
+    """At the cap, sockets that never sent a byte make room before a connection that has spoken
+    (here: its TLS handshake done, its request not sent yet, as a client between the two)."""
+    child = Child(tmp_certs, tmp_path, max_connections=4, header_timeout=60.0)
+    spoke = raw_tls_socket(child.port, child.context, timeout=10)
+    silent = [socket.create_connection(("127.0.0.1", child.port), timeout=5) for _ in range(4)]
+    try:
+        time.sleep(0.5)  # all accepted, one over the cap: the oldest silent one made room
+        assert b"200" in ask(spoke).split(b" ")[1]
+        assert silent[0].recv(1) == b""  # closed by the server
+        spoke.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+        text = b""
+        while b"workerclass_webhook_connections_limit" not in text:
+            chunk = spoke.recv(65536)
+            assert chunk
+            text += chunk
+        assert b'workerclass_webhook_connections_closed_total{reason="evicted"} 1.0' in text
+        assert b'workerclass_webhook_connections_closed_total{reason="refused"} 0.0' in text
+    finally:
+        spoke.close()
+        for sock in silent:
+            sock.close()
+        assert child.stop() == 0
+
+
+def test_idle_connections_cost_little_memory_each(tmp_certs: CertFiles, tmp_path: Path, many_files: None) -> None:
+    """The server's resident memory per idle connection, plain TCP that never starts TLS and TLS
+    that finished its handshake and sends nothing, under a cap above their number: a few tens of KB
+    (asyncio's own TLS protocol holds a 256 KiB receive buffer for each, ~300 KB with the rest)."""
+    count = 500
+    child = Child(tmp_certs, tmp_path, max_connections=4 * count, header_timeout=120.0, handshake_timeout=60.0)
+    held: list[socket.socket] = []
+    try:
+        for _ in range(20):  # the server's own first-use allocations out of the way
+            assert fresh_probe(child) == "ok"
+        base = child.rss_mib()
+        held += [socket.create_connection(("127.0.0.1", child.port), timeout=10) for _ in range(count)]
+        assert fresh_probe(child) == "ok"  # accepted after them: they are accepted
+        plain = child.rss_mib()
+        for _ in range(count):
+            held.append(raw_tls_socket(child.port, child.context, timeout=10))
+        secure = child.rss_mib()
+        per_tcp = (plain - base) * 1024 / count
+        per_tls = (secure - plain) * 1024 / count
+        print(f"base {base:.1f} MiB, {per_tcp:.1f} KB per idle TCP, {per_tls:.1f} KB per idle TLS connection")
+        assert figures_open(child) >= 2 * count
+        assert per_tcp < 32, f"{per_tcp:.0f} KB per idle TCP connection"
+        assert per_tls < 64, f"{per_tls:.0f} KB per idle TLS connection"
+    finally:
+        for sock in held:
+            sock.close()
+        assert child.stop() == 0
+
+
+def figures_open(child: Child) -> float:
+    return child.metrics()["workerclass_webhook_connections"]
+
+
+def test_probes_are_answered_during_a_flood(tmp_certs: CertFiles, tmp_path: Path, many_files: None) -> None:
+    """1,500 plain TCP connections and 500 TLS ones opened as fast as they go and held, at the
+    default settings, while a probe sends a review on a fresh connection after another, never
+    retried: every probe is answered, and the server's memory grows by a few MiB, not by the
+    flood's size (the cap and the burst allowance times a few tens of KB)."""
+    child = Child(tmp_certs, tmp_path)
+    held: list[socket.socket] = []
+    done = threading.Event()
+
+    def flood() -> None:
+        try:
+            for index in range(2000):
+                try:
+                    sock = socket.create_connection(("127.0.0.1", child.port), timeout=10)
+                    if index >= 1500:
+                        sock = child.context.wrap_socket(sock, server_hostname="127.0.0.1")
+                except OSError:
+                    continue
+                held.append(sock)
+        finally:
+            done.set()
+
+    flooder = threading.Thread(target=flood)
+    try:
+        for _ in range(20):
+            assert fresh_probe(child) == "ok"
+        base = peak = child.rss_mib()
+        outcomes: list[str] = []
+        flooder.start()
+        while not done.is_set() or len(outcomes) < 10:
+            outcomes.append(fresh_probe(child))
+            peak = max(peak, child.rss_mib())
+        flooder.join()
+        failed = [outcome for outcome in outcomes if outcome != "ok"]
+        print(f"{len(outcomes)} probes, {len(held)} held, peak {peak:.1f} MiB (base {base:.1f})")
+        assert not failed, f"{len(failed)} of {len(outcomes)} probes failed: {failed}"
+        assert peak - base < 48, f"RSS grew by {peak - base:.0f} MiB"
+    finally:
+        done.wait(60)
         for sock in held:
             sock.close()
         assert child.stop() == 0

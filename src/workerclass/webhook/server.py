@@ -34,7 +34,7 @@ from prometheus_client.exposition import CONTENT_TYPE_LATEST
 from ..adapters.tls import ReloadingContext, TLSFileError, stop_task
 from ..api import HEALTH_PATH, METRICS_PATH, READY_PATH
 from ..state import State
-from .connections import ConnectionGuard
+from .connections import BURST, GRACE, ConnectionGuard
 from .handler import ByteBudget, Decider, ReviewHandler, core_deciders
 from .livereads import LiveReads
 from .metrics import WebhookMetrics
@@ -98,6 +98,22 @@ class _AccessLogger(AbstractAccessLogger):
         path = request.path if request.path in _SERVED_PATHS else "other"
         method = request.method if request.method in ("GET", "POST", "PUT", "HEAD", "DELETE") else "other"
         self.logger.info("%s %s %d %d %.1fms", method, path, response.status, response.body_length, time * 1000)
+
+
+def _raise_open_files(wanted: int) -> None:
+    """Raise this process's soft limit on open files to ``wanted`` (at most the hard limit): a burst
+    of connections may hold up to ``BURST + 1`` times ``max_connections`` sockets for a moment, and
+    an ``accept`` that fails for want of descriptors stops the listener for a second."""
+    try:
+        import resource
+    except ImportError:  # pragma: no cover - not on a Unix
+        return
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY or soft >= wanted:
+        return
+    target = wanted if hard == resource.RLIM_INFINITY else min(wanted, hard)
+    if target > soft:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
 
 
 class WebhookServer(ReviewHandler):
@@ -233,7 +249,7 @@ class WebhookServer(ReviewHandler):
         self._runner = runner
         assert runner.server is not None
         loop = asyncio.get_running_loop()
-        # TLS is wrapped by the guard (a slot is taken before the handshake), not by the loop
+        # TLS is the guard's (a slot is taken before any TLS state), not the loop's
         aiohttp_server = runner.server
         try:
             options = dict(aiohttp_server._kwargs)
@@ -251,7 +267,10 @@ class WebhookServer(ReviewHandler):
             tls=self.tls.context if self.tls is not None else None,
             handshake_timeout=settings.handshake_timeout,
             max_header_bytes=settings.max_header_bytes,
+            grace=GRACE,
+            burst=BURST * settings.max_connections,
         )
+        _raise_open_files((BURST + 1) * settings.max_connections + 256)
         self._listener = await loop.create_server(
             self._guard,
             settings.host,
