@@ -242,6 +242,12 @@ def _design_refused(reader: Reader, data: Mapping[str, Any], field: str) -> set[
     return judged
 
 
+#: the keys a pool's values may hold without a word: no ``_`` key, none the design page refuses
+_READ_KEYS = _POOL_KEYS | CHART_TEMPLATE_KEYS
+assert not any(key.startswith("_") for key in _READ_KEYS)
+assert not _READ_KEYS & {"bootstrap", "image", "imagePullSecrets"}
+
+
 def parse_pool_spec(spec: object, field: str = "spec") -> tuple[PoolSpec, list[Violation]]:
     """Parse a pool's values: the chart's values plus the class-era keys (API.md section 1).
 
@@ -255,12 +261,13 @@ def parse_pool_spec(spec: object, field: str = "spec") -> tuple[PoolSpec, list[V
     reader = Reader(unknown="warn")
     strict = Reader()
     data = reader.mapping(spec if spec is not None else {}, field) or {}
-    platform_keys = [key for key in data if isinstance(key, str) and key.startswith("_")]
-    for key in platform_keys:
-        reader.add("PlatformValueInPool", key_path(field, key), PLATFORM_VALUE_MESSAGE)
-    judged = _design_refused(reader, data, field)
-    unread = [key for key in data if key not in platform_keys and key not in judged]
-    reader.only({key: None for key in unread}, _POOL_KEYS | CHART_TEMPLATE_KEYS, field)
+    if not data.keys() <= _READ_KEYS:  # every key known (the usual pool): none of these can apply
+        platform_keys = [key for key in data if isinstance(key, str) and key.startswith("_")]
+        for key in platform_keys:
+            reader.add("PlatformValueInPool", key_path(field, key), PLATFORM_VALUE_MESSAGE)
+        judged = _design_refused(reader, data, field)
+        unread = [key for key in data if key not in platform_keys and key not in judged]
+        reader.only({key: None for key in unread}, _READ_KEYS, field)
     version = reader.string(data, "version", field)
     if version and not KUBERNETES_MINOR.fullmatch(version):
         message = f"is not a Kubernetes minor (vX.Y; the chart's: {', '.join(CHART_VERSIONS)})"
