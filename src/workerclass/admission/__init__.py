@@ -275,16 +275,29 @@ def _validated(
     handler = _VALIDATORS.get(kind) if isinstance(kind, str) else None
     if handler is None:
         return Decision(True, operation, object=obj, warnings=[f"workerclass does not admit kind {kind!r}"])
-    denials, warnings = handler(state, operation, obj, old)
+    # What the tenant supplied is read once per object: the rules and the ratchet share it.
+    supplied: Mapping[str, Any] | None = None
+    if kind == "KubernetesNodes" and operation == "UPDATE" and obj is not None:
+        supplied = supplied_object(state, operation, obj, old)
+        denials, warnings = _validate_pool(state, operation, obj, old, supplied=supplied)
+    else:
+        denials, warnings = handler(state, operation, obj, old)
     previous = old
     ratcheted = denials and operation == "UPDATE" and kind in RATCHETED_KINDS
     if ratcheting and ratcheted and obj is not None and isinstance(previous, Mapping) and previous.get("kind") == kind:
+        stored_supplied = supplied_object(state, operation, previous, previous)
+
+        def stored() -> list[Violation]:
+            if kind == "KubernetesNodes":
+                return _validate_pool(state, operation, previous, previous, supplied=stored_supplied)[0]
+            return handler(state, operation, previous, previous)[0]
+
         denials, said = ratchet(
             denials,
-            new=supplied_object(state, operation, obj, previous),
-            old=supplied_object(state, operation, previous, previous),
+            new=supplied if supplied is not None else supplied_object(state, operation, obj, previous),
+            old=stored_supplied,
             values="spec.values" if kind == "HelmRelease" else "spec",
-            stored=lambda: handler(state, operation, previous, previous)[0],
+            stored=stored,
         )
         warnings = warnings + said
     return Decision(not denials, operation, object=obj, warnings=warnings, denials=denials)
@@ -346,8 +359,14 @@ def _same_values(left: Mapping[str, Any], right: Mapping[str, Any]) -> bool:
 
 
 def _validate_pool(
-    state: State, operation: str, obj: Mapping[str, Any] | None, old: Mapping[str, Any] | None
+    state: State,
+    operation: str,
+    obj: Mapping[str, Any] | None,
+    old: Mapping[str, Any] | None,
+    *,
+    supplied: Mapping[str, Any] | None = None,
 ) -> Outcome:
+    """The pool rules; ``supplied``: :func:`supplied_object` of ``obj`` and ``old`` when the caller has it."""
     if operation in ("DELETE", "CONNECT") or obj is None:
         return [], []
     if obj.get("kind") == "HelmRelease" and not is_pool_release(obj):
@@ -356,7 +375,7 @@ def _validate_pool(
             return [], []
         _, namespace, _ = identify(obj)
         return parse_cluster(namespace, parent[0], parent[1], "spec.values")[1], []
-    obj = supplied_object(state, operation, obj, old)
+    obj = supplied if supplied is not None else supplied_object(state, operation, obj, old)
     record = pool_from_object(obj)
     if record is None:  # pragma: no cover - the dispatcher only sends pool kinds
         return [Violation("Invalid", "kind", "not a pool")], []
