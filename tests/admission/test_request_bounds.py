@@ -67,7 +67,18 @@ def test_nesting_on_both_sides_of_the_bound(depth: int, leaf: Any) -> None:
     found = glance(value)
     assert found is not None
     walked, _ = measure(value)
-    assert found[1] == min(walked, MAX_DEPTH + 1)
+    assert found[1] >= min(walked, MAX_DEPTH + 1)
+    assert (found[1] > MAX_DEPTH) is (walked > MAX_DEPTH)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_JSONISH)
+def test_the_glance_never_reads_less_than_the_walk(value: Any) -> None:
+    found = glance(value)
+    if found is not None:
+        depth, size = measure(value)
+        assert found[0] >= size
+        assert found[1] >= min(depth, MAX_DEPTH + 1)
 
 
 def test_a_large_object_is_the_walks() -> None:

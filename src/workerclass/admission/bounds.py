@@ -11,7 +11,8 @@ nesting harder to read) is the walk's to judge, so the answer is always the walk
 Why the text's length bounds the walk's size: the walk counts a scalar that is not a string as 8
 bytes and a string as its characters plus 2, where the text has at least 1 byte (plus a
 separator) and at least its characters plus 2: the walk's count is under 8 times the text's
-length. Its depth is the text's bracket nesting outside strings.
+length. Its depth is at most the number of brackets the text opens, and is exactly the text's
+bracket nesting outside strings.
 
 Its edge: one object in, an :class:`~workerclass.api.bounds.Excess` or ``None`` out.
 """
@@ -39,15 +40,22 @@ _SIZE_FACTOR = 8
 
 
 def glance(obj: object) -> tuple[int, int] | None:
-    """``(size, depth)`` read off ``obj``'s orjson text: ``size`` is over the walk's count (8 times
-    the text's length), ``depth`` is the walk's (counted up to just past :data:`MAX_DEPTH`); ``None``
-    when the text cannot tell (not plain JSON data, an escaped character, or plainly too large)."""
+    """``(size, depth)`` read off ``obj``'s orjson text, each at least the walk's count: ``size`` is
+    8 times the text's length; ``depth`` the number of brackets that open (nothing nests deeper
+    than that) when there are at most :data:`MAX_DEPTH` of them, else the text's nesting (counted
+    up to just past :data:`MAX_DEPTH`). ``None`` when the text cannot tell (not plain JSON data, an
+    escaped character among many brackets, or plainly too large)."""
     try:
         text = orjson.dumps(obj, option=_PLAIN)
     except TypeError:  # not plain JSON data (or a number over 64 bits, a non-str key)
         return None
     size = len(text) * _SIZE_FACTOR
-    if size > MAX_BYTES or b"\\" in text:
+    if size > MAX_BYTES:
+        return None
+    opens = text.count(b"{") + text.count(b"[")  # those in strings too: an upper bound
+    if opens <= MAX_DEPTH:
+        return size, opens
+    if b"\\" in text:
         return None
     # No backslash: every quote opens or closes a string, so the even parts are what lies outside.
     brackets = b"".join(text.split(b'"')[::2]).translate(None, _NOT_BRACKETS)
