@@ -5,9 +5,11 @@ tenant namespace of their parent Kubernetes (``tenant-example/example``, from ``
 classless ones carry the chart's defaults (``values.yaml``) as the API stores them, with each
 pool's own settings merged over them, the classified ones are as a tenant's CREATE sends them;
 ``--layout bare`` gives short classless specs for comparison.
-Reports pools per second and the ratio to a bare ``json.loads`` of the same pools, measured in
-the same run. Targets: at least 20,000 admission decisions per second on one core (issue 2);
-a decision no more than 3.6 x the ``json.loads`` baseline with the real layout (issue 8).
+Reports pools per second and the ratios to a bare ``json.loads`` of the same pools and to a JSON
+round-trip of them (``json.loads`` then ``json.dumps``), both measured in the same run. Targets: at
+least 20,000 admission decisions per second on one core (issue 2); a decision no more than 3.6 x
+the ``json.loads`` baseline with the real layout (issue 8); a CREATE decision no more than 5 x the
+round-trip (issue 31).
 ``--clock cpu`` times with this process's CPU time instead of the wall clock (steadier when other
 work shares the machine: a preempted pass does not count the time it waited).
 Run: ``.venv/bin/python bench/core_bench.py [--pools N] [--repeat R] [--layout real|bare] [--clock wall|cpu]``.
@@ -114,9 +116,10 @@ def main() -> None:
 
     # Interleaved rounds (baseline, admit, resolve, then again): load that comes and goes on a
     # shared machine reaches every figure of a round alike, so the best of each stays comparable.
-    baseline = admission = resolution = float("inf")
+    baseline = roundtrip = admission = resolution = float("inf")
     for _ in range(args.repeat):
         baseline = min(baseline, timed(json.loads, texts, 1, clock))
+        roundtrip = min(roundtrip, timed(lambda text: json.dumps(json.loads(text)), texts, 1, clock))
         admission = min(admission, timed(lambda pool: admit(state, "CREATE", pool), pools, 1, clock))
         resolution = min(resolution, timed(lambda record: resolve_pool(state, record), records, 1, clock))
     decisions = [admit(state, "CREATE", pool) for pool in pools]
@@ -126,6 +129,7 @@ def main() -> None:
     count = len(pools)
     rows = [
         ("json.loads (baseline)", baseline),
+        ("json round-trip (loads + dumps)", roundtrip),
         ("admit (CREATE: mutate + validate)", admission),
         ("resolve (parsed pool)", resolution),
     ]
@@ -134,13 +138,18 @@ def main() -> None:
         f"Python {platform.python_version()}"
     )
     print(f"# layout {args.layout}; {allowed} allowed, {count - allowed} denied ({dict(codes.most_common())})")
-    print(f"{'what':38} {'pools/s':>12} {'us/pool':>9} {'x json.loads':>13}")
+    print(f"{'what':38} {'pools/s':>12} {'us/pool':>9} {'x json.loads':>13} {'x round-trip':>13}")
     for label, seconds in rows:
-        print(f"{label:38} {count / seconds:12,.0f} {seconds / count * 1e6:9.1f} {seconds / baseline:13.1f}")
+        print(
+            f"{label:38} {count / seconds:12,.0f} {seconds / count * 1e6:9.1f} {seconds / baseline:13.1f} "
+            f"{seconds / roundtrip:13.1f}"
+        )
     target = count / admission >= 20_000
     print(f"target >= 20,000 admission decisions/s: {'met' if target else 'NOT met'}")
     ratio = admission / baseline
     print(f"target decision <= 3.6 x json.loads: {'met' if ratio <= 3.6 else 'NOT met'} ({ratio:.1f} x)")
+    trip = admission / roundtrip
+    print(f"target decision <= 5 x a JSON round-trip: {'met' if trip <= 5 else 'NOT met'} ({trip:.1f} x)")
 
 
 if __name__ == "__main__":

@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..api.bounds import excess
+from ..api.bounds import MAX_BYTES, Excess
 from ..api.webhooks import ALL_OPERATIONS
 from ..chart.values import read_chart_defaults
 from ..model import (
@@ -54,6 +54,7 @@ from ..rules.supplied import api_filled_paths, json_pointer, kairos_read_paths, 
 from ..rules.usage import deletion_blocker
 from ..state import KINDS, State, cluster_release, identify, is_pool_release, pool_cluster, pool_from_object
 from ..violations import Violation
+from .bounds import patch_may_cross, request_bounds, request_excess
 from .decision import Decision
 from .minor import CLASS_FIELD, minor_ops
 from .names import name_violations
@@ -126,9 +127,10 @@ def _old_object(
 def _beyond_bounds(operation: str, obj: Mapping[str, Any] | None) -> Decision | None:
     """``ObjectTooLarge`` for an object nested or sized beyond :mod:`workerclass.api.bounds`, judged
     before any rule walks it (a walk of a 1,000-deep object fails with ``RecursionError``)."""
-    if obj is None:
-        return None
-    found = excess(obj)
+    return None if obj is None else _too_large(operation, obj, request_excess(obj))
+
+
+def _too_large(operation: str, obj: Mapping[str, Any], found: Excess | None) -> Decision | None:
     if found is None:
         return None
     field = "spec.values" if obj.get("kind") == "HelmRelease" else "spec"
@@ -138,7 +140,7 @@ def _beyond_bounds(operation: str, obj: Mapping[str, Any] | None) -> Decision | 
 def _within_bounds(old: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
     """A stored object beyond the bounds is not read: the request is judged as if nothing were
     stored (no ratcheting, no class to restore), so a tenant can still replace it with a sound one."""
-    return old if old is None or excess(old) is None else None
+    return old if old is None or request_excess(old) is None else None
 
 
 def mutate(
@@ -157,7 +159,11 @@ def mutate(
     refused = _bad_operation(operation) or _beyond_bounds(operation, obj)
     if refused is not None:
         return refused
-    old = _within_bounds(_old_object(state, operation, obj, old))
+    return _mutated(state, operation, obj, _within_bounds(_old_object(state, operation, obj, old)))
+
+
+def _mutated(state: State, operation: str, obj: Mapping[str, Any] | None, old: Mapping[str, Any] | None) -> Decision:
+    """:func:`mutate` of an object already judged within the bounds, ``old`` already the one to read."""
     if obj is None or obj.get("kind") != "KubernetesNodes" or operation not in ("CREATE", "UPDATE"):
         return Decision(True, operation, object=obj)
     spec = obj.get("spec")
@@ -250,6 +256,18 @@ def validate(
     if refused is not None:
         return refused
     old = _within_bounds(_old_object(state, operation, obj, old))
+    return _validated(state, operation, obj, old, ratcheting=ratcheting)
+
+
+def _validated(
+    state: State,
+    operation: str,
+    obj: Mapping[str, Any] | None,
+    old: Mapping[str, Any] | None,
+    *,
+    ratcheting: bool = True,
+) -> Decision:
+    """:func:`validate` of an object already judged within the bounds, ``old`` already the one to read."""
     subject = obj if obj is not None else old
     if not isinstance(subject, Mapping):
         return Decision(False, operation, denials=[Violation("Invalid", "object", "no object to admit")])
@@ -257,16 +275,29 @@ def validate(
     handler = _VALIDATORS.get(kind) if isinstance(kind, str) else None
     if handler is None:
         return Decision(True, operation, object=obj, warnings=[f"workerclass does not admit kind {kind!r}"])
-    denials, warnings = handler(state, operation, obj, old)
+    # What the tenant supplied is read once per object: the rules and the ratchet share it.
+    supplied: Mapping[str, Any] | None = None
+    if kind == "KubernetesNodes" and operation == "UPDATE" and obj is not None:
+        supplied = supplied_object(state, operation, obj, old)
+        denials, warnings = _validate_pool(state, operation, obj, old, supplied=supplied)
+    else:
+        denials, warnings = handler(state, operation, obj, old)
     previous = old
     ratcheted = denials and operation == "UPDATE" and kind in RATCHETED_KINDS
     if ratcheting and ratcheted and obj is not None and isinstance(previous, Mapping) and previous.get("kind") == kind:
+        stored_supplied = supplied_object(state, operation, previous, previous)
+
+        def stored() -> list[Violation]:
+            if kind == "KubernetesNodes":
+                return _validate_pool(state, operation, previous, previous, supplied=stored_supplied)[0]
+            return handler(state, operation, previous, previous)[0]
+
         denials, said = ratchet(
             denials,
-            new=supplied_object(state, operation, obj, previous),
-            old=supplied_object(state, operation, previous, previous),
+            new=supplied if supplied is not None else supplied_object(state, operation, obj, previous),
+            old=stored_supplied,
             values="spec.values" if kind == "HelmRelease" else "spec",
-            stored=lambda: handler(state, operation, previous, previous)[0],
+            stored=stored,
         )
         warnings = warnings + said
     return Decision(not denials, operation, object=obj, warnings=warnings, denials=denials)
@@ -285,23 +316,28 @@ def admit(
     Without ``old``, an UPDATE's or DELETE's old object is the stored object of the same identity
     in ``state`` (API.md section 6, as the CLI reads it from STATE). ``ratcheting``: :func:`validate`'s.
     """
-    refused = _beyond_bounds(operation, obj)
+    # The bounds are judged once: the mutated object is the request's with a class name or a minor
+    # added (or API-filled values removed), judged again only when that could cross them.
+    found, size = request_bounds(obj) if obj is not None else (None, MAX_BYTES)
+    refused = (_too_large(operation, obj, found) if obj is not None else None) or _bad_operation(operation)
     if refused is not None:
         return refused
     old = _within_bounds(_old_object(state, operation, obj, old))
-    mutation = mutate(state, operation, obj, old)
-    if not mutation.allowed:
-        return mutation
-    validation = validate(state, operation, mutation.object, old, ratcheting=ratcheting)
+    mutation = _mutated(state, operation, obj, old)
+    patched = mutation.object
+    refused = None
+    if patched is not obj and (obj is None or patch_may_cross(size, mutation.patch)):
+        refused = _beyond_bounds(operation, patched)
+    validation = refused or _validated(state, operation, patched, old, ratcheting=ratcheting)
     denials = validation.denials
-    target = _stored_class(mutation.object)
+    target = _stored_class(patched)
     if denials and operation == "CREATE" and obj is not None and target is not None and _stored_class(obj) is None:
-        denials = named_class_rules(denials, validate(state, operation, obj, old).denials, target)
+        denials = named_class_rules(denials, _validated(state, operation, obj, old).denials, target)
     return Decision(
         validation.allowed,
         operation,
         patch=mutation.patch,
-        object=mutation.object,
+        object=patched,
         warnings=mutation.warnings + validation.warnings,
         denials=denials,
     )
@@ -323,8 +359,14 @@ def _same_values(left: Mapping[str, Any], right: Mapping[str, Any]) -> bool:
 
 
 def _validate_pool(
-    state: State, operation: str, obj: Mapping[str, Any] | None, old: Mapping[str, Any] | None
+    state: State,
+    operation: str,
+    obj: Mapping[str, Any] | None,
+    old: Mapping[str, Any] | None,
+    *,
+    supplied: Mapping[str, Any] | None = None,
 ) -> Outcome:
+    """The pool rules; ``supplied``: :func:`supplied_object` of ``obj`` and ``old`` when the caller has it."""
     if operation in ("DELETE", "CONNECT") or obj is None:
         return [], []
     if obj.get("kind") == "HelmRelease" and not is_pool_release(obj):
@@ -333,7 +375,7 @@ def _validate_pool(
             return [], []
         _, namespace, _ = identify(obj)
         return parse_cluster(namespace, parent[0], parent[1], "spec.values")[1], []
-    obj = supplied_object(state, operation, obj, old)
+    obj = supplied if supplied is not None else supplied_object(state, operation, obj, old)
     record = pool_from_object(obj)
     if record is None:  # pragma: no cover - the dispatcher only sends pool kinds
         return [Violation("Invalid", "kind", "not a pool")], []

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from ..api.patterns import KUBERNETES_MINOR, KUBERNETES_PATCH, NAME, QUANTITY
@@ -182,11 +183,18 @@ def _string_map(
         return None
     reader.only(raw, allowed, f"{field}.{key}")
     out: dict[str, str] = {}
-    for name in sorted(allowed):
+    for name in _sorted(allowed):
+        if name not in raw:  # reader.string reads nothing there
+            continue
         value = reader.string(raw, name, f"{field}.{key}")
-        if value is not None and name in raw and raw[name] is not None:
+        if value is not None and raw[name] is not None:
             out[name] = value
     return out
+
+
+@lru_cache(maxsize=16)
+def _sorted(keys: frozenset[str]) -> tuple[str, ...]:
+    return tuple(sorted(keys))
 
 
 #: Why a pool's top-level ``_`` key is refused. Cozystack injects ``_cluster`` and ``_namespace``
@@ -242,6 +250,13 @@ def _design_refused(reader: Reader, data: Mapping[str, Any], field: str) -> set[
     return judged
 
 
+_IMAGE_KEYS = frozenset({"kubectl"})
+#: the keys a pool's values may hold without a word: no ``_`` key, none the design page refuses
+_READ_KEYS = _POOL_KEYS | CHART_TEMPLATE_KEYS
+assert not any(key.startswith("_") for key in _READ_KEYS)
+assert not _READ_KEYS & {"bootstrap", "image", "imagePullSecrets"}
+
+
 def parse_pool_spec(spec: object, field: str = "spec") -> tuple[PoolSpec, list[Violation]]:
     """Parse a pool's values: the chart's values plus the class-era keys (API.md section 1).
 
@@ -255,12 +270,13 @@ def parse_pool_spec(spec: object, field: str = "spec") -> tuple[PoolSpec, list[V
     reader = Reader(unknown="warn")
     strict = Reader()
     data = reader.mapping(spec if spec is not None else {}, field) or {}
-    platform_keys = [key for key in data if isinstance(key, str) and key.startswith("_")]
-    for key in platform_keys:
-        reader.add("PlatformValueInPool", key_path(field, key), PLATFORM_VALUE_MESSAGE)
-    judged = _design_refused(reader, data, field)
-    unread = [key for key in data if key not in platform_keys and key not in judged]
-    reader.only({key: None for key in unread}, _POOL_KEYS | CHART_TEMPLATE_KEYS, field)
+    if not data.keys() <= _READ_KEYS:  # every key known (the usual pool): none of these can apply
+        platform_keys = [key for key in data if isinstance(key, str) and key.startswith("_")]
+        for key in platform_keys:
+            reader.add("PlatformValueInPool", key_path(field, key), PLATFORM_VALUE_MESSAGE)
+        judged = _design_refused(reader, data, field)
+        unread = [key for key in data if key not in platform_keys and key not in judged]
+        reader.only({key: None for key in unread}, _READ_KEYS, field)
     version = reader.string(data, "version", field)
     if version and not KUBERNETES_MINOR.fullmatch(version):
         message = f"is not a Kubernetes minor (vX.Y; the chart's: {', '.join(CHART_VERSIONS)})"
@@ -326,24 +342,35 @@ def parse_pool_spec(spec: object, field: str = "spec") -> tuple[PoolSpec, list[V
     # Read in the chart's key order, so the denials come in it too. The values that only the
     # chart's checks and the renderer read (they take them from ``values``) are read here for
     # their types alone and not kept.
+    # (Each read of an absent key reads nothing and says nothing: those calls are left out.)
     cluster = reader.string(data, "cluster", field, required=True)
-    worker_class_name = reader.string(data, "workerClassName", field, pattern=NAME, what="a WorkerClass name")
-    min_replicas = reader.integer(data, "minReplicas", field)
-    max_replicas = reader.integer(data, "maxReplicas", field)
-    reader.string(data, "instanceType", field)
-    resources = _resources(reader, data, field)
-    _quantity(reader, data, "diskSize", field)
-    storage_class = reader.string(data, "storageClass", field)
-    max_unhealthy = reader.string(data, "maxUnhealthy", field)
+    worker_class_name = (
+        reader.string(data, "workerClassName", field, pattern=NAME, what="a WorkerClass name")
+        if "workerClassName" in data
+        else None
+    )
+    min_replicas = reader.integer(data, "minReplicas", field) if "minReplicas" in data else None
+    max_replicas = reader.integer(data, "maxReplicas", field) if "maxReplicas" in data else None
+    if "instanceType" in data:
+        reader.string(data, "instanceType", field)
+    resources = _resources(reader, data, field) if "resources" in data else None
+    if "diskSize" in data:
+        _quantity(reader, data, "diskSize", field)
+    storage_class = reader.string(data, "storageClass", field) if "storageClass" in data else None
+    max_unhealthy = reader.string(data, "maxUnhealthy", field) if "maxUnhealthy" in data else None
     for key in ("nodeStartupTimeout", "readyUnknownTimeout", "readyFalseTimeout"):
-        reader.string(data, key, field)
-    gpus = _gpus(reader, data, field)
-    ssh_keys = reader.string_list(data, "sshKeys", field)
+        if key in data:
+            reader.string(data, key, field)
+    gpus = _gpus(reader, data, field) if "gpus" in data else ()
+    ssh_keys = reader.string_list(data, "sshKeys", field) if "sshKeys" in data else None
     os_settings = parse_os(reader, data, field, strict)
-    reader.string(data, "maxNodeProvisionTime", field)
-    reader.boolean(data, "logSerialConsole", field)
-    _quantity(reader, data, "podCpuLimit", field)
-    _quantity(reader, data, "podCpuRequest", field)
+    if "maxNodeProvisionTime" in data:
+        reader.string(data, "maxNodeProvisionTime", field)
+    if "logSerialConsole" in data:
+        reader.boolean(data, "logSerialConsole", field)
+    for key in ("podCpuLimit", "podCpuRequest"):
+        if key in data:
+            _quantity(reader, data, key, field)
     pool = PoolSpec(
         cluster=cluster,
         worker_class_name=worker_class_name,
@@ -359,8 +386,8 @@ def parse_pool_spec(spec: object, field: str = "spec") -> tuple[PoolSpec, list[V
         gpus=gpus,
         ssh_keys=ssh_keys,
         os=os_settings,
-        kubelet=_string_map(reader, data, "kubelet", _KUBELET_KEYS, field),
-        images=_string_map(reader, data, "images", frozenset({"kubectl"}), field),
+        kubelet=_string_map(reader, data, "kubelet", _KUBELET_KEYS, field) if "kubelet" in data else None,
+        images=_string_map(reader, data, "images", _IMAGE_KEYS, field) if "images" in data else None,
         values=data,
         class_violations=tuple(strict.violations),
         warnings=tuple(reader.warnings),

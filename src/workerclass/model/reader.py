@@ -12,6 +12,7 @@ from __future__ import annotations
 import difflib
 import re
 from collections.abc import Mapping
+from functools import lru_cache
 from typing import Any, Literal
 
 from ..api.patterns import (
@@ -51,9 +52,15 @@ def key_path(field: str, key: object) -> str:
     Other keys stay: a field path names where the problem is, and each door decides how to show
     one (the webhook cuts a path before a key that is not label-key shaped, the CLI escapes it).
     """
-    if isinstance(key, str) and (looks_private(key) or looks_like_token(key)):
+    if isinstance(key, str) and _secret_key(key):
         return field
     return f"{field}.{key}"
+
+
+@lru_cache(maxsize=4096)
+def _secret_key(key: str) -> bool:
+    """:func:`key_path`'s test of a key; the same keys come in every pool: judged once each (bounded)."""
+    return looks_private(key) or looks_like_token(key)
 
 
 def _not(value: str, what: str) -> str:

@@ -24,6 +24,7 @@ import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, NamedTuple
 
 import orjson
@@ -323,10 +324,17 @@ def request_values(*objects: object) -> list[str]:
                 found.add(item)
         elif isinstance(item, dict):
             stack.extend(item.values())
-            found.update(key for key in item if isinstance(key, str) and (looks_like_token(key) or looks_private(key)))
+            found.update(key for key in item if isinstance(key, str) and _secret_key(key))
         elif isinstance(item, list):
             stack.extend(item)
     return sorted(found, key=len, reverse=True)
+
+
+@lru_cache(maxsize=4096)
+def _secret_key(key: str) -> bool:
+    """A map key shaped like a credential or holding key material. The same field names come in
+    every review: judged once each (a bounded cache)."""
+    return looks_like_token(key) or looks_private(key)
 
 
 def scrubbed(text: str, values: list[str]) -> str:
@@ -334,6 +342,8 @@ def scrubbed(text: str, values: list[str]) -> str:
     for value in values:
         if value in text:
             text = text.replace(value, HIDDEN)
+    if "://" not in text and "-----BEGIN " not in text:  # neither of the shapes can match
+        return text
     return _CREDENTIALS.sub(HIDDEN, text)
 
 
