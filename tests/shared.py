@@ -8,8 +8,13 @@ Two sources, never copied into the repository:
 - a checkout of the public Cozystack repository, ``$WORKERCLASS_COZYSTACK`` (a clone of
   https://github.com/cozystack/cozystack, bare or not, holding the commits of :data:`COMMITS`):
   the chart folders (``packages/apps/kubernetes-nodes`` with ``packages/library/cozy-lib`` as its
-  ``charts/cozy-lib``) and the instance types are read from it at those commits with ``git``, into
-  a cache keyed by commit, so one checkout serves every pinned commit whatever it has checked out.
+  ``charts/cozy-lib``), the instance types and the WorkloadMonitor CRD are read from it at those
+  commits with ``git``, into a cache keyed by commit, so one checkout serves every pinned commit
+  whatever it has checked out.
+
+The e2e tier's one CRD that neither holds for a user is Kairos's KairosConfigTemplate: the mirror's,
+else a checkout of kairos-io/cluster-api-provider-kairos, ``$WORKERCLASS_KAIROS_PROVIDER``, at
+:data:`KAIROS_PROVIDER_COMMIT`; without both only the tests that apply a Kairos template skip.
 
 A test that needs the material calls :func:`chart_path`, :func:`require` or :func:`unavailable`:
 without it the test skips with a reason that names the setting to give, and under ``CI=true`` it
@@ -48,6 +53,10 @@ COMMITS = {
 }
 #: where each commit is found, for the reason of a missing one
 COMMIT_REFS = {"main": "main", "pr3315": "pull/3315/head", "pr3571": "pull/3571/head"}
+#: the environment variable that points the tests at a checkout of kairos-io/cluster-api-provider-kairos
+KAIROS_PROVIDER_ENV = "WORKERCLASS_KAIROS_PROVIDER"
+#: the commit of cluster-api-provider-kairos whose KairosConfigTemplate CRD the e2e tier serves
+KAIROS_PROVIDER_COMMIT = "c3002363daa39343396b7101d0bad9e009360c3e"
 CHART_IN_REPO = "packages/apps/kubernetes-nodes"
 LIBRARY_IN_REPO = "packages/library/cozy-lib"
 INSTANCETYPES_IN_REPO = "packages/system/kubevirt-instancetypes"
@@ -250,3 +259,47 @@ def package_chart(chart: Path, name: str = "kubernetes-nodes") -> bytes:
             if path.is_file():
                 archive.add(path, arcname=f"{name}/{path.relative_to(chart).as_posix()}")
     return buffer.getvalue()
+
+
+#: the two CRDs no Go module serves: (the mirror's file, the repository, its environment
+#: variable, the commit, the file in the repository)
+UPSTREAM_CRDS = {
+    "workloadmonitor": (
+        "upstream-crds/cozystack-shipped/cozystack.io_workloadmonitors.yaml",
+        "cozystack/cozystack",
+        COZYSTACK_ENV,
+        COMMITS["main"],
+        "packages/system/cozystack-controller/definitions/cozystack.io_workloadmonitors.yaml",
+    ),
+    "kairosconfigtemplate": (
+        "upstream-crds/bootstrap.cluster.x-k8s.io_kairosconfigtemplates.yaml",
+        "kairos-io/cluster-api-provider-kairos",
+        KAIROS_PROVIDER_ENV,
+        KAIROS_PROVIDER_COMMIT,
+        "config/crd/bases/bootstrap.cluster.x-k8s.io_kairosconfigtemplates.yaml",
+    ),
+}
+
+
+def upstream_crd(which: str) -> tuple[str | None, str]:
+    """The text of the CRD file ``which`` (a key of :data:`UPSTREAM_CRDS`): the mirror's, else the
+    checkout's at the pinned commit (read with ``git show``); or None with the reason, naming both
+    settings (and, for a checkout without the commit, the ``git fetch`` that brings it)."""
+    mirrored, repository, env, commit, inside = UPSTREAM_CRDS[which]
+    mirror = shared_dir() / mirrored
+    if mirror.is_file():
+        return mirror.read_text(), ""
+    configured = os.environ.get(env)
+    where = f"no upstream mirror at {mirror} ({SHARED_ENV})"
+    if not configured:
+        return None, f"{where} and {env} is not set (a clone of https://github.com/{repository})"
+    checkout = Path(configured)
+    if not _has_commit(checkout, commit):
+        return None, (
+            f"{where} and {env}={checkout} lacks commit {commit} "
+            f"(git -C {checkout} fetch https://github.com/{repository} {commit})"
+        )
+    shown = _git(checkout, "show", f"{commit}:{inside}")
+    if shown.returncode != 0:
+        return None, f"{where} and {inside} is not in {repository} at {commit}"
+    return shown.stdout.decode(), ""

@@ -10,8 +10,10 @@ API's, the Talos and KubeVirt providers', Cilium's and Flux's from their Go modu
 cache (``CRD_MODULES`` of ``scripts/testbed.py``: the versions Cozystack installs, and why one
 differs), the providers' with the contract labels their kustomizations add. Two have no module the
 proxy serves and are read from the upstream mirror (``shared/upstream-crds/``, ``$WORKERCLASS_SHARED``
-or ``../shared`` beside the repository): Kairos's KairosConfigTemplate and Cozystack's
-WorkloadMonitor. KamajiControlPlane is a stand-in (``test_talos_job_script``). The application
+or ``../shared`` beside the repository), else from a checkout at a pinned commit
+(:func:`tests.shared.upstream_crd`): Cozystack's WorkloadMonitor (``$WORKERCLASS_COZYSTACK``) and
+Kairos's KairosConfigTemplate (``$WORKERCLASS_KAIROS_PROVIDER``; without it only the tests that apply
+a Kairos template skip). KamajiControlPlane is a stand-in (``test_talos_job_script``). The application
 kinds that Cozystack serves through its own API server (KubernetesNodes, Kubernetes) are served
 here as CRDs of the same group, version and kind that keep every field (the application API does
 not prune either).
@@ -32,6 +34,8 @@ from typing import Any
 
 import pytest
 import yaml
+
+from tests.shared import upstream_crd
 
 from .flux import ArtifactServer, install_sources, packaged, publish, source_crds
 from .kube import Kube
@@ -57,10 +61,6 @@ ACCOUNT_GROUPS = ("system:serviceaccounts", f"system:serviceaccounts:{NAMESPACE}
 TENANT = "tenant-example"
 #: where Cilium's module publishes its CRDs as files
 CILIUM_CRDS = Path("pkg/k8s/apis/cilium.io/client/crds/v2")
-def shared_dir() -> Path | None:
-    configured = os.environ.get("WORKERCLASS_SHARED")
-    path = Path(configured) if configured else ROOT.parent / "shared"
-    return path if (path / "upstream-crds").is_dir() else None
 
 
 def _unavailable(reason: str) -> None:
@@ -102,18 +102,6 @@ def binaries() -> Binaries:
         _unavailable(reason)
     assert found is not None
     return found
-
-
-@pytest.fixture(scope="session")
-def shared() -> Path:
-    path = shared_dir()
-    if path is None:
-        _unavailable(
-            "the providers' CRDs are absent: no upstream mirror with upstream-crds/ (set WORKERCLASS_SHARED; "
-            "the Kairos provider's CRD is on no Go module proxy)"
-        )
-    assert path is not None
-    return path
 
 
 # ------------------------------------------------------------------ CRDs
@@ -457,6 +445,8 @@ class ClusterAPI:
 
     process: Process
     health_port: int
+    #: why the KairosConfigTemplate CRD is not served ("" when it is)
+    kairos_absent: str = ""
 
     def ready(self) -> bool:
         import urllib.request
@@ -472,25 +462,55 @@ class ClusterAPI:
 CONTRACT = "cluster.x-k8s.io/v1beta1"
 
 
-def capi_crds(binaries: Binaries, shared: Path) -> list[dict[str, Any]]:
+def upstream_crds(which: str) -> list[dict[str, Any]] | None:
+    """The CRDs of the upstream file ``which`` (see :data:`tests.shared.UPSTREAM_CRDS`), or None."""
+    text, _ = upstream_crd(which)
+    if text is None:
+        return None
+    return [
+        doc
+        for doc in yaml.safe_load_all(text)
+        if isinstance(doc, dict) and doc.get("kind") == "CustomResourceDefinition"
+    ]
+
+
+def capi_crds(binaries: Binaries) -> tuple[list[dict[str, Any]], str]:
     """Cluster API's own CRDs from its module, the providers' template CRDs from theirs
     (KubevirtMachineTemplate, TalosConfigTemplate: the same schemas as the copies Cozystack ships),
     Cozystack's WorkloadMonitor as it ships it, then KairosConfigTemplate from its provider's
     repository (labelled here: the upstream file has no contract label, and Cluster API refuses a
-    template CRD without one). The last two are read from the mirror: no module serves them."""
+    template CRD without one), with why the last is absent ("" when it is there). The last two
+    come from the mirror or a checkout (:func:`tests.shared.upstream_crd`): no module serves them.
+    Without the WorkloadMonitor the tier does not start; without the Kairos CRD only the tests that
+    apply a KairosConfigTemplate skip (:func:`kairos_crd`)."""
     core = read_crds(crd_module("cluster-api") / "config" / "crd" / "bases")
     templates = provider_crds("capk", "*_kubevirtmachinetemplates.yaml") + provider_crds(
         "cabpt", "*_talosconfigtemplates.yaml"
     )
-    monitor = read_crds(shared / "upstream-crds" / "cozystack-shipped", "cozystack.io_workloadmonitors.yaml")
-    kairos = read_crds(shared / "upstream-crds", "bootstrap.cluster.x-k8s.io_kairosconfigtemplates.yaml")
-    for crd in kairos:
+    monitor = upstream_crds("workloadmonitor")
+    if monitor is None:
+        _unavailable(f"Cozystack's WorkloadMonitor CRD is absent: {upstream_crd('workloadmonitor')[1]}")
+    assert monitor is not None
+    kairos = upstream_crds("kairosconfigtemplate")
+    for crd in kairos or []:
         served = [version["name"] for version in crd["spec"]["versions"] if version.get("served")]
         crd["metadata"].setdefault("labels", {})[CONTRACT] = "_".join(served)
-    return core + templates + monitor + kairos
+    absent = "" if kairos is not None else upstream_crd("kairosconfigtemplate")[1]
+    return core + templates + monitor + (kairos or []), absent
 
 
 KAIROS_CRD = "kairosconfigtemplates.bootstrap.cluster.x-k8s.io"
+
+
+@pytest.fixture
+def kairos_crd(capi: ClusterAPI) -> ClusterAPI:
+    """Cluster API with the KairosConfigTemplate CRD served: a test that applies a Kairos template
+    takes this, and skips (fails under ``CI=true``) with the reason where the CRD is absent."""
+    if capi.kairos_absent:
+        _unavailable(f"Kairos's KairosConfigTemplate CRD is absent: {capi.kairos_absent}")
+    return capi
+
+
 #: where the render's one departure from the upstream Kairos provider's schema lives
 KAIROS_DISTRIBUTION = ("spec", "template", "spec", "distribution")
 
@@ -538,12 +558,13 @@ def capi_webhooks(binaries: Binaries, base_url: str, ca_pem: bytes) -> list[dict
 
 @pytest.fixture(scope="session")
 def capi(
-    cluster: ApiServer, kube: Kube, binaries: Binaries, shared: Path, tmp_path_factory: pytest.TempPathFactory
+    cluster: ApiServer, kube: Kube, binaries: Binaries, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[ClusterAPI]:
     if binaries.capi_manager is None:
         _unavailable("the Cluster API manager is not built: run 'make testbed'")
     folder = tmp_path_factory.mktemp("capi")
-    install_crds(kube, capi_crds(binaries, shared))
+    crds, kairos_absent = capi_crds(binaries)
+    install_crds(kube, crds)
     ca = CertAuthority.create("capi-webhook-ca")
     ca.write_pair(folder / "certs", "tls", ca.issue("capi-webhook", hosts=["127.0.0.1", "localhost"]))
     webhook_port, health_port, diagnostics_port = free_port(), free_port(), free_port()
@@ -563,7 +584,7 @@ def capi(
         ],
         folder / "capi-manager.log",
     ).start()
-    running = ClusterAPI(process, health_port)
+    running = ClusterAPI(process, health_port, kairos_absent)
     try:
         for configuration in capi_webhooks(binaries, f"https://127.0.0.1:{webhook_port}", ca.pem):
             kube.apply(configuration, manager="workerclass-e2e-capi")
