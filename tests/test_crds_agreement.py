@@ -95,6 +95,7 @@ FIELDS = [Field("WorkerClass", path, node) for path, node in walk(schema.CLASS_S
 
 # --------------------------------------------------------------------------- the exceptions
 
+
 #: the whitespace Python's ``\\S`` refuses and RE2's accepts (RE2: ``\\s`` is ``[\\t\\n\\f\\r ]``)
 def _pinned_reference(field: Field, value: object) -> bool:
     return field.path[-1] == "reference" and isinstance(value, str) and value != ""

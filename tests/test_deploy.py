@@ -140,9 +140,7 @@ def test_rbac_reads_exactly_what_the_cache_watches() -> None:
 
     role = by_kind(webhook_manifests())["ClusterRole"]
     watching = [rule for rule in role["rules"] if "list" in rule["verbs"]]
-    granted = {
-        (group, resource) for rule in watching for group in rule["apiGroups"] for resource in rule["resources"]
-    }
+    granted = {(group, resource) for rule in watching for group in rule["apiGroups"] for resource in rule["resources"]}
     assert granted == {(watched.group, watched.plural) for watched in WATCHED}
     assert all(rule["verbs"] == ["get", "list", "watch"] for rule in watching)
     reading = [rule for rule in role["rules"] if rule not in watching]

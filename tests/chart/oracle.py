@@ -51,13 +51,44 @@ REPO_ROOT = ROOT
 DEFAULT_CLUSTER_VALUES: dict[str, Any] = {"_cluster": {"cluster-domain": "cozy.local"}}
 #: Helm's install order by kind (``releaseutil.InstallOrder``); other kinds follow, by name
 INSTALL_ORDER = (
-    "PriorityClass", "Namespace", "NetworkPolicy", "ResourceQuota", "LimitRange", "PodSecurityPolicy",
-    "PodDisruptionBudget", "ServiceAccount", "Secret", "SecretList", "ConfigMap", "StorageClass",
-    "PersistentVolume", "PersistentVolumeClaim", "CustomResourceDefinition", "ClusterRole", "ClusterRoleList",
-    "ClusterRoleBinding", "ClusterRoleBindingList", "Role", "RoleList", "RoleBinding", "RoleBindingList",
-    "Service", "DaemonSet", "Pod", "ReplicationController", "ReplicaSet", "Deployment",
-    "HorizontalPodAutoscaler", "StatefulSet", "Job", "CronJob", "IngressClass", "Ingress", "APIService",
-    "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration",
+    "PriorityClass",
+    "Namespace",
+    "NetworkPolicy",
+    "ResourceQuota",
+    "LimitRange",
+    "PodSecurityPolicy",
+    "PodDisruptionBudget",
+    "ServiceAccount",
+    "Secret",
+    "SecretList",
+    "ConfigMap",
+    "StorageClass",
+    "PersistentVolume",
+    "PersistentVolumeClaim",
+    "CustomResourceDefinition",
+    "ClusterRole",
+    "ClusterRoleList",
+    "ClusterRoleBinding",
+    "ClusterRoleBindingList",
+    "Role",
+    "RoleList",
+    "RoleBinding",
+    "RoleBindingList",
+    "Service",
+    "DaemonSet",
+    "Pod",
+    "ReplicationController",
+    "ReplicaSet",
+    "Deployment",
+    "HorizontalPodAutoscaler",
+    "StatefulSet",
+    "Job",
+    "CronJob",
+    "IngressClass",
+    "Ingress",
+    "APIService",
+    "MutatingWebhookConfiguration",
+    "ValidatingWebhookConfiguration",
 )
 _SEPARATOR = re.compile(r"(?:^|[\t\n\f\r ]*\n)---[\t\n\f\r ]*")
 _LEADING_MARKERS = re.compile(r"^(?:---[\t ]*(?:\n|$))+")
@@ -163,9 +194,7 @@ def _instancetypes() -> dict[str, Any]:
 
             engine = HelmEngine(read_chart(path))
             rendered = engine.manifests({}, release="kubevirt-instancetypes", namespace="cozy-kubevirt")
-            documents = [
-                read_one(text) for name in sorted(rendered) for text in split_manifests(rendered[name])
-            ]
+            documents = [read_one(text) for name in sorted(rendered) for text in split_manifests(rendered[name])]
         _TABLE = {
             doc["metadata"]["name"]: doc
             for doc in documents

@@ -57,6 +57,8 @@ ACCOUNT_GROUPS = ("system:serviceaccounts", f"system:serviceaccounts:{NAMESPACE}
 TENANT = "tenant-example"
 #: where Cilium's module publishes its CRDs as files
 CILIUM_CRDS = Path("pkg/k8s/apis/cilium.io/client/crds/v2")
+
+
 def shared_dir() -> Path | None:
     configured = os.environ.get("WORKERCLASS_SHARED")
     path = Path(configured) if configured else ROOT.parent / "shared"

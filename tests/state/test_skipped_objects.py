@@ -43,8 +43,7 @@ def test_kinds_not_read_are_warned_once_per_kind_with_a_count() -> None:
 def test_a_kind_close_to_one_read_says_which_was_meant(kind: str, meant: str) -> None:
     state = State.from_documents(_documents(_obj(kind, "example-a")))
     assert list(state.warnings) == [
-        f"state.yaml:1: skipped {kind} tenant-x/example-a: workerclass does not read kind {kind}; "
-        f"did you mean {meant}?"
+        f"state.yaml:1: skipped {kind} tenant-x/example-a: workerclass does not read kind {kind}; did you mean {meant}?"
     ]
 
 
