@@ -10,6 +10,11 @@ parentheses, and the functions the caller passes (sprig's and Helm's as the port
 :data:`SPRIG`). A construct outside that subset is a :class:`TemplateError` naming the template and
 line: the known charts use none (a test compiles every template the port reads from each of them).
 
+A compiled template runs as Python code generated from its nodes once (kept on the template, one
+function per set of nodes a caller replaces), so a chart's text is read and turned into code once
+per chart and each pool only runs it; the tree walker it is generated from stays as the reference
+(:meth:`Template.interpret`), and a test holds the two to the same text and the same errors.
+
 Values print as Helm prints them (``fmt.Sprint``; a missing value prints nothing). Its edge: text and
 a context in, text out; pure.
 
@@ -21,7 +26,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from .goyaml import to_yaml
@@ -51,6 +56,7 @@ class Action:
     source: str
     line: int
     variable: str | None = None
+    where: str = ""  # "<file>:<line>", as the action's own errors name it
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,6 +69,7 @@ class Block:
     line: int
     body: tuple[Node, ...]
     otherwise: tuple[Node, ...] = ()
+    where: str = ""  # "<file>:<line>", as the test's own errors name it
 
 
 Node = Text | Action | Block
@@ -70,10 +77,18 @@ Node = Text | Action | Block
 
 @dataclass(frozen=True)
 class Template:
-    """A compiled template: its nodes, and where it came from (for messages)."""
+    """A compiled template: its nodes, and where it came from (for messages).
+
+    :meth:`render` runs the nodes as Python code generated from them once per set of replaced
+    nodes (:func:`_generate`, kept on the template); :meth:`interpret` walks the nodes instead,
+    the reference the generated code is tested against. Both print the same text and raise the
+    same errors."""
 
     name: str
     nodes: tuple[Node, ...]
+    _code: dict[frozenset[int], _Generated] = field(
+        default_factory=dict, init=False, repr=False, compare=False, hash=False
+    )
 
     def render(
         self,
@@ -87,6 +102,26 @@ class Template:
 
         ``replace`` maps ``id(node)`` of a node of :attr:`nodes` (found with :meth:`find`) to the
         text to print in its place: how a class-era input replaces what the chart would print."""
+        replaced = frozenset(key for key, text in replace.items() if text is not None) if replace else frozenset()
+        generated = self._code.get(replaced)
+        if generated is None:
+            generated = _generate(self, replaced)
+            if len(self._code) >= 16:  # a few combinations of class-era inputs at most
+                self._code.clear()
+            self._code[replaced] = generated
+        if generated is _NOT_GENERATED:
+            return self.interpret(dot, functions=functions, root=root, replace=replace)
+        return generated(dot, dot if root is None else root, functions, replace or {})
+
+    def interpret(
+        self,
+        dot: Any,
+        *,
+        functions: Mapping[str, Callable[..., Any]],
+        root: Any = None,
+        replace: Mapping[int, str] | None = None,
+    ) -> str:
+        """What :meth:`render` returns, by walking the nodes."""
         scope: Scope = {".": dot, "$": dot if root is None else root, "functions": functions}
         out: list[str] = []
         _run(self.nodes, scope, out, self.name, replace or {})
@@ -466,7 +501,7 @@ def _tree(tokens: list[_Token], name: str) -> tuple[Node, ...]:
         keyword = _KEYWORD.match(token.text)
         if keyword is None:
             variable, evaluate = _compile_action(token.text, where)
-            current.append(Action(evaluate, token.text, token.line, variable))
+            current.append(Action(evaluate, token.text, token.line, variable, where))
             continue
         word, rest = keyword.group(1), keyword.group(2)
         if word in ("if", "with"):
@@ -486,7 +521,7 @@ def _tree(tokens: list[_Token], name: str) -> tuple[Node, ...]:
                 raise TemplateError(f"{where}: an end without its block")
             kind, source, line, evaluate, body, other = stack.pop()
             current = stack[-1][5] if stack and stack[-1][5] is not None else stack[-1][4] if stack else root
-            current.append(Block(kind, evaluate, source, line, tuple(body), tuple(other or ())))
+            current.append(Block(kind, evaluate, source, line, tuple(body), tuple(other or ()), f"{name}:{line}"))
         else:
             raise TemplateError(f"{where}: {word} is not read by the port")
     if stack:
@@ -524,3 +559,271 @@ def compile_define(text: str, define: str, name: str) -> Template:
                 depth -= 1
         raise TemplateError(f"{name}:{token.line}: define {define!r} has no end")
     raise TemplateError(f"{name}: no define {define!r}")
+
+
+# ------------------------------------------------------------------ the nodes as Python code
+#
+# ``_generate`` writes one Python function per template (and set of replaced nodes) that prints what
+# ``_run`` prints: the texts between actions joined into constants, each pipeline as statements
+# in the interpreter's order of evaluation (so the same function fails first), dot and ``$`` as
+# locals, variables in a dict copied where a ``with`` body declares its own, and every action and
+# block in a ``try`` that names it as ``_run`` does. Fields of a dict are read inline; anything
+# else goes through ``_step``, one step of ``_chain``.
+
+_Generated = Callable[[Any, Any, Mapping[str, Callable[..., Any]], Mapping[int, str]], str]
+_Operand = tuple[Any, ...]  # ("const", value) | ("field", names) | ("var", head, names) | ("pipe", pipeline)
+_Command = tuple[str | None, list[_Operand]]
+_MISSING = object()
+
+
+def _NOT_GENERATED(dot: Any, root: Any, functions: Mapping[str, Callable[..., Any]], replace: Mapping[int, str]) -> str:
+    raise AssertionError("a template outside what the generator writes is interpreted")  # pragma: no cover
+
+
+class _NotGenerated(Exception):
+    """A construct the generator leaves to the interpreter (none of the known charts has one)."""
+
+
+def _step(value: Any, name: str) -> Any:
+    if value is None:
+        return None
+    return value.get(name) if isinstance(value, Mapping) else getattr(value, name, None)
+
+
+def _no_function(where: str, name: str) -> None:
+    raise TemplateError(f"{where}: the function {name} is not one the port provides")
+
+
+def _undefined(where: str, head: str) -> None:
+    raise TemplateError(f"{where}: undefined variable {head}")
+
+
+def _wrap(prefix: str, error: Exception) -> TemplateError:
+    return TemplateError(f"{prefix}{error}")
+
+
+def _parse_pipeline(lexemes: list[tuple[str, str]], position: int) -> tuple[list[_Command], int]:
+    """``_Parser.pipeline``'s reading, as data."""
+    commands = []
+    command, position = _parse_command(lexemes, position)
+    commands.append(command)
+    while position < len(lexemes) and lexemes[position] == ("punct", "|"):
+        command, position = _parse_command(lexemes, position + 1)
+        commands.append(command)
+    return commands, position
+
+
+def _parse_command(lexemes: list[tuple[str, str]], position: int) -> tuple[_Command, int]:
+    parts: list[_Operand] = []
+    function: str | None = None
+    first = True
+    while position < len(lexemes) and lexemes[position] not in (("punct", "|"), ("punct", ")")):
+        kind, text = lexemes[position]
+        position += 1
+        if kind == "punct" and text == "(":
+            inner, position = _parse_pipeline(lexemes, position)
+            parts.append(("pipe", inner))
+            position += 1  # the ")" (the interpreter's parser has checked it)
+        elif kind == "word" and first and text not in ("true", "false", "nil"):
+            function = text
+        elif kind == "string":
+            parts.append(("const", _unquote(text)))
+        elif kind == "raw":
+            parts.append(("const", text[1:-1]))
+        elif kind == "number":
+            parts.append(("const", float(text) if "." in text else int(text)))
+        elif kind == "word":
+            parts.append(("const", {"true": True, "false": False, "nil": None}[text]))
+        elif kind == "field":
+            parts.append(("field", [part for part in text.split(".") if part]))
+        elif kind == "variable":
+            head, *names = text.split(".")
+            parts.append(("var", head, names))
+        else:  # pragma: no cover - the interpreter's parser refuses it first
+            raise _NotGenerated(text)
+        first = False
+    return (function, parts), position
+
+
+def _declares(nodes: Sequence[Node]) -> bool:
+    for node in nodes:
+        if isinstance(node, Action) and node.variable is not None:
+            return True
+        if isinstance(node, Block) and (_declares(node.body) or _declares(node.otherwise)):
+            return True
+    return False
+
+
+class _Writer:
+    def __init__(self, template: Template, replaced: frozenset[int]) -> None:
+        self.name, self.replaced = template.name, replaced
+        self.lines: list[str] = []
+        self.constants: dict[str, Any] = {}
+        self.functions: dict[str, str] = {}
+        self.count = 0
+
+    def temporary(self, prefix: str = "t") -> str:
+        self.count += 1
+        return f"{prefix}{self.count}"
+
+    def constant(self, value: Any) -> str:
+        name = f"k{len(self.constants)}"
+        self.constants[name] = value
+        return name
+
+    def emit(self, depth: int, line: str) -> None:
+        self.lines.append("    " * depth + line)
+
+    def nodes(self, nodes: Sequence[Node], depth: int, dot: str, scope: str, defined: set[str]) -> None:
+        pending: list[str] = []
+        start = len(self.lines)
+
+        def flush() -> None:
+            if pending:
+                self.emit(depth, f"a({self.constant(''.join(pending))})")
+                pending.clear()
+
+        for node in nodes:
+            if id(node) in self.replaced:
+                flush()
+                self.emit(depth, f"a(R[{id(node)}])")
+            elif isinstance(node, Text):
+                pending.append(node.text)
+            else:
+                flush()
+                self.node(node, depth, dot, scope, defined)
+        flush()
+        if len(self.lines) == start:
+            self.emit(depth, "pass")
+
+    def node(self, node: Action | Block, depth: int, dot: str, scope: str, defined: set[str]) -> None:
+        prefix = self.constant(f"{self.name}:{node.line}: {node.source}: ")
+        self.emit(depth, "try:")
+        inner = depth + 1
+        if isinstance(node, Action):
+            lexemes = _lex(node.source, node.where)
+            if node.variable is not None:
+                if node.variable == "$" or "." in node.variable:
+                    raise _NotGenerated(node.source)
+                lexemes = lexemes[2:]
+            pipeline, _ = _parse_pipeline(lexemes, 0)
+            value = self.pipeline(pipeline, inner, dot, scope, defined, node.where)
+            if node.variable is not None:
+                self.emit(inner, f"{scope}[{node.variable!r}] = {value}")
+                defined.add(node.variable)
+            else:
+                self.emit(inner, f"a({value} if {value}.__class__ is str else P({value}))")
+        else:
+            keyword = _KEYWORD.match(node.source)
+            assert keyword is not None
+            pipeline, _ = _parse_pipeline(_lex(keyword.group(2), node.where), 0)
+            value = self.pipeline(pipeline, inner, dot, scope, defined, node.where)
+            self.emit(inner, f"if T({value}):")
+            if node.kind == "with":
+                inner_dot, inner_scope = self.temporary("d"), scope
+                self.emit(inner + 1, f"{inner_dot} = {value}")
+                if _declares(node.body):
+                    inner_scope = self.temporary("S")
+                    self.emit(inner + 1, f"{inner_scope} = dict({scope})")
+                self.nodes(node.body, inner + 1, inner_dot, inner_scope, set(defined))
+            else:
+                self.nodes(node.body, inner + 1, dot, scope, set(defined))
+            if node.otherwise:
+                self.emit(inner, "else:")
+                self.nodes(node.otherwise, inner + 1, dot, scope, set(defined))
+        self.emit(depth, "except TemplateError:")
+        self.emit(depth + 1, "raise")
+        self.emit(depth, "except Exception as error:")
+        self.emit(depth + 1, f"raise W({prefix}, error) from None")
+
+    def pipeline(
+        self, commands: list[_Command], depth: int, dot: str, scope: str, defined: set[str], where: str
+    ) -> str:
+        value = self.command(commands[0], None, depth, dot, scope, defined, where)
+        for command in commands[1:]:
+            value = self.command(command, value, depth, dot, scope, defined, where)
+        return value
+
+    def command(
+        self,
+        command: _Command,
+        piped: str | None,
+        depth: int,
+        dot: str,
+        scope: str,
+        defined: set[str],
+        where: str,
+    ) -> str:
+        function, parts = command
+        tail = [] if piped is None else [piped]
+        result = self.temporary()
+        if function is not None:
+            local = self.functions.setdefault(function, f"f{len(self.functions)}")
+            self.emit(depth, f"if {local} is M:")
+            self.emit(depth + 1, f"N({where!r}, {function!r})")
+            arguments = [self.operand(part, depth, dot, scope, defined, where) for part in parts]
+            self.emit(depth, f"{result} = {local}({', '.join(arguments + tail)})")
+            return result
+        head = self.operand(parts[0], depth, dot, scope, defined, where)
+        if len(parts) == 1 and piped is None:
+            return head
+        message = f"{where}: arguments given to a value that is no method"
+        self.emit(depth, f"if not callable({head}):")
+        self.emit(depth + 1, f"raise TemplateError({message!r})")
+        arguments = [self.operand(part, depth, dot, scope, defined, where) for part in parts[1:]]
+        self.emit(depth, f"{result} = {head}({', '.join(arguments + tail)})")
+        return result
+
+    def operand(self, part: _Operand, depth: int, dot: str, scope: str, defined: set[str], where: str) -> str:
+        kind = part[0]
+        if kind == "const":
+            return self.constant(part[1])
+        if kind == "pipe":
+            return self.pipeline(part[1], depth, dot, scope, defined, where)
+        if kind == "field":
+            return self.chain(dot, part[1], depth)
+        head, names = part[1], part[2]
+        if head == "$":
+            return self.chain("r", names, depth)
+        if head not in defined:
+            self.emit(depth, f"if {head!r} not in {scope}:")
+            self.emit(depth + 1, f"U({where!r}, {head!r})")
+        value = self.temporary()
+        self.emit(depth, f"{value} = {scope}[{head!r}]")
+        return self.chain(value, names, depth)
+
+    def chain(self, base: str, names: list[str], depth: int) -> str:
+        if not names:
+            return base
+        value = self.temporary()
+        self.emit(depth, f"{value} = {base}")
+        for name in names:
+            self.emit(depth, f"{value} = {value}.get({name!r}) if {value}.__class__ is dict else G({value}, {name!r})")
+        return value
+
+
+def _generate(template: Template, replaced: frozenset[int]) -> _Generated:
+    """The template as one Python function of (dot, root, functions, replace), or
+    :data:`_NOT_GENERATED` for a construct the generator leaves to :meth:`Template.interpret`."""
+    writer = _Writer(template, replaced)
+    try:
+        writer.nodes(template.nodes, 1, "d0", "S", set())
+    except _NotGenerated:
+        return _NOT_GENERATED
+    head = ["def _render(d0, r, F, R):", "    S = {}", "    o = []", "    a = o.append"]
+    head += [f"    {local} = F.get({name!r}, M)" for name, local in writer.functions.items()]
+    source = "\n".join([*head, *writer.lines, "    return ''.join(o)", ""])
+    namespace: dict[str, Any] = {
+        "TemplateError": TemplateError,
+        "P": _printed,
+        "T": truthy,
+        "G": _step,
+        "M": _MISSING,
+        "N": _no_function,
+        "U": _undefined,
+        "W": _wrap,
+        **writer.constants,
+    }
+    exec(compile(source, f"<template {template.name}>", "exec"), namespace)  # our own code, generated from the nodes
+    generated: _Generated = namespace["_render"]
+    return generated

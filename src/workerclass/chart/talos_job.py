@@ -20,6 +20,7 @@ PR 3294's installer image with their character rule in :mod:`.kernel_modules`. W
 from __future__ import annotations
 
 import re
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -30,7 +31,7 @@ from .context import ChartInput, ChartRefused
 from .dashboard import RBAC_GROUP
 from .goyaml import to_yaml
 from .kernel_modules import heredoc_installer_image, kernel_modules_list
-from .kubeyaml import k8s_load
+from .kubeyaml import k8s_load, plain_scalar
 from .labels import common_labels
 from .quantity import go_str, truthy
 from .scope import coredns_role_name
@@ -39,9 +40,12 @@ from .talos_job_spec import JobContext, command_script, image_scalar, job_name, 
 from .values import kubectl_image, version_map
 
 __all__ = [
+    "applied_template",
     "coredns_name",
     "expand_heredoc",
     "job_context",
+    "job_documents",
+    "load_expanded",
     "reconcile_name",
     "render_talos_job",
     "render_talos_rbac",
@@ -255,8 +259,14 @@ def render_talos_job(
 ) -> list[dict[str, Any]]:
     """The documents of ``talos-reconcile-job.yaml`` in the chart's order, the Job last."""
     ctx = job_context(inp, sizing=sizing, kernel_modules=kernel_modules, installer_image=installer_image)
+    return job_documents(inp, ctx, job_spec_text(ctx, inp.chart))
+
+
+def job_documents(inp: ChartInput, ctx: JobContext, spec_text: str) -> list[dict[str, Any]]:
+    """:func:`render_talos_job` from the context and the define's text it renders (computed once
+    where the TalosConfigTemplate is read from the same text: :func:`applied_template`)."""
     labels = common_labels(inp)
-    return [*_rbac_documents(inp, labels), _job(inp, ctx, job_spec_text(ctx, inp.chart), labels)]
+    return [*_rbac_documents(inp, labels), _job(inp, ctx, spec_text, labels)]
 
 
 # ----------------------------------------------------------------------------- the applied TalosConfigTemplate
@@ -288,7 +298,12 @@ def talos_config_template(
     """The ``bootstrap.cluster.x-k8s.io/v1alpha3`` TalosConfigTemplate the Job applies, run-time
     inputs (token, CA, IPs, KCP uid) left as ``${NAME}``."""
     ctx = job_context(inp, sizing=sizing, kernel_modules=kernel_modules, installer_image=installer_image)
-    script = command_script(job_spec_text(ctx, inp.chart))
+    return applied_template(ctx, job_spec_text(ctx, inp.chart))
+
+
+def applied_template(ctx: JobContext, spec_text: str) -> dict[str, Any]:
+    """:func:`talos_config_template` from the context and the define's text it renders."""
+    script = command_script(spec_text)
     match = _HEREDOC.search(script)
     if match is None:  # the literal template always carries it
         raise AssertionError("the talos-reconcile script has no TalosConfigTemplate heredoc")
@@ -296,13 +311,109 @@ def talos_config_template(
     # kubectl reads the heredoc as go-yaml v2 does (a mirror's 1e+20 is a number, not text). The
     # shell passes the body with the newline before ``EOF``: the ``data: |`` block keeps it.
     try:
-        loaded = k8s_load(expand_heredoc(match.group(1) + "\n", env))
+        loaded = load_expanded(match.group(1) + "\n", env)
     except yaml.YAMLError:
         loaded = None
     if not isinstance(loaded, dict):
         # the chart renders such a Job (it writes these values unquoted), and its kubectl apply fails
         raise ChartRefused([Violation("Invalid", "spec.talos", _UNREADABLE_TEMPLATE)])
     return loaded
+
+
+#: A value the shell puts in the heredoc that cannot change how YAML reads the text around it
+#: (no whitespace, quote, indicator or escape): a Kubernetes name is one.
+_NAME_LIKE = re.compile(r"[a-z0-9][a-z0-9.-]*")
+#: Stand-ins for those values while the text is read: of the same characters to YAML, never in a name.
+_STAND_INS = {"RELEASE": "WcReleaseStandIn", "NS": "WcNamespaceStandIn", "GROUP_NAME": "WcGroupStandIn"}
+_READ: OrderedDict[str, Any] = OrderedDict()
+_UNUSABLE = object()
+
+
+def load_expanded(body: str, env: Mapping[str, str]) -> Any:
+    """``k8s_load(expand_heredoc(body, env))``, the text read once per body for every pool.
+
+    The heredoc's body is the same for every pool of the same settings: only the shell's
+    ``${RELEASE}``, ``${NS}`` and ``${GROUP_NAME}`` name the pool. Where those are names
+    (:data:`_NAME_LIKE`), the body is read once with stand-ins of the same characters to YAML, and
+    each pool's document is that reading with the stand-ins replaced, which is the reading of its
+    own text: the text differs only inside scalars, and a scalar that reads as something other
+    than its text (a name ``123`` alone, a number) or a stand-in that did not come through as
+    written (in a key, a comment, an escape) sends the pool to the reading of its own text."""
+    if set(env) != set(_STAND_INS) or not all(_NAME_LIKE.fullmatch(value) for value in env.values()):
+        return k8s_load(expand_heredoc(body, env))
+    read = _READ.get(body)
+    if read is None:
+        read = _read_with_stand_ins(body)
+        if len(_READ) >= 64:
+            _READ.popitem(last=False)
+        _READ[body] = read
+    if read is _UNUSABLE:
+        return k8s_load(expand_heredoc(body, env))
+    pairs = [(_STAND_INS[name], value) for name, value in env.items()]
+    out = _filled(read, pairs)
+    return k8s_load(expand_heredoc(body, env)) if out is _UNUSABLE else out
+
+
+def _read_with_stand_ins(body: str) -> Any:
+    if any(stand_in in body for stand_in in _STAND_INS.values()):
+        return _UNUSABLE
+    text = expand_heredoc(body, _STAND_INS)
+    try:
+        loaded = k8s_load(text)
+    except yaml.YAMLError:
+        return _UNUSABLE
+    written = sum(text.count(stand_in) for stand_in in _STAND_INS.values())
+    found = _stand_ins_in(loaded)
+    return loaded if found is not None and found == written else _UNUSABLE
+
+
+def _stand_ins_in(value: Any) -> int | None:
+    """How many stand-ins the strings of ``value`` hold (None: one is in a key)."""
+    if isinstance(value, dict):
+        total = 0
+        for key, item in value.items():
+            if any(stand_in in str(key) for stand_in in _STAND_INS.values()):
+                return None
+            inner = _stand_ins_in(item)
+            if inner is None:
+                return None
+            total += inner
+        return total
+    if isinstance(value, list):
+        total = 0
+        for item in value:
+            inner = _stand_ins_in(item)
+            if inner is None:
+                return None
+            total += inner
+        return total
+    if isinstance(value, str):
+        return sum(value.count(stand_in) for stand_in in _STAND_INS.values())
+    return 0
+
+
+def _filled(value: Any, pairs: list[tuple[str, str]]) -> Any:
+    """A fresh copy of ``value`` with the stand-ins replaced (:data:`_UNUSABLE` where a string
+    with one would not read as its own text once filled in)."""
+    if isinstance(value, dict):
+        out: dict[str, Any] = {}
+        for key, item in value.items():
+            filled = _filled(item, pairs)
+            if filled is _UNUSABLE:
+                return _UNUSABLE
+            out[key] = filled
+        return out
+    if isinstance(value, list):
+        items = [_filled(item, pairs) for item in value]
+        return _UNUSABLE if any(item is _UNUSABLE for item in items) else items
+    if isinstance(value, str) and "Wc" in value:
+        text = value
+        for stand_in, name in pairs:
+            text = text.replace(stand_in, name)
+        if text != value and not (text and plain_scalar(text) == text and type(plain_scalar(text)) is str):
+            return _UNUSABLE  # plain, it would read as something else: the text's own reading decides
+        return text
+    return value
 
 
 _UNREADABLE_TEMPLATE = (

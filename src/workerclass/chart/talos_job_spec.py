@@ -112,6 +112,8 @@ class _Compiled:
     install_image: tuple[Node, ...]
     #: the block that tests ``.group.gpus`` (the kernel modules follow it)
     gpu_block: Block
+    #: that block alone, rendered to print the kernel modules after it
+    gpu_template: Template
 
 
 _COMPILED: dict[str, _Compiled] = {}
@@ -165,7 +167,7 @@ def _compiled(chart: ChartSource) -> _Compiled:
             raise TemplateError(f"{template.name}: {len(gpu_blocks)} blocks test .group.gpus, the port knows one")
         gpu_block = gpu_blocks[0]
         assert isinstance(gpu_block, Block)
-        cached = _Compiled(template, _install_image_nodes(template), gpu_block)
+        cached = _Compiled(template, _install_image_nodes(template), gpu_block, Template(template.name, (gpu_block,)))
         if len(_COMPILED) >= 16:  # a few charts per process at most
             _COMPILED.clear()
         _COMPILED[chart.digest] = cached
@@ -184,7 +186,7 @@ def job_spec_text(ctx: JobContext, chart: ChartSource) -> str:
         replace.update((id(node), "") for node in rest)
     if ctx.kernel_modules_yaml:
         data = ctx.data()
-        gpus = Template(compiled.template.name, (compiled.gpu_block,)).render(data, functions=SPRIG)
+        gpus = compiled.gpu_template.render(data, functions=SPRIG)
         kernel = "\n" + " " * 24 + "kernel:\n" + " " * 26 + "modules:" + nindent(ctx.kernel_modules_yaml, 28)
         replace[id(compiled.gpu_block)] = gpus + kernel
         return compiled.template.render(data, functions=SPRIG, replace=replace)

@@ -20,6 +20,7 @@ Its edge: a :class:`~.source.ChartSource` in, a word out.
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Literal
 
@@ -43,7 +44,12 @@ def talos_template_naming(chart: ChartSource) -> TemplateNaming:
     """``stable`` or ``content``: how the chart's Job names the TalosConfigTemplate it applies."""
     if chart.files is None or _JOB_TEMPLATE not in chart.files:
         return "stable"
-    text = chart.text(_JOB_TEMPLATE, what="the TalosConfigTemplate's naming")
+    return _naming(chart.text(_JOB_TEMPLATE, what="the TalosConfigTemplate's naming"))
+
+
+@functools.lru_cache(maxsize=16)
+def _naming(text: str) -> TemplateNaming:
+    """The naming the Job's text gives (read once per text: every pool of a chart asks)."""
     for kind in _KIND.finditer(text):
         after = text[kind.end() : kind.end() + _WINDOW]
         metadata = after.find("metadata:")
