@@ -26,7 +26,6 @@ the chart's, live in :mod:`.kernel_modules`.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import re
 from collections.abc import Mapping
@@ -102,35 +101,10 @@ class _Collector:
         self.failures.append(Violation(code=code, field=field, message=text))
 
 
-#: The checks of recent inputs by their content text (:attr:`ChartInput.content`), with the instance
-#: types and the chart they were checked with (compared by identity): a decision checks a pool's
-#: values for its resolution and again for its template's hash, as two inputs of equal content (the
-#: command line resolves every pool of a STATE, then hashes each: the bound holds a large STATE's).
-#: Bounded, oldest first out (a few KB per thousand entries).
-SHARED_FAILURES_SIZE = 16384
-_SHARED: dict[bytes, tuple[Any, Any, tuple[Violation, ...]]] = {}
-
-
 def chart_failures(inp: ChartInput, *, size: Sizing | None = None) -> list[Violation]:
     """Each render-time refusal of the chart for ``inp`` (empty: the chart renders).
 
-    ``size``: ``sizing(inp)`` when the caller has it already (it is computed otherwise). An input of
-    the same content as a recent one, with the same instance types and chart, shares its checks."""
-    key = inp.content
-    if key is None:
-        return _chart_failures(inp, size)
-    shared = _SHARED.get(key)
-    if shared is not None and shared[0] is inp.instancetypes and shared[1] is inp.chart:
-        return list(shared[2])
-    failures = _chart_failures(inp, size)
-    if len(_SHARED) >= SHARED_FAILURES_SIZE:
-        with contextlib.suppress(KeyError, StopIteration, RuntimeError):  # another thread may evict too
-            del _SHARED[next(iter(_SHARED))]
-    _SHARED[key] = (inp.instancetypes, inp.chart, tuple(failures))
-    return failures
-
-
-def _chart_failures(inp: ChartInput, size: Sizing | None) -> list[Violation]:
+    ``size``: ``sizing(inp)`` when the caller has it already (it is computed otherwise)."""
     v = inp.values
     out = _Collector(inp.group_name if _SAFE_DNS.fullmatch(inp.group_name) else "(pool)")
     out.failures.extend(inp.null_failures)  # Helm's schema validation, before any template

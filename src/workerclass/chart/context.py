@@ -47,9 +47,6 @@ class ChartInput:
     supplied_values: Mapping[str, Any] = field(default_factory=dict)
     #: The chart in effect: its version, the facts of its upstream chart, its text when given.
     chart: ChartSource = field(default_factory=ChartSource.shipped)
-    #: A canonical text of what :func:`~.values.chart_input` built this from, but the instance types and
-    #: the chart (compared by identity): equal texts, equal inputs (None: not known, nothing is shared)
-    content: bytes | None = field(default=None, repr=False, compare=False)
     # Derived once (the templates read them dozens of times per render); values are not mutated.
     cluster: str = field(init=False, repr=False, compare=False)
     #: The parent Cluster API cluster: ``kubernetes-<cluster>``.

@@ -14,8 +14,6 @@ import functools
 from collections.abc import Mapping
 from typing import Any, TypeGuard
 
-import orjson
-
 from ..api.resources import INSTANCETYPE
 from .context import ChartInput, Variant
 from .facts import DEFAULT_UPSTREAM, instance_type_sizes, upstream_facts
@@ -166,21 +164,6 @@ def load_instancetypes() -> dict[str, Any]:
     return dict(_instancetypes())
 
 
-#: orjson refuses what is not plain JSON data (a subclass of str, a dataclass, a date would otherwise
-#: read like a plain value): such inputs have no content text
-_PLAIN_JSON = orjson.OPT_PASSTHROUGH_SUBCLASS | orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_PASSTHROUGH_DATETIME
-
-
-def content_text(inputs: Any) -> bytes | None:
-    """orjson's text of plain JSON data, keys in their order (None: not plain JSON data, or a text
-    with a ``null``, which a NaN writes too)."""
-    try:
-        text = orjson.dumps(inputs, option=_PLAIN_JSON)
-    except TypeError:
-        return None
-    return None if b"null" in text else text
-
-
 def _platform_key(key: object) -> bool:
     """A top-level values key that is the platform's to set (``_cluster``, ``_namespace``, ...)."""
     return isinstance(key, str) and key.startswith("_")
@@ -218,11 +201,7 @@ def chart_input(
     nulls = tuple(null_failures(merged, _defaults(chart.upstream), chart.upstream))  # Helm validates its schema first
     supplied = {} if chart.known else copy_values(merged)  # Helm's engine coalesces a chart the port does not know
     values = _coalesce_owned(merged, _defaults(chart.upstream))
-    inputs: list[Any] = [pool_values, namespace, release, platform, variant]
-    inputs += [[found is None, found or ""] for found in (existing_machinedeployment_release,
-               existing_machinedeployment_cluster, parent_control_plane_version)]  # fmt: skip
     return ChartInput(
-        content=content_text(inputs),
         values=values,
         null_failures=nulls,
         release=release,
