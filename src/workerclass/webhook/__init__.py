@@ -11,7 +11,8 @@ admission.
 - :mod:`.server`: the aiohttp application and its lifecycle (import it from
   ``workerclass.webhook.server``: this package itself imports no HTTP server); its limits are
   :mod:`.settings`.
-- :mod:`.connections`: the connection cap, deadlines for slow clients, TLS handshakes.
+- :mod:`.connections`: the connection cap, deadlines for slow clients, TLS handshakes;
+  :mod:`.tlsstream`: TLS on the public ``ssl.SSLObject``, no state until a client speaks.
 - :mod:`.metrics`: the Prometheus side; :mod:`.logtext`: request text made safe for a log line.
 """
 
