@@ -369,27 +369,23 @@ def _read_with_stand_ins(body: str) -> Any:
 
 def _stand_ins_in(value: Any) -> int | None:
     """How many stand-ins the strings of ``value`` hold (None: one is in a key)."""
-    if isinstance(value, dict):
-        total = 0
-        for key, item in value.items():
-            if any(stand_in in str(key) for stand_in in _STAND_INS.values()):
-                return None
-            inner = _stand_ins_in(item)
-            if inner is None:
-                return None
-            total += inner
-        return total
-    if isinstance(value, list):
-        total = 0
-        for item in value:
-            inner = _stand_ins_in(item)
-            if inner is None:
-                return None
-            total += inner
-        return total
     if isinstance(value, str):
         return sum(value.count(stand_in) for stand_in in _STAND_INS.values())
-    return 0
+    if isinstance(value, dict):
+        if any(stand_in in str(key) for key in value for stand_in in _STAND_INS.values()):
+            return None
+        items: Any = value.values()
+    elif isinstance(value, list):
+        items = value
+    else:
+        return 0
+    total = 0
+    for item in items:
+        inner = _stand_ins_in(item)
+        if inner is None:
+            return None
+        total += inner
+    return total
 
 
 def _filled(value: Any, pairs: list[tuple[str, str]]) -> Any:

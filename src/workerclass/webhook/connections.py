@@ -380,17 +380,21 @@ class ConnectionGuard:
         self._pending.pop(slot, None)
         self._pending[slot] = None
 
-    def _lingering(self, slot: _Slot) -> None:
-        """aiohttp closed the connection; its socket waits a little for the client's end."""
-        if slot.state == _CLOSED:
-            return
-        slot.state = _LINGERING
+    def _unqueue(self, slot: _Slot) -> None:
+        """``slot`` out of every eviction queue, its deadline cancelled."""
         self._silent.pop(slot, None)
         self._pending.pop(slot, None)
         self._idle.pop(slot, None)
         if slot.timer is not None:
             slot.timer.cancel()
             slot.timer = None
+
+    def _lingering(self, slot: _Slot) -> None:
+        """aiohttp closed the connection; its socket waits a little for the client's end."""
+        if slot.state == _CLOSED:
+            return
+        slot.state = _LINGERING
+        self._unqueue(slot)
         self._closing[slot] = None
 
     def _reading(self, slot: _Slot) -> None:
@@ -408,12 +412,7 @@ class ConnectionGuard:
         """A request's headers are complete: the connection is busy until its answer is sent."""
         slot.state = _ACTIVE
         slot.tail = b""
-        self._silent.pop(slot, None)
-        self._pending.pop(slot, None)
-        self._idle.pop(slot, None)
-        if slot.timer is not None:
-            slot.timer.cancel()
-            slot.timer = None
+        self._unqueue(slot)
 
     def request_started(self, handler: object) -> None:
         """aiohttp runs a handler (a pipelined request arrives with no bytes of its own to notice)."""
@@ -421,12 +420,7 @@ class ConnectionGuard:
         if slot is None or slot.state == _CLOSED or slot.state == _ACTIVE:
             return
         slot.state = _ACTIVE
-        self._silent.pop(slot, None)
-        self._pending.pop(slot, None)
-        self._idle.pop(slot, None)
-        if slot.timer is not None:
-            slot.timer.cancel()
-            slot.timer = None
+        self._unqueue(slot)
 
     def request_finished(self, handler: object, *, reusable: bool = True) -> None:
         """The answer is made; ``reusable``: the connection stays open for another request
