@@ -38,7 +38,7 @@ import pytest
 
 from .conftest import ACCOUNT_GROUPS, CONTROLLER_USER, NAMESPACE, TENANT, ClusterAPI, Install, Served
 from .flux import ArtifactServer
-from .kube import Kube
+from .kube import Kube, KubeError
 from .test_workers import CAPI, FLUX, POOLS, pool_objects
 from .testbed import ApiServer, Process, chart_option, wait_until, workerclass_command
 
@@ -251,11 +251,21 @@ def test_a_leader_that_loses_its_lease_stops_and_exits_non_zero(kube: Kube, cont
     it as a follower), never writing the Lease back."""
     controllers.start("lost-a")
     leader = one_leader(kube, controllers, {"lost-a"})
-    lease = kube.get(COORDINATION, "Lease", LEASE, NAMESPACE)
-    now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-    lease["spec"].update({"holderIdentity": "intruder", "renewTime": now, "acquireTime": now})
-    lease["spec"]["leaseTransitions"] = int(lease["spec"].get("leaseTransitions") or 0) + 1
-    kube.replace(lease)
+
+    def intrude() -> bool:  # a renewal between the read and the write is a conflict: read again
+        lease = kube.get(COORDINATION, "Lease", LEASE, NAMESPACE)
+        now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+        lease["spec"].update({"holderIdentity": "intruder", "renewTime": now, "acquireTime": now})
+        lease["spec"]["leaseTransitions"] = int(lease["spec"].get("leaseTransitions") or 0) + 1
+        try:
+            kube.replace(lease)
+        except KubeError as error:
+            if error.code != 409:
+                raise
+            return False
+        return True
+
+    wait_until(intrude, timeout=30, interval=0.05, what="the intruder written over the Lease")
     process = controllers.processes[leader]
     wait_until(lambda: not process.running, timeout=30, what=f"{leader} exiting" + controllers.tails())
     code = process.stop()
