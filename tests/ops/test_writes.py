@@ -6,12 +6,18 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from workerclass.ops.workers import PINNED_ANNOTATION, POOL_ANNOTATION, POOL_LABEL
+from workerclass.ops.workers import PINNED_ANNOTATION, POOL_ANNOTATION, POOL_LABEL, DesiredPool, pool_key
 from workerclass.ops.writes import (
+    CHART_NOT_GATED,
+    KAIROS_UNKNOWN,
     Event,
+    Gate,
     LeftOver,
     Orphans,
+    PoolReads,
+    decide_pool,
     digest,
+    gate_pool,
     needs_references,
     object_key,
     plan_cleanup,
@@ -20,6 +26,8 @@ from workerclass.ops.writes import (
     plan_pool,
     plan_prune,
     plan_report,
+    pool_outcome,
+    taken_by,
 )
 
 MANAGER = "workerclass-controller"
@@ -182,3 +190,98 @@ def test_reports_say_a_state_when_it_changes_and_an_apply_when_it_wrote() -> Non
     assert [event.reason for event in rolling.events] == ["WorkersWaitingForRollout", "WorkersApplied"]
     waiting = plan_report(None, "waiting-for-release", "waiting")
     assert waiting.events == (Event("WorkersWaitingForRelease", "waiting", False, unless_said=True),)
+
+
+# ------------------------------------------------------------------ a pool's pass, decided
+
+RELEASE = "kubernetes-nodes-p1"
+
+
+def desired(*objects: dict[str, Any], state: str = "ready", bootstrap: str = "talos", message: str = "") -> DesiredPool:
+    return DesiredPool(
+        identity=f"{NS}/p1", kind="KubernetesNodes", namespace=NS, release=RELEASE, owner=RELEASE,
+        class_name="talos", state=state, objects=objects, bootstrap=bootstrap, message=message,  # type: ignore[arg-type]
+    )  # fmt: skip
+
+
+def mine(kind: str, name: str, **spec: Any) -> dict[str, Any]:
+    """An object of the pool ``p1`` as the controller renders it: its pool label on it."""
+    out = obj(kind, name, **spec)
+    out["metadata"]["labels"] = {POOL_LABEL: pool_key(NS, RELEASE)}
+    return out
+
+
+ours = live  # the pool's desired object as the API server holds it after our apply
+
+
+def test_a_pool_is_not_written_while_a_gate_holds_it() -> None:
+    deployment = mine("MachineDeployment", "md", replicas=1)
+    pool = desired(deployment)
+    assert gate_pool(pool) is None
+    assert gate_pool(desired(deployment, state="refused", message="no")) == Gate("refused", "no")
+    assert gate_pool(pool, ungated={(NS, RELEASE)}) == Gate("refused", CHART_NOT_GATED)
+    assert gate_pool(pool, ungated={(NS, "another")}) is None
+    assert gate_pool(desired(deployment, bootstrap="kairos"), kairos_known=False) == Gate("failing", KAIROS_UNKNOWN)
+    assert gate_pool(pool, kairos_known=False) is None  # a Talos pool does not wait for the Kairos CRD
+    unlisted = gate_pool(pool, listed={"Secret"}, list_errors={"MachineDeployment": "403 Forbidden"})
+    assert unlisted == Gate(
+        "failing", "the pool's live objects cannot be listed: MachineDeployment (403 Forbidden); retrying"
+    )
+    assert gate_pool(pool, listed=set()) == Gate(
+        "failing", "the pool's live objects cannot be listed: MachineDeployment (not listed yet); retrying"
+    )
+    assert gate_pool(pool, listed={"MachineDeployment"}) is None
+    assert gate_pool(pool, listed=None) is None  # no watch runs: the pass lists what it compares
+    assert gate_pool(pool, backing_off=True) == Gate("failing", None)  # its last report stands
+
+
+def test_an_object_someone_else_owns_refuses_the_whole_pool() -> None:
+    deployment, template = mine("MachineDeployment", "md", replicas=1), mine("KubevirtMachineTemplate", "t1", a=1)
+    pool = desired(template, deployment)
+    foreign = live(deployment)
+    foreign["metadata"]["labels"] = {POOL_LABEL: pool_key(NS, "kubernetes-nodes-other")}
+    seen = {object_key(template): None, object_key(deployment): foreign}
+    message = taken_by(pool, pool.objects, seen)
+    assert message is not None and message.startswith(f"MachineDeployment {NS}/md exists and belongs to ")
+    decision = decide_pool(pool, PoolReads(pool.objects, {}, seen), {}, manager=MANAGER, fresh=True)
+    assert (decision.state, decision.message, decision.writes.apply) == ("refused", message, ())
+    # the pool's own objects, or absent ones, may be applied over
+    held = {object_key(template): None, object_key(deployment): ours(deployment)}
+    assert taken_by(pool, pool.objects, held) is None
+
+
+def test_unusable_join_inputs_write_nothing_and_otherwise_the_pool_is_planned() -> None:
+    deployment, template = mine("MachineDeployment", "md", replicas=1), mine("KubevirtMachineTemplate", "t1", a=1)
+    pool = desired(template, deployment)
+    failure = "the join input Secret tenant-a/example-bootstrap cannot be read (404)"
+    decision = decide_pool(pool, PoolReads(pool.objects, {}, join_failure=failure), {}, manager=MANAGER, fresh=True)
+    assert (decision.state, decision.message, decision.writes.apply) == ("failing", f"{failure}: retrying", ())
+    old = mine("KubevirtMachineTemplate", "t0", a=0)
+    pool_live = {object_key(template): ours(template), object_key(old): ours(old)}
+    reads = PoolReads(pool.objects, pool_live, referenced=frozenset({"t0"}))
+    decision = decide_pool(pool, reads, {}, manager=MANAGER, fresh=True)
+    assert decision.state is None
+    assert [item.key for item in decision.writes.apply] == [object_key(deployment)]
+    assert decision.writes.prune == ()  # t0 stays: a MachineSet still builds machines from it
+    reads = PoolReads(pool.objects, pool_live)
+    assert decide_pool(pool, reads, {}, manager=MANAGER, fresh=True).writes.prune == (object_key(old),)
+
+
+def test_a_pool_waits_for_its_machine_deployment_to_roll_out() -> None:
+    deployment = mine("MachineDeployment", "md", replicas=2)
+    key = object_key(deployment)
+
+    def with_status(generation: int, **status: Any) -> dict[str, dict[str, Any]]:
+        held = ours(deployment)
+        held["metadata"]["generation"] = generation
+        held["status"] = status
+        return {key: held}
+
+    assert pool_outcome([deployment], {}) == ("applied", "")
+    assert pool_outcome([deployment], with_status(2, observedGeneration=2, replicas=2, updatedReplicas=2)) == (
+        "applied",
+        "",
+    )
+    rolling = ("waiting-for-rollout", "the MachineDeployment is rolling out its machines")
+    assert pool_outcome([deployment], with_status(3, observedGeneration=2, replicas=2, updatedReplicas=2)) == rolling
+    assert pool_outcome([deployment], with_status(2, observedGeneration=2, replicas=2, updatedReplicas=1)) == rolling

@@ -77,21 +77,25 @@ from ..ops.workers import (
     classless_releases,
     desired_pool,
     desired_workers,
-    foreign_owner,
     pool_key,
     worker_kind,
 )
 from ..ops.writes import (
+    CHART_NOT_GATED,
     Key,
+    PoolReads,
+    decide_pool,
     digest,
+    gate_pool,
     needs_references,
     object_key,
     pin_annotations,
     plan_cleanup,
     plan_left_over,
     plan_pins,
-    plan_pool,
     plan_report,
+    pool_outcome,
+    taken_by,
     template_refs,
 )
 from ..render.hash import keep_running
@@ -116,12 +120,6 @@ MACHINE_SET = WorkerKind("cluster.x-k8s.io/v1beta1", "MachineSet", "machinesets"
 #: the template a Talos pool's talos-reconcile Job applies: read (never written) to name it
 TALOS_TEMPLATE = WorkerKind("bootstrap.cluster.x-k8s.io/v1alpha3", TALOS_TEMPLATE_KIND, "talosconfigtemplates")
 HELM_MANAGED = ("app.kubernetes.io/managed-by", "Helm")
-#: the report of a classified pool whose release's chart renders worker objects (no chart gate)
-CHART_NOT_GATED = (
-    "ChartNotGated: the release's chart rendered worker objects for this classified pool, so it lacks the "
-    "workerclass chart gate (deploy/chart-gate/); nothing is applied until it has it, so that the chart and "
-    "the controller never both write the pool's machines"
-)
 
 
 @dataclass(frozen=True)
@@ -460,25 +458,6 @@ class WorkerController:
         return await self._read(
             {"kind": TALOS_TEMPLATE.kind, "metadata": {"namespace": namespace, "name": name}}, TALOS_TEMPLATE
         )
-
-    async def _taken(
-        self, pool: DesiredPool, objects: list[dict[str, Any]], reads: dict[Key, dict[str, Any] | None]
-    ) -> str | None:
-        """Why the pool must not be applied: one of its objects exists and is not the pool's to
-        take (:func:`~workerclass.ops.workers.foreign_owner`); ``None`` when every object is the
-        pool's or absent. Objects this process knows carry our label; the others are read once,
-        before the first apply (after it they carry the label and are known)."""
-        for obj in objects:
-            key = object_key(obj)
-            live = await self._known(obj, reads)
-            owner = foreign_owner(live, pool.namespace, pool.release) if live is not None else None
-            if owner is not None:
-                where = f"{key[1]}/{key[2]}" if key[1] else key[2]
-                return (
-                    f"{key[0]} {where} exists and belongs to {owner}: workerclass never takes over an object "
-                    "it does not own; rename the pool, or delete that object if nothing uses it"
-                )
-        return None
 
     async def _release_exists(self, namespace: str, name: str) -> bool:
         from lightkube.generic_resource import create_namespaced_resource
@@ -866,61 +845,42 @@ class WorkerController:
         self.metrics.reconcile_seconds.observe(self._clock() - started)
 
     async def _pool(self, pool: DesiredPool, report: ReconcileReport, *, fresh: bool) -> None:
-        """Apply what differs. ``fresh``: the live objects were just listed, so they are compared
-        (a drift is repaired); otherwise what this process applied last is (no request at all)."""
-        if pool.state != "ready":
-            report.states[pool.identity] = pool.state
-            await self._report(pool, pool.state, pool.message)
-            return
-        if (pool.namespace, pool.release) in self._ungated:
-            report.states[pool.identity] = "refused"
-            await self._report(pool, "refused", CHART_NOT_GATED)
-            return
-        if pool.bootstrap == "kairos" and self._kairos is None:
-            report.states[pool.identity] = "failing"
-            await self._report(
-                pool,
-                "failing",
-                f"the {KAIROS_TEMPLATE_CRD} CRD could not be read, so which bootstrap path Kairos pools take "
-                "is unknown: nothing applied, retrying",
-            )
-            return
-        unlisted = sorted({str(obj.get("kind")) for obj in pool.objects if self._watching} - self._listed_kinds)
-        if unlisted:  # its live objects of that kind are unknown: applying could take over or duplicate
-            errors = ", ".join(f"{kind} ({self._owned_errors.get(kind, 'not listed yet')})" for kind in unlisted)
-            report.states[pool.identity] = "failing"
-            await self._report(pool, "failing", f"the pool's live objects cannot be listed: {errors}; retrying")
-            return
+        """One pool's pass: :func:`~workerclass.ops.writes.gate_pool` (written at all?), its reads
+        (:meth:`_reads`), :func:`~workerclass.ops.writes.decide_pool` (refused, failing, or its
+        writes), the writes sent, :func:`~workerclass.ops.writes.pool_outcome` and its report.
+        ``fresh``: the live objects were just listed or seen changed, so they are compared (a drift
+        is repaired); otherwise what this process applied last is (no request at all)."""
         backoff = self._backoff.get(pool.identity)
-        if backoff is not None and self._clock() < backoff.until:
-            report.states[pool.identity] = "failing"
+        gate = gate_pool(
+            pool,
+            ungated=self._ungated,
+            kairos_known=self._kairos is not None,
+            listed=self._listed_kinds if self._watching else None,
+            list_errors=self._owned_errors,
+            backing_off=backoff is not None and self._clock() < backoff.until,
+        )
+        if gate is not None:
+            report.states[pool.identity] = gate.state
+            if gate.message is not None:
+                await self._report(pool, gate.state, gate.message)
             return
         wrote = 0
-        # a template a hash-rule bump would rename keeps its running name (render.hash.keep_running)
-        running = [self._live[key] for key in sorted(self._by_pool.get(pool.key, ()))]
-        objects = keep_running(list(pool.objects), running) if running else list(pool.objects)
         try:
-            reads: dict[Key, dict[str, Any] | None] = {}  # what this pass read of the pool's objects
-            objects = await self._talos_applied(pool, objects, reads)
-            taken = await self._taken(pool, objects, reads)
-            if taken is not None:
+            reads = await self._reads(pool, fresh=fresh)
+            decision = decide_pool(pool, reads, self._applied, manager=FIELD_MANAGER, fresh=fresh)
+            if decision.state == "refused":
                 report.states[pool.identity] = "refused"
                 if self.metrics is not None:
                     self.metrics.apply_errors.labels("foreign").inc()
-                await self._report(pool, "refused", taken)
+                await self._report(pool, "refused", decision.message)
                 return
-            objects = [
-                await self._joined(pool, obj, fresh=fresh) if is_bootstrap_secret(obj) else obj for obj in objects
-            ]
-            pool_live = {key: self._live[key] for key in self._by_pool.get(pool.key, ())}
-            # fresh: a MachineSet made a moment ago counts
-            referenced = await self._referenced(pool.namespace) if needs_references(objects, pool_live) else set()
-            writes = plan_pool(
-                objects, pool_live, self._applied, manager=FIELD_MANAGER, fresh=fresh, referenced=referenced
-            )
+            if decision.state is not None:  # failing: its join inputs cannot be used
+                await self._failed(pool, report, backoff, decision.message)
+                return
+            writes = decision.writes
             self._applied.update(writes.settled)
             for item in writes.apply:
-                if item.key in pool_live:
+                if item.key in reads.pool_live:
                     logger.info("%s %s/%s: %s; applying", *item.key, item.reason)
                 self._applying.add(item.key)
                 try:
@@ -941,42 +901,53 @@ class WorkerController:
         except asyncio.CancelledError:
             raise
         except Exception as error:
-            report.errors += 1
-            failures = (backoff.failures if backoff else 0) + 1
-            delay = min(self.settings.max_retry_delay, self.settings.retry_delay * 2 ** (failures - 1))
-            self._backoff[pool.identity] = _Backoff(failures, self._clock() + self._rng.uniform(0, delay))
-            if self.metrics is not None:
-                self.metrics.apply_errors.labels("pool").inc()
-            message = (
-                f"{error}: retrying"  # names Secrets and keys only, never what they hold
-                if isinstance(error, JoinInputsMissing)
-                else f"applying the pool's objects failed ({short_error(error)}): retrying"
+            await self._failed(
+                pool, report, backoff, f"applying the pool's objects failed ({short_error(error)}): retrying"
             )
-            logger.warning("%s: %s", pool.identity, message)
-            report.states[pool.identity] = "failing"
-            await self._report(pool, "failing", message)
             return
         self._backoff.pop(pool.identity, None)
         report.applied += wrote
-        state = "applied"
-        deployment = next((obj for obj in objects if obj.get("kind") == "MachineDeployment"), None)
-        if deployment is not None and self._rolling(self._live.get(object_key(deployment))):
-            state = "waiting-for-rollout"
+        state, message = pool_outcome(reads.objects, self._live)
         report.states[pool.identity] = state
-        message = "the MachineDeployment is rolling out its machines" if state == "waiting-for-rollout" else ""
         await self._report(pool, state, message, wrote=wrote)
 
-    @staticmethod
-    def _rolling(deployment: Mapping[str, Any] | None) -> bool:
-        if not deployment:
-            return False
-        meta = deployment.get("metadata") or {}
-        status = deployment.get("status") or {}
-        if status.get("observedGeneration") is not None and status.get("observedGeneration") != meta.get("generation"):
-            return True
-        replicas = status.get("replicas")
-        updated = status.get("updatedReplicas")
-        return isinstance(replicas, int) and isinstance(updated, int) and updated < replicas
+    async def _reads(self, pool: DesiredPool, *, fresh: bool) -> PoolReads:
+        """What :func:`~workerclass.ops.writes.decide_pool` decides a pool's pass from: its objects
+        as they are to be applied (a template a hash-rule bump would rename keeps its running name,
+        :func:`~workerclass.render.hash.keep_running`; the TalosConfigTemplate named as what runs
+        requires; the bootstrap data Secret with its join inputs, read only when no object of the
+        pool belongs to someone else), the live object of each key (known, or read once), and the
+        MachineSets' templates where a prune needs them (read now: one made a moment ago counts)."""
+        running = [self._live[key] for key in sorted(self._by_pool.get(pool.key, ()))]
+        objects = keep_running(list(pool.objects), running) if running else list(pool.objects)
+        seen: dict[Key, dict[str, Any] | None] = {}  # what this pass read of the pool's objects
+        objects = await self._talos_applied(pool, objects, seen)
+        for obj in objects:
+            await self._known(obj, seen)
+        seen = {object_key(obj): self._live.get(object_key(obj), seen.get(object_key(obj))) for obj in objects}
+        pool_live = {key: self._live[key] for key in self._by_pool.get(pool.key, ())}
+        if taken_by(pool, objects, seen) is not None:
+            return PoolReads(tuple(objects), pool_live, seen)
+        try:
+            objects = [
+                await self._joined(pool, obj, fresh=fresh) if is_bootstrap_secret(obj) else obj for obj in objects
+            ]
+        except JoinInputsMissing as missing:  # names Secrets and keys only, never what they hold
+            return PoolReads(tuple(objects), pool_live, seen, join_failure=str(missing))
+        referenced = await self._referenced(pool.namespace) if needs_references(objects, pool_live) else set()
+        return PoolReads(tuple(objects), pool_live, seen, referenced=frozenset(referenced))
+
+    async def _failed(self, pool: DesiredPool, report: ReconcileReport, backoff: _Backoff | None, message: str) -> None:
+        """A pool whose pass failed: failing with ``message``, retried after a growing, jittered delay."""
+        report.errors += 1
+        failures = (backoff.failures if backoff else 0) + 1
+        delay = min(self.settings.max_retry_delay, self.settings.retry_delay * 2 ** (failures - 1))
+        self._backoff[pool.identity] = _Backoff(failures, self._clock() + self._rng.uniform(0, delay))
+        if self.metrics is not None:
+            self.metrics.apply_errors.labels("pool").inc()
+        logger.warning("%s: %s", pool.identity, message)
+        report.states[pool.identity] = "failing"
+        await self._report(pool, "failing", message)
 
     async def _referenced(self, namespace: str) -> set[str]:
         """The template names the MachineSets of ``namespace`` reference, read now."""

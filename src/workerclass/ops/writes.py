@@ -5,6 +5,12 @@ Pure: the desired objects of a pool (:class:`~workerclass.ops.workers.DesiredPoo
 process last applied in; the writes out. The controller (:mod:`workerclass.controller.workers`)
 lists, watches and reads what these take, and sends what they return:
 
+* :func:`gate_pool`, :func:`decide_pool` and :func:`pool_outcome`: a pool's whole pass, in the
+  three steps its reads divide it into. Before any read, whether the pool is written at all (its
+  state is not ready, its chart lacks the gate, the Kairos provider's CRD or one of its kinds was
+  not read yet, its backoff runs); then, from what the pass read of it (the live objects of its
+  keys, its join inputs, the MachineSets' templates), its refusal or its writes; after the writes,
+  the state it reports (applied, or waiting for its MachineDeployment's rollout);
 * :func:`plan_pool`: the objects to server-side apply (each with why:
   :func:`~workerclass.ops.convergence.apply_reason`), the digests to record with no write (an
   object already as desired), and what to prune: an object the pool no longer renders goes at
@@ -32,6 +38,7 @@ from typing import Any
 
 from ..api.resources import HELM_RELEASE
 from .convergence import apply_reason
+from .providers import KAIROS_TEMPLATE_CRD
 from .workers import (
     HELM_KEEP,
     HELM_RELEASE_NAME,
@@ -39,22 +46,31 @@ from .workers import (
     PINNED_ANNOTATION,
     POOL_ANNOTATION,
     POOL_LABEL,
+    DesiredPool,
+    foreign_owner,
 )
 
 __all__ = [
+    "CHART_NOT_GATED",
     "FLUX_NAME",
+    "KAIROS_UNKNOWN",
     "REASONS",
     "TEMPLATE_KINDS",
     "Apply",
     "Event",
+    "Gate",
     "Key",
     "LeftOver",
     "Orphans",
     "PinWrites",
+    "PoolDecision",
+    "PoolReads",
     "PoolWrites",
     "ReportWrites",
     "config_maps_named",
+    "decide_pool",
     "digest",
+    "gate_pool",
     "needs_references",
     "object_key",
     "pin_annotations",
@@ -64,6 +80,9 @@ __all__ = [
     "plan_pool",
     "plan_prune",
     "plan_report",
+    "pool_outcome",
+    "rolling",
+    "taken_by",
     "template_refs",
 ]
 
@@ -196,6 +215,152 @@ def plan_pool(
         else:
             out.append(Apply(obj, key, desired, reason))
     return PoolWrites(tuple(out), tuple(settled), plan_prune(wanted, pool_live, referenced))
+
+
+# ------------------------------------------------------------------ a pool's pass, decided
+
+
+#: the report of a classified pool whose release's chart renders worker objects (no chart gate)
+CHART_NOT_GATED = (
+    "ChartNotGated: the release's chart rendered worker objects for this classified pool, so it lacks the "
+    "workerclass chart gate (deploy/chart-gate/); nothing is applied until it has it, so that the chart and "
+    "the controller never both write the pool's machines"
+)
+#: the report of a Kairos pool while the provider's CRD was never read (which path is unknown)
+KAIROS_UNKNOWN = (
+    f"the {KAIROS_TEMPLATE_CRD} CRD could not be read, so which bootstrap path Kairos pools take "
+    "is unknown: nothing applied, retrying"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Gate:
+    """Why a pool is not written this pass: the state it reports and its message (``None``: its
+    last report stands, as while a failing pool's backoff runs)."""
+
+    state: str
+    message: str | None
+
+
+def gate_pool(
+    pool: DesiredPool,
+    *,
+    ungated: Collection[Release] = (),
+    kairos_known: bool = True,
+    listed: Collection[str] | None = None,
+    list_errors: Mapping[str, str] | None = None,
+    backing_off: bool = False,
+) -> Gate | None:
+    """Whether ``pool`` is written at all, decided before anything of it is read: ``None`` when it
+    is (its reads and :func:`decide_pool` follow). Not when its state is not ready (it reports that
+    state), its release is ``ungated`` (its chart still renders worker objects: refused
+    ``ChartNotGated``), it is a Kairos pool while the provider's CRD was never read
+    (``kairos_known``: the path it takes is unknown), one of the kinds it renders is not among the
+    kinds the watches ``listed`` (``None``: no watch runs; ``list_errors``: why a kind's list
+    failed), since applying could take over or duplicate what is live, or its backoff runs
+    (``backing_off``: failing, nothing new said)."""
+    if pool.state != "ready":
+        return Gate(pool.state, pool.message)
+    if (pool.namespace, pool.release) in ungated:
+        return Gate("refused", CHART_NOT_GATED)
+    if pool.bootstrap == "kairos" and not kairos_known:
+        return Gate("failing", KAIROS_UNKNOWN)
+    unlisted = sorted({str(obj.get("kind")) for obj in pool.objects} - set(listed)) if listed is not None else ()
+    if unlisted:
+        why = list_errors or {}
+        errors = ", ".join(f"{kind} ({why.get(kind, 'not listed yet')})" for kind in unlisted)
+        return Gate("failing", f"the pool's live objects cannot be listed: {errors}; retrying")
+    if backing_off:
+        return Gate("failing", None)
+    return None
+
+
+def taken_by(
+    pool: DesiredPool, objects: Iterable[Mapping[str, Any]], live: Mapping[Key, Mapping[str, Any] | None]
+) -> str | None:
+    """Why the pool must not be applied: one of ``objects`` is live (``live``: what the pass knows or
+    read of each key, ``None`` for absent) and not the pool's to take
+    (:func:`~workerclass.ops.workers.foreign_owner`); ``None`` when every object is the pool's or absent."""
+    for obj in objects:
+        key = object_key(obj)
+        found = live.get(key)
+        owner = foreign_owner(found, pool.namespace, pool.release) if found is not None else None
+        if owner is not None:
+            where = f"{key[1]}/{key[2]}" if key[1] else key[2]
+            return (
+                f"{key[0]} {where} exists and belongs to {owner}: workerclass never takes over an object "
+                "it does not own; rename the pool, or delete that object if nothing uses it"
+            )
+    return None
+
+
+@dataclass(frozen=True)
+class PoolReads:
+    """What a pass read for one pool that :func:`gate_pool` lets through.
+
+    ``objects``: the pool's objects as they are to be applied (a template a hash-rule bump would
+    rename under its running name, the TalosConfigTemplate under the name what runs requires, the
+    bootstrap data Secret with its join inputs); ``pool_live``: its live objects (our label);
+    ``seen``: what the pass knows or read of each object's key, the pool's or not (``None``:
+    absent); ``join_failure``: why its join inputs cannot be used (nothing of the pool is
+    applied then); ``referenced``: the templates its namespace's MachineSets name, where
+    :func:`needs_references` asked for them."""
+
+    objects: tuple[dict[str, Any], ...]
+    pool_live: Mapping[Key, Mapping[str, Any]]
+    seen: Mapping[Key, Mapping[str, Any] | None] = field(default_factory=dict)
+    join_failure: str | None = None
+    referenced: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True)
+class PoolDecision:
+    """A pool's pass: refused or failing with its message (nothing written), or its writes."""
+
+    writes: PoolWrites = PoolWrites()
+    state: str | None = None
+    message: str = ""
+
+
+def decide_pool(
+    pool: DesiredPool, reads: PoolReads, applied: Mapping[Key, str], *, manager: str, fresh: bool
+) -> PoolDecision:
+    """The writes of a pool :func:`gate_pool` let through, from what the pass read of it: refused
+    while one of its objects belongs to someone else (:func:`taken_by`), failing while its join
+    inputs cannot be used, else :func:`plan_pool` (``applied``: the digests this process applied;
+    ``fresh``: compare every object with the live one)."""
+    taken = taken_by(pool, reads.objects, reads.seen)
+    if taken is not None:
+        return PoolDecision(state="refused", message=taken)
+    if reads.join_failure is not None:
+        return PoolDecision(state="failing", message=f"{reads.join_failure}: retrying")
+    writes = plan_pool(
+        reads.objects, reads.pool_live, applied, manager=manager, fresh=fresh, referenced=reads.referenced
+    )
+    return PoolDecision(writes)
+
+
+def rolling(deployment: Mapping[str, Any] | None) -> bool:
+    """Whether a live MachineDeployment is rolling its machines: its controller has not observed
+    its latest generation, or fewer of its replicas are updated than it has."""
+    if not deployment:
+        return False
+    meta = _meta(deployment)
+    status = deployment.get("status") or {}
+    if status.get("observedGeneration") is not None and status.get("observedGeneration") != meta.get("generation"):
+        return True
+    replicas = status.get("replicas")
+    updated = status.get("updatedReplicas")
+    return isinstance(replicas, int) and isinstance(updated, int) and updated < replicas
+
+
+def pool_outcome(objects: Iterable[Mapping[str, Any]], live: Mapping[Key, Mapping[str, Any]]) -> tuple[str, str]:
+    """The state a pool whose writes all succeeded reports, and its message: ``waiting-for-rollout``
+    while its MachineDeployment (as ``live`` holds it after the writes) rolls, else ``applied``."""
+    deployment = next((obj for obj in objects if obj.get("kind") == "MachineDeployment"), None)
+    if deployment is not None and rolling(live.get(object_key(deployment))):
+        return "waiting-for-rollout", "the MachineDeployment is rolling out its machines"
+    return "applied", ""
 
 
 # ------------------------------------------------------------------ pins (the handoff from Helm)
