@@ -48,7 +48,7 @@ what to write (applies, prunes, pins, deletions, reports) is decided by :mod:`wo
 on plain data, and this module gathers what those take (lists, watches, reads) and sends the result.
 Errors are logged as status code and reason only (:func:`~workerclass.adapters.kube.short_error`).
 
-Why one module over the house ~500 lines (about 1,000): it is one reconcile pass, its seven steps
+Why one module over the house ~500 lines (about 1,150): it is one reconcile pass, its seven steps
 in the order they run over the same in-memory index of live objects and applied digests, and the
 watches that keep that index; split by step, every part would reach into the same private index.
 """
