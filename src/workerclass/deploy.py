@@ -129,11 +129,12 @@ class InstallOptions:
     chart_source: str | None = None
 
 
-#: Memory of one webhook replica, from ``bench/README.md`` (issues 10 and 21): ~55 MiB resident
-#: with a small state; each open connection ~300 KB (asyncio's own TLS protocol, idle or not yet
-#: in its handshake) and ~500 KB while it stalls mid-body; bodies being read at once are capped at
-#: 32 MiB. The server's default cap of 256 connections then needs ~55 + 126 + 32 MiB at worst (a
-#: flood of idle connections peaked at 136 MiB); the limit leaves room for a larger cluster state.
+#: Memory of one webhook replica, from ``bench/README.md`` (issues 10, 21 and 29): ~55 MiB resident
+#: with a small state; each open connection ~2 KB idle over TCP, ~21 KB over TLS (no TLS state until
+#: the client speaks) and ~135 KB while it stalls mid-body; bodies being read at once are capped at
+#: 32 MiB. The server's default cap of 256 connections then needs ~55 + 35 + 32 MiB at worst (a
+#: flood of 1,500 TCP and 500 TLS connections peaked at 65 MiB); the limit leaves room for a larger
+#: cluster state.
 WEBHOOK_MEMORY_REQUEST_MIB = 128
 WEBHOOK_MEMORY_LIMIT_MIB = 320
 

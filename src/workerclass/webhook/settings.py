@@ -35,7 +35,7 @@ class Settings:
     #: a request's headers must be complete this long after the connection opened (handshake
     #: included) or after its first byte following an idle pause; slow or silent clients are closed
     header_timeout: float = 10.0
-    #: open connections at most (each costs up to ~300 KB with asyncio's TLS, see bench/README.md;
+    #: open connections at most (each ~2-21 KB idle, ~135 KB stalled mid-body: bench/README.md;
     #: the API server, the only client, keeps a few dozen per replica); at the cap the oldest
     #: connection without a request, else the longest idle one, makes room, and a new connection
     #: is refused only when every one is answering a request
