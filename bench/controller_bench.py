@@ -22,6 +22,7 @@ and ``--pools`` classified KubernetesNodes with their HelmReleases created direc
    process's user and system time from ``/proc`` over the changes, less its idle rate measured
    just before). Run with ``PYTHONPATH`` set to another tree's ``src`` to measure that tree's
    controller with the same harness (the before/after pairs of ``bench/README.md``).
+   ``--no-baseline`` goes from the settled cold start straight to this phase.
 
 Run on demand, never in the test suite.
 """
@@ -299,6 +300,12 @@ def main() -> int:
     )
     parser.add_argument("--cold-only", action="store_true", help="stop after the cold start (no baseline, no restart)")
     parser.add_argument("--changes", type=int, default=0, help="then change this many pools one at a time (phase 4)")
+    parser.add_argument(
+        "--no-baseline",
+        action="store_true",
+        help="once settled, skip the baseline and the restart (phases 2-3): the per-change phase at a size where "
+        "a second copy of every object would not fit the run",
+    )
     args = parser.parse_args()
     started_bed = start("controller-bench-")
     if started_bed is None:
@@ -366,6 +373,18 @@ def main() -> int:
                 break
         all_writes = writes_since(cluster, mark)
         first.stop(timeout=30)
+        if args.no_baseline:
+            print(
+                f"\npools: {args.pools}; cold start: every MachineDeployment after {cold:.1f} s: "
+                f"{args.pools / cold:.1f} pools/s; writes until settled: {len(all_writes)}"
+                + ("" if not unsettled else f" (NOT settled: {len(unsettled)} in the last {args.resync + 2:.0f} s)")
+            )
+            if args.changes:
+                third = controller(cluster, folder, "controller-changes", 3600)
+                processes.append(third)
+                per_change(kube, third, names, args.changes)
+                third.stop(timeout=30)
+            return 0
 
         # baseline: the same objects, plain SSA from here, same concurrency
         live: list[dict[str, Any]] = []
