@@ -1,4 +1,4 @@
-"""Faults under the webhook and the controller, on the real API server, counted from its audit log.
+"""Faults under the webhook and the controller on the real API server: restarts, pauses, kills, races.
 
 Each case breaks one thing under running processes and reads back, from the API server's audit log
 (every write with its user, verb and object), what the controller wrote: the controller's
