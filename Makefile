@@ -26,14 +26,17 @@ test: $(STAMP)
 	$(BIN)/mypy
 	$(BIN)/lint-imports pyproject.toml --no-cache
 	$(PYTHON) scripts/testbed.py build --for-tests
-	@# the e2e tier (mostly waiting on its API server) runs beside the rest (CPU-bound): two cores, one each
-	@log=$$(mktemp); \
-	$(BIN)/pytest -m e2e -rs -p no:cacheprovider >"$$log" 2>&1 & tier=$$!; \
-	trap 'kill $$tier 2>/dev/null; rm -f "$$log"' INT TERM; \
+	@# the e2e tiers (mostly waiting on their API servers) run beside the rest (CPU-bound); the fault
+	@# cases restart and pause an API server, so they have a test bed of their own
+	@e2e=$$(mktemp); faults=$$(mktemp); \
+	$(BIN)/pytest -m 'e2e and not faults' -rs -p no:cacheprovider >"$$e2e" 2>&1 & tier=$$!; \
+	$(BIN)/pytest -m 'e2e and faults' -rs -p no:cacheprovider >"$$faults" 2>&1 & broken=$$!; \
+	trap 'kill $$tier $$broken 2>/dev/null; rm -f "$$e2e" "$$faults"' INT TERM; \
 	$(BIN)/pytest -m 'not e2e' -rs; rest=$$?; \
-	wait $$tier; e2e=$$?; \
-	echo "--- the e2e tier (pytest -m e2e)"; cat "$$log"; rm -f "$$log"; \
-	test $$rest -eq 0 && test $$e2e -eq 0
+	wait $$tier; code=$$?; wait $$broken; fault=$$?; \
+	echo "--- the e2e tier (pytest -m 'e2e and not faults')"; cat "$$e2e"; \
+	echo "--- the fault cases (pytest -m 'e2e and faults')"; cat "$$faults"; rm -f "$$e2e" "$$faults"; \
+	test $$rest -eq 0 && test $$code -eq 0 && test $$fault -eq 0
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests

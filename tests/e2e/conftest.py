@@ -86,9 +86,9 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     """Under ``CI=true`` a run that collected the e2e tier must have passed some of it (a tier that
-    skipped whole is a failure there, not a green run). ``make test`` runs the tier in a process of
-    its own (``-m e2e``) beside the rest (``-m 'not e2e'``): the check belongs to the run that
-    selected the tier."""
+    skipped whole is a failure there, not a green run). ``make test`` runs the tier in processes of
+    its own (``-m 'e2e and not faults'``, ``-m 'e2e and faults'``) beside the rest (``-m 'not e2e'``):
+    the check belongs to each run that selected some of the tier."""
     selected = any("/e2e/" in item.nodeid.replace("\\", "/") for item in session.items)
     if os.environ.get("CI") == "true" and selected and not _RAN:
         session.config.get_terminal_writer().line("e2e tier: no test of it passed under CI=true", red=True)
