@@ -47,17 +47,16 @@ sys.path.insert(0, str(ROOT))
 from tests.e2e.conftest import (  # noqa: E402
     ACCOUNT_GROUPS,
     APPLICATION_CRDS,
-    CILIUM,
     CILIUM_CRDS,
     CONTROLLER_USER,
     NAMESPACE,
     TENANT,
     capi_crds,
     example_objects,
+    helm_release_crds,
     install_crds,
     manifests,
     read_crds,
-    shared_dir,
 )
 from tests.e2e.kube import Kube, KubeError  # noqa: E402
 from tests.e2e.testbed import (  # noqa: E402
@@ -65,8 +64,8 @@ from tests.e2e.testbed import (  # noqa: E402
     CertAuthority,
     Process,
     chart_option,
+    crd_module,
     find_binaries,
-    module_dir,
     wait_until,
     workerclass_command,
 )
@@ -227,16 +226,14 @@ def controller(cluster: ApiServer, folder: Path, name: str, resync: float) -> Pr
     ).start()  # fmt: skip
 
 
-def prepare(kube: Kube, binaries: Any, shared: Path, folder: Path, namespaces: tuple[str, ...]) -> None:
+def prepare(kube: Kube, binaries: Any, folder: Path, namespaces: tuple[str, ...]) -> None:
     """The bundle (CRDs, RBAC; no webhook registered), the application, Flux, Cilium and Cluster API
     CRDs, the install namespace and ``namespaces``, and the parent Kubernetes ``example`` with its
     Cluster in :data:`TENANT`: what the controller needs to apply a pool."""
     install_crds(kube, APPLICATION_CRDS)
-    install_crds(kube, read_crds(shared / "upstream-crds", "helm.toolkit.fluxcd.io_helmreleases.yaml"))
-    install_crds(
-        kube, read_crds(module_dir("github.com/cilium/cilium", CILIUM) / CILIUM_CRDS, "ciliumnetworkpolicies.yaml")
-    )
-    install_crds(kube, capi_crds(binaries, shared))
+    install_crds(kube, helm_release_crds())
+    install_crds(kube, read_crds(crd_module("cilium") / CILIUM_CRDS, "ciliumnetworkpolicies.yaml"))
+    install_crds(kube, capi_crds(binaries)[0])
     ca_file = folder / "ca.crt"
     ca_file.write_bytes(CertAuthority.create("bench-ca").pem)
     bundle = [obj for obj in manifests(ca_file) if not obj["kind"].endswith("WebhookConfiguration")]
@@ -262,18 +259,17 @@ def prepare(kube: Kube, binaries: Any, shared: Path, folder: Path, namespaces: t
     )
 
 
-def start(prefix: str) -> tuple[ApiServer, Path, Any, Path] | None:
-    """A running test bed in a new folder named ``prefix...``: the API server, the folder, the
-    binaries and the upstream mirror; ``None`` (said on stderr) when the test bed is not built."""
+def start(prefix: str) -> tuple[ApiServer, Path, Any] | None:
+    """A running test bed in a new folder named ``prefix...``: the API server, the folder and the
+    binaries; ``None`` (said on stderr) when the test bed is not built."""
     binaries, reason = find_binaries()
-    shared = shared_dir()
-    if binaries is None or shared is None:
-        print(f"the test bed is not available: {reason or 'no upstream-crds mirror'}", file=sys.stderr)
+    if binaries is None:
+        print(f"the test bed is not available: {reason}", file=sys.stderr)
         return None
     folder = Path(tempfile.mkdtemp(prefix=prefix))
     cluster = ApiServer(folder, binaries)
     cluster.start()
-    return cluster, folder, binaries, shared
+    return cluster, folder, binaries
 
 
 def finish(cluster: ApiServer, folder: Path, *, keep: bool) -> None:
@@ -310,7 +306,7 @@ def main() -> int:
     started_bed = start("controller-bench-")
     if started_bed is None:
         return 2
-    cluster, folder, binaries, shared = started_bed
+    cluster, folder, binaries = started_bed
     processes: list[Process] = []
     try:
         kube = Kube(cluster.url, cluster.ssl_context(), timeout=120)
@@ -320,7 +316,7 @@ def main() -> int:
         def admin() -> Kube:
             return Kube(cluster.url, context, timeout=120)
 
-        prepare(kube, binaries, shared, folder, (TENANT, BASELINE))
+        prepare(kube, binaries, folder, (TENANT, BASELINE))
         names = [f"example-bench-{index:05d}" for index in range(args.pools)]
         started = time.monotonic()
         parallel(

@@ -102,12 +102,12 @@ def main() -> int:
     started_bed = start("failover-bench-")
     if started_bed is None:
         return 2
-    cluster, folder, binaries, shared = started_bed
+    cluster, folder, binaries = started_bed
     controllers = Controllers(cluster, folder)
     rows: list[dict[str, float]] = []
     try:
         kube = Kube(cluster.url, cluster.ssl_context(), timeout=60)
-        prepare(kube, binaries, shared, folder, (TENANT,))
+        prepare(kube, binaries, folder, (TENANT,))
         for index in range(args.rounds):
             row = one_round(kube, controllers, index)
             rows.append(row)
