@@ -875,6 +875,37 @@ async def test_a_first_apply_reads_each_object_once() -> None:
     assert len(gets) == len(set(gets)), sorted(gets)
 
 
+async def test_a_cold_start_lists_what_it_does_not_know_instead_of_reading_each_object() -> None:
+    """Ten new pools in one namespace: each kind they render there is listed once (whatever exists
+    without our label is found by that list), so no object is read one by one, and a foreign object
+    the list found still refuses its pool and is left as it was."""
+    pools = [make_pool(f"cold-{index}", workerClassName="talos") for index in range(10)]
+    foreign = {
+        "apiVersion": "cluster.x-k8s.io/v1beta1",
+        "kind": "MachineDeployment",
+        "metadata": {"name": _deployment_name(pools[3]), "namespace": NAMESPACE, "labels": {"team": "a"}},
+        "spec": {"clusterName": "kubernetes-example", "replicas": 3},
+    }
+    gets: list[tuple[str, str]] = []
+
+    class Counting(FakeClient):
+        async def get(self, resource: Any, name: str, *, namespace: str | None = None) -> Any:
+            gets.append((_kind(resource), name))
+            return await super().get(resource, name, namespace=namespace)
+
+    client = Counting([foreign])
+    report = await WorkerController(client, events=False).reconcile(state_of(*pools), full=True)
+    refused = {identity for identity, state in report.states.items() if state == "refused"}
+    assert refused == {f"{NAMESPACE}/example-cold-3"}
+    assert sum(state == "applied" for state in report.states.values()) == 9
+    assert client.objects[("MachineDeployment", NAMESPACE, _deployment_name(pools[3]))] == foreign
+    # the applied kinds were listed in the namespace (unlabelled), none read object by object
+    unlabelled = {kind for kind, namespace in client.lists if namespace == NAMESPACE}
+    assert {"MachineDeployment", "Job", "KubevirtMachineTemplate"} <= unlabelled
+    applied_kinds = {key[0] for key in applied(client)}
+    assert not [get for get in gets if get[0] in applied_kinds and get[0] != "Secret"], sorted(gets)
+
+
 #: a class whose disk is imported from a private Image Factory with its own CA (PR 3797's ConfigMap)
 FACTORY_CA = make_class("factory-ca", talos={"version": "v1.13.6", "imageFactoryCA": CERTIFICATE})
 PRIVATE = make_pool("private", workerClassName="factory-ca")
@@ -1025,7 +1056,7 @@ class ChangingSource:
 
 
 async def _settled_loop(
-    client: FakeClient, source: ChangingSource, monkeypatch: pytest.MonkeyPatch
+    client: FakeClient, source: Any, monkeypatch: pytest.MonkeyPatch
 ) -> tuple[WorkerController, list[str], list[bool], asyncio.Event, asyncio.Task[None]]:
     """The loop over ``source``, with the pools it renders and the whole passes it runs recorded."""
     import workerclass.controller.workers as module
@@ -1058,14 +1089,19 @@ async def _settled_loop(
     return worker, rendered, whole, stop, loop
 
 
-async def test_a_pools_change_is_reconciled_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("through", ["cache", "chart-read"])
+async def test_a_pools_change_is_reconciled_alone(monkeypatch: pytest.MonkeyPatch, through: str) -> None:
     """With the cache saying what changed, one pool's change renders and applies that pool only (the
     others are not looked at), a deleted classified pool leaves nothing, and a change beyond single
-    pools (a class) takes the whole pass."""
+    pools (a class) takes the whole pass. ``chart-read``: through the source ``serve controller``
+    gives the worker controller (:class:`~workerclass.controller.settled.ChartRead` over the cache)."""
+    from workerclass.controller.settled import ChartRead
+
     pools = [make_pool(name, workerClassName="talos") for name in ("one", "two", "three")]
     client = FakeClient([kairos_crd("kubeadm")])
     source = ChangingSource(state_of(*pools))
-    worker, rendered, whole, stop, loop = await _settled_loop(client, source, monkeypatch)
+    read = ChartRead(source) if through == "chart-read" else source
+    worker, rendered, whole, stop, loop = await _settled_loop(client, read, monkeypatch)
     assert whole == [True] and sorted(set(rendered)) == [f"{NAMESPACE}/example-{n}" for n in ("one", "three", "two")]
     rendered.clear()
     before = len(client.writes)

@@ -1,7 +1,7 @@
 """The cluster cache as the controllers read it: no State until the chart the pools run is known.
 
-Its edge: reads of the cache's ``state``, ``published``, ``changed`` and its chart follower's
-``settled``; no I/O of its own.
+Its edge: reads of the cache's ``state``, ``published``, ``changed``, ``generation``,
+``changed_since`` and its chart follower's ``settled``; no I/O of its own.
 """
 
 from __future__ import annotations
@@ -39,4 +39,20 @@ class ChartRead:
 
     async def changed(self, after: int) -> int:
         changed: int = await self._cache.changed(after)
+        return changed
+
+    @property
+    def generation(self) -> int | None:
+        """The cache's generation (read with :attr:`state`: what :meth:`changed_since` takes next);
+        ``None`` where the cache keeps none, and the worker controller then takes the whole pass."""
+        generation = getattr(self._cache, "generation", None)
+        return generation if isinstance(generation, int) else None
+
+    def changed_since(self, after: int) -> set[tuple[str, str, str]] | None:
+        """What changed in the cache since generation ``after`` (the cache's own answer), so that the
+        worker controller reconciles only the pools a change touches; ``None``: it cannot be told."""
+        since = getattr(self._cache, "changed_since", None)
+        if since is None:
+            return None
+        changed: set[tuple[str, str, str]] | None = since(after)
         return changed
