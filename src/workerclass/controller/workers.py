@@ -114,6 +114,8 @@ FIELD_MANAGER = "workerclass-controller"
 #: owned kinds listed (by our label) at the full resync's pace, never watched: the controller's RBAC
 #: grants no ``watch`` on Secrets, so that no Secret of any namespace streams to it
 LISTED_ONLY = frozenset({"Secret"})
+#: unknown objects of one kind in one namespace from which a pass lists them rather than read each
+LIST_UNKNOWN_AT = 8
 #: kinds the chart never renders, so never Helm-made objects to pin or to find ungated
 NOT_CHART_KINDS = frozenset({"Secret"})
 MACHINE_SET = WorkerKind("cluster.x-k8s.io/v1beta1", "MachineSet", "machinesets")
@@ -240,6 +242,8 @@ class WorkerController:
         self._kairos: ProviderSupport | None = None
         #: a bootstrap Secret's rendered digest and the Secret as filled in from it (see :meth:`_joined`)
         self._joined_inputs: dict[Key, tuple[str, dict[str, Any]]] = {}
+        #: what the running pass's lists of unknown objects found (:meth:`_list_unknown`; None: absent)
+        self._pass_found: dict[Key, dict[str, Any] | None] = {}
         self.writes = 0  # every write request sent (applies, patches, deletes, events)
         #: bumped whenever a pool's state changes or a pool goes (the class status waits on it)
         self.states = Changes()
@@ -419,15 +423,58 @@ class WorkerController:
         return live.to_dict() if hasattr(live, "to_dict") else dict(live)
 
     async def _known(self, obj: Mapping[str, Any], reads: dict[Key, dict[str, Any] | None]) -> dict[str, Any] | None:
-        """The live object of ``obj``: the one this process knows, else read once per pass (``reads``
-        keeps what this pass read, absent ones included, so no object is read twice)."""
+        """The live object of ``obj``: the one this process knows, else what this pass's lists found
+        (:meth:`_list_unknown`), else read once per pass (``reads`` keeps what this pass read, absent
+        ones included, so no object is read twice)."""
         key = object_key(obj)
         known = self._live.get(key)
         if known is not None:
             return known
+        if key in self._pass_found:
+            return self._pass_found[key]
         if key not in reads:
             reads[key] = await self._read(obj)
         return reads[key]
+
+    async def _list_unknown(self, pools: list[DesiredPool]) -> None:
+        """Before a pass over ``pools``: where :data:`LIST_UNKNOWN_AT` or more of their objects of one
+        kind in one namespace are unknown to this process (none carries our label: a cold start, a
+        namespace of new pools), one list of that kind there says which exist (the foreign-owner check
+        reads them) instead of a read each: a cold start of N pools sends N x objects fewer requests.
+        Secrets are never listed (the controller's RBAC lists them by our label only); a list that
+        fails leaves those objects to be read one by one."""
+        unknown: dict[tuple[str, str], set[str]] = {}
+        for pool in pools:
+            if pool.state != "ready":
+                continue
+            for obj in pool.objects:
+                key = object_key(obj)
+                if key not in self._live and key[0] not in LISTED_ONLY:
+                    unknown.setdefault((key[0], key[1]), set()).add(key[2])
+        found: dict[Key, dict[str, Any] | None] = {}
+        for (kind_name, namespace), names in sorted(unknown.items()):
+            kind = worker_kind(kind_name)
+            if kind is None or len(names) < LIST_UNKNOWN_AT:
+                continue
+            try:
+                scope: dict[str, Any] = {"namespace": namespace} if kind.namespaced else {}
+                listed = {}
+                async for item in self._client.list(self._resource(kind), chunk_size=LIST_CHUNK, **scope):
+                    raw = item.to_dict() if hasattr(item, "to_dict") else dict(item)
+                    listed[str((raw.get("metadata") or {}).get("name"))] = raw
+            except asyncio.CancelledError:
+                raise
+            except Exception as error:
+                logger.info(
+                    "listing %s in %s failed (%s): reading them one by one",
+                    kind.plural,
+                    namespace or "the cluster",
+                    short_error(error),
+                )
+                continue
+            for name in names:
+                found[(kind_name, namespace, name)] = listed.get(name)
+        self._pass_found = found
 
     async def _talos_applied(
         self, pool: DesiredPool, objects: list[dict[str, Any]], reads: dict[Key, dict[str, Any] | None]
@@ -727,7 +774,11 @@ class WorkerController:
         if full or fresh or (classified, classless) != self._scanned:
             await self._pin(state, classified, report)
             self._scanned = (classified, classless)
-        await asyncio.gather(*(one(pool) for pool in desired))
+        await self._list_unknown(desired)
+        try:
+            await asyncio.gather(*(one(pool) for pool in desired))
+        finally:
+            self._pass_found = {}
         await self._cleanup(keys, report)
         if self._pinned_left:
             await self._left_over(classified | classless, state, report)
@@ -794,7 +845,11 @@ class WorkerController:
             async with semaphore:
                 await self._pool(pool, report, fresh=pool.key in dirty)
 
-        await asyncio.gather(*(one(pool) for pool in pools))
+        await self._list_unknown(pools)
+        try:
+            await asyncio.gather(*(one(pool) for pool in pools))
+        finally:
+            self._pass_found = {}
         for pool in pools:
             self._desired[pool.identity] = pool
             self._identity_of[pool.key] = pool.identity
@@ -920,11 +975,9 @@ class WorkerController:
         MachineSets' templates where a prune needs them (read now: one made a moment ago counts)."""
         running = [self._live[key] for key in sorted(self._by_pool.get(pool.key, ()))]
         objects = keep_running(list(pool.objects), running) if running else list(pool.objects)
-        seen: dict[Key, dict[str, Any] | None] = {}  # what this pass read of the pool's objects
-        objects = await self._talos_applied(pool, objects, seen)
-        for obj in objects:
-            await self._known(obj, seen)
-        seen = {object_key(obj): self._live.get(object_key(obj), seen.get(object_key(obj))) for obj in objects}
+        reads: dict[Key, dict[str, Any] | None] = {}  # what this pass read of the pool's objects
+        objects = await self._talos_applied(pool, objects, reads)
+        seen = {object_key(obj): await self._known(obj, reads) for obj in objects}
         pool_live = {key: self._live[key] for key in self._by_pool.get(pool.key, ())}
         if taken_by(pool, objects, seen) is not None:
             return PoolReads(tuple(objects), pool_live, seen)
@@ -1076,6 +1129,7 @@ class WorkerController:
             return False
         changed = since(self._read_version)
         if changed is None:
+            logger.debug("the whole pass: the cache cannot tell what changed since %s", self._read_version)
             return False
         identities: set[str] = set()
         for kind, namespace, name in changed:
@@ -1086,10 +1140,12 @@ class WorkerController:
                 if name.startswith(RELEASE_PREFIX):
                     identities.add(f"{namespace}/{name.removeprefix(RELEASE_PREFIX)}")
             else:
+                logger.debug("the whole pass: %s %s/%s changed", kind, namespace, name)
                 return False
         # a label no pool has and no object carries any more: its last objects went (a cleanup's echo)
         self._dirty = {label for label in self._dirty if label in self._identity_of or label in self._by_pool}
         if any(label not in self._identity_of for label in self._dirty):
+            logger.debug("the whole pass: objects of a pool this process does not know changed")
             return False  # objects of a pool this process does not know: what a gone pool left
         dirty = set(self._dirty)
         identities |= {self._identity_of[label] for label in dirty}
@@ -1097,6 +1153,7 @@ class WorkerController:
         self._dirty -= dirty
         report = await self.reconcile_pools(state, identities, dirty=dirty)
         if report is None:
+            logger.debug("the whole pass: a change of %s reaches beyond its pools", sorted(identities))
             self._dirty |= dirty  # the whole pass compares them
             return False
         return True
