@@ -122,6 +122,16 @@ def per_change(kube: Kube, process: Process, names: list[str], changes: int) -> 
     time.sleep(5)
     idle_rate = (cpu_seconds(pid) - idle_cpu) / (time.monotonic() - idle_start)
     latencies: list[float] = []
+    profiler = None
+    if os.environ.get("BENCH_PROFILE_CHANGES"):  # py-spy's collapsed stacks of the changes (not a dependency)
+        import subprocess
+
+        profiler = subprocess.Popen(
+            ["py-spy", "record", "--pid", str(pid), "--format", "raw", "--rate", "100",
+             "--output", os.environ["BENCH_PROFILE_CHANGES"], "--nonblocking"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+        time.sleep(1)
     start, cpu = time.monotonic(), cpu_seconds(pid)
     step = max(1, len(names) // changes)
     for index in range(changes):
@@ -129,6 +139,11 @@ def per_change(kube: Kube, process: Process, names: list[str], changes: int) -> 
         latencies.append(change(name, 4 + index % 3, 60))
         time.sleep(0.3)  # what the change set off (its Event, the watch's echo) settles before the next
     elapsed, used = time.monotonic() - start, cpu_seconds(pid) - cpu
+    if profiler is not None:
+        import signal
+
+        profiler.send_signal(signal.SIGINT)
+        profiler.wait(30)
     each = (used - idle_rate * elapsed) / changes
     latencies.sort()
     print(
@@ -220,7 +235,7 @@ def controller(cluster: ApiServer, folder: Path, name: str, resync: float) -> Pr
             *workerclass_command(), "serve", "controller",
             "--kubeconfig", str(identity.kubeconfig), "--no-leader-elect",
             "--liveness-port", "0", "--metrics-port", "0", "--resync-interval", str(resync),
-            "--log-level", "warning", *chart_option(),
+            "--log-level", os.environ.get("BENCH_CONTROLLER_LOG_LEVEL", "warning"), *chart_option(),
         ],
         folder / f"{name}.log",
     ).start()  # fmt: skip

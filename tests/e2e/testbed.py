@@ -472,6 +472,8 @@ class ApiServer:
                 f"--audit-log-path={self.audit_log}",
                 "--audit-log-format=json",
                 "--audit-log-mode=blocking",
+                # never rotated (its writer rotates at 100 MB unless told): a mark counts lines of one file
+                "--audit-log-maxsize=1048576",
                 "--profiling=false",
                 "--v=0",
             ],
