@@ -36,7 +36,7 @@ from ..model import (
     parse_platform,
 )
 from ..model.reader import key_path
-from ..resolve import Resolution, check_replicas, check_talos_vgpu, resolve_pool
+from ..resolve import Resolution, check_replicas, check_talos_vgpu, resolve_verdict
 from ..resolve.classes import class_rule_violations
 from ..rules.classes import (
     BUILTIN_FAMILIES,
@@ -433,7 +433,7 @@ def _validate_pool(
         # name the chart refuses is refused on UPDATE too (an UPDATE that leaves the values as
         # stored is let through by the ratchet below, with the refusal said as a warning).
         denials.extend(name_violations(state, record, obj))
-    _, resolved_denials, warnings = resolve_pool(state, record)
+    resolved_denials, warnings = resolve_verdict(state, record)
     return denials + resolved_denials, warnings
 
 
