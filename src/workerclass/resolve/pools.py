@@ -70,20 +70,21 @@ def resolve_pool(state: State, record: PoolRecord) -> tuple[Effective | None, li
     return effective, root_version_cause(denials, record.field), warnings
 
 
-def resolve_verdict(state: State, record: PoolRecord) -> tuple[list[Violation], list[str]]:
+def resolve_verdict(state: State, record: PoolRecord, *, clean: bool = False) -> tuple[list[Violation], list[str]]:
     """:func:`resolve_pool`'s denials and warnings, without building the effective settings
-    (admission reads the verdict only)."""
-    _, denials, warnings = _resolve_pool(state, _stored_kairos(state, record), verdict=True)
+    (admission reads the verdict only). ``clean``: the request's text showed no string that can
+    hold private key material (:func:`~workerclass.rules.keys.text_cannot_hold_private`)."""
+    _, denials, warnings = _resolve_pool(state, _stored_kairos(state, record), verdict=True, clean=clean)
     return root_version_cause(denials, record.field), warnings
 
 
 def _resolve_pool(
-    state: State, record: PoolRecord, *, verdict: bool = False
+    state: State, record: PoolRecord, *, verdict: bool = False, clean: bool = False
 ) -> tuple[Effective | None, list[Violation], list[str]]:
     field = record.field
     spec = record.spec
     result = Resolution(list(record.violations), list(spec.warnings), {}, verdict)
-    for path in private_key_paths(record.values, field):
+    for path in private_key_paths(record.values, field, clean=clean):
         result.deny(
             "PrivateKeyMaterial",
             path,
