@@ -36,7 +36,7 @@ from ..model import (
     parse_platform,
 )
 from ..model.reader import key_path
-from ..resolve import Resolution, check_replicas, check_talos_vgpu, resolve_pool
+from ..resolve import Resolution, check_replicas, check_talos_vgpu, resolve_verdict
 from ..resolve.classes import class_rule_violations
 from ..rules.classes import (
     BUILTIN_FAMILIES,
@@ -46,6 +46,7 @@ from ..rules.classes import (
     spec_changed,
 )
 from ..rules.family import family_of
+from ..rules.keys import holds_private
 from ..rules.pools import (
     chart_not_gated,
     cluster_move,
@@ -58,7 +59,7 @@ from ..rules.supplied import api_filled_paths, json_pointer, kairos_read_paths, 
 from ..rules.usage import deletion_blocker
 from ..state import KINDS, State, cluster_release, identify, is_pool_release, pool_cluster, pool_from_object
 from ..violations import Violation
-from .bounds import patch_may_cross, request_bounds, request_excess
+from .bounds import patch_may_cross, request_excess, request_reading
 from .decision import Decision
 from .minor import CLASS_FIELD, minor_ops
 from .names import name_violations
@@ -256,11 +257,12 @@ def validate(
     field this UPDATE leaves as stored, is a warning; ``ratcheting=False`` judges the object as
     it is (``check --stored``: is what the cluster stores valid, not may it be left as it is).
     """
-    refused = _bad_operation(operation) or _beyond_bounds(operation, obj)
+    found, _, clean = request_reading(obj) if obj is not None else (None, MAX_BYTES, False)
+    refused = _bad_operation(operation) or (_too_large(operation, obj, found) if obj is not None else None)
     if refused is not None:
         return refused
     old = _within_bounds(_old_object(state, operation, obj, old))
-    return _validated(state, operation, obj, old, ratcheting=ratcheting)
+    return _validated(state, operation, obj, old, ratcheting=ratcheting, clean=clean)
 
 
 def _validated(
@@ -270,8 +272,10 @@ def _validated(
     old: Mapping[str, Any] | None,
     *,
     ratcheting: bool = True,
+    clean: bool = False,
 ) -> Decision:
-    """:func:`validate` of an object already judged within the bounds, ``old`` already the one to read."""
+    """:func:`validate` of an object already judged within the bounds, ``old`` already the one to read;
+    ``clean``: its text showed no string that can hold private key material (nothing to search)."""
     subject = obj if obj is not None else old
     if not isinstance(subject, Mapping):
         return Decision(False, operation, denials=[Violation("Invalid", "object", "no object to admit")])
@@ -283,7 +287,9 @@ def _validated(
     supplied: Mapping[str, Any] | None = None
     if kind == "KubernetesNodes" and operation == "UPDATE" and obj is not None:
         supplied = supplied_object(state, operation, obj, old)
-        denials, warnings = _validate_pool(state, operation, obj, old, supplied=supplied)
+        denials, warnings = _validate_pool(state, operation, obj, old, supplied=supplied, clean=clean)
+    elif handler is _validate_pool:
+        denials, warnings = _validate_pool(state, operation, obj, old, clean=clean)
     else:
         denials, warnings = handler(state, operation, obj, old)
     previous = old
@@ -322,7 +328,7 @@ def admit(
     """
     # The bounds are judged once: the mutated object is the request's with a class name or a minor
     # added (or API-filled values removed), judged again only when that could cross them.
-    found, size = request_bounds(obj) if obj is not None else (None, MAX_BYTES)
+    found, size, clean = request_reading(obj) if obj is not None else (None, MAX_BYTES, False)
     refused = (_too_large(operation, obj, found) if obj is not None else None) or _bad_operation(operation)
     if refused is not None:
         return refused
@@ -332,11 +338,13 @@ def admit(
     refused = None
     if patched is not obj and (obj is None or patch_may_cross(size, mutation.patch)):
         refused = _beyond_bounds(operation, patched)
-    validation = refused or _validated(state, operation, patched, old, ratcheting=ratcheting)
+    # What the ops add is ours (a class name, a minor), read here too before the text's answer is kept.
+    added = clean and (patched is obj or not holds_private([op.get("value") for op in mutation.patch]))
+    validation = refused or _validated(state, operation, patched, old, ratcheting=ratcheting, clean=added)
     denials = validation.denials
     target = _stored_class(patched)
     if denials and operation == "CREATE" and obj is not None and target is not None and _stored_class(obj) is None:
-        denials = named_class_rules(denials, _validated(state, operation, obj, old).denials, target)
+        denials = named_class_rules(denials, _validated(state, operation, obj, old, clean=clean).denials, target)
     return Decision(
         validation.allowed,
         operation,
@@ -369,8 +377,10 @@ def _validate_pool(
     old: Mapping[str, Any] | None,
     *,
     supplied: Mapping[str, Any] | None = None,
+    clean: bool = False,
 ) -> Outcome:
-    """The pool rules; ``supplied``: :func:`supplied_object` of ``obj`` and ``old`` when the caller has it."""
+    """The pool rules; ``supplied``: :func:`supplied_object` of ``obj`` and ``old`` when the caller has it;
+    ``clean``: ``obj``'s text showed no string that can hold private key material."""
     if operation in ("DELETE", "CONNECT") or obj is None:
         return [], []
     if obj.get("kind") == "HelmRelease" and not is_pool_release(obj):
@@ -433,7 +443,7 @@ def _validate_pool(
         # name the chart refuses is refused on UPDATE too (an UPDATE that leaves the values as
         # stored is let through by the ratchet below, with the refusal said as a warning).
         denials.extend(name_violations(state, record, obj))
-    _, resolved_denials, warnings = resolve_pool(state, record)
+    resolved_denials, warnings = resolve_verdict(state, record, clean=clean)
     return denials + resolved_denials, warnings
 
 

@@ -21,13 +21,22 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import orjson
 
 from ..api.bounds import MAX_BYTES, MAX_DEPTH, Excess, excess
+from ..rules.keys import text_cannot_hold_private
 
-__all__ = ["glance", "patch_may_cross", "request_bounds", "request_excess", "within_at_a_glance"]
+__all__ = [
+    "Glance",
+    "glance",
+    "patch_may_cross",
+    "request_bounds",
+    "request_excess",
+    "request_reading",
+    "within_at_a_glance",
+]
 
 #: what orjson would write as something other than a plain JSON value is refused (the walk's then)
 _PLAIN = orjson.OPT_PASSTHROUGH_SUBCLASS | orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_PASSTHROUGH_DATETIME
@@ -39,8 +48,16 @@ _EMPTY = re.compile(rb"\[\]|\{\}")
 _SIZE_FACTOR = 8
 
 
-def glance(obj: object) -> tuple[int, int] | None:
-    """``(size, depth)`` read off ``obj``'s orjson text, each at least the walk's count: ``size`` is
+class Glance(NamedTuple):
+    """What :func:`glance` reads off an object's orjson text (``text``)."""
+
+    size: int
+    depth: int
+    text: bytes
+
+
+def glance(obj: object) -> Glance | None:
+    """``size`` and ``depth`` read off ``obj``'s orjson ``text``, each at least the walk's count: ``size`` is
     8 times the text's length; ``depth`` the number of brackets that open (nothing nests deeper
     than that) when there are at most :data:`MAX_DEPTH` of them, else the text's nesting (counted
     up to just past :data:`MAX_DEPTH`). ``None`` when the text cannot tell (not plain JSON data, an
@@ -54,7 +71,7 @@ def glance(obj: object) -> tuple[int, int] | None:
         return None
     opens = text.count(b"{") + text.count(b"[")  # those in strings too: an upper bound
     if opens <= MAX_DEPTH:
-        return size, opens
+        return Glance(size, opens, text)
     if b"\\" in text:
         return None
     # No backslash: every quote opens or closes a string, so the even parts are what lies outside.
@@ -63,7 +80,7 @@ def glance(obj: object) -> tuple[int, int] | None:
     while brackets and depth <= MAX_DEPTH:
         brackets = _EMPTY.sub(b"", brackets)
         depth += 1
-    return size, depth
+    return Glance(size, depth, text)
 
 
 def within_at_a_glance(obj: object) -> bool:
@@ -83,10 +100,18 @@ def request_excess(obj: object) -> Excess | None:
 def request_bounds(obj: object) -> tuple[Excess | None, int]:
     """:func:`request_excess` of ``obj`` and an upper bound of the walk's size count when the text
     showed it within (:data:`MAX_BYTES` otherwise: no room known)."""
+    found, size, _ = request_reading(obj)
+    return found, size
+
+
+def request_reading(obj: object) -> tuple[Excess | None, int, bool]:
+    """:func:`request_bounds` of ``obj``, and whether its text shows that no string in it can hold
+    private key material (:func:`~workerclass.rules.keys.text_cannot_hold_private`; ``False``:
+    not known here). One serialization answers both: the values are not written out again."""
     found = glance(obj)
-    if found is not None and found[0] <= MAX_BYTES and found[1] <= MAX_DEPTH:
-        return None, found[0]
-    return excess(obj), MAX_BYTES
+    if found is not None and found.size <= MAX_BYTES and found.depth <= MAX_DEPTH:
+        return None, found.size, text_cannot_hold_private(found.text)
+    return excess(obj), MAX_BYTES, False
 
 
 def patch_may_cross(size: int, patch: Sequence[Mapping[str, Any]]) -> bool:

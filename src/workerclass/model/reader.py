@@ -207,6 +207,8 @@ class Reader:
                 self.invalid(f"{field}.{key}", "is required")
             return None
         value = data[key]
+        if value.__class__ is str and value and not required and pattern is None:
+            return value  # the usual read: a nonempty string, no rule beyond its type
         path = f"{field}.{key}"
         if value is None:
             # YAML ``key:`` with nothing after it: treated as supplied and empty.
@@ -256,12 +258,14 @@ class Reader:
         if key not in data:
             return None
         value = data[key]
-        path = f"{field}.{key}"
         if value is None:
             return ()
+        path = f"{field}.{key}"
         if not isinstance(value, list):
             self.invalid(path, f"must be a list, not {type_name(value)}")
             return None
+        if pattern is None and all(item.__class__ is str for item in value):
+            return tuple(value)  # the usual list: strings only, no rule beyond their type
         out: list[str] = []
         for index, item in enumerate(value):
             if not isinstance(item, str):

@@ -8,8 +8,8 @@ need no resolution (a class on its own, a pool's change, the family lookup) are
 
 Modules, from the entry points down:
 
-- :mod:`.pools`: the entry points (:func:`resolve_pool`, :func:`resolve`, :func:`resolve_all`) and
-  what every pool meets before its family is known.
+- :mod:`.pools`: the entry points (:func:`resolve_pool`, :func:`resolve_verdict`, :func:`resolve`,
+  :func:`resolve_all`) and what every pool meets before its family is known.
 - :mod:`.talos`: Talos settings (scalars, registry mirrors, kernel modules) and the Talos pool.
 - :mod:`.kairos`: the Kairos pool (its refusals, a fixed or a platform image).
 - :mod:`.image`: image source selection on KubeVirt (builtin golden or Image Factory) and the
@@ -37,7 +37,7 @@ from .checks import check_replicas, check_talos_vgpu
 from .classes import class_problems
 from .effective import Effective, EffectiveImage, EffectiveTalos
 from .image import GOLDEN_NAMESPACE, golden_reference, resolve_kubevirt_image
-from .pools import resolve, resolve_all, resolve_pool
+from .pools import resolve, resolve_all, resolve_pool, resolve_verdict
 from .resolution import Resolution, shown_cluster_name
 from .talos import NVIDIA_MODULES, mirror_map, resolve_talos
 from .versions import MAX_MINOR_SKEW
@@ -67,5 +67,6 @@ __all__ = [
     "resolve_kubevirt_image",
     "resolve_pool",
     "resolve_talos",
+    "resolve_verdict",
     "shown_cluster_name",
 ]

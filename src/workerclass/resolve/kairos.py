@@ -103,7 +103,7 @@ def resolve_kairos(
                 "platform Kairos images are experimental: a platform rebuild can change the image digest and "
                 "replace workers even when intended inputs did not change; pin a class with a fixed image to avoid it"
             )
-    if image is None or patch is None or result.denials:
+    if image is None or patch is None or result.denials or result.verdict:
         return None
     return Effective(
         kind=record.kind,

@@ -35,7 +35,7 @@ from .resolution import Resolution, class_origin, infrastructure_of, shown_clust
 from .talos import resolve_talos_pool
 from .versions import check_control_plane, kubernetes_minor, root_version_cause
 
-__all__ = ["resolve", "resolve_all", "resolve_pool"]
+__all__ = ["resolve", "resolve_all", "resolve_pool", "resolve_verdict"]
 
 
 def _parse_refused(field: str, seen: set[tuple[str, str]]) -> bool:
@@ -70,11 +70,21 @@ def resolve_pool(state: State, record: PoolRecord) -> tuple[Effective | None, li
     return effective, root_version_cause(denials, record.field), warnings
 
 
-def _resolve_pool(state: State, record: PoolRecord) -> tuple[Effective | None, list[Violation], list[str]]:
+def resolve_verdict(state: State, record: PoolRecord, *, clean: bool = False) -> tuple[list[Violation], list[str]]:
+    """:func:`resolve_pool`'s denials and warnings, without building the effective settings
+    (admission reads the verdict only). ``clean``: the request's text showed no string that can
+    hold private key material (:func:`~workerclass.rules.keys.text_cannot_hold_private`)."""
+    _, denials, warnings = _resolve_pool(state, _stored_kairos(state, record), verdict=True, clean=clean)
+    return root_version_cause(denials, record.field), warnings
+
+
+def _resolve_pool(
+    state: State, record: PoolRecord, *, verdict: bool = False, clean: bool = False
+) -> tuple[Effective | None, list[Violation], list[str]]:
     field = record.field
     spec = record.spec
-    result = Resolution(list(record.violations), list(spec.warnings), {})
-    for path in private_key_paths(record.values, field):
+    result = Resolution(list(record.violations), list(spec.warnings), {}, verdict)
+    for path in private_key_paths(record.values, field, clean=clean):
         result.deny(
             "PrivateKeyMaterial",
             path,

@@ -34,6 +34,8 @@ class Resolution:
     denials: list[Violation]
     warnings: list[str]
     origins: dict[str, str]
+    #: only the verdict (denials, warnings) is wanted: no :class:`Effective` is built (admission)
+    verdict: bool = False
 
     def deny(self, code: str, field: str, message: str) -> None:
         self.denials.append(Violation(code, field, message))

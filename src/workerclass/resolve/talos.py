@@ -268,7 +268,7 @@ def resolve_talos_pool(
                 version_field,
                 f"Talos {talos.version} does not run Kubernetes {minor} (Talos {talos_minor} runs {supported})",
             )
-    if image is None or patch is None or result.denials:
+    if image is None or patch is None or result.denials or result.verdict:
         return None
     installer = f"{talos.installer_repository}/{talos.schematic_id}:{talos.version}"
     return Effective(

@@ -11,7 +11,13 @@ import orjson
 
 from ..model.reader import key_path, looks_private
 
-__all__ = ["holds_private", "looks_private", "private_key_paths", "public_key_problem"]
+__all__ = [
+    "holds_private",
+    "looks_private",
+    "private_key_paths",
+    "public_key_problem",
+    "text_cannot_hold_private",
+]
 
 PUBLIC_KEY_TYPES = frozenset(
     {
@@ -40,6 +46,12 @@ def _cannot_hold_private(value: Any) -> bool:
         text = orjson.dumps(value)
     except (TypeError, ValueError):
         return False
+    return text_cannot_hold_private(text)
+
+
+def text_cannot_hold_private(text: bytes) -> bool:
+    """True when no string of the value ``text`` (its orjson serialization) can hold private key
+    material: :func:`_cannot_hold_private` read off a text already made (admission's bounds text)."""
     folded = text.lower() if text.isascii() else text.decode().lower().encode()
     return b"private key" not in folded and b"PuTTY-User-Key-File-" not in text
 
@@ -69,12 +81,14 @@ def holds_private(value: Any) -> bool:
     return False
 
 
-def private_key_paths(value: Any, path: str) -> Iterator[str]:
+def private_key_paths(value: Any, path: str, *, clean: bool = False) -> Iterator[str]:
     """Field paths of every string that holds private key material, depth first, in document order.
 
     Iterative, like :func:`holds_private`. A mapping key holding a key is reported at the mapping.
+    ``clean``: the caller already read off a text of ``value`` (or of an object holding it) that
+    none can (:func:`text_cannot_hold_private`), so nothing is serialized again.
     """
-    if not holds_private(value):
+    if clean or not holds_private(value):
         return
     stack: list[tuple[Any, str]] = [(value, path)]
     while stack:
