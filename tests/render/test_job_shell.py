@@ -141,8 +141,12 @@ def _run(job: dict[str, Any], workdir: Path) -> tuple[str, str]:
     return (workdir / "argv").read_text(), (workdir / "in").read_text()
 
 
+# most hostile strings are refused before any render (assume below): with some seeds hypothesis
+# would stop on filter_too_much instead of testing the strings that are admitted
 @settings(
-    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
+    max_examples=60,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow, HealthCheck.filter_too_much],
 )
 @given(
     field=st.sampled_from(sorted(FIELDS)),
