@@ -16,7 +16,8 @@ ServiceAccount), with the Lease's renewals and Events counted apart.
   answers, the settled pools' objects are all there with the uids they had (nothing deleted or
   recreated), and the controller writes only the new pool's objects, each once.
 - **the controller SIGKILLed mid cold start of 200 pools** and started again: the second process
-  applies exactly the objects the first had not (0 applied twice), and every object carrying a
+  applies exactly the objects the first had not (0 applied twice; an apply the kill cut off, at
+  most the controller's concurrency, may be found done or sent again), and every object carrying a
   pool label in the namespace belongs to a live pool (0 orphans).
 - **a pool deleted while it is being applied**: everything it got is deleted (its namespaced
   objects by their owner reference, its cluster-scoped ones by the controller) and nothing comes
@@ -52,6 +53,7 @@ from typing import Any
 
 import pytest
 
+from workerclass.controller.workers import WorkerSettings
 from workerclass.ops.workers import POOL_ANNOTATION, POOL_LABEL, WORKER_KINDS, pool_key
 
 from .conftest import ACCOUNT_GROUPS, CONTROLLER_USER, NAMESPACE, ClusterAPI, Install, Served, example_objects
@@ -73,6 +75,8 @@ WRITES = ("create", "update", "patch", "delete", "deletecollection")
 RESYNC = 5.0
 #: the cold start's size (issue 29: a SIGKILL mid cold start of 200 pools)
 COLD_POOLS = 200
+#: applies a controller has in flight at once: at most that many can be cut off by a kill
+CONCURRENCY = WorkerSettings().concurrency
 
 #: restarts and pauses the API server under every fixture of the session: ``make test`` runs this
 #: module as its own process, with its own test bed, beside the other tiers
@@ -95,7 +99,7 @@ class Audit:
         except OSError:
             return 0
 
-    def since(self, offset: int) -> list[dict[str, Any]]:
+    def since(self, offset: int, *, every_stage: bool = False) -> list[dict[str, Any]]:
         try:
             with open(self.path, "rb") as log:
                 log.seek(offset)
@@ -106,7 +110,7 @@ class Audit:
         for line in data.splitlines():
             with contextlib.suppress(ValueError):
                 event = json.loads(line)
-                if event.get("stage") == "ResponseComplete":
+                if every_stage or event.get("stage") == "ResponseComplete":
                     out.append(event)
         return out
 
@@ -665,11 +669,12 @@ def test_the_controller_killed_mid_cold_start_of_200_pools(
             interval=0.2,
             what="a quarter of the pools applied" + controller.tail(),
         )
-        killed_at = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
         first.process.kill()
         done_before = len(deployments(kube) & set(names))
         killed = audit.mark()
         assert done_before < COLD_POOLS, "the cold start ended before the kill"
+        # every request from here on is the second process's: the first is dead
+        second_at = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
         controller.start(supervise=False)
         wait_until(
             lambda: set(names) <= deployments(kube),
@@ -679,8 +684,16 @@ def test_the_controller_killed_mid_cold_start_of_200_pools(
         )
         settled(audit, controller, "after the cold start", timeout=120)
         events = audit.since(mark)
-        by_first = applies(e for e in events if e["requestReceivedTimestamp"] < killed_at)
-        by_second = applies(e for e in events if e["requestReceivedTimestamp"] >= killed_at)
+        by_first = applies(e for e in events if e["requestReceivedTimestamp"] < second_at)
+        by_second = applies(e for e in events if e["requestReceivedTimestamp"] >= second_at)
+        # in flight at the kill: the API server may have written the object, but its answer went to
+        # a dead client and is audited as failed; the second process may find it done or apply it
+        # (received, with no successful ResponseComplete: its audit stage may be RequestReceived only)
+        in_flight = {
+            key_of(e)
+            for e in audit.since(mark, every_stage=True)
+            if ours(e) and e["verb"] == "patch" and e["requestReceivedTimestamp"] < second_at
+        } - set(by_first)
         objects = owned(kube)
         wanted: set[tuple[str, str, str]] = set()
         for name in names:
@@ -688,14 +701,20 @@ def test_the_controller_killed_mid_cold_start_of_200_pools(
         print(
             f"\ncold start of {COLD_POOLS}: killed with {done_before} MachineDeployments, {len(by_first)} objects "
             f"applied by the first process, {len(by_second)} by the second, {len(wanted)} wanted; "
-            f"audit lines after the kill: {len(audit.since(killed))}"
+            f"{len(in_flight)} in flight at the kill; audit lines after the kill: {len(audit.since(killed))}"
         )
         assert len(wanted) == COLD_POOLS * per_pool(objects, names)
         # exactly the missing applies, and none twice
         twice = {key: n for key, n in (by_first + by_second).items() if n > 1}
         assert not twice, sorted(twice)[:20]
-        assert set(by_first) | set(by_second) == wanted
-        assert set(by_second) == wanted - set(by_first)
+        # an apply the kill cut off may leave no audit line at all (the client gone before the answer):
+        # what neither process is audited applying must be that few, and applied by the controller
+        unaccounted = wanted - set(by_first) - set(by_second) - in_flight
+        assert len(unaccounted) <= CONCURRENCY, sorted(unaccounted)
+        for key in unaccounted:
+            managers = {entry.get("manager") for entry in objects[key]["metadata"].get("managedFields") or ()}
+            assert "workerclass-controller" in managers, (key, managers)
+        assert set(by_second) - in_flight - unaccounted == wanted - set(by_first) - in_flight - unaccounted
         assert not [e for e in events if ours(e) and e["verb"] == "delete"], "a delete during a cold start"
         # no orphan: every labelled object of the namespace belongs to a live pool
         live = set(names) | set(BASE)
