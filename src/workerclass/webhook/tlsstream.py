@@ -251,8 +251,12 @@ class TLSStream(asyncio.BufferedProtocol):
         if not raw.can_write_eof():  # pragma: no cover - stream sockets can
             raw.close()
             return
+        try:
+            raw.write_eof()
+        except OSError:  # the client is gone already (ENOTCONN): nothing to linger for
+            raw.abort()
+            return
         self.lingering()
-        raw.write_eof()
         if self.raw_paused:
             self.raw_paused = False
             raw.resume_reading()
