@@ -94,6 +94,12 @@ def test_any_json_data_round_trips(value: Any) -> None:
     assert _read(yaml_document(value)) == value
 
 
+def test_a_document_of_one_string_that_reads_as_a_document_end_is_quoted() -> None:
+    for text in ("...", "...a", "..../x", ".", "./a"):
+        assert _read(yaml_document(text)) == text, repr(text)
+        assert _read(yaml_document([text])) == [text], repr(text)
+
+
 def test_tricky_strings_round_trip_as_keys_and_values() -> None:
     for text in TRICKY:
         document = {text or "empty": text, "list": [text, {"k": text}], "nested": {"deeper": [[text]]}}

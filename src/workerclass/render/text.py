@@ -50,6 +50,7 @@ def _scalar(value: str) -> str:
     if (
         _PLAIN.fullmatch(value)
         and not value.endswith(":")
+        and not value.startswith("...")  # at a line's start, a document end marker
         and not _OTHER_READERS.fullmatch(value)
         and _RESOLVER.resolve(yaml.ScalarNode, value, (True, False)) == _STR_TAG  # type: ignore[no-untyped-call]
     ):
