@@ -185,6 +185,7 @@ def chart_input(
     existing_machinedeployment_cluster: str | None = None,
     parent_control_plane_version: str | None = None,
     chart: ChartSource | None = None,
+    key: bytes | None = b"",
 ) -> ChartInput:
     """The values the templates see: pool values over the platform's, coalesced over defaults.
 
@@ -193,12 +194,14 @@ def chart_input(
     ``existing_machinedeployment_release`` feeds the chart's foreign-pool lookup (None: none known),
     ``existing_machinedeployment_cluster`` and ``parent_control_plane_version`` PR 3315's lookups;
     ``chart`` is the chart in effect (default: the one the shipped facts describe), whose defaults
-    are coalesced under the values.
+    are coalesced under the values. ``key``: :func:`input_key` of these same arguments when the
+    caller has it (None: never shared), else it is computed.
     """
     chart = chart or ChartSource.shipped()
     platform = DEFAULT_CLUSTER_VALUES if cluster_values is None else cluster_values
-    lookups = (existing_machinedeployment_release, existing_machinedeployment_cluster, parent_control_plane_version)
-    key = _input_key(pool_values, platform, namespace, release, variant, lookups, chart)
+    if key == b"":  # a real key is a JSON array's text
+        lookups = (existing_machinedeployment_release, existing_machinedeployment_cluster, parent_control_plane_version)
+        key = _input_key(pool_values, platform, namespace, release, variant, lookups, chart)
     if key is not None:
         shared = _INPUTS.get(key)
         if shared is not None and shared.chart is chart and shared.instancetypes is _given(instancetypes):
@@ -249,6 +252,26 @@ _PLAIN_KEY |= orjson.OPT_PASSTHROUGH_DATETIME
 def _given(instancetypes: Mapping[str, Mapping[str, Any]] | None) -> Mapping[str, Mapping[str, Any]]:
     """The instance types an input reads: the caller's, else the shipped set (one object, read-only)."""
     return _instancetypes() if instancetypes is None else instancetypes
+
+
+def input_key(
+    pool_values: Mapping[str, Any],
+    *,
+    namespace: str,
+    release: str,
+    cluster_values: Mapping[str, Any] | None = None,
+    variant: Variant = "main",
+    existing_machinedeployment_release: str | None = None,
+    existing_machinedeployment_cluster: str | None = None,
+    parent_control_plane_version: str | None = None,
+    chart: ChartSource | None = None,
+) -> bytes | None:
+    """The canonical text :func:`chart_input` shares its inputs by, for the same arguments (None:
+    such arguments are never shared). A caller that keys its own results by the same arguments
+    (resolution's chart checks) passes it on to :func:`chart_input` instead of having it made twice."""
+    lookups = (existing_machinedeployment_release, existing_machinedeployment_cluster, parent_control_plane_version)
+    platform = DEFAULT_CLUSTER_VALUES if cluster_values is None else cluster_values
+    return _input_key(pool_values, platform, namespace, release, variant, lookups, chart or ChartSource.shipped())
 
 
 def _input_key(
