@@ -358,7 +358,7 @@ def main() -> int:
             )  # fmt: skip
         wait_until(
             lambda: count_names(kube, md_path) >= args.pools,
-            timeout=1800,
+            timeout=max(1800.0, 0.2 * args.pools),  # 20,000 pools took over 30 min on a shared machine
             interval=max(1.0, args.pools / 2000),  # a list of every MachineDeployment costs the API server too
             what="every MachineDeployment:\n" + first.tail(),
         )
