@@ -102,17 +102,9 @@ class _Collector:
 
 
 def chart_failures(inp: ChartInput, *, size: Sizing | None = None) -> list[Violation]:
-    """Each render-time refusal of the chart for ``inp`` (empty: the chart renders), a fresh list.
+    """Each render-time refusal of the chart for ``inp`` (empty: the chart renders).
 
-    Computed once per input (resolution's checks and the render of the same pool share it).
     ``size``: ``sizing(inp)`` when the caller has it already (it is computed otherwise)."""
-    found = inp.derived.get("failures")
-    if found is None:
-        found = inp.derived["failures"] = tuple(_chart_failures(inp, size))
-    return list(found)
-
-
-def _chart_failures(inp: ChartInput, size: Sizing | None) -> list[Violation]:
     v = inp.values
     out = _Collector(inp.group_name if _SAFE_DNS.fullmatch(inp.group_name) else "(pool)")
     out.failures.extend(inp.null_failures)  # Helm's schema validation, before any template

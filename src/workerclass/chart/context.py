@@ -53,9 +53,6 @@ class ChartInput:
     cluster_name: str = field(init=False, repr=False, compare=False)
     #: ``<pool>``: the release name less ``kubernetes-nodes-<cluster>-``.
     group_name: str = field(init=False, repr=False, compare=False)
-    #: What is derived from this input alone (the sizing, the chart's refusals), computed once:
-    #: one input is shared by every caller with the same arguments (``values.chart_input``).
-    derived: dict[str, Any] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         value = self.values.get("cluster")
@@ -63,7 +60,6 @@ class ChartInput:
         object.__setattr__(self, "cluster", cluster)
         object.__setattr__(self, "cluster_name", f"kubernetes-{cluster}")
         object.__setattr__(self, "group_name", self.release.removeprefix(f"{RELEASE_PREFIX}{cluster}-"))
-        object.__setattr__(self, "derived", {})
 
 
 class ChartRefused(Exception):

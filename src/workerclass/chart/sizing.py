@@ -21,7 +21,7 @@ import functools
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any
 
 from .context import ChartInput
 from .quantity import (
@@ -177,14 +177,7 @@ def _override(kubelet: Mapping[str, Any], key: str, default: str) -> str:
 
 
 def sizing(inp: ChartInput) -> Sizing:
-    """Port of ``nodegroup.yaml``'s sizing and reservation block for ``inp`` (once per input)."""
-    size = inp.derived.get("sizing")
-    if size is None:
-        size = inp.derived["sizing"] = _sizing(inp)
-    return cast(Sizing, size)
-
-
-def _sizing(inp: ChartInput) -> Sizing:
+    """Port of ``nodegroup.yaml``'s sizing and reservation block for ``inp``."""
     v = inp.values
     resources = v.get("resources")
     has_cpu = truthy(resources) and truthy(_get(resources, "cpu"))

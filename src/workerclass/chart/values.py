@@ -9,14 +9,10 @@ callers get deep copies (or read-only data) so nothing cached is mutated.
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import functools
-from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any, TypeGuard
-
-import orjson
 
 from ..api.resources import INSTANCETYPE
 from .context import ChartInput, Variant
@@ -185,7 +181,6 @@ def chart_input(
     existing_machinedeployment_cluster: str | None = None,
     parent_control_plane_version: str | None = None,
     chart: ChartSource | None = None,
-    key: bytes | None = b"",
 ) -> ChartInput:
     """The values the templates see: pool values over the platform's, coalesced over defaults.
 
@@ -194,20 +189,10 @@ def chart_input(
     ``existing_machinedeployment_release`` feeds the chart's foreign-pool lookup (None: none known),
     ``existing_machinedeployment_cluster`` and ``parent_control_plane_version`` PR 3315's lookups;
     ``chart`` is the chart in effect (default: the one the shipped facts describe), whose defaults
-    are coalesced under the values. ``key``: :func:`input_key` of these same arguments when the
-    caller has it (None: never shared), else it is computed.
+    are coalesced under the values.
     """
     chart = chart or ChartSource.shipped()
     platform = DEFAULT_CLUSTER_VALUES if cluster_values is None else cluster_values
-    if key == b"":  # a real key is a JSON array's text
-        lookups = (existing_machinedeployment_release, existing_machinedeployment_cluster, parent_control_plane_version)
-        key = _input_key(pool_values, platform, namespace, release, variant, lookups, chart)
-    if key is not None:
-        shared = _INPUTS.get(key)
-        if shared is not None and shared.chart is chart and shared.instancetypes is _given(instancetypes):
-            with contextlib.suppress(KeyError):  # another thread may have evicted it meanwhile
-                _INPUTS.move_to_end(key)
-            return shared
     # The platform's values win: a pool's own top-level ``_`` keys (refused at admission as
     # PlatformValueInPool) never reach a template, so a tenant cannot set what the chart reads as
     # the platform's (``_cluster`` reaches the Job's shell script and the VM's scheduling).
@@ -216,12 +201,12 @@ def chart_input(
     nulls = tuple(null_failures(merged, _defaults(chart.upstream), chart.upstream))  # Helm validates its schema first
     supplied = {} if chart.known else copy_values(merged)  # Helm's engine coalesces a chart the port does not know
     values = _coalesce_owned(merged, _defaults(chart.upstream))
-    inp = ChartInput(
+    return ChartInput(
         values=values,
         null_failures=nulls,
         release=release,
         namespace=namespace,
-        instancetypes=_given(instancetypes),
+        instancetypes=load_instancetypes() if instancetypes is None else instancetypes,
         variant=variant,
         existing_machinedeployment_release=existing_machinedeployment_release,
         existing_machinedeployment_cluster=existing_machinedeployment_cluster,
@@ -229,67 +214,3 @@ def chart_input(
         supplied_values=supplied,
         chart=chart,
     )
-    if key is not None:
-        _INPUTS[key] = inp
-        if len(_INPUTS) > SHARED_INPUTS_SIZE:
-            with contextlib.suppress(KeyError):
-                _INPUTS.popitem(last=False)
-    return inp
-
-
-#: The inputs last built, by their arguments' text: resolution's chart checks, then the template
-#: hash or the render of the same pool, build one input and derive its sizing and refusals once
-#: (``ChartInput.derived``). A handful is enough: a caller uses an input right after building it
-#: (``workerclass resolve`` hashes each pool as it resolves it). Least recently used first out.
-SHARED_INPUTS_SIZE = 64
-_INPUTS: OrderedDict[bytes, ChartInput] = OrderedDict()
-#: orjson refuses what is not plain JSON data (a subclass of str, a dataclass, a date would
-#: otherwise read like a plain value): such arguments are never shared.
-_PLAIN_KEY = orjson.OPT_SORT_KEYS | orjson.OPT_PASSTHROUGH_SUBCLASS | orjson.OPT_PASSTHROUGH_DATACLASS
-_PLAIN_KEY |= orjson.OPT_PASSTHROUGH_DATETIME
-
-
-def _given(instancetypes: Mapping[str, Mapping[str, Any]] | None) -> Mapping[str, Mapping[str, Any]]:
-    """The instance types an input reads: the caller's, else the shipped set (one object, read-only)."""
-    return _instancetypes() if instancetypes is None else instancetypes
-
-
-def input_key(
-    pool_values: Mapping[str, Any],
-    *,
-    namespace: str,
-    release: str,
-    cluster_values: Mapping[str, Any] | None = None,
-    variant: Variant = "main",
-    existing_machinedeployment_release: str | None = None,
-    existing_machinedeployment_cluster: str | None = None,
-    parent_control_plane_version: str | None = None,
-    chart: ChartSource | None = None,
-) -> bytes | None:
-    """The canonical text :func:`chart_input` shares its inputs by, for the same arguments (None:
-    such arguments are never shared). A caller that keys its own results by the same arguments
-    (resolution's chart checks) passes it on to :func:`chart_input` instead of having it made twice."""
-    lookups = (existing_machinedeployment_release, existing_machinedeployment_cluster, parent_control_plane_version)
-    platform = DEFAULT_CLUSTER_VALUES if cluster_values is None else cluster_values
-    return _input_key(pool_values, platform, namespace, release, variant, lookups, chart or ChartSource.shipped())
-
-
-def _input_key(
-    pool_values: Mapping[str, Any],
-    platform: Mapping[str, Any],
-    namespace: str,
-    release: str,
-    variant: str,
-    lookups: tuple[str | None, ...],
-    chart: ChartSource,
-) -> bytes | None:
-    """A canonical text of :func:`chart_input`'s arguments (the instance types and the chart are
-    compared by identity on a hit), or None: not plain JSON data, or a text with a ``null``
-    (orjson writes NaN and the infinities as ``null`` too: such values are never shared)."""
-    try:
-        found = [[x] if x is not None else [] for x in lookups]  # a lookup's None is no null in the text
-        arguments = [pool_values, platform, namespace, release, variant, found, chart.digest]
-        text = orjson.dumps(arguments, option=_PLAIN_KEY)
-    except (TypeError, orjson.JSONEncodeError):
-        return None
-    return None if b"null" in text else text

@@ -14,7 +14,7 @@ from ..admission import admit, stored_object, validate
 from ..api.resources import RELEASE_PREFIX
 from ..api.webhooks import ADMITTED_OPERATIONS
 from ..render import RenderError, template_hash
-from ..resolve import Effective, resolve_pool
+from ..resolve import Effective, resolve_all
 from ..state import PoolRecord, State, identify
 from ..violations import Violation, under_values
 from .app import Command, QuietOption, app, set_quiet
@@ -355,16 +355,12 @@ def _resolve(
 ) -> None:
     state = load_state(state_path, exclude, chart=chart, namespace=namespace)
     pool = selected_pool(state, pool, state_path)
-    denied = resolved = False
+    resolved = [row for row in resolve_all(state) if pool is None or row[0].identity == pool]
+    denied = False
     rows: list[dict[str, Any]] = []
     console = stdout()
     as_json = output is Format.json
-    for record in state.sorted_pools():
-        if pool is not None and record.identity != pool:
-            continue
-        resolved = True
-        # Each pool hashed right after it is resolved: both read one chart input (built once).
-        effective, denials, warnings = resolve_pool(state, record)
+    for record, effective, denials, warnings in resolved:
         suffix = None
         if effective is not None:
             try:

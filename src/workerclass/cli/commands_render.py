@@ -21,7 +21,7 @@ from ..ops.plan import IN_PLACE, NEW_MACHINES_ONLY, REBUILD_ONLY, REFUSED, Plan,
 from ..ops.providers import kairos_path_of
 from ..render import RenderError, render, sort_manifests
 from ..render.text import iter_manifests_yaml
-from ..resolve import resolve_pool
+from ..resolve import resolve_all
 from ..state import State
 from ..violations import Violation
 from .app import Command, QuietOption, app, set_quiet
@@ -128,11 +128,9 @@ def _render_pools(
     manifests: list[dict[str, Any]] = []
     rows: list[dict[str, Any]] = []
     kairos_path = kairos_path_of(state)  # the bootstrap path the STATE's cluster gives Kairos pools
-    for record in state.sorted_pools():
+    for record, effective, denials, warnings in resolve_all(state):
         if pool is not None and record.identity != pool:
             continue
-        # Each pool rendered right after it is resolved: both read one chart input (built once).
-        effective, denials, warnings = resolve_pool(state, record)
         for warning in warnings:
             warn(f"{record.identity}: {warning}")
         if effective is not None:

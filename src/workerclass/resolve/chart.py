@@ -14,9 +14,11 @@ from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any, cast
 
+import orjson
+
 from ..api.resources import RELEASE_PREFIX
 from ..chart.checks import chart_failures
-from ..chart.values import chart_defaults, chart_input, input_key, version_map
+from ..chart.values import chart_defaults, chart_input, version_map
 from ..state import PoolRecord, State, release_of
 from ..violations import Violation, under_values
 
@@ -69,23 +71,9 @@ def chart_checks(state: State, record: PoolRecord) -> tuple[Violation, ...]:
     # The key is the values as written: equal values are cut alike (``_bounded``), so the walk
     # that cuts them is left to a miss.
     lookups = chart_lookups(state, record.namespace, release, record.values)
-    platform = {"_cluster": dict(state.platform.cluster_values)}
-    arguments: dict[str, Any] = {
-        "namespace": record.namespace,
-        "release": release,
-        "cluster_values": platform,
-        "existing_machinedeployment_cluster": lookups[0],
-        "parent_control_plane_version": lookups[1],
-        "chart": state.chart,
-    }
-    # One canonical text keys both these checks and the chart input they are made from (which the
-    # template hash or render of the same pool then reads again); values with a null are keyed by
-    # ``json``'s text here and never shared as an input.
-    text = input_key(record.values, **arguments)
-    if text is not None:
-        content: str | bytes | None = text
-    else:
-        content = _content_key(record.values, release, record.namespace, platform, state.chart.digest, lookups)
+    content = _content_key(
+        record.values, release, record.namespace, state.platform.cluster_values, state.chart.digest, lookups
+    )
     shared = _SHARED_CHECKS.get(content) if content is not None else None
     if shared is not None and shared[0] is state.instancetypes:
         failures = shared[1]
@@ -93,9 +81,16 @@ def chart_checks(state: State, record: PoolRecord) -> tuple[Violation, ...]:
             _SHARED_CHECKS.move_to_end(content)  # type: ignore[arg-type]
     else:
         bounded = _bounded(record.values)
-        # a cut copy is never shared: an input is shared by the values it was made of
-        shared_key = text if bounded is record.values else None
-        inp = chart_input(bounded, instancetypes=state.instancetypes, key=shared_key, **arguments)
+        inp = chart_input(
+            bounded,
+            namespace=record.namespace,
+            release=release,
+            cluster_values={"_cluster": dict(state.platform.cluster_values)},
+            instancetypes=state.instancetypes,
+            chart=state.chart,
+            existing_machinedeployment_cluster=lookups[0],
+            parent_control_plane_version=lookups[1],
+        )
         failures = tuple(chart_failures(inp))
         if content is not None:
             _SHARED_CHECKS[content] = (state.instancetypes, failures)
@@ -112,6 +107,10 @@ def chart_checks(state: State, record: PoolRecord) -> tuple[Violation, ...]:
 #: review) share one computation. Bounded, least recently used first out.
 SHARED_CHECKS_SIZE = 4096
 _SHARED_CHECKS: OrderedDict[str | bytes, tuple[Mapping[str, Any], tuple[Violation, ...]]] = OrderedDict()
+#: orjson refuses what is not plain JSON data instead of writing it as something else (a subclass
+#: of str, a dataclass or a date would otherwise read like a plain value): those keys are ``json``'s.
+_PLAIN_JSON = orjson.OPT_SORT_KEYS | orjson.OPT_PASSTHROUGH_SUBCLASS | orjson.OPT_PASSTHROUGH_DATACLASS
+_PLAIN_JSON |= orjson.OPT_PASSTHROUGH_DATETIME
 
 
 def _content_key(
@@ -121,11 +120,23 @@ def _content_key(
     cluster_values: Mapping[str, Any],
     chart: str,
     lookups: tuple[str | None, str | None],
-) -> str | None:
-    """The checks' key where :func:`~workerclass.chart.values.input_key` has none (a ``null``, a NaN,
-    what is not plain JSON data): ``json``'s text (a ``str``: never equal to a ``bytes`` key), or
-    None when it cannot write it either (the instance types are compared by identity)."""
-    inputs = [values, release, namespace, cluster_values, chart, list(lookups)]
+) -> str | bytes | None:
+    """A canonical text of the checks' inputs (the instance types are compared by identity).
+
+    orjson's sorted bytes for plain JSON data (one C pass, ~30x cheaper than ``json`` here),
+    else ``json``'s text (a ``str``: never equal to a ``bytes`` key); None when neither can write it.
+    orjson writes NaN and the infinities as ``null``, so a text with a ``null`` is ``json``'s too.
+    """
+    # A lookup finds a nonempty string or nothing: "" stands for nothing, so that the usual key
+    # (nothing found) has no ``null``.
+    inputs = [values, release, namespace, cluster_values, chart, [found or "" for found in lookups]]
+    try:
+        text = orjson.dumps(inputs, option=_PLAIN_JSON)
+    except TypeError:
+        pass
+    else:
+        if b"null" not in text:
+            return text
     try:
         return json.dumps(inputs, sort_keys=True, default=repr)
     except (TypeError, ValueError, RecursionError):
