@@ -20,7 +20,6 @@ KubevirtMachineTemplate, whose text and data forms must change together.
 
 from __future__ import annotations
 
-import copy
 import functools
 import hashlib
 import re
@@ -35,7 +34,7 @@ from .goyaml import to_yaml
 from .kubeyaml import from_yaml, k8s_load, plain_scalar
 from .quantity import divf, go_quote_text, go_str, nindent, to_float, to_float64, to_int, truthy
 from .sizing import Sizing
-from .values import chart_version, version_map
+from .values import chart_version, copy_values, version_map
 
 KMT_API = "infrastructure.cluster.x-k8s.io/v1alpha1"
 CAPI_API = "cluster.x-k8s.io/v1beta1"
@@ -334,7 +333,7 @@ def _kmt_template_dict(inp: ChartInput, sizing: Sizing, disk: Disk | None) -> di
         block = _constraints_block(go_str(raw), inp.cluster_name)
         if block is None or not block.keys().isdisjoint(("domain", "evictionStrategy", "volumes", "networks")):
             return None  # a shape the whole text's parse decides (a key the define writes after it)
-        constraints = copy.deepcopy(block)
+        constraints = copy_values(block)
     disk_size = v.get("diskSize")
     storage = _quoted(disk_size if truthy(disk_size) else "20Gi")
     storage_class = v.get("storageClass")

@@ -38,7 +38,6 @@ adds its label and owner reference; from then on they are the controller's.
 
 from __future__ import annotations
 
-import copy
 import functools
 import hashlib
 from collections.abc import Iterable, Mapping
@@ -49,6 +48,7 @@ from ..api import WEBHOOK_DOMAIN
 from ..api.bounds import excess
 from ..api.resources import HELM_RELEASE, RELEASE_PREFIX
 from ..chart.source import ChartTextMissing
+from ..chart.values import copy_values
 from ..render import RenderError, render
 from ..render.manifests import release_name
 from ..render.talos_template import TALOS_TEMPLATE_KIND
@@ -208,7 +208,7 @@ def _owner(state: State, namespace: str, name: str) -> Mapping[str, Any] | None:
 
 
 def _marked(obj: dict[str, Any], *, namespace: str, release: str, owner: Mapping[str, Any] | None) -> dict[str, Any]:
-    out = copy.deepcopy(obj)
+    out: dict[str, Any] = copy_values(obj)
     kind = worker_kind(str(out.get("kind")))
     namespaced = kind.namespaced if kind is not None else True
     metadata = out.setdefault("metadata", {})

@@ -62,13 +62,13 @@ the two annotations from issue 21 on; the hashes themselves did not change).
 
 from __future__ import annotations
 
-import copy
 import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..api.resources import WEBHOOK_DOMAIN
 from ..chart.nodegroup import chart_hash
+from ..chart.values import copy_values
 from .talos_template import TALOS_TEMPLATE_KIND, keep_running_template
 
 __all__ = [
@@ -182,10 +182,10 @@ def keep_running(rendered: list[dict[str, Any]], running: Iterable[Mapping[str, 
         ):
             out.append(obj)
             continue
-        kept = copy.deepcopy(obj)
+        kept = copy_values(obj)
         kept["metadata"]["name"] = name
         if "spec" in current:  # what the machines run (templates do not change in place)
-            kept["spec"] = copy.deepcopy(current["spec"])
+            kept["spec"] = copy_values(current["spec"])
         # a bootstrap Secret keeps its name and takes the rendered text: its join inputs are the
         # controller's to fill in, and only machines created afterwards read it
         kept["metadata"]["annotations"] = {
@@ -213,7 +213,7 @@ def _talos_template_kept(
 
 def _pointed(md: Mapping[str, Any], renamed: Mapping[str, str]) -> dict[str, Any]:
     """A copy of ``md`` whose template references of the ``renamed`` kinds name the kept templates."""
-    out = copy.deepcopy(dict(md))
+    out: dict[str, Any] = copy_values(dict(md))
     machine = out["spec"]["template"]["spec"]
     for ref in (machine.get("infrastructureRef"), (machine.get("bootstrap") or {}).get("configRef")):
         if isinstance(ref, dict) and ref.get("kind") in renamed:

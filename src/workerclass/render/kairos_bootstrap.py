@@ -53,7 +53,6 @@ here logs, and no error message quotes an input.
 from __future__ import annotations
 
 import base64
-import copy
 import hashlib
 import re
 from collections.abc import Mapping
@@ -61,6 +60,7 @@ from typing import Any
 
 import yaml
 
+from ..chart.values import copy_values
 from ..resolve.effective import Effective
 from .errors import RenderError
 from .hash import named_by_content
@@ -155,7 +155,7 @@ def _text(document: Mapping[str, Any]) -> str:
     """The cloud-config text: the header, then the document with keys sorted (the project's YAML
     writer), ``cluster.config`` (the kubeadm configuration, a mapping here) as a literal block of
     YAML text, as the provider reads it (a string)."""
-    outer = copy.deepcopy(dict(document))
+    outer = copy_values(dict(document))
     config = yaml_document(outer["cluster"]["config"])
     outer["cluster"]["config"] = _CONFIG_SLOT
     block = "|\n" + "".join(f"    {line}\n" for line in config.splitlines())
@@ -262,7 +262,7 @@ def with_join_inputs(secret: Mapping[str, Any], *, token: str, ca_pem: bytes) ->
     discovery["token"] = token
     discovery["caCertHashes"] = hashes
     document["cluster"]["config"] = config
-    out = copy.deepcopy(dict(secret))
+    out: dict[str, Any] = copy_values(dict(secret))
     out.pop("stringData", None)
     out["data"] = {"value": base64.b64encode(_text(document).encode()).decode()}
     return out

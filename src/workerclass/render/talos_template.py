@@ -34,13 +34,13 @@ Its edge: rendered objects in, rendered objects out; nothing is read.
 
 from __future__ import annotations
 
-import copy
 import json
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..chart.nodegroup import chart_hash
+from ..chart.values import copy_values
 from .errors import RenderError
 
 __all__ = [
@@ -102,10 +102,10 @@ def rename_template(objects: list[dict[str, Any]], name: str) -> list[dict[str, 
         if kind == "Job" and _is_reconcile(obj):
             obj = _renamed_job(obj, suffix)
         elif kind == "MachineDeployment":
-            obj = copy.deepcopy(obj)
+            obj = copy_values(obj)
             obj["spec"]["template"]["spec"]["bootstrap"]["configRef"]["name"] = name
         elif kind == TALOS_TEMPLATE_KIND and (obj.get("metadata") or {}).get("name") == current:
-            obj = copy.deepcopy(obj)
+            obj = copy_values(obj)
             obj["metadata"]["name"] = name
         out.append(obj)
     return out
@@ -189,7 +189,7 @@ def _is_reconcile(job: Mapping[str, Any]) -> bool:
 
 
 def _renamed_job(job: Mapping[str, Any], suffix: str) -> dict[str, Any]:
-    renamed = copy.deepcopy(dict(job))
+    renamed: dict[str, Any] = copy_values(dict(job))
     containers = renamed["spec"]["template"]["spec"]["containers"]
     for container in containers:
         command = container.get("command")
