@@ -134,7 +134,7 @@ def oracle_side(
     from tests.chart.oracle import Oracle, available
     from tests.render.test_parity import object_differences
 
-    if not available():
+    if not sample or not available():
         return None
     oracle = Oracle()
     try:
