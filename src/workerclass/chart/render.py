@@ -45,6 +45,7 @@ def render_chart(
     installer_image: str | None = None,
     image_factory_ca: str | None = None,
     chart_text: bool = True,
+    checked: bool = False,
 ) -> list[dict[str, Any]]:
     """Every object the chart renders for ``inp`` (plus the class-era inputs), or :class:`ChartRefused`.
 
@@ -58,10 +59,13 @@ def render_chart(
     (whitespace-only is unset; a private key or anything but certificate blocks is refused).
     ``kernel_modules`` and ``installer_image`` go to the Job's machine config; they are checked
     with PR 3571's character rules first (both reach the Job's shell heredoc).
+
+    ``checked``: :func:`chart_failures` already found nothing on this very input (resolution ran
+    them on it): they are not run again; the class-era inputs are still checked.
     """
     if not inp.chart.known:
         return _by_helm(inp, (disk, kernel_modules, installer_image, image_factory_ca), talos_config_template)
-    size, ca, disk = _checked(inp, disk, kernel_modules, installer_image, image_factory_ca)
+    size, ca, disk = _checked(inp, disk, kernel_modules, installer_image, image_factory_ca, checked=checked)
     from .dashboard import render_dashboard
     from .talos_job import applied_template, job_context, job_documents
     from .talos_job_spec import job_spec_text
@@ -111,10 +115,14 @@ def _checked(
     kernel_modules: Sequence[Any] | None,
     installer_image: str | None,
     image_factory_ca: str | None,
+    *,
+    checked: bool = False,
 ) -> tuple[Sizing, str | None, Disk | None]:
-    """The refusals first (:class:`ChartRefused`), then the sizing, the trimmed CA and the disk."""
+    """The refusals first (:class:`ChartRefused`), then the sizing, the trimmed CA and the disk
+    (``checked``: the chart's own checks passed on ``inp`` already)."""
     size = sizing(inp)
-    failures = chart_failures(inp, size=size) + image_factory_ca_failures(image_factory_ca)
+    failures = [] if checked else chart_failures(inp, size=size)
+    failures += image_factory_ca_failures(image_factory_ca)
     failures += kernel_module_failures(kernel_modules or [], pool=inp.group_name, field="kernelModules")
     failures += installer_image_failures(installer_image)
     if failures:
@@ -133,15 +141,17 @@ def kubevirtmachinetemplate_hash(
     kernel_modules: Sequence[Any] | None = None,
     installer_image: str | None = None,
     image_factory_ca: str | None = None,
+    checked: bool = False,
 ) -> str:
     """The hash in the name of the KubevirtMachineTemplate :func:`render_chart` renders for the same
     arguments (or :class:`ChartRefused`, as it): only the define's text is built and hashed (a chart
-    the port does not know: Helm's engine renders it, and the name gives the hash)."""
+    the port does not know: Helm's engine renders it, and the name gives the hash). ``checked``: as
+    :func:`render_chart`'s."""
     if not inp.chart.known:
         objects = _by_helm(inp, (disk, kernel_modules, installer_image, image_factory_ca), False)
         names = [str(obj["metadata"]["name"]) for obj in objects if obj.get("kind") == "KubevirtMachineTemplate"]
         return names[0].rsplit("-", 1)[-1] if names else ""
-    size, _, disk = _checked(inp, disk, kernel_modules, installer_image, image_factory_ca)
+    size, _, disk = _checked(inp, disk, kernel_modules, installer_image, image_factory_ca, checked=checked)
     return chart_hash(kubevirtmachinetemplate_text(inp, size, disk))
 
 

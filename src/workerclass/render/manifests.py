@@ -103,14 +103,24 @@ def chart_values(effective: Effective) -> dict[str, Any]:
 
 def chart_input_for(effective: Effective) -> ChartInput:
     """What the chart's templates see for this pool."""
+    return _chart_input(effective)[0]
+
+
+def _chart_input(effective: Effective) -> tuple[ChartInput, bool]:
+    """:func:`chart_input_for`, and whether the chart's checks already passed on it (the input
+    resolution checked, kept on the settings: :meth:`~workerclass.resolve.effective.Effective.checked_input`)."""
+    release = release_name(effective)
+    checked = effective.checked_input(release)
+    if checked is not None:
+        return checked, True
     return chart_input(
         chart_values(effective),
         namespace=effective.namespace,
-        release=release_name(effective),
+        release=release,
         cluster_values=effective.cluster_values or None,
         instancetypes=effective.instancetypes or None,
         chart=effective.chart,
-    )
+    ), False
 
 
 def _disk(effective: Effective) -> tuple[Disk | None, dict[str, Any]]:
@@ -151,7 +161,7 @@ def render(
         raise RenderError(f"{effective.identity}: unknown infrastructure {effective.infrastructure!r}")
     if effective.bootstrap == "kairos" and effective.infrastructure != "kubevirt":
         raise RenderError(f"{effective.identity}: Kairos pools run on KubeVirt only, not Proxmox")
-    inp = chart_input_for(effective)
+    inp, checked = _chart_input(effective)
     disk, extras = _disk(effective) if effective.bootstrap == "talos" else (None, {})
     talos = effective.bootstrap == "talos"
     # a classified Talos pool's template is named by its content (.talos_template): read it always
@@ -168,6 +178,7 @@ def render(
             talos_config_template=(talos_config_template or named) and talos,
             disk=disk,
             chart_text=chart_text and talos,
+            checked=checked,
             **extras,
         )
     except ChartRefused as refused:
@@ -210,8 +221,9 @@ def template_hash(effective: Effective) -> str:
         # The chart's own KubevirtMachineTemplate: its name hash needs only the define's text
         # (the same refusals as render, none of the other objects).
         disk, extras = _disk(effective)
+        inp, checked = _chart_input(effective)
         try:
-            return kubevirtmachinetemplate_hash(chart_input_for(effective), disk=disk, **extras)
+            return kubevirtmachinetemplate_hash(inp, disk=disk, checked=checked, **extras)
         except ChartRefused as refused:
             raise _refused(effective, refused) from None
     if effective.bootstrap == "kairos" and effective.infrastructure == "kubevirt":

@@ -21,12 +21,14 @@ from ..chart.checks import chart_failures
 from ..chart.values import chart_defaults, chart_input, version_map
 from ..state import PoolRecord, State, release_of
 from ..violations import Violation, under_values
+from .effective import CheckedInput
 
 __all__ = [
     "CLASS_RESOLVED_CODES",
     "MAX_CHART_DEPTH",
     "SHARED_CHECKS_SIZE",
     "chart_checks",
+    "chart_checks_and_input",
     "chart_context",
     "chart_lookups",
     "chart_talos_defaults",
@@ -61,12 +63,20 @@ def chart_checks(state: State, record: PoolRecord) -> tuple[Violation, ...]:
     HelmRelease). ``InvalidPoolName`` ones are included: admission takes them on CREATE only.
     Computed once per state and values.
     """
+    return chart_checks_and_input(state, record)[0]
+
+
+def chart_checks_and_input(state: State, record: PoolRecord) -> tuple[tuple[Violation, ...], CheckedInput | None]:
+    """:func:`chart_checks`, and the chart input they ran on when none failed and a classless
+    render of the pool would build that same input (the values as written: none cut for depth; the
+    State's instance types, which a render is given when there are any); None when the checks came
+    from a memo (nothing was built) or the input is not the render's."""
     if record.kind == "ComputePlane":
-        return ()
+        return (), None
     key = ("chart-checks", record.kind, record.namespace, record.name)
     cached = state.memo.get(key)
     if cached is not None and cached[0] is record.values:
-        return cast(tuple[Violation, ...], cached[1])
+        return cast(tuple[Violation, ...], cached[1]), None
     release = record.release or release_of(record.kind, record.name)
     # The key is the values as written: equal values are cut alike (``_bounded``), so the walk
     # that cuts them is left to a miss.
@@ -75,23 +85,29 @@ def chart_checks(state: State, record: PoolRecord) -> tuple[Violation, ...]:
         record.values, release, record.namespace, state.platform.cluster_values, state.chart.digest, lookups
     )
     shared = _SHARED_CHECKS.get(content) if content is not None else None
+    checked: CheckedInput | None = None
     if shared is not None and shared[0] is state.instancetypes:
         failures = shared[1]
         with contextlib.suppress(KeyError):  # another thread may have evicted it meanwhile
             _SHARED_CHECKS.move_to_end(content)  # type: ignore[arg-type]
     else:
         bounded = _bounded(record.values)
+        platform = {"_cluster": dict(state.platform.cluster_values)}
         inp = chart_input(
             bounded,
             namespace=record.namespace,
             release=release,
-            cluster_values={"_cluster": dict(state.platform.cluster_values)},
+            cluster_values=platform,
             instancetypes=state.instancetypes,
             chart=state.chart,
             existing_machinedeployment_cluster=lookups[0],
             parent_control_plane_version=lookups[1],
         )
         failures = tuple(chart_failures(inp))
+        if not failures and bounded is record.values and state.instancetypes:
+            checked = CheckedInput(
+                record.values, release, record.namespace, platform, state.instancetypes, state.chart, inp
+            )
         if content is not None:
             _SHARED_CHECKS[content] = (state.instancetypes, failures)
             if len(_SHARED_CHECKS) > SHARED_CHECKS_SIZE:
@@ -99,7 +115,7 @@ def chart_checks(state: State, record: PoolRecord) -> tuple[Violation, ...]:
                     _SHARED_CHECKS.popitem(last=False)
     violations = under_values(failures, record.field)
     state.memo[key] = (record.values, violations)
-    return violations
+    return violations, checked
 
 
 #: The chart's checks are a pure function of the values, release, namespace, ``_cluster`` and

@@ -10,11 +10,26 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..api.names import Family, ImageSource, Infrastructure
+from ..chart.context import ChartInput
 from ..chart.source import ChartSource
 from ..model import KernelModule, PoolSpec
+
+
+class CheckedInput(NamedTuple):
+    """A chart input the chart's checks passed on, and what it was built from (a render reads it
+    only for an :class:`Effective` that still holds these very values, release, namespace, platform
+    values, instance types and chart)."""
+
+    values: Mapping[str, Any]
+    release: str
+    namespace: str
+    cluster_values: Mapping[str, Any]
+    instancetypes: Mapping[str, Mapping[str, Any]]
+    chart: ChartSource
+    input: ChartInput
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,6 +121,11 @@ class Effective:
     instancetypes: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     #: the chart in effect (the State's): its facts and, when given, its text render the pool
     chart: ChartSource = field(default_factory=ChartSource.shipped)
+    #: a classless pool's chart input, as resolution built it to run the chart's checks and found
+    #: none failing (None: not kept): its render reads it rather than building the same input and
+    #: running the same checks again, while the settings still hold what it was built from
+    #: (:meth:`checked_input`)
+    chart_input: CheckedInput | None = field(default=None, compare=False, repr=False)
 
     @property
     def identity(self) -> str:
@@ -114,6 +134,19 @@ class Effective:
     @property
     def legacy(self) -> bool:
         return self.class_name is None
+
+    def checked_input(self, release: str) -> ChartInput | None:
+        """The chart input resolution checked, when it is the one this classless pool's render
+        (under ``release``) would build; else None (the render builds and checks its own)."""
+        kept = self.chart_input
+        if kept is None or self.class_name is not None or self.kind == "ComputePlane":
+            return None
+        same = kept.values is self.values and kept.instancetypes is self.instancetypes and kept.chart is self.chart
+        if not same:
+            return None
+        if kept.release != release or kept.namespace != self.namespace or kept.cluster_values != self.cluster_values:
+            return None
+        return kept.input
 
     @property
     def ssh_key(self) -> str | None:

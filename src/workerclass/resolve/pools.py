@@ -20,7 +20,7 @@ from ..rules.keys import private_key_paths
 from ..rules.supplied import kairos_read_paths, strip_paths
 from ..state import ClassRecord, PoolRecord, State, pool_from_object
 from ..violations import Denied, Violation
-from .chart import CLASS_RESOLVED_CODES, chart_checks
+from .chart import CLASS_RESOLVED_CODES, chart_checks_and_input
 from .checks import (
     check_cluster_scoped_names,
     check_health,
@@ -146,7 +146,10 @@ def _resolve_pool(
     # the tenant namespace rule and a MachineDeployment another release owns are render failures
     # of every read, so they stay).
     seen = {(v.code, v.field) for v in result.denials}
-    for failure in chart_checks(state, record):
+    failures, checked = chart_checks_and_input(state, record)
+    if class_name is None and not verdict:
+        result.chart_input = checked  # the render reads it (no failure at all: it renders as checked)
+    for failure in failures:
         name_rule = failure.field != "metadata.namespace" and not is_foreign_pool(failure)
         if (failure.code == "InvalidPoolName" and name_rule) or (
             class_name is not None and failure.code in CLASS_RESOLVED_CODES

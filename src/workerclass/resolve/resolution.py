@@ -14,6 +14,7 @@ from ..api.patterns import DNS_LABEL
 from ..model import Cluster
 from ..state import ClassRecord
 from ..violations import Violation
+from .effective import CheckedInput
 
 __all__ = ["Resolution", "class_origin", "infrastructure_of", "shown_cluster_name"]
 
@@ -36,6 +37,9 @@ class Resolution:
     origins: dict[str, str]
     #: only the verdict (denials, warnings) is wanted: no :class:`Effective` is built (admission)
     verdict: bool = False
+    #: the chart input the chart's checks passed on, for the classless pool's render (see
+    #: :attr:`~.effective.Effective.chart_input`)
+    chart_input: CheckedInput | None = None
 
     def deny(self, code: str, field: str, message: str) -> None:
         self.denials.append(Violation(code, field, message))

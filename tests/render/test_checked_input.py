@@ -1,0 +1,133 @@
+"""A classless pool's render reads the chart input resolution built and checked (item 2 of the
+one-parse issue): the same objects, the same refusals, and never an input the settings no longer hold.
+
+Resolution runs the chart's checks on the pool's values as the chart sees them; a classless pool's
+render builds that very input again and runs the same checks. The effective settings keep the
+checked input (:attr:`~workerclass.resolve.effective.Effective.chart_input`), and the render reads it
+only while the settings still hold what it was built from.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+from typing import Any
+
+import pytest
+
+from workerclass.render import RenderError, render, template_hash
+from workerclass.resolve import resolve_pool
+from workerclass.resolve.effective import Effective
+
+from .builders import CLUSTER, NAMESPACE, effective_of, identity, parent, pool, release, state_of, worker_class
+
+pytestmark = pytest.mark.usefixtures("chart_text")
+
+
+@pytest.fixture(autouse=True)
+def _checks_not_shared(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Checks shared across States come without an input: each test resolves its pools afresh."""
+    from workerclass.resolve import chart
+
+    monkeypatch.setattr(chart, "_SHARED_CHECKS", type(chart._SHARED_CHECKS)())
+
+#: classless pools over the chart's value space: plain, sized, GPUs, kubelet and mirrors, a HelmRelease
+CLASSLESS: dict[str, dict[str, Any]] = {
+    "plain": pool("plain"),
+    "sized": pool("sized", resources={"cpu": "3", "memory": "6Gi"}, podCpu="2", minReplicas=1, maxReplicas=4),
+    "gpus": pool("gpus", instanceType="u1.xlarge", gpus=[{"name": "nvidia.com/GA102GL_A10"}]),
+    "kubelet": pool(
+        "kubelet",
+        kubelet={"systemReserved": {"cpu": "250m"}, "evictionHard": {"memory.available": "300Mi"}},
+        talos={"registryMirrors": {"docker.io": {"endpoints": ["https://mirror.example.com"]}}},
+        nodeLabels={"role": "batch"},
+    ),
+    "release": release("fromflux", instanceType="u1.large", maxReplicas=3),
+}
+
+
+def _without_kept(effective: Effective) -> Effective:
+    return dataclasses.replace(effective, chart_input=None)
+
+
+@pytest.mark.parametrize("name", sorted(CLASSLESS))
+def test_a_classless_pool_renders_the_same_from_the_input_resolution_checked(name: str) -> None:
+    effective = effective_of(CLASSLESS[name])
+    assert effective.chart_input is not None, "resolution keeps the input its checks passed on"
+    kept = effective.chart_input.input
+    before = copy.deepcopy(dict(kept.values))
+    for talos_config_template in (False, True):
+        fresh = render(_without_kept(effective), talos_config_template=talos_config_template)
+        assert render(effective, talos_config_template=talos_config_template) == fresh
+        assert render(effective, talos_config_template=talos_config_template) == fresh  # read, not changed
+    assert template_hash(effective) == template_hash(_without_kept(effective))
+    assert dict(kept.values) == before, "a render must not change the input it shares"
+
+
+def test_a_classified_pool_keeps_no_input() -> None:
+    """A classified pool's render reads the class-era values, not the values its checks ran on."""
+    effective = effective_of(pool("classy", workerClassName="talos-r1"), worker_class("talos-r1", bootstrap="talos"))
+    assert effective.class_name == "talos-r1"
+    assert effective.chart_input is None
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"values": {"version": "v1.35"}},  # no cluster: the chart refuses
+        {"values": {"cluster": CLUSTER, "version": "v1.35", "minReplicas": 5, "maxReplicas": 2}},
+        {"release": f"kubernetes-nodes-{CLUSTER}-other"},
+        {"cluster_values": {"_cluster": {"cluster-domain": "other.local"}}},
+        {"instancetypes": {}},
+    ],
+    ids=["values-refused", "values-other", "release", "platform", "instancetypes"],
+)
+def test_the_kept_input_is_not_read_once_the_settings_no_longer_hold_it(change: dict[str, Any]) -> None:
+    effective = effective_of(CLASSLESS["sized"])
+    assert effective.chart_input is not None
+    changed = dataclasses.replace(effective, **change)
+    assert changed.chart_input is effective.chart_input  # carried along by replace ...
+    assert changed.checked_input(changed.release or "kubernetes-nodes-" + changed.name) is None  # ... never read
+    try:
+        expected: list[dict[str, Any]] | str = render(_without_kept(changed))
+    except RenderError as error:
+        expected = str(error)
+    try:
+        got: list[dict[str, Any]] | str = render(changed)
+    except RenderError as error:
+        got = str(error)
+    assert got == expected
+    if "values" in change and "minReplicas" not in change["values"]:
+        assert isinstance(got, str) and "refuses" in got
+
+
+def test_a_pool_whose_checks_found_anything_keeps_no_input_and_the_render_still_refuses() -> None:
+    """Resolution leaves a pool name the chart refuses to admission's CREATE; the render must
+    still refuse it, so no input is kept when any check failed."""
+    obj = {
+        "apiVersion": "apps.cozystack.io/v1alpha1",
+        "kind": "KubernetesNodes",
+        "metadata": {"name": "elsewhere-workers", "namespace": NAMESPACE},  # not <cluster>-...
+        "spec": {"cluster": CLUSTER, "version": "v1.35"},
+    }
+    state = state_of(obj, parent())
+    record = state.pool(identity(obj))
+    assert record is not None
+    effective, denials, _ = resolve_pool(state, record)
+    assert effective is not None, denials
+    assert effective.chart_input is None
+    with pytest.raises(RenderError, match="InvalidPoolName|refuses"):
+        render(effective)
+
+
+def test_values_cut_for_the_checks_keep_no_input() -> None:
+    """Values deeper than the checks read are cut for them: that input is not the render's."""
+    deep: Any = "leaf"
+    for _ in range(70):
+        deep = {"d": deep}
+    state = state_of(pool("deep", nodeLabels={"a": "b"}, extra=deep))
+    record = state.pool(f"{NAMESPACE}/{CLUSTER}-deep")
+    assert record is not None
+    effective, _, _ = resolve_pool(state, record)
+    if effective is not None:  # refused for its key or not: never with the cut input
+        assert effective.chart_input is None
