@@ -60,20 +60,21 @@ def _is_table(v: Any) -> TypeGuard[Mapping[str, Any]]:
     return t is dict or (t not in _ATOMS and t is not list and isinstance(v, Mapping))
 
 
-def _coalesce_tables(dst: dict[str, Any], src: Mapping[str, Any]) -> dict[str, Any]:
+def _coalesce_tables(dst: dict[str, Any], src: Mapping[str, Any], share: bool = False) -> dict[str, Any]:
     """Helm's coalesceTablesFullKey (dst wins): a null in dst deletes the key where src (the
     defaults) has that key, and only there (a user ``a.io: null`` under ``registryMirrors: {}``
-    stays null, as Helm renders it); tables merge."""
+    stays null, as Helm renders it); tables merge. Only ``dst`` and the copies of its tables made
+    here are changed; ``share``: a default ``dst`` lacks is put in as it is, not copied."""
     for key, val in src.items():
         if key in dst and dst[key] is None:
             del dst[key]  # the user's null removes the default too
             continue
         if key not in dst:
-            dst[key] = copy_values(val)
+            dst[key] = val if share else copy_values(val)
             continue
         dv = dst[key]
         if _is_table(val) and _is_table(dv):
-            dst[key] = _coalesce_tables(dict(dv), val)
+            dst[key] = _coalesce_tables(dict(dv), val, share)
     return dst
 
 
@@ -87,17 +88,19 @@ def coalesce(values: Mapping[str, Any], defaults: Mapping[str, Any]) -> dict[str
     return _coalesce_owned(copy_values(dict(values)), defaults)
 
 
-def _coalesce_owned(out: dict[str, Any], defaults: Mapping[str, Any]) -> dict[str, Any]:
-    """:func:`coalesce` into ``out``, a fresh tree the caller owns (it is changed in place)."""
+def _coalesce_owned(out: dict[str, Any], defaults: Mapping[str, Any], share: bool = False) -> dict[str, Any]:
+    """:func:`coalesce` into ``out``, a dict the caller owns (changed in place; its tables are
+    copied before they change, never changed themselves). ``share``: defaults ``out`` lacks are put
+    in as they are, not copied (a tree that is read only: :func:`chart_input`'s)."""
     for key, val in defaults.items():
         if key in out:
             uv = out[key]
             if uv is None:
                 del out[key]
             elif _is_table(uv) and _is_table(val):
-                out[key] = _coalesce_tables(dict(uv), val)
+                out[key] = _coalesce_tables(dict(uv), val, share)
         else:
-            out[key] = copy_values(val)
+            out[key] = val if share else copy_values(val)
     # A top-level null the defaults do not know stays nil in Helm; nil and absent read the same
     # in every template expression, so it is dropped.
     for key in [k for k, v in out.items() if v is None]:
@@ -197,10 +200,19 @@ def chart_input(
     # PlatformValueInPool) never reach a template, so a tenant cannot set what the chart reads as
     # the platform's (``_cluster`` reaches the Job's shell script and the VM's scheduling).
     pool_only = {key: value for key, value in pool_values.items() if not _platform_key(key)}
-    merged = deep_merge(platform, pool_only)  # a fresh tree: coalesced in place
+    if platform.keys().isdisjoint(pool_only):
+        # The usual case (the platform's keys are all ``_``-keys, which the pool's values lose):
+        # Flux's merge is one dict of both. Nothing below changes a table of it, only copies of one,
+        # so it is not copied: the values the templates read share the pool's, the platform's and
+        # the defaults' tables, and are never changed (ChartInput's rule).
+        merged = {**platform, **pool_only}
+        share = True
+    else:
+        merged = deep_merge(platform, pool_only)  # a fresh tree: coalesced in place
+        share = False
     nulls = tuple(null_failures(merged, _defaults(chart.upstream), chart.upstream))  # Helm validates its schema first
     supplied = {} if chart.known else copy_values(merged)  # Helm's engine coalesces a chart the port does not know
-    values = _coalesce_owned(merged, _defaults(chart.upstream))
+    values = _coalesce_owned(merged, _defaults(chart.upstream), share)
     return ChartInput(
         values=values,
         null_failures=nulls,
