@@ -31,6 +31,7 @@ def _checks_not_shared(monkeypatch: pytest.MonkeyPatch) -> None:
 
     monkeypatch.setattr(chart, "_SHARED_CHECKS", type(chart._SHARED_CHECKS)())
 
+
 #: classless pools over the chart's value space: plain, sized, GPUs, kubelet and mirrors, a HelmRelease
 CLASSLESS: dict[str, dict[str, Any]] = {
     "plain": pool("plain"),
@@ -116,7 +117,7 @@ def test_a_pool_whose_checks_found_anything_keeps_no_input_and_the_render_still_
     effective, denials, _ = resolve_pool(state, record)
     assert effective is not None, denials
     assert effective.chart_input is None
-    with pytest.raises(RenderError, match="InvalidPoolName|refuses"):
+    with pytest.raises(RenderError, match=r"InvalidPoolName|refuses"):
         render(effective)
 
 
