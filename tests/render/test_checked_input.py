@@ -1,5 +1,5 @@
-"""A classless pool's render reads the chart input resolution built and checked (item 2 of the
-one-parse issue): the same objects, the same refusals, and never an input the settings no longer hold.
+"""A classless pool's render reads the chart input resolution built and checked: the same objects,
+the same refusals, and never an input the settings no longer hold.
 
 Resolution runs the chart's checks on the pool's values as the chart sees them; a classless pool's
 render builds that very input again and runs the same checks. The effective settings keep the

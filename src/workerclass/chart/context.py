@@ -25,7 +25,9 @@ Variant = Literal["main", "pr3571"]
 class ChartInput:
     """What the chart's templates see for one pool release."""
 
-    values: Mapping[str, Any]  # coalesced: pool values over values.yaml, plus _cluster/_namespace
+    #: coalesced: pool values over values.yaml, plus _cluster/_namespace. Its tables are the pool's,
+    #: the platform's and the chart defaults' own (:func:`~.values.chart_input` copies none): read only
+    values: Mapping[str, Any]
     release: str  # kubernetes-nodes-<cluster>-<pool>
     namespace: str
     instancetypes: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)  # name -> object
