@@ -92,7 +92,7 @@ def chart_checks_and_input(state: State, record: PoolRecord) -> tuple[tuple[Viol
             _SHARED_CHECKS.move_to_end(content)  # type: ignore[arg-type]
     else:
         bounded = _bounded(record.values)
-        platform = {"_cluster": dict(state.platform.cluster_values)}
+        platform = _platform_values(state)
         inp = chart_input(
             bounded,
             namespace=record.namespace,
@@ -105,9 +105,7 @@ def chart_checks_and_input(state: State, record: PoolRecord) -> tuple[tuple[Viol
         )
         failures = tuple(chart_failures(inp))
         if not failures and bounded is record.values and state.instancetypes:
-            checked = CheckedInput(
-                record.values, release, record.namespace, platform, state.instancetypes, state.chart, inp
-            )
+            checked = CheckedInput(record.values, platform, inp)
         if content is not None:
             _SHARED_CHECKS[content] = (state.instancetypes, failures)
             if len(_SHARED_CHECKS) > SHARED_CHECKS_SIZE:
@@ -215,13 +213,18 @@ def chart_lookups(
     return _spec_string(live, "clusterName"), _spec_string(control_plane, "version")
 
 
+def _platform_values(state: State) -> dict[str, Any]:
+    """The platform values the chart reads: ``{"_cluster": <WorkerPlatform spec.clusterValues>}``."""
+    return {"_cluster": dict(state.platform.cluster_values)}
+
+
 def chart_context(state: State, record: PoolRecord) -> dict[str, Any]:
     """What the chart needs beside the effective settings: the values verbatim, the release,
     ``_cluster`` and the instance types the cluster has (all of them: the chart looks one up)."""
     return {
         "values": record.values,
         "release": record.release or release_of(record.kind, record.name),
-        "cluster_values": {"_cluster": dict(state.platform.cluster_values)},
+        "cluster_values": _platform_values(state),
         "instancetypes": state.instancetypes,
         "chart": state.chart,
     }

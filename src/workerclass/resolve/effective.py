@@ -19,16 +19,12 @@ from ..model import KernelModule, PoolSpec
 
 
 class CheckedInput(NamedTuple):
-    """A chart input the chart's checks passed on, and what it was built from (a render reads it
-    only for an :class:`Effective` that still holds these very values, release, namespace, platform
-    values, instance types and chart)."""
+    """A chart input the chart's checks passed on, with the pool's values and the platform's it was
+    built from (the input holds the release, namespace, instance types and chart itself): a render
+    reads it only for an :class:`Effective` that still holds all of them."""
 
     values: Mapping[str, Any]
-    release: str
-    namespace: str
     cluster_values: Mapping[str, Any]
-    instancetypes: Mapping[str, Mapping[str, Any]]
-    chart: ChartSource
     input: ChartInput
 
 
@@ -141,12 +137,13 @@ class Effective:
         kept = self.chart_input
         if kept is None or self.class_name is not None or self.kind == "ComputePlane":
             return None
-        same = kept.values is self.values and kept.instancetypes is self.instancetypes and kept.chart is self.chart
+        inp = kept.input
+        same = kept.values is self.values and inp.instancetypes is self.instancetypes and inp.chart is self.chart
         if not same:
             return None
-        if kept.release != release or kept.namespace != self.namespace or kept.cluster_values != self.cluster_values:
+        if inp.release != release or inp.namespace != self.namespace or kept.cluster_values != self.cluster_values:
             return None
-        return kept.input
+        return inp
 
     @property
     def ssh_key(self) -> str | None:
