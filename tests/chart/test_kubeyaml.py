@@ -91,3 +91,73 @@ def test_from_yaml_is_helms_shape_for_what_is_not_a_mapping() -> None:
     assert from_yaml("a: [1, 2]") == {"a": [1, 2]}
     assert set(from_yaml("- 1")) == {"Error"}
     assert set(from_yaml("a: [")) == {"Error"}
+
+
+#: documents for the one-call-per-node builder and the PyYAML constructor it hands the rest to
+BUILDER_CASES = {
+    "plain-and-quoted": "a: y\nb: '1e2'\nc: [1, 0x1F, ~, \"x\"]\nd: {e: {f: [g, {h: 1.5}]}}\n",
+    "typed-tags": "a: !!int 017\nb: !!float 3\nc: !!bool yes\nd: !!null ''\ne: !!str 12\nf: !!timestamp 2001-12-14\n",
+    "binary": "a: !!binary aGVsbG8=\n",
+    "merge": "base: &b {x: 1, y: 2}\nother: {<<: *b, y: 3}\n",
+    "merge-list": "a: &a {x: 1}\nb: &b {y: 2}\nc: {<<: [*a, *b], z: 3}\n",
+    "aliases": "a: &a [1, {b: 2}]\nc: [*a, *a]\nd: &d x\ne: *d\n",
+    "explicit-seq-map": "a: !!seq [1, 2]\nb: !!map {c: 1}\n",
+    "repeated-key": "a: 1\na: 2\n",
+    "keys": "{on: a, 1: b, 1.5: c, 3.0: d, ~x: e}",
+    "empty": "",
+    "scalar-document": "just text",
+}
+BUILDER_ERRORS = {
+    "null-key": "{~: a}",
+    "collection-key": "? [a]\n: b\n",
+    "set": "a: !!set {x, y}\n",
+    "omap": "a: !!omap [x: 1]\n",
+    "int-tag-misfit": "a: !!int 1:30\n",
+    "unknown-tag": "a: !duration 5s\n",
+}
+
+
+def _slow(text: str) -> Any:
+    return yaml.load(text, Loader=PurePythonKubeLoader)  # PyYAML's own construct_document
+
+
+@pytest.mark.parametrize("text", BUILDER_CASES.values(), ids=BUILDER_CASES.keys())
+def test_the_builder_reads_as_pyyamls_constructor_does(text: str) -> None:
+    loaded = k8s_load(text)
+    assert json.dumps(loaded) == json.dumps(_slow(text))  # key order too
+
+
+@pytest.mark.parametrize("text", BUILDER_ERRORS.values(), ids=BUILDER_ERRORS.keys())
+def test_the_builder_refuses_what_pyyamls_constructor_refuses(text: str) -> None:
+    with pytest.raises(yaml.YAMLError) as slow:
+        _slow(text)
+    with pytest.raises(yaml.YAMLError) as fast:
+        k8s_load(text)
+    assert str(fast.value).splitlines()[0] == str(slow.value).splitlines()[0]
+
+
+def test_a_collection_inside_itself_is_left_to_pyyamls_constructor() -> None:
+    """PyYAML builds it inside itself (what the bounds then refuse as too deep); the builder hands it on."""
+    loaded = k8s_load("a: &a [1, *a]\n")
+    assert loaded["a"][1] is loaded["a"]
+
+
+def test_an_alias_is_its_anchors_value_and_each_is_built_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An alias shares its anchor's value, as PyYAML's constructor shares it, so a document of
+    aliases of aliases (a "billion laughs") is built in time linear in its nodes."""
+    laughs = "a0: &a0 [x, x]\n" + "".join(f"a{i}: &a{i} [*a{i - 1}, *a{i - 1}]\n" for i in range(1, 40))
+    calls = []
+    original = KubeLoader._built
+    monkeypatch.setattr(KubeLoader, "_built", lambda self, node, made: calls.append(1) or original(self, node, made))
+    loaded = k8s_load(laughs)
+    assert loaded["a39"][0] is loaded["a38"] and loaded["a39"][1] is loaded["a38"]
+    assert len(calls) < 40 * 6  # each key, each list and its two members once: not 2**40
+
+
+def test_a_plain_document_is_built_without_pyyamls_constructor(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(self: Any, node: Any, deep: bool = False) -> Any:
+        raise AssertionError(f"PyYAML's constructor called for {node.tag}")
+
+    monkeypatch.setattr(KubeLoader, "construct_object", refuse)
+    loaded = k8s_load("a: [1, 'b', {c: y}]\nmetadata: {name: x}\n")
+    assert loaded == {"a": [1, "b", {"c": True}], "metadata": {"name": "x"}}

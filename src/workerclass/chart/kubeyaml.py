@@ -29,7 +29,7 @@ from typing import Any
 
 import yaml
 from yaml.constructor import ConstructorError
-from yaml.nodes import MappingNode, Node, ScalarNode
+from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from .quantity import go_float_str
 
@@ -51,6 +51,16 @@ __all__ = [
 #: The tag every plain scalar resolves to here (then :func:`plain_scalar` decides its value).
 PLAIN_TAG = "tag:k8s,plain"
 _MERGE_TAG = "tag:yaml.org,2002:merge"
+_STR_TAG = "tag:yaml.org,2002:str"
+_MAP_TAG = "tag:yaml.org,2002:map"
+_SEQ_TAG = "tag:yaml.org,2002:seq"
+#: what :meth:`KubeLoader._built` holds for a collection it is building
+_BUILDING = object()
+
+
+class _Slow(Exception):
+    """A document :meth:`KubeLoader._built` leaves to PyYAML's constructor."""
+
 
 _NULLS = frozenset({"~", "null", "Null", "NULL", ""})
 _TRUE = frozenset({"y", "Y", "yes", "Yes", "YES", "true", "True", "TRUE", "on", "On", "ON"})
@@ -159,6 +169,57 @@ class KubeLoader(_Base):
                 self.metadata_read(value_node)
             out[name] = self.construct_object(value_node, deep=deep)
         return out
+
+    def construct_document(self, node: Node | None) -> Any:
+        """The document's value, built by :meth:`_built` (one call per node); a document with a
+        merge key, a tag other than a plain scalar's, a string's, a sequence's or a mapping's, or a
+        collection inside itself is built again by PyYAML's constructor, which reads all of them."""
+        if node is None:
+            return None
+        try:
+            return self._built(node, {})
+        except _Slow:
+            return super().construct_document(node)
+
+    def _built(self, node: Node, made: dict[int, Any]) -> Any:
+        """``node``'s value, as :meth:`construct_object` builds it for the common tags; ``made``
+        holds each collection built so far by its node's id (an alias is its anchor's value; a
+        collection being built is ``_BUILDING``, met again only inside itself)."""
+        tag = node.tag
+        if isinstance(node, ScalarNode):
+            if tag == PLAIN_TAG:
+                return plain_scalar(node.value)
+            if tag == _STR_TAG:
+                return node.value
+            raise _Slow
+        key = id(node)
+        if key in made:
+            value = made[key]
+            if value is _BUILDING:
+                raise _Slow
+            return value
+        made[key] = _BUILDING
+        if isinstance(node, MappingNode) and tag == _MAP_TAG:
+            out: dict[str, Any] = {}
+            for key_node, value_node in node.value:
+                if key_node.tag == _MERGE_TAG:
+                    raise _Slow
+                try:
+                    name = json_key(self._built(key_node, made))
+                except ValueError as error:
+                    raise ConstructorError(None, None, str(error), key_node.start_mark) from None
+                if name in out:
+                    self.repeated_key(node.value, key_node, name)
+                if name == "metadata":
+                    self.metadata_read(value_node)
+                out[name] = self._built(value_node, made)
+            made[key] = out
+            return out
+        if isinstance(node, SequenceNode) and tag == _SEQ_TAG:
+            items = [self._built(item, made) for item in node.value]
+            made[key] = items
+            return items
+        raise _Slow
 
     def repeated_key(self, written: list[tuple[Node, Node]], key_node: Node, name: str) -> None:
         """A key met a second time in one mapping (as JSON holds keys; a merge key's pair overridden
