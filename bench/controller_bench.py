@@ -4,14 +4,27 @@
 etcd (``make testbed``), the bundle's CRDs and RBAC (no webhook registered), Cluster API's and the
 providers' CRDs (no Cluster API manager: nothing but the API server and etcd competes with the
 controller), the namespace ``tenant-example`` with its parent Kubernetes ``example`` and Cluster,
-and ``--pools`` classified KubernetesNodes with their HelmReleases created directly as admin. Then:
+and ``--pools`` classified KubernetesNodes with their HelmReleases created directly as admin
+(``--tenants K`` spreads them round-robin over ``K`` tenant namespaces, each with its own parent
+``example``: the RBAC the chart renders for a pool is a Role and a RoleBinding in the pool's
+namespace, and the API server's escalation check of a Role or RoleBinding written by a subject
+without ``escalate`` and ``bind`` reads every RoleBinding of that namespace, so thousands of pools
+in one namespace cost the API server more per pool than the same pools in many). Then:
 
 1. cold start: one ``serve controller --no-leader-elect`` process (as the controller
    ServiceAccount) and the seconds until every pool's MachineDeployment exists (pools/s), and the
    controller's write requests per pool from the audit log (by verb and resource);
 2. baseline, same run: the objects the controller made, read back, stripped to what was applied,
-   moved to a second namespace and server-side applied from this process (16 threads: the
-   controller's own apply concurrency), the ratio controller / baseline;
+   and server-side applied from this process (16 threads: the controller's own apply
+   concurrency), twice, and the ratio controller / baseline for each:
+   - as admin, on the same API server, into baseline namespaces (one beside each tenant
+     namespace): ``system:masters``, which the API server's RBAC and its escalation check let
+     through at once;
+   - as the controller's ServiceAccount, on a second test bed prepared the same way and holding
+     nothing else, into the same namespaces: the API server's cost of the controller's own
+     requests, which grows with the bindings already there (every request of a subject other than
+     ``system:masters`` is authorized by reading the ClusterRoleBindings, and the chart renders one
+     for each pool), so this floor starts from as few as the cold start did;
 3. restart: the controller stopped once settled, started again, and every write it sends over
    ``2 * resync + 5`` seconds counted (target 0);
 4. per change (``--changes K``): a third controller (resync an hour away, so no full pass runs
@@ -70,6 +83,7 @@ from tests.e2e.testbed import (  # noqa: E402
     workerclass_command,
 )
 
+#: the admin baseline's namespace beside the e2e tier's tenant (``-NNN`` beside ``tenant-bench-NNN``)
 BASELINE = "tenant-bench-baseline"
 #: the controller's pool label, and the key of its annotation naming the pool's release
 POOL_LABEL = "workerclass.cozystack.io/pool"
@@ -90,20 +104,19 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def per_change(kube: Kube, process: Process, names: list[str], changes: int) -> None:
+def per_change(kube: Kube, process: Process, names: list[tuple[str, str]], changes: int) -> None:
     """Phase 4: ``changes`` pools changed one at a time; latency to the applied MachineDeployment, CPU each."""
     assert process.popen is not None
     pid = process.popen.pid
 
-    def change(name: str, replicas: int, timeout: float) -> float:
-        from tests.e2e.test_workers import pool_objects as objects
-
+    def change(pool: tuple[str, str], replicas: int, timeout: float) -> float:
+        namespace, name = pool
         started = time.monotonic()
-        for obj in objects(name, {**SPEC, "maxReplicas": replicas}):
+        for obj in pool_objects(namespace, name, {**SPEC, "maxReplicas": replicas}):
             kube.apply(obj, manager="cozystack-api")
         wait_until(
             lambda: (
-                (kube.find("cluster.x-k8s.io/v1beta1", "MachineDeployment", f"kubernetes-{name}", TENANT) or {})
+                (kube.find("cluster.x-k8s.io/v1beta1", "MachineDeployment", f"kubernetes-{name}", namespace) or {})
                 .get("metadata", {})
                 .get("annotations", {})
                 .get(MAX_SIZE)
@@ -135,8 +148,8 @@ def per_change(kube: Kube, process: Process, names: list[str], changes: int) -> 
     start, cpu = time.monotonic(), cpu_seconds(pid)
     step = max(1, len(names) // changes)
     for index in range(changes):
-        name = names[(1 + index * step) % len(names)]
-        latencies.append(change(name, 4 + index % 3, 60))
+        pool = names[(1 + index * step) % len(names)]
+        latencies.append(change(pool, 4 + index % 3, 60))
         time.sleep(0.3)  # what the change set off (its Event, the watch's echo) settles before the next
     elapsed, used = time.monotonic() - start, cpu_seconds(pid) - cpu
     if profiler is not None:
@@ -154,10 +167,24 @@ def per_change(kube: Kube, process: Process, names: list[str], changes: int) -> 
     )
 
 
-def pool_objects(name: str) -> list[dict[str, Any]]:
+def pool_objects(namespace: str, name: str, spec: dict[str, Any] = SPEC) -> list[dict[str, Any]]:
+    """The pool's KubernetesNodes and HelmRelease (the e2e tier's) in ``namespace``."""
     from tests.e2e.test_workers import pool_objects as objects
 
-    return objects(name, SPEC)
+    out = objects(name, spec)
+    for obj in out:
+        obj["metadata"]["namespace"] = namespace
+    return out
+
+
+def tenant_namespaces(count: int) -> list[str]:
+    """The e2e tier's tenant namespace, then ``tenant-bench-NNN`` up to ``count`` in all."""
+    return [TENANT, *(f"tenant-bench-{index:03d}" for index in range(1, count))]
+
+
+def baseline_namespace(tenant: str) -> str:
+    """Where the admin baseline puts the objects of ``tenant``'s pools."""
+    return BASELINE if tenant == TENANT else f"{BASELINE}-{tenant.removeprefix('tenant-bench-')}"
 
 
 def parallel(kube_of: Any, work: list[Any], fn: Any, threads: int = 16) -> None:
@@ -198,8 +225,20 @@ def by_verb_resource(events: list[dict[str, Any]]) -> dict[str, int]:
     return dict(sorted(counts.items()))
 
 
-def stripped(obj: dict[str, Any]) -> dict[str, Any]:
-    """A live object back to an apply body, in the baseline namespace (no owner: that pool is not there)."""
+def applied(client_of: Any, bodies: list[dict[str, Any]]) -> float:
+    """Seconds to server-side apply ``bodies``, 16 at a time, the bindings after the roles (the
+    escalation check of a binding written without ``bind`` reads the role it names, which the
+    controller's own order provides)."""
+    started = time.monotonic()
+    for wave in (False, True):
+        work = [obj for obj in bodies if (obj["kind"] in ("RoleBinding", "ClusterRoleBinding")) is wave]
+        parallel(client_of, work, lambda client, obj: client.apply(obj, manager="bench-baseline"))
+    return time.monotonic() - started
+
+
+def stripped(obj: dict[str, Any], moved: bool) -> dict[str, Any]:
+    """A live object back to an apply body (no owner: that pool is not there), ``moved`` to the
+    admin baseline's namespace (and name, when cluster-scoped) or where it was."""
     meta = obj["metadata"]
     out = {key: copy.deepcopy(value) for key, value in obj.items() if key not in ("metadata", "status")}
     new_meta: dict[str, Any] = {"name": meta["name"]}
@@ -210,9 +249,9 @@ def stripped(obj: dict[str, Any]) -> dict[str, Any]:
         if kept:
             new_meta[key] = kept
     if meta.get("namespace"):
-        new_meta["namespace"] = BASELINE
-    else:
-        new_meta["name"] = meta["name"] + "-baseline"
+        new_meta["namespace"] = baseline_namespace(meta["namespace"]) if moved else meta["namespace"]
+    elif moved:
+        new_meta["name"] = f"{meta['name']}-baseline"
     out["metadata"] = new_meta
     if out.get("kind") == "Job":  # what the Job controller added: its selector and the pods' labels for it
         spec = out.get("spec") or {}
@@ -222,8 +261,8 @@ def stripped(obj: dict[str, Any]) -> dict[str, Any]:
             labels.pop(key, None)
     if out.get("kind") in ("RoleBinding", "ClusterRoleBinding"):
         for subject in out.get("subjects") or []:
-            if subject.get("namespace") == TENANT:
-                subject["namespace"] = BASELINE
+            if moved and subject.get("namespace") == meta.get("namespace"):
+                subject["namespace"] = baseline_namespace(subject["namespace"])
     return out
 
 
@@ -241,10 +280,10 @@ def controller(cluster: ApiServer, folder: Path, name: str, resync: float) -> Pr
     ).start()  # fmt: skip
 
 
-def prepare(kube: Kube, binaries: Any, folder: Path, namespaces: tuple[str, ...]) -> None:
+def prepare(kube: Kube, binaries: Any, folder: Path, tenants: list[str], namespaces: list[str]) -> None:
     """The bundle (CRDs, RBAC; no webhook registered), the application, Flux, Cilium and Cluster API
-    CRDs, the install namespace and ``namespaces``, and the parent Kubernetes ``example`` with its
-    Cluster in :data:`TENANT`: what the controller needs to apply a pool."""
+    CRDs, the install namespace, ``tenants`` and ``namespaces``, and in each tenant namespace the
+    parent Kubernetes ``example`` with its Cluster: what the controller needs to apply a pool."""
     install_crds(kube, APPLICATION_CRDS)
     install_crds(kube, helm_release_crds())
     install_crds(kube, read_crds(crd_module("cilium") / CILIUM_CRDS, "ciliumnetworkpolicies.yaml"))
@@ -259,19 +298,21 @@ def prepare(kube: Kube, binaries: Any, folder: Path, namespaces: tuple[str, ...]
     for obj in bundle:
         if obj["kind"] != "CustomResourceDefinition":
             kube.apply(obj, manager="bench-install")
-    for namespace in namespaces:
+    for namespace in [*tenants, *namespaces]:
         kube.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
-    for obj in example_objects("cluster.yaml"):
-        kube.apply(obj, manager="cozystack-api")
-    kube.apply(
-        {
-            "apiVersion": "cluster.x-k8s.io/v1beta1",
-            "kind": "Cluster",
-            "metadata": {"name": "kubernetes-example", "namespace": TENANT},
-            "spec": {},
-        },
-        manager="bench",
-    )
+    for tenant in tenants:
+        for obj in example_objects("cluster.yaml"):
+            obj["metadata"]["namespace"] = tenant
+            kube.apply(obj, manager="cozystack-api")
+        kube.apply(
+            {
+                "apiVersion": "cluster.x-k8s.io/v1beta1",
+                "kind": "Cluster",
+                "metadata": {"name": "kubernetes-example", "namespace": tenant},
+                "spec": {},
+            },
+            manager="bench",
+        )
 
 
 def start(prefix: str) -> tuple[ApiServer, Path, Any] | None:
@@ -302,6 +343,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pools", type=int, default=2000)
     parser.add_argument("--resync", type=float, default=10.0)
+    parser.add_argument(
+        "--tenants", type=int, default=1, help="spread the pools round-robin over this many tenant namespaces"
+    )
     parser.add_argument("--keep", action="store_true", help="keep the test bed's folder")
     parser.add_argument(
         "--profile",
@@ -331,17 +375,21 @@ def main() -> int:
         def admin() -> Kube:
             return Kube(cluster.url, context, timeout=120)
 
-        prepare(kube, binaries, folder, (TENANT, BASELINE))
-        names = [f"example-bench-{index:05d}" for index in range(args.pools)]
+        tenants = tenant_namespaces(max(1, args.tenants))
+        prepare(kube, binaries, folder, tenants, [] if args.no_baseline else [baseline_namespace(t) for t in tenants])
+        names = [(tenants[index % len(tenants)], f"example-bench-{index:05d}") for index in range(args.pools)]
         started = time.monotonic()
         parallel(
             admin,
-            [obj for name in names for obj in pool_objects(name)],
+            [obj for namespace, name in names for obj in pool_objects(namespace, name)],
             lambda client, obj: client.apply(obj, manager="cozystack-api"),
         )
-        print(f"{args.pools} pools created as admin in {time.monotonic() - started:.1f} s")
+        print(
+            f"{args.pools} pools in {len(tenants)} tenant namespace(s) created as admin in "
+            f"{time.monotonic() - started:.1f} s"
+        )
 
-        md_path = kube.resource("cluster.x-k8s.io/v1beta1", "MachineDeployment").path(TENANT)
+        md_path = kube.resource("cluster.x-k8s.io/v1beta1", "MachineDeployment").path()
         mark = cluster.audit_mark()
         started = time.monotonic()
         first = controller(cluster, folder, "controller-cold", args.resync)
@@ -363,6 +411,7 @@ def main() -> int:
             what="every MachineDeployment:\n" + first.tail(),
         )
         cold = time.monotonic() - started
+        print(f"cold start: every MachineDeployment after {cold:.1f} s", flush=True)
         cold_writes = writes_since(cluster, mark)
         if profiler is not None:
             import signal
@@ -420,10 +469,21 @@ def main() -> int:
                 item.setdefault("apiVersion", f"{group}/{version}" if group else version)
                 item.setdefault("kind", kind)
                 live.append(item)
-        bodies = [stripped(obj) for obj in live]
-        started = time.monotonic()
-        parallel(admin, bodies, lambda client, obj: client.apply(obj, manager="bench-baseline"))
-        baseline = time.monotonic() - started
+        baseline: dict[str, float] = {}
+        bodies = [stripped(obj, True) for obj in live]
+        baseline["admin"] = applied(admin, bodies)
+        fresh = start("controller-bench-floor-")
+        assert fresh is not None
+        floor, floor_folder, _ = fresh
+        try:
+            prepare(Kube(floor.url, floor.ssl_context(), timeout=120), binaries, floor_folder, tenants, [])
+            account = floor.ssl_context(floor.identity(CONTROLLER_USER, ACCOUNT_GROUPS))
+            bodies = [stripped(obj, False) for obj in live]
+            baseline["the controller's account (a second test bed)"] = applied(
+                lambda: Kube(floor.url, account, timeout=120), bodies
+            )
+        finally:
+            finish(floor, floor_folder, keep=False)
 
         # restart
         mark = cluster.audit_mark()
@@ -451,10 +511,11 @@ def main() -> int:
                 f"{by_verb_resource(unsettled)}"
             )
         print(f"  by verb and resource: {by_verb_resource(all_writes)}")
-        print(
-            f"baseline: {len(bodies)} objects server-side applied from the bench in {baseline:.1f} s "
-            f"({args.pools / baseline:.1f} pools/s); controller cold start = {cold / baseline:.2f} x baseline"
-        )
+        for who, seconds in baseline.items():
+            print(
+                f"baseline as {who}: {len(bodies)} objects server-side applied from the bench in {seconds:.1f} s "
+                f"({args.pools / seconds:.1f} pools/s); controller cold start = {cold / seconds:.2f} x baseline"
+            )
         print(
             f"restart: {len(restart_writes)} write(s) in {2 * args.resync + 5:.0f} s: "
             f"{by_verb_resource(restart_writes)}"

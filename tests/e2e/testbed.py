@@ -444,6 +444,7 @@ class ApiServer:
                 f"--initial-advertise-peer-urls=http://127.0.0.1:{etcd_peer}",
                 f"--initial-cluster=testbed=http://127.0.0.1:{etcd_peer}",
                 "--unsafe-no-fsync=true",
+                "--quota-backend-bytes=8589934592",  # 20,000 pools pass the 2 GiB default
                 "--log-level=warn",
             ],
             self.folder / "etcd.log",
