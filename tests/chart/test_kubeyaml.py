@@ -9,16 +9,19 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from yaml.nodes import MappingNode, ScalarNode, SequenceNode
+from yaml.resolver import BaseResolver
 
 from tests.chart.oracle import oracle_read
 from workerclass.chart import chart_failures, golden_disk, kubevirtmachinetemplate_text, sizing
-from workerclass.chart.kubeyaml import KubeLoader, from_yaml, k8s_load, k8s_load_all
+from workerclass.chart.kubeyaml import PLAIN_TAG, KubeLoader, from_yaml, k8s_load, k8s_load_all
 from workerclass.chart.nodegroup import Disk
 
 from .cases import free_pools, make_input, pools
@@ -161,3 +164,28 @@ def test_a_plain_document_is_built_without_pyyamls_constructor(monkeypatch: pyte
     monkeypatch.setattr(KubeLoader, "construct_object", refuse)
     loaded = k8s_load("a: [1, 'b', {c: y}]\nmetadata: {name: x}\n")
     assert loaded == {"a": [1, "b", {"c": True}], "metadata": {"name": "x"}}
+
+
+@pytest.mark.parametrize("value", ["<<", "<", "<<<", "", "a", "1e2", "~", "<< ", "y"])
+@pytest.mark.parametrize("implicit", [(True, False), (False, True), (False, False)])
+def test_a_nodes_tag_is_the_registered_resolvers_tag(value: str, implicit: tuple[bool, bool]) -> None:
+    loader = KubeLoader("")
+    try:
+        for kind in (ScalarNode, SequenceNode, MappingNode):
+            assert loader.resolve(kind, value, implicit) == BaseResolver.resolve(loader, kind, value, implicit)
+    finally:
+        loader.dispose()
+
+
+def test_a_subclass_with_resolvers_of_its_own_is_read_by_pyyamls_resolution() -> None:
+    class Dated(KubeLoader):
+        pass
+
+    Dated.add_implicit_resolver("tag:yaml.org,2002:timestamp", re.compile(r"^\d{4}-\d\d-\d\d$"), list("0123456789"))
+    loader = Dated("")
+    try:
+        assert loader.resolve(ScalarNode, "2001-12-14", (True, False)) == "tag:yaml.org,2002:timestamp"
+        assert loader.resolve(ScalarNode, "2001", (True, False)) == PLAIN_TAG
+    finally:
+        loader.dispose()
+    assert yaml.load("a: 2001-12-14\n", Loader=Dated) == {"a": "2001-12-14"}  # a timestamp keeps its text

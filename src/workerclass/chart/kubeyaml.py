@@ -170,6 +170,19 @@ class KubeLoader(_Base):
             out[name] = self.construct_object(value_node, deep=deep)
         return out
 
+    def resolve(self, kind: type[Node], value: str | None, implicit: tuple[bool, bool]) -> str:
+        """A node's tag as the two resolvers registered below give it (a plain ``<<`` is a merge key,
+        any other plain scalar :data:`PLAIN_TAG`), without matching their patterns: the C parser
+        asks for every node. A subclass that registers resolvers or paths of its own is read by
+        PyYAML's resolution."""
+        if self.yaml_implicit_resolvers is not _RESOLVERS or self.yaml_path_resolvers:
+            return str(super().resolve(kind, value, implicit))  # type: ignore[no-untyped-call]
+        if kind is ScalarNode:
+            if implicit[0]:
+                return _MERGE_TAG if value == "<<" else PLAIN_TAG
+            return _STR_TAG
+        return _SEQ_TAG if kind is SequenceNode else _MAP_TAG
+
     def construct_document(self, node: Node | None) -> Any:
         """The document's value, built by :meth:`_built` (one call per node); a document with a
         merge key, a tag other than a plain scalar's, a string's, a sequence's or a mapping's, or a
@@ -272,6 +285,8 @@ class KubeLoader(_Base):
 
 KubeLoader.add_implicit_resolver(_MERGE_TAG, re.compile(r"^<<$"), ["<"])
 KubeLoader.add_implicit_resolver(PLAIN_TAG, re.compile(r"(?s).*"), None)
+#: the resolvers :meth:`KubeLoader.resolve` stands for
+_RESOLVERS = KubeLoader.yaml_implicit_resolvers
 KubeLoader.add_constructor(PLAIN_TAG, KubeLoader.construct_plain)
 KubeLoader.add_constructor("tag:yaml.org,2002:map", KubeLoader.construct_yaml_map)
 for _tag in ("int", "float", "bool", "null"):
