@@ -151,7 +151,9 @@ def test_an_alias_is_its_anchors_value_and_each_is_built_once(monkeypatch: pytes
     laughs = "a0: &a0 [x, x]\n" + "".join(f"a{i}: &a{i} [*a{i - 1}, *a{i - 1}]\n" for i in range(1, 40))
     calls = []
     original = KubeLoader._built
-    monkeypatch.setattr(KubeLoader, "_built", lambda self, node, made: calls.append(1) or original(self, node, made))
+    monkeypatch.setattr(
+        KubeLoader, "_built", lambda self, node, made, depth: calls.append(1) or original(self, node, made, depth)
+    )
     loaded = k8s_load(laughs)
     assert loaded["a39"][0] is loaded["a38"] and loaded["a39"][1] is loaded["a38"]
     assert len(calls) < 40 * 6  # each key, each list and its two members once: not 2**40
@@ -189,3 +191,16 @@ def test_a_subclass_with_resolvers_of_its_own_is_read_by_pyyamls_resolution() ->
     finally:
         loader.dispose()
     assert yaml.load("a: 2001-12-14\n", Loader=Dated) == {"a": "2001-12-14"}  # a timestamp keeps its text
+
+
+def test_a_document_deeper_than_the_builder_goes_is_pyyamls_to_build() -> None:
+    """Past twice the bounds' depth the builder hands the document on, so that a deep one gets the
+    readers' refusal with its file and line (``tests/test_poison.py``), not Python's recursion limit."""
+
+    class Constructed(KubeLoader):  # the C parser, PyYAML's constructor
+        construct_document = yaml.constructor.BaseConstructor.construct_document
+
+    text = "a: " + "[" * 900 + "x" + "]" * 900 + "\n"  # within the C scanner's 1,000 flow levels
+    loaded = k8s_load(text)
+    assert loaded == yaml.load(text, Loader=Constructed)
+    assert json.dumps(loaded).count("[") == 900

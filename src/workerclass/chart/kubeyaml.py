@@ -56,6 +56,9 @@ _MAP_TAG = "tag:yaml.org,2002:map"
 _SEQ_TAG = "tag:yaml.org,2002:seq"
 #: what :meth:`KubeLoader._built` holds for a collection it is building
 _BUILDING = object()
+#: collections :meth:`KubeLoader._built` builds inside one another (twice the bounds' depth,
+#: :data:`workerclass.api.bounds.MAX_DEPTH`), far below Python's recursion limit
+_BUILT_DEPTH = 128
 
 
 class _Slow(Exception):
@@ -190,14 +193,16 @@ class KubeLoader(_Base):
         if node is None:
             return None
         try:
-            return self._built(node, {})
+            return self._built(node, {}, 0)
         except _Slow:
             return super().construct_document(node)
 
-    def _built(self, node: Node, made: dict[int, Any]) -> Any:
+    def _built(self, node: Node, made: dict[int, Any], depth: int) -> Any:
         """``node``'s value, as :meth:`construct_object` builds it for the common tags; ``made``
         holds each collection built so far by its node's id (an alias is its anchor's value; a
-        collection being built is ``_BUILDING``, met again only inside itself)."""
+        collection being built is ``_BUILDING``, met again only inside itself); ``depth`` is how
+        many collections hold it (past :data:`_BUILT_DEPTH` the document is PyYAML's to build, whose
+        value the readers' bounds then refuse with its file and line)."""
         tag = node.tag
         if isinstance(node, ScalarNode):
             if tag == PLAIN_TAG:
@@ -211,25 +216,28 @@ class KubeLoader(_Base):
             if value is _BUILDING:
                 raise _Slow
             return value
+        if depth > _BUILT_DEPTH:
+            raise _Slow
         made[key] = _BUILDING
+        depth += 1
         if isinstance(node, MappingNode) and tag == _MAP_TAG:
             out: dict[str, Any] = {}
             for key_node, value_node in node.value:
                 if key_node.tag == _MERGE_TAG:
                     raise _Slow
                 try:
-                    name = json_key(self._built(key_node, made))
+                    name = json_key(self._built(key_node, made, depth))
                 except ValueError as error:
                     raise ConstructorError(None, None, str(error), key_node.start_mark) from None
                 if name in out:
                     self.repeated_key(node.value, key_node, name)
                 if name == "metadata":
                     self.metadata_read(value_node)
-                out[name] = self._built(value_node, made)
+                out[name] = self._built(value_node, made, depth)
             made[key] = out
             return out
         if isinstance(node, SequenceNode) and tag == _SEQ_TAG:
-            items = [self._built(item, made) for item in node.value]
+            items = [self._built(item, made, depth) for item in node.value]
             made[key] = items
             return items
         raise _Slow
