@@ -40,6 +40,7 @@ PurePythonKubeLoader.yaml_constructors = dict(KubeLoader.yaml_constructors)
 for _name in (
     "construct_plain",
     "construct_mapping",
+    "_pair_name",
     "construct_yaml_map",
     "construct_typed",
     "construct_text",

@@ -36,7 +36,7 @@ from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from ..api.bounds import MAX_DEPTH, excess
 from ..api.resources import APPLICATION_DEFINITION, INSTANCETYPE, WORKER_CLASS, WORKER_PLATFORM
-from ..chart.kubeyaml import PLAIN_TAG, KubeLoader, json_key, plain_scalar
+from ..chart.kubeyaml import PLAIN_TAG, STR_TAG, KubeLoader, json_key, plain_scalar
 from ..state import Document, LoadError, State
 
 __all__ = [
@@ -61,7 +61,6 @@ YAML_SUFFIXES = (".yaml", ".yml")
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
 STDIN = "-"
 
-_STR_TAG = "tag:yaml.org,2002:str"
 
 #: Kinds without a namespace, which ``--namespace`` leaves alone (as kubectl's discovery says of
 #: them): ours and the cluster-scoped kinds a GitOps folder holds beside them. Any other kind is
@@ -112,7 +111,7 @@ def _key_text(node: ScalarNode) -> str | None:
             return json_key(plain_scalar(node.value))
         except ValueError:
             return None
-    return node.value if node.tag == _STR_TAG else None
+    return node.value if node.tag == STR_TAG else None
 
 
 def _check_names(metadata: MappingNode, where: str) -> None:

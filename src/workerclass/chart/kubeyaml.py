@@ -40,6 +40,7 @@ except ImportError:  # pragma: no cover - depends on how PyYAML was built
 
 __all__ = [
     "PLAIN_TAG",
+    "STR_TAG",
     "KubeLoader",
     "from_yaml",
     "json_key",
@@ -51,7 +52,8 @@ __all__ = [
 #: The tag every plain scalar resolves to here (then :func:`plain_scalar` decides its value).
 PLAIN_TAG = "tag:k8s,plain"
 _MERGE_TAG = "tag:yaml.org,2002:merge"
-_STR_TAG = "tag:yaml.org,2002:str"
+#: The tag of a quoted scalar, and of one tagged ``!!str``.
+STR_TAG = "tag:yaml.org,2002:str"
 _MAP_TAG = "tag:yaml.org,2002:map"
 _SEQ_TAG = "tag:yaml.org,2002:seq"
 #: what :meth:`KubeLoader._built` holds for a collection it is building
@@ -161,17 +163,24 @@ class KubeLoader(_Base):
         self.flatten_mapping(node)  # merge keys (<<), explicit keys winning, as go-yaml v2
         out: dict[str, Any] = {}
         for key_node, value_node in node.value:
-            key = self.construct_object(key_node, deep=True)
-            try:
-                name = json_key(key)
-            except ValueError as error:
-                raise ConstructorError(None, None, str(error), key_node.start_mark) from None
-            if name in out:
-                self.repeated_key(written, key_node, name)
-            if name == "metadata":
-                self.metadata_read(value_node)
+            name = self._pair_name(self.construct_object(key_node, deep=True), key_node, value_node, out, written)
             out[name] = self.construct_object(value_node, deep=deep)
         return out
+
+    def _pair_name(
+        self, key: Any, key_node: Node, value_node: Node, out: dict[str, Any], written: list[tuple[Node, Node]]
+    ) -> str:
+        """The JSON key of a pair about to join ``out``, whose pairs as written are ``written``: a
+        key with no JSON form is refused, a repeated one and a ``metadata`` value go to the hooks."""
+        try:
+            name = json_key(key)
+        except ValueError as error:
+            raise ConstructorError(None, None, str(error), key_node.start_mark) from None
+        if name in out:
+            self.repeated_key(written, key_node, name)
+        if name == "metadata":
+            self.metadata_read(value_node)
+        return name
 
     def resolve(self, kind: type[Node], value: str | None, implicit: tuple[bool, bool]) -> str:
         """A node's tag as the two resolvers registered below give it (a plain ``<<`` is a merge key,
@@ -183,7 +192,7 @@ class KubeLoader(_Base):
         if kind is ScalarNode:
             if implicit[0]:
                 return _MERGE_TAG if value == "<<" else PLAIN_TAG
-            return _STR_TAG
+            return STR_TAG
         return _SEQ_TAG if kind is SequenceNode else _MAP_TAG
 
     def construct_document(self, node: Node | None) -> Any:
@@ -207,7 +216,7 @@ class KubeLoader(_Base):
         if isinstance(node, ScalarNode):
             if tag == PLAIN_TAG:
                 return plain_scalar(node.value)
-            if tag == _STR_TAG:
+            if tag == STR_TAG:
                 return node.value
             raise _Slow
         key = id(node)
@@ -225,14 +234,7 @@ class KubeLoader(_Base):
             for key_node, value_node in node.value:
                 if key_node.tag == _MERGE_TAG:
                     raise _Slow
-                try:
-                    name = json_key(self._built(key_node, made, depth))
-                except ValueError as error:
-                    raise ConstructorError(None, None, str(error), key_node.start_mark) from None
-                if name in out:
-                    self.repeated_key(node.value, key_node, name)
-                if name == "metadata":
-                    self.metadata_read(value_node)
+                name = self._pair_name(self._built(key_node, made, depth), key_node, value_node, out, node.value)
                 out[name] = self._built(value_node, made, depth)
             made[key] = out
             return out
