@@ -236,7 +236,7 @@ def applied(client_of: Any, bodies: list[dict[str, Any]]) -> float:
     return time.monotonic() - started
 
 
-def stripped(obj: dict[str, Any], moved: bool) -> dict[str, Any]:
+def stripped(obj: dict[str, Any], *, moved: bool) -> dict[str, Any]:
     """A live object back to an apply body (no owner: that pool is not there), ``moved`` to the
     admin baseline's namespace (and name, when cluster-scoped) or where it was."""
     meta = obj["metadata"]
@@ -470,7 +470,7 @@ def main() -> int:
                 item.setdefault("kind", kind)
                 live.append(item)
         baseline: dict[str, float] = {}
-        bodies = [stripped(obj, True) for obj in live]
+        bodies = [stripped(obj, moved=True) for obj in live]
         baseline["admin"] = applied(admin, bodies)
         fresh = start("controller-bench-floor-")
         assert fresh is not None
@@ -478,7 +478,7 @@ def main() -> int:
         try:
             prepare(Kube(floor.url, floor.ssl_context(), timeout=120), binaries, floor_folder, tenants, [])
             account = floor.ssl_context(floor.identity(CONTROLLER_USER, ACCOUNT_GROUPS))
-            bodies = [stripped(obj, False) for obj in live]
+            bodies = [stripped(obj, moved=False) for obj in live]
             baseline["the controller's account (a second test bed)"] = applied(
                 lambda: Kube(floor.url, account, timeout=120), bodies
             )
