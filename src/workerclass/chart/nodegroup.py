@@ -437,18 +437,26 @@ def chart_hash(text: str) -> str:
 def kubevirtmachinetemplate(inp: ChartInput, sizing: Sizing, disk: Disk | None = None) -> dict[str, Any]:
     """The KubevirtMachineTemplate document, parsed as the oracle parses it."""
     text = kubevirtmachinetemplate_text(inp, sizing, disk)
-    if all(plain_safe(x) for _, x in kmt_interpolations(inp, disk)):
-        template = _kmt_template_dict(inp, sizing, disk)
-        if template is None:
-            template = k8s_load(text)
-    else:
-        template = k8s_load(text)
     return {
         "apiVersion": KMT_API,
         "kind": "KubevirtMachineTemplate",
         "metadata": {"name": f"{inp.cluster_name}-{inp.group_name}-{chart_hash(text)}", "namespace": inp.namespace},
-        "spec": {"template": template},
+        "spec": {"template": kmt_template(inp, sizing, disk, text=text)},
     }
+
+
+def kmt_template(
+    inp: ChartInput, sizing: Sizing, disk: Disk | None = None, *, text: str | None = None
+) -> dict[str, Any]:
+    """The KubevirtMachineTemplate's ``spec.template`` as :func:`kubevirtmachinetemplate` holds it
+    (a new dict), built without the define's text where the values allow (``text``: that text,
+    when the caller has it)."""
+    if all(plain_safe(x) for _, x in kmt_interpolations(inp, disk)):
+        template = _kmt_template_dict(inp, sizing, disk)
+        if template is not None:
+            return template
+    parsed: dict[str, Any] = k8s_load(kubevirtmachinetemplate_text(inp, sizing, disk) if text is None else text)
+    return parsed
 
 
 def _scalar(value: Any) -> Any:

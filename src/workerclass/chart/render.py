@@ -27,7 +27,7 @@ from .nodegroup import (
     Disk,
     chart_hash,
     chart_http_url,
-    kubevirtmachinetemplate,
+    kmt_template,
     kubevirtmachinetemplate_text,
     nodegroup_objects,
 )
@@ -155,11 +155,12 @@ def kubevirtmachinetemplate_hash(
     return chart_hash(kubevirtmachinetemplate_text(inp, size, disk))
 
 
-def render_kubevirtmachinetemplate(inp: ChartInput) -> dict[str, Any]:
-    """The KubevirtMachineTemplate :func:`render_chart` renders for ``inp`` with no class-era
-    inputs (or :class:`ChartRefused`, as it), without the other objects."""
+def kubevirtmachinetemplate_spec(inp: ChartInput) -> dict[str, Any]:
+    """The ``spec.template`` of the KubevirtMachineTemplate :func:`render_chart` renders for
+    ``inp`` with no class-era inputs (or :class:`ChartRefused`, as it), a new dict, without the
+    other objects nor (where the values allow) the define's text its name hashes."""
     size, _, disk = _checked(inp, None, None, None, None)
-    return kubevirtmachinetemplate(inp, size, disk)
+    return kmt_template(inp, size, disk)
 
 
 # ------------------------------------------------------------------ class-era disk sources

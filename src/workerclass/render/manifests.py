@@ -33,17 +33,17 @@ from ..api.resources import RELEASE_PREFIX
 from ..chart import ChartInput
 from ..chart.context import ChartRefused
 from ..chart.nodegroup import Disk
-from ..chart.render import kubevirtmachinetemplate_hash, render_chart, render_kubevirtmachinetemplate
+from ..chart.render import kubevirtmachinetemplate_hash, kubevirtmachinetemplate_spec, render_chart
 from ..chart.sizing import sizing
 from ..chart.talos_job import talos_config_template as chart_talos_config_template
 from ..chart.talos_naming import talos_template_naming
 from ..chart.values import chart_input
 from ..resolve.effective import Effective
 from .errors import RenderError
-from .hash import template_suffix
+from .hash import content_hash, template_suffix
 from .legacy import class_era, legacy_values
 from .talos_template import TALOS_TEMPLATE_KIND, content_named
-from .templates import KAIROS_DATA_SECRET_PATH, _kairos_machine_template, kairos_objects, proxmox_objects
+from .templates import KAIROS_DATA_SECRET_PATH, kairos_objects, kairos_vm_template, proxmox_objects
 
 __all__ = [
     "KIND_RANK",
@@ -229,13 +229,13 @@ def template_hash(effective: Effective) -> str:
     if effective.bootstrap == "kairos" and effective.infrastructure == "kubevirt":
         # Kairos: the chart's KubevirtMachineTemplate made a Kairos one, nothing else rendered.
         try:
-            chart_kmt = render_kubevirtmachinetemplate(chart_input_for(effective))
+            template = kubevirtmachinetemplate_spec(chart_input_for(effective))
         except ChartRefused as refused:
             raise _refused(effective, refused) from None
         reference = effective.image.reference
         if not reference:  # as kairos_objects refuses it
             raise RenderError(f"{effective.identity}: the Kairos image has no reference")
-        suffix = template_suffix([_kairos_machine_template(chart_kmt, reference)])
+        return content_hash(kairos_vm_template(template, reference))  # the name's hash (named_by_content)
     else:
         suffix = template_suffix(render(effective, chart_text=False))
     if suffix is None:  # pragma: no cover - every family renders an infrastructure template

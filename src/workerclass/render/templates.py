@@ -144,7 +144,20 @@ def _replace(objects: list[dict[str, Any]], old: Mapping[str, Any], new: list[di
 
 
 def _kairos_machine_template(chart_template: Mapping[str, Any], reference: str) -> dict[str, Any]:
-    template = copy_values(chart_template["spec"]["template"])
+    template = kairos_vm_template(copy_values(chart_template["spec"]["template"]), reference)
+    metadata = chart_template["metadata"]
+    base = str(metadata["name"]).rsplit("-", 1)[0]
+    return {
+        "apiVersion": chart_template["apiVersion"],
+        "kind": "KubevirtMachineTemplate",
+        "metadata": named_by_content(base, metadata["namespace"], template),
+        "spec": {"template": template},
+    }
+
+
+def kairos_vm_template(template: dict[str, Any], reference: str) -> dict[str, Any]:
+    """The chart's KubevirtMachineTemplate ``spec.template`` made a Kairos pool's, in place (the
+    caller's own copy): the system disk a blank data volume, the image booted as a container disk."""
     vm_spec = template["spec"]["virtualMachineTemplate"]["spec"]
     system = vm_spec["dataVolumeTemplates"][0]
     data_volume: dict[str, Any] = {"metadata": {"name": KAIROS_DATA_VOLUME}}
@@ -162,14 +175,7 @@ def _kairos_machine_template(chart_template: Mapping[str, Any], reference: str) 
             volumes.append(volume)
     volumes.append({"name": KAIROS_DATA_DISK, "dataVolume": {"name": KAIROS_DATA_VOLUME}})
     guest["volumes"] = volumes
-    metadata = chart_template["metadata"]
-    base = str(metadata["name"]).rsplit("-", 1)[0]
-    return {
-        "apiVersion": chart_template["apiVersion"],
-        "kind": "KubevirtMachineTemplate",
-        "metadata": named_by_content(base, metadata["namespace"], template),
-        "spec": {"template": template},
-    }
+    return template
 
 
 def _kairos_config_template(effective: Effective, base: str, namespace: str) -> dict[str, Any]:
