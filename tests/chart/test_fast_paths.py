@@ -6,7 +6,8 @@
 - the KubevirtMachineTemplate's ``spec.template`` built directly (the platform's constraints
   included) equals what the define's text parses to (Kubernetes' reading), key order included,
   over the chart's value space;
-- the Job's command script cut in one replace equals the line-by-line reading of the block.
+- the Job's command script cut in one replace equals the line-by-line reading of the block;
+- one match of the pasted texts joined equals :func:`plain_safe` of each.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from hypothesis import strategies as st
 from workerclass.chart import chart_failures, golden_disk, kubevirtmachinetemplate, kubevirtmachinetemplate_text, sizing
 from workerclass.chart import quantity as q
 from workerclass.chart.kubeyaml import k8s_load
-from workerclass.chart.nodegroup import Disk
+from workerclass.chart.nodegroup import Disk, all_plain_safe, plain_safe
 from workerclass.chart.talos_job_spec import _SCRIPT_END, _SCRIPT_START, command_script
 
 from .cases import free_pools, make_input, pools
@@ -148,3 +149,13 @@ _LINES = st.lists(
 def test_command_script_equals_the_line_by_line_reading(lines: list[str]) -> None:
     text = "spec:" + _SCRIPT_START + "\n".join(lines) + _SCRIPT_END + "x"
     assert command_script(text) == _command_script_by_lines(text)
+
+
+#: texts near the plain-safe edge: safe characters, each indicator, whitespace and control characters
+_PASTED = st.text(alphabet=st.sampled_from(list("ab1.-/_:#'\"[]{},&*!|>%@`\\ \t\n\x00\x1f\x7fé")), max_size=6)
+
+
+@settings(max_examples=2000, deadline=None, database=None)
+@given(st.lists(_PASTED, max_size=8))
+def test_all_plain_safe_equals_each_text_plain_safe(texts: list[str]) -> None:
+    assert all_plain_safe([("f", text) for text in texts]) is all(plain_safe(text) for text in texts)

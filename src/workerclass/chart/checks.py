@@ -41,6 +41,7 @@ from .kernel_modules import SHELL_SAFE, kernel_module_failures
 from .kubeyaml import k8s_load
 from .nodegroup import (
     POSITIVE_DURATION,
+    all_plain_safe,
     constraints_text,
     kmt_interpolations,
     kubevirtmachinetemplate_text,
@@ -599,7 +600,8 @@ def _kubelet_failures(
 def _check_rendered_yaml(inp: ChartInput, size: Sizing, out: _Collector) -> None:
     """Values the chart pastes unquoted (roles, GPU names, sizes, Talos URL parts, nodeStartupTimeout)
     that turn its output into text that is not YAML: Helm's parse of the manifest refuses it."""
-    unsafe = [(f, x) for f, x in kmt_interpolations(inp) if not plain_safe(x)]
+    pasted = kmt_interpolations(inp)
+    unsafe = [] if all_plain_safe(pasted) else [(f, x) for f, x in pasted if not plain_safe(x)]
     timeout = inp.values.get("nodeStartupTimeout")
     if not plain_safe(tpl(timeout)):
         unsafe.append(("spec.nodeStartupTimeout", tpl(timeout)))

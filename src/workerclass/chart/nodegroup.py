@@ -23,7 +23,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -451,7 +451,7 @@ def kmt_template(
     """The KubevirtMachineTemplate's ``spec.template`` as :func:`kubevirtmachinetemplate` holds it
     (a new dict), built without the define's text where the values allow (``text``: that text,
     when the caller has it)."""
-    if all(plain_safe(x) for _, x in kmt_interpolations(inp, disk)):
+    if all_plain_safe(kmt_interpolations(inp, disk)):
         template = _kmt_template_dict(inp, sizing, disk)
         if template is not None:
             return template
@@ -475,6 +475,13 @@ def plain_safe(text: str) -> bool:
     """Whether ``text`` pasted after ``key: `` (or before ``: ""``) reads back as one plain scalar
     (no whitespace, comment, quote, flow or other indicator characters, no trailing colon)."""
     return _PLAIN_SAFE.fullmatch(text) is not None and not text.endswith(":")
+
+
+def all_plain_safe(pairs: Sequence[tuple[str, str]]) -> bool:
+    """Whether every text of ``pairs`` (field, text) is :func:`plain_safe`: one match of their
+    concatenation (the pattern is one character class, repeated), then the trailing colons."""
+    texts = [text for _, text in pairs]
+    return _PLAIN_SAFE.fullmatch("".join(texts)) is not None and not any(text.endswith(":") for text in texts)
 
 
 def kmt_interpolations(inp: ChartInput, disk: Disk | None = None) -> list[tuple[str, str]]:
