@@ -17,7 +17,7 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, NoReturn, TextIO
+from typing import Any, NoReturn, TextIO, cast
 
 import typer
 
@@ -108,15 +108,23 @@ def _lines(cell: Cell) -> tuple[list[str], list[str] | None]:
     return (texts or [""]), (styles or None)
 
 
+#: a row as :meth:`Table.add_row` keeps it: its cells' texts when each is one unstyled line (the
+#: common row, kept as given), else each cell's lines and their styles
+_Row = tuple[str, ...] | list[tuple[list[str], list[str] | None]]
+
+
 class Table:
     """A plain text table: a bold header, rows of cells (multi-line cells allowed)."""
 
     def __init__(self, *columns: str, title: str | None = None) -> None:
         self.columns = columns
         self.title = title
-        self.rows: list[list[tuple[list[str], list[str] | None]]] = []
+        self.rows: list[_Row] = []
 
     def add_row(self, *cells: Cell) -> None:
+        if len(cells) == len(self.columns) and all(type(cell) is str and "\n" not in cell for cell in cells):
+            self.rows.append(cast(tuple[str, ...], cells))  # every cell a str: checked just above
+            return
         row = [_lines(cell) for cell in cells]
         while len(row) < len(self.columns):
             row.append(([""], None))
@@ -128,6 +136,11 @@ class Table:
     def lines(self, *, colour_on: bool = False) -> list[str]:
         widths = [len(column) for column in self.columns]
         for row in self.rows:
+            if isinstance(row, tuple):
+                for index, text in enumerate(row):
+                    if len(text) > widths[index]:
+                        widths[index] = len(text)
+                continue
             for index, (texts, _) in enumerate(row):
                 for text in texts:
                     if len(text) > widths[index]:
@@ -140,9 +153,16 @@ class Table:
         out.append(paint(header.rstrip(), "bold", colour_on))
         plain = not colour_on
         for row in self.rows:
+            if isinstance(row, tuple):
+                # The common row: one line per cell, nothing to paint.
+                if last:
+                    line = "  ".join([text.ljust(widths[i]) for i, text in enumerate(row[:last])])
+                    out.append((line + "  " + row[last]).rstrip())
+                else:
+                    out.append(row[0].rstrip())
+                continue
             height = max(len(texts) for texts, _ in row)
             if height == 1 and (plain or all(styles is None for _, styles in row)):
-                # The common row: one line per cell, nothing to paint.
                 line = "  ".join([texts[0].ljust(widths[i]) for i, (texts, _) in enumerate(row[:last])])
                 out.append((line + "  " + row[last][0][0]).rstrip() if last else row[0][0][0].rstrip())
                 continue
