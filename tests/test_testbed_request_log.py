@@ -1,6 +1,6 @@
-"""The test bed's reading of the API server's audit log (``tests/e2e/testbed.py``), on a log written
-here: lines counted from a mark, a last line still being written left for later, one event per
-request, and a user whose name JSON escapes still found."""
+"""The test bed's reading of the API server's request log (``tests/e2e/testbed.py``), on a log
+written here: lines counted from a mark, a last line still being written left for later, one event
+per request, and a user whose name JSON escapes still found."""
 
 from __future__ import annotations
 
