@@ -28,13 +28,16 @@ in one namespace cost the API server more per pool than the same pools in many).
 3. restart: the controller stopped once settled, started again, and every write it sends over
    ``2 * resync + 5`` seconds counted (target 0);
 4. per change (``--changes K``): a third controller (resync an hour away, so no full pass runs
-   while it is measured) over the settled pools; after a warm-up change (its first pass), ``K``
+   while it is measured) over the settled pools; after a warm-up change (applied early in its
+   first pass) and once the process is quiet (its first pass over: :func:`wait_quiet`), ``K``
    pools' ``maxReplicas`` changed one at a time as Cozystack's API writes them (the
    KubernetesNodes, then its HelmRelease): the seconds from the write to the MachineDeployment's
    max-size annotation showing it (median and worst), and the controller's CPU per change (its
    process's user and system time from ``/proc`` over the changes, less its idle rate measured
    just before). Run with ``PYTHONPATH`` set to another tree's ``src`` to measure that tree's
-   controller with the same harness (the before/after pairs of ``bench/README.md``).
+   controller with the same harness (the before/after pairs of ``bench/README.md``), or pass
+   ``--changes-also SRC``: the same phase again, on other pools of the same settled cluster, for
+   the controller of the tree whose ``src`` is SRC.
    ``--no-baseline`` goes from the settled cold start straight to this phase.
 
 ``--seed-as-admin`` (with ``--no-baseline``): the cold-start controller runs under an admin identity
@@ -111,7 +114,29 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def per_change(kube: Kube, process: Process, names: list[tuple[str, str]], changes: int) -> None:
+#: the per-change controller's first pass is over once its CPU stays this low (a share of one core) ...
+QUIET_BELOW = 0.05
+#: ... for this many seconds in a row (sampled each second)
+QUIET_FOR = 3.0
+
+
+def wait_quiet(pid: int, *, timeout: float) -> float:
+    """Wait until process ``pid`` has used at most :data:`QUIET_BELOW` of a core in each second of
+    :data:`QUIET_FOR` seconds in a row; the seconds waited (its quiet seconds included)."""
+    started = time.monotonic()
+    calm = 0
+    cpu = cpu_seconds(pid)
+    while calm < QUIET_FOR:
+        if time.monotonic() - started > timeout:
+            raise SystemExit(f"the controller (pid {pid}) was not quiet within {timeout:.0f} s")
+        time.sleep(1.0)
+        now = cpu_seconds(pid)
+        calm = calm + 1 if now - cpu <= QUIET_BELOW else 0
+        cpu = now
+    return time.monotonic() - started
+
+
+def per_change(kube: Kube, process: Process, names: list[tuple[str, str]], changes: int, *, turn: int = 0) -> None:
     """Phase 4: ``changes`` pools changed one at a time; latency to the applied MachineDeployment, CPU each."""
     assert process.popen is not None
     pid = process.popen.pid
@@ -135,9 +160,14 @@ def per_change(kube: Kube, process: Process, names: list[tuple[str, str]], chang
         )
         return time.monotonic() - started
 
-    warm = change(names[0], 9, 1800)  # the first pass of the new process runs first
+    warm = change(names[0], 9 + turn, 1800)  # the first pass of the new process runs first
     print(f"per change: warm-up change applied after {warm:.2f} s (the process's first pass included)")
-    time.sleep(2)
+    # The warm-up pool is among the first the pass applies; the rest of the pass goes on after it.
+    quiet = wait_quiet(pid, timeout=3600)
+    print(
+        f"per change: the process quiet {quiet:.1f} s after that (its first pass over: at most "
+        f"{QUIET_BELOW:.0%} of a core in each of {QUIET_FOR:.0f} s in a row)"
+    )
     idle_start, idle_cpu = time.monotonic(), cpu_seconds(pid)
     time.sleep(5)
     idle_rate = (cpu_seconds(pid) - idle_cpu) / (time.monotonic() - idle_start)
@@ -148,14 +178,14 @@ def per_change(kube: Kube, process: Process, names: list[tuple[str, str]], chang
 
         profiler = subprocess.Popen(
             ["py-spy", "record", "--pid", str(pid), "--format", "raw", "--rate", "100",
-             "--output", os.environ["BENCH_PROFILE_CHANGES"], "--nonblocking"],
+             "--output", os.environ["BENCH_PROFILE_CHANGES"] + (f".{turn}" if turn else ""), "--nonblocking"],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )  # fmt: skip
         time.sleep(1)
     start, cpu = time.monotonic(), cpu_seconds(pid)
     step = max(1, len(names) // changes)
     for index in range(changes):
-        pool = names[(1 + index * step) % len(names)]
+        pool = names[(1 + turn + index * step) % len(names)]  # each turn its own pools: a change to make
         latencies.append(change(pool, 4 + index % 3, 60))
         time.sleep(0.3)  # what the change set off (its Event, the watch's echo) settles before the next
     elapsed, used = time.monotonic() - start, cpu_seconds(pid) - cpu
@@ -282,8 +312,11 @@ def stripped(obj: dict[str, Any], *, moved: bool) -> dict[str, Any]:
     return out
 
 
-def controller(cluster: ApiServer, folder: Path, name: str, resync: float, *, admin: bool = False) -> Process:
-    """``serve controller`` as the controller's ServiceAccount (``admin``: as ``system:masters``)."""
+def controller(
+    cluster: ApiServer, folder: Path, name: str, resync: float, *, admin: bool = False, src: str | None = None
+) -> Process:
+    """``serve controller`` as the controller's ServiceAccount (``admin``: as ``system:masters``;
+    ``src``: the package of another tree's ``src`` folder, first on ``PYTHONPATH``)."""
     if admin:
         identity = cluster.identity(SEEDER, ["system:masters"])
     else:
@@ -297,6 +330,7 @@ def controller(cluster: ApiServer, folder: Path, name: str, resync: float, *, ad
             "--log-level", os.environ.get("BENCH_CONTROLLER_LOG_LEVEL", "warning"), *chart_option(),
         ],
         folder / f"{name}.log",
+        env=None if src is None else {**os.environ, "PYTHONPATH": os.path.abspath(src)},
     ).start()  # fmt: skip
 
 
@@ -387,6 +421,14 @@ def main() -> int:
         help="with --no-baseline: the cold start runs as system:masters (the controller's own objects and field "
         "manager), then the per-change controller runs as the ServiceAccount over them",
     )
+    parser.add_argument(
+        "--changes-also",
+        metavar="SRC",
+        action="append",
+        default=[],
+        help="after this tree's per-change phase, the same phase (other pools) for the controller of the tree "
+        "whose src folder is SRC, on the same settled pools: a before/after pair in one run (repeatable)",
+    )
     args = parser.parse_args()
     if args.seed_as_admin and not args.no_baseline:
         parser.error("--seed-as-admin needs --no-baseline: its cold start is not the account's")
@@ -469,11 +511,13 @@ def main() -> int:
                 f"{args.pools / cold:.1f} pools/s; writes until settled: {len(all_writes)}"
                 + ("" if not unsettled else f" (NOT settled: {len(unsettled)} in the last {args.resync + 2:.0f} s)")
             )
-            if args.changes:
+            for turn, tree in enumerate([None, *args.changes_also] if args.changes else []):
+                if tree is not None:
+                    print(f"per change, the controller of {tree}:")
                 mark = cluster.audit_mark()
-                third = controller(cluster, folder, "controller-changes", 3600)
+                third = controller(cluster, folder, f"controller-changes-{turn}", 3600, src=tree)
                 processes.append(third)
-                per_change(kube, third, names, args.changes)
+                per_change(kube, third, names, args.changes, turn=turn)
                 third.stop(timeout=30)
                 writes = writes_since(cluster, mark)
                 print(
