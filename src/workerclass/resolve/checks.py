@@ -113,25 +113,6 @@ def check_node_group_collision(state: State, record: PoolRecord, result: Resolut
     )
 
 
-#: the memo key of :func:`_cluster_scoped_owners`'s index
-_CLUSTER_SCOPED = "cluster-scoped-names"
-
-
-def _cluster_scoped_owners(state: State) -> Mapping[str, tuple[tuple[str, str, str], ...]]:
-    """``<namespace>-<release>`` -> ``(created, namespace, release)`` of each stored pool whose
-    cluster-scoped objects the chart names after it, oldest first; once per snapshot."""
-    cached = state.memo.get(_CLUSTER_SCOPED)
-    if cached is None:
-        owners: dict[str, set[tuple[str, str, str]]] = {}
-        for pool in state.pools.values():
-            if pool.kind in ("KubernetesNodes", "HelmRelease") and pool.release:
-                entry = (pool.created or _UNSTAMPED, pool.namespace, pool.release)
-                owners.setdefault(f"{pool.namespace}-{pool.release}", set()).add(entry)
-        cached = {name: tuple(sorted(entries)) for name, entries in owners.items()}
-        state.memo[_CLUSTER_SCOPED] = cached
-    return cached
-
-
 #: sorts after every RFC 3339 timestamp: an object without one (not stored yet) is the newest
 _UNSTAMPED = "~"
 
@@ -150,7 +131,9 @@ def check_cluster_scoped_names(state: State, record: PoolRecord, result: Resolut
     if record.kind not in ("KubernetesNodes", "HelmRelease") or not record.release:
         return
     name = f"{record.namespace}-{record.release}"
-    owners = _cluster_scoped_owners(state).get(name, ())
+    owners = sorted(
+        {(created or _UNSTAMPED, namespace, release) for created, namespace, release in state.pools_scoped_as(name)}
+    )
     mine = (record.created or _UNSTAMPED, record.namespace, record.release)
     others = [owner for owner in owners if owner[1:] != mine[1:]]
     if not others or min(mine, others[0]) == mine:

@@ -139,6 +139,12 @@ class State:
     pools_by_class: Mapping[str, Mapping[tuple[str, str, str], PoolRecord]] = field(default_factory=_empty)
     #: ``(namespace, name)`` -> the kinds of the pools with that name, in :data:`POOL_KINDS` order
     pool_names: Mapping[tuple[str, str], tuple[str, ...]] = field(default_factory=_empty)
+    #: ``<namespace>-<release>`` (the chart's name for a pool's cluster-scoped objects) -> the
+    #: KubernetesNodes and HelmRelease pools it names, as ``(pool key, (created, namespace,
+    #: release))`` pairs (kept incrementally: :meth:`pools_scoped_as`)
+    pools_by_scoped_name: Mapping[str, tuple[tuple[tuple[str, str, str], tuple[str, str, str]], ...]] = field(
+        default_factory=_empty
+    )
     #: the chart the cluster runs (admission follows its rules, the renderer its facts and text);
     #: by default the one the shipped facts describe, without its text (see :meth:`with_chart`)
     chart: ChartSource = field(default_factory=ChartSource.shipped)
@@ -292,6 +298,13 @@ class State:
         """Live pools whose stored class is ``class_name`` (from the by-class index, in :meth:`sorted_pools` order)."""
         members = self.pools_by_class.get(class_name) or {}
         return sorted(members.values(), key=lambda p: (p.namespace, p.name, POOL_KINDS.index(p.kind)))
+
+    def pools_scoped_as(self, name: str) -> list[tuple[str, str, str]]:
+        """``(created, namespace, release)`` of each stored KubernetesNodes or HelmRelease pool whose
+        release in its namespace makes ``<namespace>-<release>`` = ``name`` (``created`` "" when the
+        object has no creation time), from the index kept with the pools: the same cost at any
+        number of pools."""
+        return [entry for _, entry in self.pools_by_scoped_name.get(name, ())]
 
     def auxiliary_object(self, kind: str, namespace: str, name: str) -> Mapping[str, Any] | None:
         """The object of an auxiliary kind read under that identity (a chart lookup's, a Flux source)."""
@@ -454,6 +467,7 @@ class _PoolIndex:
         self.pools = as_pmap(state.pools)
         self.by_class = as_pmap(state.pools_by_class)
         self.names = as_pmap(state.pool_names)
+        self.scoped = as_pmap(state.pools_by_scoped_name)
 
     def put(self, key: tuple[str, str, str], pool: PoolRecord | None) -> None:
         kind, namespace, name = key
@@ -471,6 +485,14 @@ class _PoolIndex:
             self.by_class = self.by_class.put(old_class, members if members else None)
         if new_class is not None:
             self.by_class = self.by_class.set(new_class, as_pmap(self.by_class.get(new_class) or {}).set(key, pool))
+        old_scoped, new_scoped = _scoped(old), _scoped(pool)
+        if old_scoped != new_scoped:
+            if old_scoped is not None:
+                kept = tuple(pair for pair in self.scoped.get(old_scoped[0], ()) if pair[0] != key)
+                self.scoped = self.scoped.put(old_scoped[0], kept or None)
+            if new_scoped is not None:
+                added = (*self.scoped.get(new_scoped[0], ()), (key, new_scoped[1]))
+                self.scoped = self.scoped.set(new_scoped[0], added)
         if (old is None) == (pool is None):
             return  # replaced: the kinds read under its name are the same
         kinds = set(self.names.get((namespace, name), ()))
@@ -504,4 +526,16 @@ class _PoolIndex:
         return backing.put((namespace, owner), values)
 
     def changes(self) -> dict[str, Any]:
-        return {"pools": self.pools, "pools_by_class": self.by_class, "pool_names": self.names}
+        return {
+            "pools": self.pools,
+            "pools_by_class": self.by_class,
+            "pool_names": self.names,
+            "pools_by_scoped_name": self.scoped,
+        }
+
+
+def _scoped(pool: PoolRecord | None) -> tuple[str, tuple[str, str, str]] | None:
+    """The name the chart gives ``pool``'s cluster-scoped objects and the pool's entry under it."""
+    if pool is None or pool.kind not in ("KubernetesNodes", "HelmRelease") or not pool.release:
+        return None
+    return f"{pool.namespace}-{pool.release}", (pool.created, pool.namespace, pool.release)
