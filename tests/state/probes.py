@@ -108,7 +108,7 @@ def indexes(state: State) -> dict[str, Any]:
         "records": {repr(key): _plain(record.obj) for key, record in sorted(state.records.items())},
         "by_class": {name: sorted(map(repr, members)) for name, members in sorted(state.pools_by_class.items())},
         "pool_names": {repr(key): list(kinds) for key, kinds in sorted(state.pool_names.items())},
-        "scoped_names": {name: sorted(pairs) for name, pairs in sorted(state.pools_by_scoped_name.items())},
+        "scoped_names": {name: list(pairs) for name, pairs in sorted(state.pools_by_scoped_name.items())},
         "instancetypes": sorted(state.instancetypes),
         "objects": [(r.kind, r.namespace, r.name) for r in state.objects],
     }

@@ -491,7 +491,8 @@ class _PoolIndex:
                 kept = tuple(pair for pair in self.scoped.get(old_scoped[0], ()) if pair[0] != key)
                 self.scoped = self.scoped.put(old_scoped[0], kept or None)
             if new_scoped is not None:
-                added = (*self.scoped.get(new_scoped[0], ()), (key, new_scoped[1]))
+                # in key order, so that a State does not depend on the order its pools came in
+                added = tuple(sorted((*self.scoped.get(new_scoped[0], ()), (key, new_scoped[1]))))
                 self.scoped = self.scoped.set(new_scoped[0], added)
         if (old is None) == (pool is None):
             return  # replaced: the kinds read under its name are the same
