@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from tests.builders import make_pool, rename
 from workerclass.adapters.folder import load_state
 from workerclass.api import resources
 from workerclass.state import KINDS, POOL_KINDS, State, identify
@@ -66,15 +67,11 @@ def _scoped_kept(state: State) -> dict[str, list[tuple[str, str, str]]]:
 
 
 def _nodes(namespace: str, name: str, created: str | None = None) -> dict[str, Any]:
-    metadata: dict[str, Any] = {"name": name, "namespace": namespace}
+    """KubernetesNodes ``name`` exactly (the builders' pool, renamed), stamped ``created`` if given."""
+    obj = rename(make_pool(namespace=namespace), name)
     if created is not None:
-        metadata["creationTimestamp"] = created
-    return {
-        "apiVersion": "apps.cozystack.io/v1alpha1",
-        "kind": "KubernetesNodes",
-        "metadata": metadata,
-        "spec": {"cluster": "c", "version": "v1.35", "minReplicas": 1, "maxReplicas": 2},
-    }
+        obj["metadata"]["creationTimestamp"] = created
+    return obj
 
 
 # nested tenant namespaces, so that two pools of two namespaces can share one scoped name
