@@ -7,7 +7,9 @@
   included) equals what the define's text parses to (Kubernetes' reading), key order included,
   over the chart's value space;
 - the Job's command script cut in one replace equals the line-by-line reading of the block;
-- one match of the pasted texts joined equals :func:`plain_safe` of each.
+- one match of the pasted texts joined equals :func:`plain_safe` of each;
+- on an input that agrees with one every check passed on where :func:`passes_rest_as` looks, the
+  rewritten checks alone (``rest_passed``) find what all of them find, whatever the other keys hold.
 """
 
 from __future__ import annotations
@@ -18,10 +20,21 @@ from decimal import Decimal
 from fractions import Fraction
 from typing import Any
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from workerclass.chart import chart_failures, golden_disk, kubevirtmachinetemplate, kubevirtmachinetemplate_text, sizing
+from workerclass.api.schema import CLASS_ERA_KEYS
+from workerclass.chart import (
+    REST_KEYS,
+    chart_defaults,
+    chart_failures,
+    chart_input,
+    golden_disk,
+    kubevirtmachinetemplate,
+    kubevirtmachinetemplate_text,
+    passes_rest_as,
+    sizing,
+)
 from workerclass.chart import quantity as q
 from workerclass.chart.kubeyaml import k8s_load
 from workerclass.chart.nodegroup import Disk, all_plain_safe, plain_safe
@@ -159,3 +172,102 @@ _PASTED = st.text(alphabet=st.sampled_from(list("ab1.-/_:#'\"[]{},&*!|>%@`\\ \t\
 @given(st.lists(_PASTED, max_size=8))
 def test_all_plain_safe_equals_each_text_plain_safe(texts: list[str]) -> None:
     assert all_plain_safe([("f", text) for text in texts]) is all(plain_safe(text) for text in texts)
+
+
+#: every key a pool's values may hold but those the checks but the rewritten ones read
+_OTHER_KEYS = sorted(
+    (set(chart_defaults()) | set(CLASS_ERA_KEYS) | {"images", "talos", "gpus", "extra"}) - set(REST_KEYS)
+)
+_JSON: st.SearchStrategy[Any] = st.recursive(
+    st.one_of(
+        st.none(),
+        st.booleans(),
+        st.integers(-3, 10**6),
+        st.text(max_size=6),
+        st.sampled_from(["a b", "x: y", "{", '"', "\n", "v1.13.6", "https://f.example/ #", "8Gi", "50%"]),
+    ),
+    lambda inner: st.one_of(st.lists(inner, max_size=3), st.dictionaries(st.text(max_size=6), inner, max_size=3)),
+    max_leaves=8,
+)
+
+
+@settings(
+    max_examples=300,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+    database=None,
+)
+@given(
+    pools(),
+    pools(),
+    st.dictionaries(st.sampled_from(_OTHER_KEYS), _JSON, max_size=4),
+    st.sampled_from(["main", "pr3571"]),
+)
+def test_the_rewritten_checks_alone_find_what_all_find_where_the_rest_passed(
+    passing: tuple[dict[str, Any], str, str, dict[str, Any] | None],
+    other: tuple[dict[str, Any], str, str, dict[str, Any] | None],
+    free: dict[str, Any],
+    variant: Any,
+) -> None:
+    values, release, namespace, platform = passing
+    passed = chart_input(values, namespace=namespace, release=release, cluster_values=platform, variant=variant)
+    assume(not chart_failures(passed))
+    # the keys the rest reads kept, every other one dropped, taken from another pool or made up
+    rewritten = {key: value for key, value in values.items() if key in REST_KEYS}
+    rewritten |= {key: value for key, value in other[0].items() if key not in REST_KEYS}
+    rewritten |= free
+    inp = chart_input(
+        rewritten,
+        namespace=namespace,
+        release=release,
+        cluster_values=platform,
+        instancetypes=passed.instancetypes,
+        variant=variant,
+    )
+    assert passes_rest_as(inp, passed)
+    assert sizing(inp) == sizing(passed)
+    assert chart_failures(inp, rest_passed=True) == chart_failures(inp)
+
+
+def test_inputs_that_differ_where_the_rest_looks_do_not_pass_as_each_other() -> None:
+    base = {"cluster": "example", "version": "v1.35", "instanceType": "u1.medium"}
+    release = "kubernetes-nodes-example-md1"
+    passed = chart_input(base, namespace="tenant-x", release=release)
+    assert not chart_failures(passed)
+    same = chart_input(
+        {**base, "talos": {"version": "v1.12.0"}},
+        namespace="tenant-x",
+        release=release,
+        instancetypes=passed.instancetypes,
+    )
+    assert passes_rest_as(same, passed)
+    for key in REST_KEYS:
+        # ``_cluster`` is the platform's: the pool's own is dropped
+        values, platform = (
+            ({**base}, {"_cluster": {"cluster-domain": "other.local"}})
+            if key == "_cluster"
+            else (
+                {**base, key: "changed"},
+                None,
+            )
+        )
+        changed = chart_input(
+            values, namespace="tenant-x", release=release, cluster_values=platform, instancetypes=passed.instancetypes
+        )
+        assert not passes_rest_as(changed, passed), key
+    for name, inp in {
+        "release": chart_input(base, namespace="tenant-x", release=release + "x", instancetypes=passed.instancetypes),
+        "namespace": chart_input(base, namespace="tenant-y", release=release, instancetypes=passed.instancetypes),
+        "instance types": chart_input(base, namespace="tenant-x", release=release),  # another table
+        "variant": chart_input(
+            base, namespace="tenant-x", release=release, instancetypes=passed.instancetypes, variant="pr3571"
+        ),
+        "lookup": chart_input(
+            base,
+            namespace="tenant-x",
+            release=release,
+            instancetypes=passed.instancetypes,
+            existing_machinedeployment_release="another",
+        ),
+    }.items():
+        assert not passes_rest_as(inp, passed), name

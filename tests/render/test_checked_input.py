@@ -1,10 +1,12 @@
-"""A classless pool's render reads the chart input resolution built and checked: the same objects,
-the same refusals, and never an input the settings no longer hold.
+"""A pool's render reads what resolution's chart checks established: the same objects, the same
+refusals, and never an input the settings no longer hold.
 
 Resolution runs the chart's checks on the pool's values as the chart sees them; a classless pool's
 render builds that very input again and runs the same checks. The effective settings keep the
 checked input (:attr:`~workerclass.resolve.effective.Effective.chart_input`), and the render reads it
-only while the settings still hold what it was built from.
+only while the settings still hold what it was built from. A classified pool's render builds its
+own input (the class's Talos settings in place of the pool's) and runs only the checks that read
+what the class wrote (:func:`~workerclass.chart.passes_rest_as`).
 """
 
 from __future__ import annotations
@@ -15,11 +17,25 @@ from typing import Any
 
 import pytest
 
+from workerclass.chart import render as chart_render
 from workerclass.render import RenderError, render, template_hash
 from workerclass.resolve import resolve_pool
 from workerclass.resolve.effective import Effective
 
-from .builders import CLUSTER, NAMESPACE, effective_of, identity, parent, pool, release, state_of, worker_class
+from .builders import (
+    CA,
+    CLUSTER,
+    FIXED_REFERENCE,
+    NAMESPACE,
+    SSH_KEY,
+    effective_of,
+    identity,
+    parent,
+    pool,
+    release,
+    state_of,
+    worker_class,
+)
 
 pytestmark = pytest.mark.usefixtures("chart_text")
 
@@ -65,11 +81,65 @@ def test_a_classless_pool_renders_the_same_from_the_input_resolution_checked(nam
     assert dict(kept.values) == before, "a render must not change the input it shares"
 
 
-def test_a_classified_pool_keeps_no_input() -> None:
-    """A classified pool's render reads the class-era values, not the values its checks ran on."""
-    effective = effective_of(pool("classy", workerClassName="talos-r1"), worker_class("talos-r1", bootstrap="talos"))
-    assert effective.class_name == "talos-r1"
-    assert effective.chart_input is None
+#: classified pools: the platform's Talos class with the pool's own Talos settings, kernel modules,
+#: a CA, a builtin disk; a Kairos class
+FIXED = worker_class(
+    "kairos-fixed-r1", bootstrap="kairos", image={"kubernetesVersion": "v1.35.6", "reference": FIXED_REFERENCE}
+)
+CLASSIFIED: dict[str, tuple[dict[str, Any], tuple[dict[str, Any], ...]]] = {
+    "talos": (pool("talos", workerClassName="talos", instanceType="u1.large"), ()),
+    "talos-own": (
+        pool(
+            "own",
+            workerClassName="talos",
+            resources={"cpu": "3", "memory": "6Gi"},
+            talos={"version": "v1.13.2", "registryMirrors": {"docker.io": {"endpoints": ["https://m.example"]}}},
+            kernelModules=[{"name": "nvme_tcp"}],
+        ),
+        (),
+    ),
+    "talos-ca-builtin": (
+        pool("ca", workerClassName="talos", talos={"imageFactoryCA": CA}, kubevirt={"osImage": {"builtin": {}}}),
+        (),
+    ),
+    "kairos": (pool("kairos", workerClassName="kairos-fixed-r1", sshKeys=[SSH_KEY]), (FIXED,)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CLASSIFIED))
+def test_a_classified_pool_renders_the_same_running_only_the_rewritten_checks(
+    name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    obj, objects = CLASSIFIED[name]
+    effective = effective_of(obj, *objects)
+    assert effective.class_name is not None
+    assert effective.chart_input is not None, "resolution keeps the input its checks passed on"
+    assert effective.checked_input(effective.release or "") is None, "the class's render has its own input"
+    fresh = render(_without_kept(effective)), template_hash(_without_kept(effective))
+    modes: list[bool] = []
+    exact = chart_render.chart_failures
+
+    def recorded(*args: Any, rest_passed: bool = False, **kwargs: Any) -> Any:
+        modes.append(rest_passed)
+        return exact(*args, rest_passed=rest_passed, **kwargs)
+
+    monkeypatch.setattr(chart_render, "chart_failures", recorded)
+    assert (render(effective), template_hash(effective)) == fresh
+    assert modes == [True, True], "both read what resolution's checks established"
+
+
+def test_a_classified_render_still_runs_the_checks_of_what_the_class_wrote() -> None:
+    """The rest passed on the stored values; a Talos setting the class wrote that breaks the text the
+    chart pastes is still refused, as without what resolution kept."""
+    effective = effective_of(CLASSIFIED["talos"][0])
+    assert effective.talos is not None and effective.chart_input is not None
+    broken = dataclasses.replace(effective, talos=dataclasses.replace(effective.talos, schematic_id="x: y\n  z: ["))
+    with pytest.raises(RenderError) as without:
+        template_hash(_without_kept(broken))
+    with pytest.raises(RenderError) as kept:
+        template_hash(broken)
+    assert str(kept.value) == str(without.value)
+    assert kept.value.failures == without.value.failures
 
 
 @pytest.mark.parametrize(

@@ -64,7 +64,7 @@ it never sees State or a class, and imports nothing of workerclass but ``api`` a
 
 from __future__ import annotations
 
-from .checks import chart_failures
+from .checks import REST_KEYS, Prechecked, chart_failures, passes_rest_as
 from .context import ChartInput, ChartRefused
 from .kernel_modules import kernel_module_failures
 from .nodegroup import (
@@ -101,9 +101,11 @@ from .values import (
 
 __all__ = [
     "HASH_LENGTH",
+    "REST_KEYS",
     "ChartInput",
     "ChartRefused",
     "Disk",
+    "Prechecked",
     "Sizing",
     "app_version",
     "chart_defaults",
@@ -126,6 +128,7 @@ __all__ = [
     "machinedeployment",
     "machinehealthcheck",
     "nodegroup_objects",
+    "passes_rest_as",
     "render_chart",
     "sizing",
     "version_map",

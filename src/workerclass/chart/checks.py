@@ -16,7 +16,7 @@ Messages say what to change. A value is quoted only when it passed a strict, har
 (a quantity, a duration shape, a DNS label); otherwise the message names the field and the rule.
 Wrong types (the model parser reports them) are skipped, never a crash.
 
-Why one module over the house ~500 lines (about 610): it is one function per ``fail`` (or per
+Why one module over the house ~500 lines (about 770): it is one function per ``fail`` (or per
 group of ``fail``s in one template block), called in the order Helm meets them, and that order
 is the contract (the list is empty exactly when the chart renders, and its first entry is the
 chart's own refusal). Splitting by template file would scatter that one sequence over modules
@@ -29,7 +29,7 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 import yaml
 
@@ -102,16 +102,77 @@ class _Collector:
         self.failures.append(Violation(code=code, field=field, message=text))
 
 
-def chart_failures(inp: ChartInput, *, size: Sizing | None = None) -> list[Violation]:
+#: The top-level values the chart's checks read but for the rewritten ones (those of ``talos``,
+#: ``images`` and ``kernelModules``, which a classified pool's render writes over the pool's own, of
+#: the text the chart pastes, which holds Talos URL parts, and Helm's schema validation): with the
+#: input's release, namespace, instance types, chart, variant and lookups, all the others read. An
+#: input that agrees with one that passed every check on all of them passes those too
+#: (:func:`passes_rest_as`), and :func:`chart_failures` runs only the rewritten ones on it.
+REST_KEYS: tuple[str, ...] = (
+    "cluster",
+    "version",
+    "_cluster",
+    "resources",
+    "instanceType",
+    "podCpuLimit",
+    "podCpuRequest",
+    "kubelet",
+    "maxNodeProvisionTime",
+    "maxUnhealthy",
+    "readyUnknownTimeout",
+    "readyFalseTimeout",
+)
+
+
+def passes_rest_as(inp: ChartInput, passed: ChartInput) -> bool:
+    """Whether the checks but the rewritten ones (:data:`REST_KEYS`) must pass on ``inp`` because every check
+    passed on ``passed``: the two agree on :data:`REST_KEYS` and on everything else those checks
+    read, and ``inp``'s lookups found what ``passed``'s did or nothing (a lookup that found nothing
+    refuses nothing)."""
+    if (
+        inp.release != passed.release
+        or inp.namespace != passed.namespace
+        or inp.instancetypes is not passed.instancetypes
+        or inp.chart is not passed.chart
+        or inp.variant != passed.variant
+    ):
+        return False
+    for found, known in (
+        (inp.existing_machinedeployment_release, passed.existing_machinedeployment_release),
+        (inp.existing_machinedeployment_cluster, passed.existing_machinedeployment_cluster),
+        (inp.parent_control_plane_version, passed.parent_control_plane_version),
+    ):
+        if found is not None and found != known:
+            return False
+    mine, theirs = inp.values, passed.values
+    return all(mine.get(key, _ABSENT) == theirs.get(key, _ABSENT) for key in REST_KEYS)
+
+
+_ABSENT = object()
+
+
+class Prechecked(NamedTuple):
+    """What is known of an input before its render runs the chart's checks: its sizing, and whether
+    every check passed on this very input (``whole``) or all but the rewritten ones must pass on it
+    (:func:`passes_rest_as`; the sizing reads only :data:`REST_KEYS` and the instance types, so the
+    input that passed has the same)."""
+
+    size: Sizing
+    whole: bool
+
+
+def chart_failures(inp: ChartInput, *, size: Sizing | None = None, rest_passed: bool = False) -> list[Violation]:
     """Each render-time refusal of the chart for ``inp`` (empty: the chart renders).
 
-    ``size``: ``sizing(inp)`` when the caller has it already (it is computed otherwise)."""
+    ``size``: ``sizing(inp)`` when the caller has it already (it is computed otherwise).
+    ``rest_passed``: all but the rewritten checks are known to pass (:func:`passes_rest_as`): only
+    those are run, in their places."""
     v = inp.values
     out = _Collector(inp.group_name if _SAFE_DNS.fullmatch(inp.group_name) else "(pool)")
     out.failures.extend(inp.null_failures)  # Helm's schema validation, before any template
     cluster = v.get("cluster")
     # talos-reconcile-job.yaml renders first (Helm's reverse path order): the helpers' rules.
-    if not truthy(cluster):
+    if not rest_passed and not truthy(cluster):
         out.add(
             "Invalid",
             "spec.cluster",
@@ -119,7 +180,7 @@ def chart_failures(inp: ChartInput, *, size: Sizing | None = None) -> list[Viola
             "so the pool attaches to cluster kubernetes-<cluster>",
             prefix=False,
         )
-    elif isinstance(cluster, str) and not inp.release.startswith(f"{RELEASE_PREFIX}{cluster}-"):
+    elif not rest_passed and isinstance(cluster, str) and not inp.release.startswith(f"{RELEASE_PREFIX}{cluster}-"):
         release = _shown(inp.release, _SAFE_DNS) or "the release name"
         cl = _shown(cluster, _SAFE_DNS) or "the cluster value"
         out.add(
@@ -129,26 +190,34 @@ def chart_failures(inp: ChartInput, *, size: Sizing | None = None) -> list[Viola
             "name the KubernetesNodes <cluster>-<pool>",
             prefix=False,
         )
-    _check_version(inp, out)
+    if not rest_passed:
+        _check_version(inp, out)
     if inp.variant == "pr3571" or "kernelModules" in v:
         _check_pr3571(inp, out)
     # nodegroup.yaml
     _check_talos_matrix(inp, out)
-    _check_foreign_pool(inp, out)
-    if inp.chart.rules.cluster_name_drift:
-        _check_cluster_name_drift(inp, out)
-    if inp.chart.rules.parent_version:
-        _check_parent_version(inp, out)
-    _check_scheduling(inp, out)
-    _check_rest(inp, out, arithmetic=_check_arithmetic_inputs(inp, out), size=size)
+    if not rest_passed:
+        _check_foreign_pool(inp, out)
+        if inp.chart.rules.cluster_name_drift:
+            _check_cluster_name_drift(inp, out)
+        if inp.chart.rules.parent_version:
+            _check_parent_version(inp, out)
+        _check_scheduling(inp, out)
+    arithmetic = True if rest_passed else _check_arithmetic_inputs(inp, out)
+    _check_rest(inp, out, arithmetic=arithmetic, size=size, rest_passed=rest_passed)
     return out.failures
 
 
-def _check_rest(inp: ChartInput, out: _Collector, *, arithmetic: bool, size: Sizing | None) -> None:
+def _check_rest(inp: ChartInput, out: _Collector, *, arithmetic: bool, size: Sizing | None, rest_passed: bool) -> None:
     v = inp.values
     if size is None:
         size = sizing(inp)
     main = inp.variant != "pr3571"  # PR 3571's older base has no podCpu pair and no duration guard
+    if rest_passed:
+        if arithmetic:
+            _check_rendered_yaml(inp, size, out)
+        _check_job_image(inp, out)
+        return
     _check_resources(inp, size, out)
     if main and arithmetic:
         _check_pod_cpu(inp, size, out)

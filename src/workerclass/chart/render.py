@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..violations import Violation
-from .checks import chart_failures
+from .checks import Prechecked, chart_failures
 from .context import ChartInput, ChartRefused
 from .kernel_modules import SHELL_SAFE, kernel_module_failures
 from .nodegroup import (
@@ -45,7 +45,7 @@ def render_chart(
     installer_image: str | None = None,
     image_factory_ca: str | None = None,
     chart_text: bool = True,
-    checked: bool = False,
+    checked: Prechecked | None = None,
 ) -> list[dict[str, Any]]:
     """Every object the chart renders for ``inp`` (plus the class-era inputs), or :class:`ChartRefused`.
 
@@ -60,8 +60,10 @@ def render_chart(
     ``kernel_modules`` and ``installer_image`` go to the Job's machine config; they are checked
     with PR 3571's character rules first (both reach the Job's shell heredoc).
 
-    ``checked``: :func:`chart_failures` already found nothing on this very input (resolution ran
-    them on it): they are not run again; the class-era inputs are still checked.
+    ``checked``: what resolution's checks established (:class:`~.checks.Prechecked`): the chart's
+    checks it proved are not run again (all of them when they passed on this very input, all but
+    the rewritten ones when they passed on one that agrees elsewhere); the class-era inputs are
+    still checked.
     """
     if not inp.chart.known:
         return _by_helm(inp, (disk, kernel_modules, installer_image, image_factory_ca), talos_config_template)
@@ -116,12 +118,16 @@ def _checked(
     installer_image: str | None,
     image_factory_ca: str | None,
     *,
-    checked: bool = False,
+    checked: Prechecked | None = None,
 ) -> tuple[Sizing, str | None, Disk | None]:
     """The refusals first (:class:`ChartRefused`), then the sizing, the trimmed CA and the disk
-    (``checked``: the chart's own checks passed on ``inp`` already)."""
-    size = sizing(inp)
-    failures = [] if checked else chart_failures(inp, size=size)
+    (``checked``: as :func:`render_chart`'s)."""
+    if checked is None:
+        size = sizing(inp)
+        failures = chart_failures(inp, size=size)
+    else:
+        size = checked.size
+        failures = [] if checked.whole else chart_failures(inp, size=size, rest_passed=True)
     failures += image_factory_ca_failures(image_factory_ca)
     failures += kernel_module_failures(kernel_modules or [], pool=inp.group_name, field="kernelModules")
     failures += installer_image_failures(installer_image)
@@ -141,7 +147,7 @@ def kubevirtmachinetemplate_hash(
     kernel_modules: Sequence[Any] | None = None,
     installer_image: str | None = None,
     image_factory_ca: str | None = None,
-    checked: bool = False,
+    checked: Prechecked | None = None,
 ) -> str:
     """The hash in the name of the KubevirtMachineTemplate :func:`render_chart` renders for the same
     arguments (or :class:`ChartRefused`, as it): only the define's text is built and hashed (a chart
@@ -155,11 +161,12 @@ def kubevirtmachinetemplate_hash(
     return chart_hash(kubevirtmachinetemplate_text(inp, size, disk))
 
 
-def kubevirtmachinetemplate_spec(inp: ChartInput) -> dict[str, Any]:
+def kubevirtmachinetemplate_spec(inp: ChartInput, *, checked: Prechecked | None = None) -> dict[str, Any]:
     """The ``spec.template`` of the KubevirtMachineTemplate :func:`render_chart` renders for
     ``inp`` with no class-era inputs (or :class:`ChartRefused`, as it), a new dict, without the
-    other objects nor (where the values allow) the define's text its name hashes."""
-    size, _, disk = _checked(inp, None, None, None, None)
+    other objects nor (where the values allow) the define's text its name hashes. ``checked``: as
+    :func:`render_chart`'s."""
+    size, _, disk = _checked(inp, None, None, None, None, checked=checked)
     return kmt_template(inp, size, disk)
 
 

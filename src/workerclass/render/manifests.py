@@ -30,11 +30,11 @@ from typing import Any
 
 from ..api.names import FAMILIES, INFRASTRUCTURES
 from ..api.resources import RELEASE_PREFIX
-from ..chart import ChartInput
+from ..chart import ChartInput, Prechecked, passes_rest_as
 from ..chart.context import ChartRefused
 from ..chart.nodegroup import Disk
 from ..chart.render import kubevirtmachinetemplate_hash, kubevirtmachinetemplate_spec, render_chart
-from ..chart.sizing import sizing
+from ..chart.sizing import Sizing, sizing
 from ..chart.talos_job import talos_config_template as chart_talos_config_template
 from ..chart.talos_naming import talos_template_naming
 from ..chart.values import chart_input
@@ -106,21 +106,33 @@ def chart_input_for(effective: Effective) -> ChartInput:
     return _chart_input(effective)[0]
 
 
-def _chart_input(effective: Effective) -> tuple[ChartInput, bool]:
-    """:func:`chart_input_for`, and whether the chart's checks already passed on it (the input
-    resolution checked, kept on the settings: :meth:`~workerclass.resolve.effective.Effective.checked_input`)."""
+def _chart_input(effective: Effective) -> tuple[ChartInput, Prechecked | None]:
+    """:func:`chart_input_for`, and what the chart's checks resolution ran established for it: the
+    input resolution checked itself, kept on the settings, when it is this one
+    (:meth:`~workerclass.resolve.effective.Effective.checked_input`: every check passed), else one
+    that agrees with it on all but the rewritten checks' keys (:func:`~workerclass.chart.passes_rest_as`:
+    those checks passed), else nothing (None: the render runs them all)."""
     release = release_name(effective)
-    checked = effective.checked_input(release)
-    if checked is not None:
-        return checked, True
-    return chart_input(
+    same = effective.checked_input(release)
+    if same is not None:
+        return same.input, Prechecked(same.size, whole=True)
+    inp = chart_input(
         chart_values(effective),
         namespace=effective.namespace,
         release=release,
         cluster_values=effective.cluster_values or None,
         instancetypes=effective.instancetypes or None,
         chart=effective.chart,
-    ), False
+    )
+    kept = effective.chart_input
+    if kept is not None and passes_rest_as(inp, kept.input):
+        return inp, Prechecked(kept.size, whole=False)
+    return inp, None
+
+
+def _size(inp: ChartInput, checked: Prechecked | None) -> Sizing:
+    """The pool's sizing: resolution's when it established it for this input (:class:`Prechecked`)."""
+    return checked.size if checked is not None else sizing(inp)
 
 
 def _disk(effective: Effective) -> tuple[Disk | None, dict[str, Any]]:
@@ -188,7 +200,7 @@ def render(
         # only the class-era kernel modules and installer image reach the machine config: without
         # them it is the chart's own, and the chart's template is not rendered a second time
         adds = extras.get("kernel_modules") or extras.get("installer_image")
-        if adds and template.get("spec") != chart_talos_config_template(inp, sizing=sizing(inp)).get("spec"):
+        if adds and template.get("spec") != chart_talos_config_template(inp, sizing=_size(inp, checked)).get("spec"):
             # the class changes the machine config the chart would apply: a template of its own
             # content, whose changes roll the pool
             objects = content_named(objects, template)
@@ -197,7 +209,7 @@ def render(
     if effective.bootstrap == "kairos":
         return kairos_objects(objects, effective, kairos_path=kairos_path)
     if effective.infrastructure == "proxmox":
-        size = sizing(inp)
+        size = _size(inp, checked)
         disk_size = str(inp.values.get("diskSize") or "20Gi")
         return proxmox_objects(
             objects, effective, cpu=size.effective_cpu, memory=size.effective_memory, disk_size=disk_size
@@ -229,7 +241,8 @@ def template_hash(effective: Effective) -> str:
     if effective.bootstrap == "kairos" and effective.infrastructure == "kubevirt":
         # Kairos: the chart's KubevirtMachineTemplate made a Kairos one, nothing else rendered.
         try:
-            template = kubevirtmachinetemplate_spec(chart_input_for(effective))
+            inp, checked = _chart_input(effective)
+            template = kubevirtmachinetemplate_spec(inp, checked=checked)
         except ChartRefused as refused:
             raise _refused(effective, refused) from None
         reference = effective.image.reference

@@ -18,6 +18,7 @@ import orjson
 
 from ..api.resources import RELEASE_PREFIX
 from ..chart.checks import chart_failures
+from ..chart.sizing import sizing
 from ..chart.values import chart_defaults, chart_input, version_map
 from ..state import PoolRecord, State, release_of
 from ..violations import Violation, under_values
@@ -67,10 +68,10 @@ def chart_checks(state: State, record: PoolRecord) -> tuple[Violation, ...]:
 
 
 def chart_checks_and_input(state: State, record: PoolRecord) -> tuple[tuple[Violation, ...], CheckedInput | None]:
-    """:func:`chart_checks`, and the chart input they ran on when none failed and a classless
-    render of the pool would build that same input (the values as written: none cut for depth; the
-    State's instance types, which a render is given when there are any); None when the checks came
-    from a memo (nothing was built) or the input is not the render's."""
+    """:func:`chart_checks`, and the chart input they ran on when none failed and a render of the
+    pool can read it (the values as written: none cut for depth; the State's instance types, which a
+    render is given when there are any); None when the checks came from a memo (nothing was built)
+    or the input is not one a render reads."""
     if record.kind == "ComputePlane":
         return (), None
     key = ("chart-checks", record.kind, record.namespace, record.name)
@@ -103,9 +104,10 @@ def chart_checks_and_input(state: State, record: PoolRecord) -> tuple[tuple[Viol
             existing_machinedeployment_cluster=lookups[0],
             parent_control_plane_version=lookups[1],
         )
-        failures = tuple(chart_failures(inp))
+        size = sizing(inp)
+        failures = tuple(chart_failures(inp, size=size))
         if not failures and bounded is record.values and state.instancetypes:
-            checked = CheckedInput(record.values, platform, inp)
+            checked = CheckedInput(record.values, platform, inp, size)
         if content is not None:
             _SHARED_CHECKS[content] = (state.instancetypes, failures)
             if len(_SHARED_CHECKS) > SHARED_CHECKS_SIZE:

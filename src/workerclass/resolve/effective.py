@@ -14,18 +14,22 @@ from typing import Any, NamedTuple
 
 from ..api.names import Family, ImageSource, Infrastructure
 from ..chart.context import ChartInput
+from ..chart.sizing import Sizing
 from ..chart.source import ChartSource
 from ..model import KernelModule, PoolSpec
 
 
 class CheckedInput(NamedTuple):
     """A chart input the chart's checks passed on, with the pool's values and the platform's it was
-    built from (the input holds the release, namespace, instance types and chart itself): a render
-    reads it only for an :class:`Effective` that still holds all of them."""
+    built from (the input holds the release, namespace, instance types and chart itself), and its
+    sizing: a classless render reads the input itself only for an :class:`Effective` that still
+    holds all of them; any render skips the checks that must pass on its own input because they
+    passed on this one (:func:`~workerclass.chart.passes_rest_as`)."""
 
     values: Mapping[str, Any]
     cluster_values: Mapping[str, Any]
     input: ChartInput
+    size: Sizing
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,10 +121,12 @@ class Effective:
     instancetypes: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     #: the chart in effect (the State's): its facts and, when given, its text render the pool
     chart: ChartSource = field(default_factory=ChartSource.shipped)
-    #: a classless pool's chart input, as resolution built it to run the chart's checks and found
-    #: none failing (None: not kept): its render reads it rather than building the same input and
-    #: running the same checks again, while the settings still hold what it was built from
-    #: (:meth:`checked_input`)
+    #: the pool's chart input as resolution built it from the stored values to run the chart's
+    #: checks, and found none failing (None: not kept). A classless pool's render reads it rather
+    #: than building the same input again, while the settings still hold what it was built from
+    #: (:meth:`checked_input`); a classified pool's render, whose input has the class's Talos
+    #: settings, runs only the checks that read them on its own
+    #: (:func:`~workerclass.chart.passes_rest_as`).
     chart_input: CheckedInput | None = field(default=None, compare=False, repr=False)
 
     @property
@@ -131,9 +137,9 @@ class Effective:
     def legacy(self) -> bool:
         return self.class_name is None
 
-    def checked_input(self, release: str) -> ChartInput | None:
+    def checked_input(self, release: str) -> CheckedInput | None:
         """The chart input resolution checked, when it is the one this classless pool's render
-        (under ``release``) would build; else None (the render builds and checks its own)."""
+        (under ``release``) would build; else None (the render builds its own)."""
         kept = self.chart_input
         if kept is None or self.class_name is not None or self.kind == "ComputePlane":
             return None
@@ -143,7 +149,7 @@ class Effective:
             return None
         if inp.release != release or inp.namespace != self.namespace or kept.cluster_values != self.cluster_values:
             return None
-        return inp
+        return kept
 
     @property
     def ssh_key(self) -> str | None:

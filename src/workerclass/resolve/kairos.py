@@ -123,4 +123,5 @@ def resolve_kairos(
         origins=dict(result.origins),
         warnings=tuple(result.warnings),
         **chart_context(state, record),
+        chart_input=result.chart_input,  # kept when every chart check passed (_resolve_pool)
     )

@@ -147,7 +147,7 @@ def _resolve_pool(
     # of every read, so they stay).
     seen = {(v.code, v.field) for v in result.denials}
     failures, checked = chart_checks_and_input(state, record)
-    if class_name is None and not verdict:
+    if not verdict:
         result.chart_input = checked  # the render reads it (no failure at all: it renders as checked)
     for failure in failures:
         name_rule = failure.field != "metadata.namespace" and not is_foreign_pool(failure)

@@ -37,7 +37,7 @@ class Resolution:
     origins: dict[str, str]
     #: only the verdict (denials, warnings) is wanted: no :class:`Effective` is built (admission)
     verdict: bool = False
-    #: the chart input the chart's checks passed on, for the classless pool's render (see
+    #: the chart input the chart's checks passed on, for the pool's render (see
     #: :attr:`~.effective.Effective.chart_input`)
     chart_input: CheckedInput | None = None
 

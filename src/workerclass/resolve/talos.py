@@ -289,5 +289,5 @@ def resolve_talos_pool(
         origins=dict(result.origins),
         warnings=tuple(result.warnings),
         **chart_context(state, record),
-        chart_input=result.chart_input,  # only a classless pool's is kept (_resolve_pool)
+        chart_input=result.chart_input,  # kept when every chart check passed (_resolve_pool)
     )
