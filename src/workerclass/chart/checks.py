@@ -124,6 +124,9 @@ REST_KEYS: tuple[str, ...] = (
 )
 
 
+_ABSENT = object()
+
+
 def passes_rest_as(inp: ChartInput, passed: ChartInput) -> bool:
     """Whether the checks but the rewritten ones (:data:`REST_KEYS`) must pass on ``inp`` because every check
     passed on ``passed``: the two agree on :data:`REST_KEYS` and on everything else those checks
@@ -148,9 +151,6 @@ def passes_rest_as(inp: ChartInput, passed: ChartInput) -> bool:
     return all(mine.get(key, _ABSENT) == theirs.get(key, _ABSENT) for key in REST_KEYS)
 
 
-_ABSENT = object()
-
-
 class Prechecked(NamedTuple):
     """What is known of an input before its render runs the chart's checks: its sizing, and whether
     every check passed on this very input (``whole``) or all but the rewritten ones must pass on it
@@ -170,9 +170,33 @@ def chart_failures(inp: ChartInput, *, size: Sizing | None = None, rest_passed: 
     v = inp.values
     out = _Collector(inp.group_name if _SAFE_DNS.fullmatch(inp.group_name) else "(pool)")
     out.failures.extend(inp.null_failures)  # Helm's schema validation, before any template
-    cluster = v.get("cluster")
     # talos-reconcile-job.yaml renders first (Helm's reverse path order): the helpers' rules.
-    if not rest_passed and not truthy(cluster):
+    if not rest_passed:
+        _check_cluster(inp, out)
+        _check_version(inp, out)
+    if inp.variant == "pr3571" or "kernelModules" in v:
+        _check_pr3571(inp, out)
+    # nodegroup.yaml
+    _check_talos_matrix(inp, out)
+    if rest_passed:
+        # the rest, the arithmetic inputs' check among it, passed: the pasted text is checked as after it
+        _check_rendered_yaml(inp, size if size is not None else sizing(inp), out)
+        _check_job_image(inp, out)
+        return out.failures
+    _check_foreign_pool(inp, out)
+    if inp.chart.rules.cluster_name_drift:
+        _check_cluster_name_drift(inp, out)
+    if inp.chart.rules.parent_version:
+        _check_parent_version(inp, out)
+    _check_scheduling(inp, out)
+    _check_rest(inp, out, arithmetic=_check_arithmetic_inputs(inp, out), size=size)
+    return out.failures
+
+
+def _check_cluster(inp: ChartInput, out: _Collector) -> None:
+    """``_helpers.tpl``: the cluster is required, and the release is named ``kubernetes-nodes-<cluster>-...``."""
+    cluster = inp.values.get("cluster")
+    if not truthy(cluster):
         out.add(
             "Invalid",
             "spec.cluster",
@@ -180,7 +204,7 @@ def chart_failures(inp: ChartInput, *, size: Sizing | None = None, rest_passed: 
             "so the pool attaches to cluster kubernetes-<cluster>",
             prefix=False,
         )
-    elif not rest_passed and isinstance(cluster, str) and not inp.release.startswith(f"{RELEASE_PREFIX}{cluster}-"):
+    elif isinstance(cluster, str) and not inp.release.startswith(f"{RELEASE_PREFIX}{cluster}-"):
         release = _shown(inp.release, _SAFE_DNS) or "the release name"
         cl = _shown(cluster, _SAFE_DNS) or "the cluster value"
         out.add(
@@ -190,34 +214,13 @@ def chart_failures(inp: ChartInput, *, size: Sizing | None = None, rest_passed: 
             "name the KubernetesNodes <cluster>-<pool>",
             prefix=False,
         )
-    if not rest_passed:
-        _check_version(inp, out)
-    if inp.variant == "pr3571" or "kernelModules" in v:
-        _check_pr3571(inp, out)
-    # nodegroup.yaml
-    _check_talos_matrix(inp, out)
-    if not rest_passed:
-        _check_foreign_pool(inp, out)
-        if inp.chart.rules.cluster_name_drift:
-            _check_cluster_name_drift(inp, out)
-        if inp.chart.rules.parent_version:
-            _check_parent_version(inp, out)
-        _check_scheduling(inp, out)
-    arithmetic = True if rest_passed else _check_arithmetic_inputs(inp, out)
-    _check_rest(inp, out, arithmetic=arithmetic, size=size, rest_passed=rest_passed)
-    return out.failures
 
 
-def _check_rest(inp: ChartInput, out: _Collector, *, arithmetic: bool, size: Sizing | None, rest_passed: bool) -> None:
+def _check_rest(inp: ChartInput, out: _Collector, *, arithmetic: bool, size: Sizing | None) -> None:
     v = inp.values
     if size is None:
         size = sizing(inp)
     main = inp.variant != "pr3571"  # PR 3571's older base has no podCpu pair and no duration guard
-    if rest_passed:
-        if arithmetic:
-            _check_rendered_yaml(inp, size, out)
-        _check_job_image(inp, out)
-        return
     _check_resources(inp, size, out)
     if main and arithmetic:
         _check_pod_cpu(inp, size, out)
