@@ -9,11 +9,14 @@
 - the Job's command script cut in one replace equals the line-by-line reading of the block;
 - one match of the pasted texts joined equals :func:`plain_safe` of each;
 - on an input that agrees with one every check passed on where :func:`passes_rest_as` looks, the
-  rewritten checks alone (``rest_passed``) find what all of them find, whatever the other keys hold.
+  rewritten checks alone (``rest_passed``) find what all of them find, whatever the other keys hold;
+- an input every check passed on passes them all under any other release :func:`release_free`
+  admits (the pools that differ only in name share one run of the checks).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from decimal import Decimal
@@ -33,6 +36,7 @@ from workerclass.chart import (
     kubevirtmachinetemplate,
     kubevirtmachinetemplate_text,
     passes_rest_as,
+    release_free,
     sizing,
 )
 from workerclass.chart import quantity as q
@@ -271,3 +275,90 @@ def test_inputs_that_differ_where_the_rest_looks_do_not_pass_as_each_other() -> 
         ),
     }.items():
         assert not passes_rest_as(inp, passed), name
+
+
+#: pool names the chart pastes: DNS names YAML might read as another type, or that are not names
+_GROUPS = st.one_of(
+    st.from_regex(r"\A[a-z0-9]([-a-z0-9.]{0,20}[a-z0-9])?\Z", fullmatch=True),
+    st.sampled_from(
+        [
+            "true",
+            "null",
+            "1e3",
+            "0x1f",
+            "0.5",
+            "1-2",
+            "a..b",
+            "y",
+            "no",
+            "md1",
+            "A",
+            "a_b",
+            "-a",
+            "a:",
+            "a: b",
+            "a #b",
+            "x\ny",
+            "'q",
+            "[a]",
+        ]
+    ),
+)
+#: what a tenant pastes into the roles: plain, or text the chart's YAML may or may not survive
+_ROLES = st.lists(
+    st.one_of(st.sampled_from(["worker", "ingress-nginx"]), st.text(" #:{}[],'\"|>&*!%@`ab\n", max_size=6)), max_size=3
+)
+
+
+@settings(
+    max_examples=300,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+    database=None,
+)
+@given(st.one_of(pools(), free_pools()), st.one_of(st.none(), _ROLES), _GROUPS, st.sampled_from(["main", "pr3571"]))
+def test_a_pass_holds_under_every_release_the_checks_read_only_as_a_name(
+    case: tuple[dict[str, Any], str, str, dict[str, Any] | None], roles: list[str] | None, group: str, variant: Any
+) -> None:
+    values, release, namespace, platform = case
+    if roles is not None:
+        values = {**values, "roles": roles}
+    cluster = values.get("cluster")
+    passed = chart_input(values, namespace=namespace, release=release, cluster_values=platform, variant=variant)
+    assume(release_free(release, cluster) and not chart_failures(passed))
+    other = f"kubernetes-nodes-{cluster}-{group}"
+    renamed = chart_input(
+        values,
+        namespace=namespace,
+        release=other,
+        cluster_values=platform,
+        instancetypes=passed.instancetypes,
+        variant=variant,
+    )
+    if release_free(other, cluster):
+        assert chart_failures(renamed) == []
+        assert chart_failures(dataclasses.replace(passed, release=other)) == []
+        assert sizing(renamed) == sizing(passed)
+
+
+def test_release_free_admits_only_the_chart_s_own_release_shape() -> None:
+    assert release_free("kubernetes-nodes-example-md1", "example")
+    assert release_free("kubernetes-nodes-example-a.b-1", "example")
+    for release, cluster in (
+        ("kubernetes-nodes-example-md1", "other"),  # another cluster's release: the release-name rule
+        ("example-md1", "example"),  # a release not named by the chart
+        ("kubernetes-nodes-example-", "example"),  # no pool
+        ("kubernetes-nodes-example-MD1", "example"),  # not a DNS name
+        ("kubernetes-nodes-example-md1:", "example"),
+        ("kubernetes-nodes-example-md 1", "example"),  # pasted, it breaks the chart's YAML
+        ("kubernetes-nodes--md1", ""),
+        ("kubernetes-nodes-example-md1", None),
+        ("kubernetes-nodes-example-md1", ["example"]),
+    ):
+        assert not release_free(release, cluster), (release, cluster)
+    # the release-name rule fails the first two where every other check passes
+    base = {"cluster": "example", "version": "v1.35", "instanceType": "u1.medium"}
+    for release in ("kubernetes-nodes-other-md1", "example-md1"):
+        assert [f.code for f in chart_failures(chart_input(base, namespace="tenant-x", release=release))] == [
+            "InvalidPoolName"
+        ]

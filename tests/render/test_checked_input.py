@@ -42,7 +42,7 @@ pytestmark = pytest.mark.usefixtures("chart_text")
 
 @pytest.fixture(autouse=True)
 def _checks_not_shared(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Checks shared across States come without an input: each test resolves its pools afresh."""
+    """Each test resolves its pools afresh: no checks shared from another test's pools."""
     from workerclass.resolve import chart
 
     monkeypatch.setattr(chart, "_SHARED_CHECKS", type(chart._SHARED_CHECKS)())
@@ -202,3 +202,61 @@ def test_values_cut_for_the_checks_keep_no_input() -> None:
     effective, _, _ = resolve_pool(state, record)
     if effective is not None:  # refused for its key or not: never with the cut input
         assert effective.chart_input is None
+
+
+def _renamed(obj: dict[str, Any], name: str) -> dict[str, Any]:
+    out = copy.deepcopy(obj)
+    out["metadata"]["name"] = name
+    return out
+
+
+@pytest.mark.parametrize("name", ["sized", "kubelet", "talos", "talos-own", "kairos"])
+def test_pools_that_differ_only_in_name_share_one_run_of_the_checks(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The second of two pools with the same values runs no chart check in resolution: it is given
+    the first's checked input under its own release, and renders and hashes as it would alone."""
+    obj, objects = CLASSIFIED[name] if name in CLASSIFIED else (CLASSLESS[name], ())
+    twin = _renamed(obj, obj["metadata"]["name"] + "-twin")
+    state = state_of(twin, obj, *objects)
+    from workerclass.resolve import chart
+
+    runs: list[str] = []
+    exact = chart.chart_failures
+
+    def counted(inp: Any, **kwargs: Any) -> Any:
+        runs.append(inp.release)
+        return exact(inp, **kwargs)
+
+    monkeypatch.setattr(chart, "chart_failures", counted)
+    first = state.pool(identity(obj))
+    second = state.pool(identity(twin))
+    assert first is not None and second is not None
+    resolved = [resolve_pool(state, record)[0] for record in (first, second)]
+    assert len(runs) == 1, runs
+    for effective in resolved:
+        assert effective is not None and effective.chart_input is not None
+        assert effective.chart_input.input.release == (effective.release or f"kubernetes-nodes-{effective.name}")
+    twin_effective = resolved[1]
+    assert twin_effective is not None
+    monkeypatch.setattr(chart, "_SHARED_CHECKS", type(chart._SHARED_CHECKS)())
+    alone = effective_of(twin, *objects)
+    assert render(twin_effective) == render(alone) == render(_without_kept(twin_effective))
+    assert template_hash(twin_effective) == template_hash(alone)
+
+
+def test_a_pass_is_not_shared_with_a_pool_whose_name_the_checks_refuse() -> None:
+    """Same values, but a name that is not ``<cluster>-<pool>``: its release fails the chart's
+    release-name rule, whatever the first pool's checks found."""
+    good = CLASSLESS["sized"]
+    bad = _renamed(good, "elsewhere-workers")
+    state = state_of(bad, good)
+    for obj, refused in ((good, False), (bad, True)):
+        record = state.pool(identity(obj))
+        assert record is not None
+        effective, _, _ = resolve_pool(state, record)
+        assert effective is not None
+        assert (effective.chart_input is None) is refused
+        if refused:
+            with pytest.raises(RenderError, match=r"InvalidPoolName|refuses"):
+                render(effective)
+        else:
+            render(effective)

@@ -64,7 +64,7 @@ it never sees State or a class, and imports nothing of workerclass but ``api`` a
 
 from __future__ import annotations
 
-from .checks import REST_KEYS, Prechecked, chart_failures, passes_rest_as
+from .checks import REST_KEYS, Prechecked, chart_failures, passes_rest_as, release_free
 from .context import ChartInput, ChartRefused
 from .kernel_modules import kernel_module_failures
 from .nodegroup import (
@@ -129,6 +129,7 @@ __all__ = [
     "machinehealthcheck",
     "nodegroup_objects",
     "passes_rest_as",
+    "release_free",
     "render_chart",
     "sizing",
     "version_map",

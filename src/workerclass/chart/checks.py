@@ -151,6 +151,22 @@ def passes_rest_as(inp: ChartInput, passed: ChartInput) -> bool:
     return all(mine.get(key, _ABSENT) == theirs.get(key, _ABSENT) for key in REST_KEYS)
 
 
+def release_free(release: str, cluster: object) -> bool:
+    """Whether the chart's checks read ``release`` only as a well-formed name: it is
+    ``kubernetes-nodes-<cluster>-<pool>`` for the values' ``cluster``, and ``<pool>`` is a DNS name
+    that reads back as a plain scalar where the chart pastes it. Between two such releases an input
+    passes every check under one exactly when it does under the other (no other check reads the
+    release; the foreign-pool lookup, which compares an owner with it, is given none by
+    resolution), so a pass may be shared between pools that differ only in name."""
+    if not isinstance(cluster, str) or not cluster:
+        return False
+    prefix = f"{RELEASE_PREFIX}{cluster}-"
+    if not release.startswith(prefix):
+        return False
+    group = release[len(prefix) :]
+    return _SAFE_DNS.fullmatch(group) is not None and plain_safe(group)
+
+
 class Prechecked(NamedTuple):
     """What is known of an input before its render runs the chart's checks: its sizing, and whether
     every check passed on this very input (``whole``) or all but the rewritten ones must pass on it

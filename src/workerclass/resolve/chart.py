@@ -2,7 +2,8 @@
 its own version map, and the context the renderer needs beside the effective settings.
 
 The chart's checks (:func:`chart_checks`) are computed once per State and once per identical
-values across States (a bounded, least recently used cache).
+values across States and pools (a bounded, least recently used cache): a pool whose values are
+another's but for its name is given that pool's pass and checked input under its own release.
 """
 
 from __future__ import annotations
@@ -11,14 +12,16 @@ import contextlib
 import json
 from collections import OrderedDict
 from collections.abc import Mapping
+from dataclasses import replace
 from functools import lru_cache
-from typing import Any, cast
+from typing import Any, NamedTuple, cast
 
 import orjson
 
 from ..api.resources import RELEASE_PREFIX
-from ..chart.checks import chart_failures
-from ..chart.sizing import sizing
+from ..chart.checks import chart_failures, release_free
+from ..chart.context import ChartInput
+from ..chart.sizing import Sizing, sizing
 from ..chart.values import chart_defaults, chart_input, version_map
 from ..state import PoolRecord, State, release_of
 from ..violations import Violation, under_values
@@ -70,8 +73,8 @@ def chart_checks(state: State, record: PoolRecord) -> tuple[Violation, ...]:
 def chart_checks_and_input(state: State, record: PoolRecord) -> tuple[tuple[Violation, ...], CheckedInput | None]:
     """:func:`chart_checks`, and the chart input they ran on when none failed and a render of the
     pool can read it (the values as written: none cut for depth; the State's instance types, which a
-    render is given when there are any); None when the checks came from a memo (nothing was built)
-    or the input is not one a render reads."""
+    render is given when there are any); None when the checks came from this State's memo or the
+    input is not one a render reads."""
     if record.kind == "ComputePlane":
         return (), None
     key = ("chart-checks", record.kind, record.namespace, record.name)
@@ -82,18 +85,28 @@ def chart_checks_and_input(state: State, record: PoolRecord) -> tuple[tuple[Viol
     # The key is the values as written: equal values are cut alike (``_bounded``), so the walk
     # that cuts them is left to a miss.
     lookups = chart_lookups(state, record.namespace, release, record.values)
-    content = _content_key(
-        record.values, release, record.namespace, state.platform.cluster_values, state.chart.digest, lookups
-    )
+    content = _content_key(record.values, record.namespace, state.platform.cluster_values, state.chart.digest, lookups)
     shared = _SHARED_CHECKS.get(content) if content is not None else None
     checked: CheckedInput | None = None
-    if shared is not None and shared[0] is state.instancetypes:
-        failures = shared[1]
-        with contextlib.suppress(KeyError):  # another thread may have evicted it meanwhile
-            _SHARED_CHECKS.move_to_end(content)  # type: ignore[arg-type]
+    platform = _platform_values(state)
+    if shared is not None and shared.instancetypes is state.instancetypes and shared.release == release:
+        failures: tuple[Violation, ...] | None = shared.failures
+        if shared.input is not None and shared.input.chart is state.chart:
+            checked = CheckedInput(record.values, platform, shared.input, shared.size)
+    elif (
+        shared is not None
+        and shared.instancetypes is state.instancetypes
+        and shared.input is not None
+        and shared.input.chart is state.chart
+        and release_free(release, record.values.get("cluster"))
+    ):
+        # Every check passed on these values under another well-formed release: they pass under this one.
+        failures = ()
+        checked = CheckedInput(record.values, platform, replace(shared.input, release=release), shared.size)
     else:
+        failures = None
+    if failures is None:
         bounded = _bounded(record.values)
-        platform = _platform_values(state)
         inp = chart_input(
             bounded,
             namespace=record.namespace,
@@ -109,20 +122,42 @@ def chart_checks_and_input(state: State, record: PoolRecord) -> tuple[tuple[Viol
         if not failures and bounded is record.values and state.instancetypes:
             checked = CheckedInput(record.values, platform, inp, size)
         if content is not None:
-            _SHARED_CHECKS[content] = (state.instancetypes, failures)
+            # An input is shared only under an exact key (orjson's bytes) and where every check
+            # passed under a release they read only as a name.
+            exact = isinstance(content, bytes) and checked is not None
+            free = exact and release_free(release, record.values.get("cluster"))
+            _SHARED_CHECKS[content] = _Shared(
+                state.instancetypes, release, failures, inp if exact and free else None, size
+            )
             if len(_SHARED_CHECKS) > SHARED_CHECKS_SIZE:
                 with contextlib.suppress(KeyError):
                     _SHARED_CHECKS.popitem(last=False)
+    else:
+        with contextlib.suppress(KeyError):  # another thread may have evicted it meanwhile
+            _SHARED_CHECKS.move_to_end(content)  # type: ignore[arg-type]
     violations = under_values(failures, record.field)
     state.memo[key] = (record.values, violations)
     return violations, checked
 
 
+class _Shared(NamedTuple):
+    """What one run of the chart's checks left for pools with the same values: the instance types
+    and release it ran with, its failures, and, when they are none and the release is one the checks
+    read only as a name (:func:`~workerclass.chart.release_free`), the input and sizing it checked."""
+
+    instancetypes: Mapping[str, Mapping[str, Any]]
+    release: str
+    failures: tuple[Violation, ...]
+    input: ChartInput | None
+    size: Sizing
+
+
 #: The chart's checks are a pure function of the values, release, namespace, ``_cluster`` and
 #: the instance types: identical pools across States (a plan's two states, a resync, a retried
-#: review) share one computation. Bounded, least recently used first out.
+#: review) share one computation, and so do pools whose values are the same but for their names
+#: where every check passed. Bounded, least recently used first out.
 SHARED_CHECKS_SIZE = 4096
-_SHARED_CHECKS: OrderedDict[str | bytes, tuple[Mapping[str, Any], tuple[Violation, ...]]] = OrderedDict()
+_SHARED_CHECKS: OrderedDict[str | bytes, _Shared] = OrderedDict()
 #: orjson refuses what is not plain JSON data instead of writing it as something else (a subclass
 #: of str, a dataclass or a date would otherwise read like a plain value): those keys are ``json``'s.
 _PLAIN_JSON = orjson.OPT_SORT_KEYS | orjson.OPT_PASSTHROUGH_SUBCLASS | orjson.OPT_PASSTHROUGH_DATACLASS
@@ -131,13 +166,13 @@ _PLAIN_JSON |= orjson.OPT_PASSTHROUGH_DATETIME
 
 def _content_key(
     values: Mapping[str, Any],
-    release: str,
     namespace: str,
     cluster_values: Mapping[str, Any],
     chart: str,
     lookups: tuple[str | None, str | None],
 ) -> str | bytes | None:
-    """A canonical text of the checks' inputs (the instance types are compared by identity).
+    """A canonical text of the checks' inputs but the release (kept beside, in :class:`_Shared`;
+    the instance types are compared by identity).
 
     orjson's sorted bytes for plain JSON data (one C pass, ~30x cheaper than ``json`` here),
     else ``json``'s text (a ``str``: never equal to a ``bytes`` key); None when neither can write it.
@@ -145,7 +180,7 @@ def _content_key(
     """
     # A lookup finds a nonempty string or nothing: "" stands for nothing, so that the usual key
     # (nothing found) has no ``null``.
-    inputs = [values, release, namespace, cluster_values, chart, [found or "" for found in lookups]]
+    inputs = [values, namespace, cluster_values, chart, [found or "" for found in lookups]]
     try:
         text = orjson.dumps(inputs, option=_PLAIN_JSON)
     except TypeError:
