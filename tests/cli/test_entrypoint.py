@@ -560,3 +560,17 @@ def test_the_wheel_builds_and_its_entry_point_runs(tmp_path: Path) -> None:
     assert result.stdout == f"workerclass {version}\n"
     data = [name for name in os.listdir(target / "workerclass" / "builtin")]
     assert "classes.yaml" in data and "platform.yaml" in data
+
+
+def test_a_command_s_start_leaves_the_servers_and_the_preflight_checks_unimported() -> None:
+    """Every command's start imports the whole command tree (typer registers them all): what only
+    ``serve``, ``manifests --chart-source`` and ``preflight`` use (asyncio, the Flux follower, the
+    x509 checks) is imported by those commands, so that ``resolve`` and ``check`` start without it."""
+    probe = (
+        "import sys, workerclass.cli.main as m; m._register(); "
+        "assert 'workerclass.cli.commands_serve' in sys.modules; "
+        "print(sorted(n for n in ('asyncio', 'cryptography', 'workerclass.adapters.flux', "
+        "'workerclass.ops.preflight', 'workerclass.ops.uninstall') if n in sys.modules))"
+    )
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=TIMEOUT, check=True)
+    assert result.stdout.strip() == "[]", result.stdout

@@ -15,6 +15,7 @@ import pytest
 from typer.testing import CliRunner
 
 import workerclass.adapters.kube as kube
+import workerclass.adapters.tls as tls_module
 import workerclass.webhook.server as server_module
 from workerclass.cli.main import _register, app
 
@@ -58,8 +59,6 @@ def fits_the_cache(kwargs: dict[str, Any]) -> bool:
 
 
 def test_serve_webhook(recorded: list[dict[str, Any]], monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    import workerclass.cli.commands_serve as serve
-
     class FakeServer:
         def __init__(self, source: Any, *, tls: Any, settings: Any) -> None:
             self.source = source
@@ -67,7 +66,7 @@ def test_serve_webhook(recorded: list[dict[str, Any]], monkeypatch: pytest.Monke
         async def serve(self) -> None:
             return None
 
-    monkeypatch.setattr(serve, "ReloadingContext", lambda cert, key: object())
+    monkeypatch.setattr(tls_module, "ReloadingContext", lambda cert, key: object())
     monkeypatch.setattr(server_module, "WebhookServer", FakeServer)
     args = ["serve", "webhook", "--tls-cert", "c", "--tls-key", "k", "--kubeconfig", str(tmp_path / "kc")]
     result = CliRunner().invoke(app, args)

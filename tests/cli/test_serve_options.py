@@ -10,6 +10,7 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
+import workerclass.adapters.tls as tls_module
 import workerclass.webhook.server as server_module
 from tests.cli.test_serve_client_timeouts import kubeconfig
 from workerclass.cli.main import _register, app
@@ -29,9 +30,7 @@ class FakeServer:
 
 
 def _tls(monkeypatch: pytest.MonkeyPatch) -> None:
-    import workerclass.cli.commands_serve as serve
-
-    monkeypatch.setattr(serve, "ReloadingContext", lambda cert, key: object())
+    monkeypatch.setattr(tls_module, "ReloadingContext", lambda cert, key: object())
     monkeypatch.setattr(server_module, "WebhookServer", FakeServer)
 
 

@@ -11,7 +11,6 @@ from typing import Annotated, Any
 
 import typer
 
-from ..adapters.flux import parse_chart_source
 from ..deploy import (
     DEFAULT_IMAGE,
     DEFAULT_NAMESPACE,
@@ -164,6 +163,8 @@ def manifests_command(
         if b"PRIVATE KEY" in bundle:
             fail(f"{ca_bundle!s}: holds a private key; give the CA certificate only")
     if chart_source is not None:
+        from ..adapters.flux import parse_chart_source  # asyncio and the client: not for every command's start
+
         try:
             parse_chart_source(chart_source)
         except ValueError as error:

@@ -12,15 +12,16 @@ in the same output shape; it prints and never applies.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from ..ops.preflight import Preflight, preflight
-from ..ops.uninstall import uninstall
 from .app import Command, QuietOption, app, set_quiet
 from .commands_core import ChartOption, ExcludeOption, NamespaceOption, OutputOption, load_state
 from .output import EXIT_DENIED, EXIT_OK, Format, Styled, fail, print_json, stdout, summary, table
+
+if TYPE_CHECKING:  # the checks (x509 among them) are imported by the command, not by every command's start
+    from ..ops.preflight import Preflight
 
 _STYLE = {"ok": "green", "warn": "yellow", "fail": "red"}
 
@@ -99,6 +100,8 @@ def _live(kubeconfig: Path | None, context: str | None, *, removing: bool = Fals
     finally:
         client.close()
     if removing:
+        from ..ops.uninstall import uninstall
+
         return uninstall(install.state(), install.objects, install.source)
     return install.preflight()
 
@@ -107,6 +110,7 @@ def _uninstall_state(paths: list[str], exclude: list[str] | None) -> Preflight:
     """What removing the package would leave, from STATE: its classes and pools, and the objects of
     the controller's kinds it holds (labelled or pinned)."""
     from ..adapters.folder import LoadError, read_paths
+    from ..ops.uninstall import uninstall
     from ..ops.workers import WORKER_KINDS
     from ..state import State
     from .output import warn
@@ -166,6 +170,8 @@ def preflight_command(
     elif removing:
         result = _uninstall_state(state_path or [], exclude)
     else:
+        from ..ops.preflight import preflight
+
         result = preflight(
             load_state(state_path or [], exclude, whole=True, chart=chart, namespace=namespace, auxiliary=True)
         )

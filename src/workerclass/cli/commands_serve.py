@@ -10,7 +10,6 @@ slow list page the cache means to wait for.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
 import os
@@ -20,12 +19,11 @@ import uuid
 from collections.abc import Callable
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from ..adapters.folder import load_state
-from ..adapters.tls import ReloadingContext, TLSFileError
 from ..api.webhooks import HEALTH_PATH
 from ..chart.source import ChartSource
 from ..deploy import (
@@ -33,10 +31,12 @@ from ..deploy import (
     DEFAULT_NAMESPACE,
 )
 from ..state import State
-from ..webhook.sources import FolderSource, StateSource
 from .app import Command, app
 from .chart import ChartOption, load_chart
 from .output import fail
+
+if TYPE_CHECKING:  # the servers' modules (asyncio, x509) are imported by the commands that run them
+    from ..webhook.sources import StateSource
 
 serve_app = typer.Typer(
     name="serve",
@@ -274,11 +274,15 @@ def serve_webhook(
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         stream=sys.stderr,
     )
+    from ..adapters.tls import ReloadingContext, TLSFileError  # x509 and asyncio: the server's own
+
     try:
         tls = ReloadingContext(tls_cert, tls_key)
     except TLSFileError as error:
         fail(str(error))
     given, ref = _chart_options(chart, chart_source)
+    from ..webhook.sources import FolderSource
+
     source: StateSource = (
         FolderSource(state, interval=state_interval, loader=_folder_loader(given))
         if state is not None
@@ -296,6 +300,8 @@ def serve_webhook(
         header_timeout=header_timeout,
     )
     server = WebhookServer(source, tls=tls, settings=settings)
+    import asyncio  # the servers' own: not imported by every command's start
+
     try:
         asyncio.run(server.serve())
     except OSError as error:  # the port is taken, the address does not exist, ...
@@ -396,6 +402,8 @@ def serve_controller(
     given, ref = _chart_options(chart, chart_source)
     settings = ControllerSettings(retain_recheck=retain_recheck)
     identity = os.environ.get("POD_NAME") or f"{socket.gethostname()}-{uuid.uuid4().hex[:8]}"
+
+    import asyncio  # the servers' own: not imported by every command's start
 
     async def run() -> None:
         import signal
