@@ -42,10 +42,12 @@ pytestmark = pytest.mark.usefixtures("chart_text")
 
 @pytest.fixture(autouse=True)
 def _checks_not_shared(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Each test resolves its pools afresh: no checks shared from another test's pools."""
+    """Each test resolves and renders its pools afresh: no checks or inputs shared from another test's pools."""
+    from workerclass.render import manifests
     from workerclass.resolve import chart
 
     monkeypatch.setattr(chart, "_SHARED_CHECKS", type(chart._SHARED_CHECKS)())
+    monkeypatch.setattr(manifests, "_SHARED_INPUTS", type(manifests._SHARED_INPUTS)())
 
 
 #: classless pools over the chart's value space: plain, sized, GPUs, kubelet and mirrors, a HelmRelease
@@ -123,9 +125,15 @@ def test_a_classified_pool_renders_the_same_running_only_the_rewritten_checks(
         modes.append(rest_passed)
         return exact(*args, rest_passed=rest_passed, **kwargs)
 
+    from workerclass.render import manifests
+
     monkeypatch.setattr(chart_render, "chart_failures", recorded)
+    monkeypatch.setattr(manifests, "chart_failures", recorded)
     assert (render(effective), template_hash(effective)) == fresh
-    assert modes == [True, True], "both read what resolution's checks established"
+    # the first read runs only the rewritten checks; the second is given the input they passed on
+    assert modes == [True], "both read what resolution's checks established"
+    assert (render(effective), template_hash(effective)) == fresh
+    assert modes == [True]
 
 
 def test_a_classified_render_still_runs_the_checks_of_what_the_class_wrote() -> None:
@@ -235,12 +243,28 @@ def test_pools_that_differ_only_in_name_share_one_run_of_the_checks(name: str, m
     for effective in resolved:
         assert effective is not None and effective.chart_input is not None
         assert effective.chart_input.input.release == (effective.release or f"kubernetes-nodes-{effective.name}")
-    twin_effective = resolved[1]
-    assert twin_effective is not None
+    first_effective, twin_effective = resolved
+    assert first_effective is not None and twin_effective is not None
+    from workerclass.render import manifests
+
+    render_runs: list[str] = []
+
+    def render_counted(inp: Any, **kwargs: Any) -> Any:
+        render_runs.append(inp.release)
+        return exact(inp, **kwargs)
+
+    monkeypatch.setattr(manifests, "chart_failures", render_counted)
+    monkeypatch.setattr(chart_render, "chart_failures", render_counted)
+    first_objects = render(first_effective)
+    before = len(render_runs)
+    twin_objects = render(twin_effective), template_hash(twin_effective)
+    assert len(render_runs) == before, "the twin's render runs no chart check"
     monkeypatch.setattr(chart, "_SHARED_CHECKS", type(chart._SHARED_CHECKS)())
+    monkeypatch.setattr(manifests, "_SHARED_INPUTS", type(manifests._SHARED_INPUTS)())
     alone = effective_of(twin, *objects)
-    assert render(twin_effective) == render(alone) == render(_without_kept(twin_effective))
-    assert template_hash(twin_effective) == template_hash(alone)
+    assert twin_objects == (render(alone), template_hash(alone))
+    assert twin_objects == (render(_without_kept(twin_effective)), template_hash(_without_kept(twin_effective)))
+    assert first_objects != twin_objects[0], "the names are the pools' own"
 
 
 def test_a_pass_is_not_shared_with_a_pool_whose_name_the_checks_refuse() -> None:

@@ -26,15 +26,22 @@ look up a WorkerClass.
 
 from __future__ import annotations
 
-from typing import Any
+import contextlib
+from collections import OrderedDict
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import Any, NamedTuple
+
+import orjson
 
 from ..api.names import FAMILIES, INFRASTRUCTURES
 from ..api.resources import RELEASE_PREFIX
-from ..chart import ChartInput, Prechecked, passes_rest_as
+from ..chart import ChartInput, Prechecked, chart_failures, passes_rest_as, release_free
 from ..chart.context import ChartRefused
 from ..chart.nodegroup import Disk
 from ..chart.render import kubevirtmachinetemplate_hash, kubevirtmachinetemplate_spec, render_chart
 from ..chart.sizing import Sizing, sizing
+from ..chart.source import ChartSource
 from ..chart.talos_job import talos_config_template as chart_talos_config_template
 from ..chart.talos_naming import talos_template_naming
 from ..chart.values import chart_input
@@ -111,23 +118,81 @@ def _chart_input(effective: Effective) -> tuple[ChartInput, Prechecked | None]:
     input resolution checked itself, kept on the settings, when it is this one
     (:meth:`~workerclass.resolve.effective.Effective.checked_input`: every check passed), else one
     that agrees with it on all but the rewritten checks' keys (:func:`~workerclass.chart.passes_rest_as`:
-    those checks passed), else nothing (None: the render runs them all)."""
+    those checks passed; the rewritten ones are run here, and a pass is shared with the next pool
+    whose chart values are these, under its own release), else nothing (None: the render runs them
+    all)."""
     release = release_name(effective)
     same = effective.checked_input(release)
     if same is not None:
         return same.input, Prechecked(same.size, whole=True)
+    values = chart_values(effective)
+    kept = effective.chart_input
+    key = _shared_key(values, effective) if kept is not None else None
+    shared = _SHARED_INPUTS.get(key) if key is not None else None
+    if (
+        kept is not None
+        and shared is not None
+        and shared.instancetypes is (effective.instancetypes or None)
+        and shared.chart is effective.chart
+        and release_free(release, values.get("cluster"))
+    ):
+        inp = replace(shared.input, release=release)
+        if passes_rest_as(inp, kept.input):
+            # the rest passed on this pool's stored values, the rewritten ones on these values
+            # under another release they read only as a name: every check passes
+            return inp, Prechecked(kept.size, whole=True)
     inp = chart_input(
-        chart_values(effective),
+        values,
         namespace=effective.namespace,
         release=release,
         cluster_values=effective.cluster_values or None,
         instancetypes=effective.instancetypes or None,
         chart=effective.chart,
     )
-    kept = effective.chart_input
     if kept is not None and passes_rest_as(inp, kept.input):
-        return inp, Prechecked(kept.size, whole=False)
+        if key is None or chart_failures(inp, size=kept.size, rest_passed=True):
+            return inp, Prechecked(kept.size, whole=False)  # the render runs them again, and refuses
+        if release_free(release, values.get("cluster")):
+            _SHARED_INPUTS[key] = _SharedInput(inp, effective.instancetypes or None, effective.chart)
+            if len(_SHARED_INPUTS) > SHARED_INPUTS_SIZE:
+                with contextlib.suppress(KeyError):  # another thread may have evicted it meanwhile
+                    _SHARED_INPUTS.popitem(last=False)
+        return inp, Prechecked(kept.size, whole=True)
     return inp, None
+
+
+class _SharedInput(NamedTuple):
+    """A chart input every rewritten check passed on, under a release the checks read only as a name
+    (:func:`~workerclass.chart.release_free`), with the instance types and chart it was built with."""
+
+    input: ChartInput
+    instancetypes: Mapping[str, Mapping[str, Any]] | None
+    chart: ChartSource
+
+
+#: Chart inputs shared between pools whose chart values, namespace and platform values are the same
+#: (the pools of one shape, differing in name): keyed by their canonical text. Bounded, least
+#: recently added first out.
+SHARED_INPUTS_SIZE = 4096
+_SHARED_INPUTS: OrderedDict[bytes, _SharedInput] = OrderedDict()
+#: orjson refuses what is not plain JSON data (a subclass, a dataclass, a date) instead of writing it
+#: as something else: such values, and NaN or an infinity (written as ``null``), are not shared.
+_PLAIN_JSON = (
+    orjson.OPT_SORT_KEYS
+    | orjson.OPT_PASSTHROUGH_SUBCLASS
+    | orjson.OPT_PASSTHROUGH_DATACLASS
+    | orjson.OPT_PASSTHROUGH_DATETIME
+)
+
+
+def _shared_key(values: Mapping[str, Any], effective: Effective) -> bytes | None:
+    """The canonical text of what a classified pool's chart input is built from but its release
+    (the instance types and the chart are compared by identity), or None (not plain JSON data)."""
+    try:
+        text = orjson.dumps([values, effective.namespace, effective.cluster_values], option=_PLAIN_JSON)
+    except TypeError:
+        return None
+    return None if b"null" in text else text
 
 
 def _size(inp: ChartInput, checked: Prechecked | None) -> Sizing:
