@@ -7,7 +7,12 @@ stdout to a pipe as in CI; wall and CPU seconds) for ``resolve`` as a table and 
 as JSON. Wall time per run, best and median of R runs, start-up included. Target (issue 11):
 ``resolve`` as a table under 3 s at 10,000 pools.
 
-Run: ``.venv/bin/python bench/cli_bench.py [--pools N] [--repeat R]``.
+The pools come in few shapes (their replica counts and class vary, nothing else), as a tenant's
+pools of one kind do: pools whose values are the same but for their names share one run of the
+chart's checks and one chart input. ``--distinct`` gives every pool values of its own (a role
+with its index), so that nothing is shared.
+
+Run: ``.venv/bin/python bench/cli_bench.py [--pools N] [--repeat R] [--distinct]``.
 """
 
 from __future__ import annotations
@@ -28,7 +33,7 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def write_state(folder: Path, pools: int) -> None:
+def write_state(folder: Path, pools: int, *, distinct: bool = False) -> None:
     documents: list[dict[str, object]] = [
         {
             "apiVersion": "apps.cozystack.io/v1alpha1",
@@ -39,6 +44,8 @@ def write_state(folder: Path, pools: int) -> None:
     ]
     for index in range(pools):
         spec: dict[str, object] = {"cluster": "example", "minReplicas": index % 3, "maxReplicas": 3 + index % 5}
+        if distinct:
+            spec["roles"] = [f"bench{index}"]
         if index % 3 == 1:
             spec["workerClassName"] = "talos"
         elif index % 3 == 2:
@@ -76,13 +83,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--pools", type=int, default=10_000)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--distinct", action="store_true", help="values of its own for every pool")
     options = parser.parse_args()
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src") + os.pathsep + os.environ.get("PYTHONPATH", "")}
     with tempfile.TemporaryDirectory() as tmp:
         state = Path(tmp) / "state"
-        write_state(state, options.pools)
+        write_state(state, options.pools, distinct=options.distinct)
         print(
-            f"python {platform.python_version()}, {os.cpu_count()} cpus, {options.pools} pools, best/median of "
+            f"python {platform.python_version()}, {os.cpu_count()} cpus, {options.pools} pools"
+            f"{' (distinct values)' if options.distinct else ''}, best/median of "
             f"{options.repeat} runs (wall time, start-up included, stdout to a pipe)"
         )
         print(f"{'command':<20} {'best s':>7} {'median s':>9} {'CPU s':>7} {'pools/s':>8} {'stdout MB':>10} exit")
