@@ -284,3 +284,26 @@ def test_a_pass_is_not_shared_with_a_pool_whose_name_the_checks_refuse() -> None
                 render(effective)
         else:
             render(effective)
+
+
+def test_pools_too_large_to_key_are_not_shared(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A pool whose values' text is longer than MAX_SHARED_TEXT is checked and rendered on its own:
+    the shared caches keep nothing of it (a tenant's large pools cannot fill them)."""
+    from workerclass.api.bounds import MAX_SHARED_TEXT
+    from workerclass.render import manifests
+    from workerclass.resolve import chart
+
+    for obj, objects in (
+        (pool("large", extra={"note": "x" * MAX_SHARED_TEXT}), ()),
+        (pool("large", workerClassName="talos", extra={"note": "x" * MAX_SHARED_TEXT}), ()),
+    ):
+        twin = _renamed(obj, obj["metadata"]["name"] + "-twin")
+        state = state_of(twin, obj, *objects)
+        for identity_ in (identity(obj), identity(twin)):
+            record = state.pool(identity_)
+            assert record is not None
+            effective, denials, _ = resolve_pool(state, record)
+            assert effective is not None and effective.chart_input is not None, denials
+            assert render(effective) == render(_without_kept(effective))
+        assert len(chart._SHARED_CHECKS) == 0
+        assert len(manifests._SHARED_INPUTS) == 0

@@ -16,12 +16,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["MAX_BYTES", "MAX_DEPTH", "Excess", "excess", "measure"]
+__all__ = ["MAX_BYTES", "MAX_DEPTH", "MAX_SHARED_TEXT", "Excess", "excess", "measure"]
 
 #: levels of nesting (a mapping or a list is one level)
 MAX_DEPTH = 64
 #: the JSON size of an object, in bytes (etcd stores at most 1.5 MiB; a pool is a few KiB)
 MAX_BYTES = 1024 * 1024
+#: the longest canonical text of a pool's values a cache shared between pools is keyed by: a pool is
+#: a few KiB; a larger one is computed each time, so that a tenant's large pools cannot make such a
+#: cache hold more than its entries times this (and the inputs of pools that are gone with them)
+MAX_SHARED_TEXT = 16 * 1024
 
 
 @dataclass(frozen=True, slots=True)

@@ -34,6 +34,7 @@ from typing import Any, NamedTuple
 
 import orjson
 
+from ..api.bounds import MAX_SHARED_TEXT
 from ..api.names import FAMILIES, INFRASTRUCTURES
 from ..api.resources import RELEASE_PREFIX
 from ..chart import ChartInput, Prechecked, chart_failures, passes_rest_as, release_free
@@ -187,12 +188,13 @@ _PLAIN_JSON = (
 
 def _shared_key(values: Mapping[str, Any], effective: Effective) -> bytes | None:
     """The canonical text of what a classified pool's chart input is built from but its release
-    (the instance types and the chart are compared by identity), or None (not plain JSON data)."""
+    (the instance types and the chart are compared by identity), or None (not plain JSON data, or
+    longer than :data:`~workerclass.api.bounds.MAX_SHARED_TEXT`: not shared)."""
     try:
         text = orjson.dumps([values, effective.namespace, effective.cluster_values], option=_PLAIN_JSON)
     except TypeError:
         return None
-    return None if b"null" in text else text
+    return None if b"null" in text or len(text) > MAX_SHARED_TEXT else text
 
 
 def _size(inp: ChartInput, checked: Prechecked | None) -> Sizing:

@@ -18,6 +18,7 @@ from typing import Any, NamedTuple, cast
 
 import orjson
 
+from ..api.bounds import MAX_SHARED_TEXT
 from ..api.resources import RELEASE_PREFIX
 from ..chart.checks import chart_failures, release_free
 from ..chart.context import ChartInput
@@ -175,7 +176,8 @@ def _content_key(
     the instance types are compared by identity).
 
     orjson's sorted bytes for plain JSON data (one C pass, ~30x cheaper than ``json`` here),
-    else ``json``'s text (a ``str``: never equal to a ``bytes`` key); None when neither can write it.
+    else ``json``'s text (a ``str``: never equal to a ``bytes`` key); None when neither can write it
+    or it is longer than :data:`~workerclass.api.bounds.MAX_SHARED_TEXT` (not shared).
     orjson writes NaN and the infinities as ``null``, so a text with a ``null`` is ``json``'s too.
     """
     # A lookup finds a nonempty string or nothing: "" stands for nothing, so that the usual key
@@ -187,11 +189,12 @@ def _content_key(
         pass
     else:
         if b"null" not in text:
-            return text
+            return text if len(text) <= MAX_SHARED_TEXT else None
     try:
-        return json.dumps(inputs, sort_keys=True, default=repr)
+        slow = json.dumps(inputs, sort_keys=True, default=repr)
     except (TypeError, ValueError, RecursionError):
         return None
+    return slow if len(slow) <= MAX_SHARED_TEXT else None
 
 
 #: Deeper than this, a value is cut for the chart's checks (they read a few known levels; the
