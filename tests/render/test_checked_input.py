@@ -47,6 +47,7 @@ def _checks_not_shared(monkeypatch: pytest.MonkeyPatch) -> None:
     from workerclass.resolve import chart
 
     monkeypatch.setattr(chart, "_SHARED_CHECKS", type(chart._SHARED_CHECKS)())
+    monkeypatch.setattr(chart, "_SHARED_PASSES", type(chart._SHARED_PASSES)())
     monkeypatch.setattr(manifests, "_SHARED_INPUTS", type(manifests._SHARED_INPUTS)())
 
 
@@ -307,3 +308,51 @@ def test_pools_too_large_to_key_are_not_shared(monkeypatch: pytest.MonkeyPatch) 
             assert render(effective) == render(_without_kept(effective))
         assert len(chart._SHARED_CHECKS) == 0
         assert len(manifests._SHARED_INPUTS) == 0
+
+
+def test_a_decision_shares_a_pass_but_keeps_no_input(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Admission renders nothing: its checks are shared between pools that differ in name, but no
+    chart input is built or kept for them (a review a tenant sends cannot fill a cache of inputs)."""
+    from workerclass.resolve import chart, resolve_verdict
+
+    obj = CLASSLESS["sized"]
+    twin = _renamed(obj, obj["metadata"]["name"] + "-twin")
+    state = state_of(twin, obj)
+    runs: list[str] = []
+    exact = chart.chart_failures
+    monkeypatch.setattr(chart, "chart_failures", lambda inp, **kw: runs.append(inp.release) or exact(inp, **kw))
+    for obj_ in (obj, twin):
+        record = state.pool(identity(obj_))
+        assert record is not None
+        denials, _ = resolve_verdict(state, record)
+        assert denials == []
+    assert len(runs) == 1, runs
+    assert len(chart._SHARED_CHECKS) == 1 and len(chart._SHARED_PASSES) == 0
+    rendering = state_of(twin, obj)  # a render's resolution (another State): it builds the input
+    record = rendering.pool(identity(twin))
+    assert record is not None
+    effective = resolve_pool(rendering, record)[0]
+    assert effective is not None and effective.chart_input is not None
+    assert len(runs) == 2 and len(chart._SHARED_PASSES) == 1
+    assert render(effective) == render(_without_kept(effective))
+
+
+def test_a_pass_of_values_too_long_to_keep_their_input_is_shared_without_it() -> None:
+    """Values longer than MAX_SHARED_INPUT_TEXT (and within MAX_SHARED_TEXT): their pass is shared,
+    their input is not kept, so a render's resolution of each builds its own."""
+    from workerclass.api.bounds import MAX_SHARED_INPUT_TEXT
+    from workerclass.resolve import chart
+
+    obj = pool("long", extra={"note": "x" * MAX_SHARED_INPUT_TEXT})
+    twin = _renamed(obj, obj["metadata"]["name"] + "-twin")
+    state = state_of(twin, obj)
+    resolved = []
+    for obj_ in (obj, twin):
+        record = state.pool(identity(obj_))
+        assert record is not None
+        resolved.append(resolve_pool(state, record)[0])
+    assert len(chart._SHARED_CHECKS) == 1 and len(chart._SHARED_PASSES) == 0
+    for effective in resolved:  # each built its own input (none was kept to share)
+        assert effective is not None and effective.chart_input is not None
+        assert effective.chart_input.input.release == f"kubernetes-nodes-{effective.name}"
+        assert render(effective) == render(_without_kept(effective))

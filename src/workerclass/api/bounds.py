@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["MAX_BYTES", "MAX_DEPTH", "MAX_SHARED_TEXT", "Excess", "excess", "measure"]
+__all__ = ["MAX_BYTES", "MAX_DEPTH", "MAX_SHARED_INPUT_TEXT", "MAX_SHARED_TEXT", "Excess", "excess", "measure"]
 
 #: levels of nesting (a mapping or a list is one level)
 MAX_DEPTH = 64
@@ -24,8 +24,12 @@ MAX_DEPTH = 64
 MAX_BYTES = 1024 * 1024
 #: the longest canonical text of a pool's values a cache shared between pools is keyed by: a pool is
 #: a few KiB; a larger one is computed each time, so that a tenant's large pools cannot make such a
-#: cache hold more than its entries times this (and the inputs of pools that are gone with them)
+#: cache's keys hold more than its entries times this
 MAX_SHARED_TEXT = 16 * 1024
+#: the same for a cache that keeps a pool's chart input beside its key (the values as Python objects,
+#: up to some 25 times their text for values dense in small containers): such caches are also kept
+#: small (128 entries), so that they hold some tens of MiB at most
+MAX_SHARED_INPUT_TEXT = 8 * 1024
 
 
 @dataclass(frozen=True, slots=True)

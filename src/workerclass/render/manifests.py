@@ -34,7 +34,7 @@ from typing import Any, NamedTuple
 
 import orjson
 
-from ..api.bounds import MAX_SHARED_TEXT
+from ..api.bounds import MAX_SHARED_INPUT_TEXT
 from ..api.names import FAMILIES, INFRASTRUCTURES
 from ..api.resources import RELEASE_PREFIX
 from ..chart import ChartInput, Prechecked, chart_failures, passes_rest_as, release_free
@@ -172,9 +172,9 @@ class _SharedInput(NamedTuple):
 
 
 #: Chart inputs shared between pools whose chart values, namespace and platform values are the same
-#: (the pools of one shape, differing in name): keyed by their canonical text. Bounded, least
-#: recently added first out.
-SHARED_INPUTS_SIZE = 4096
+#: (the pools of one shape, differing in name): keyed by their canonical text, for the last 128
+#: such shapes added (an input holds the values as objects, many times their text).
+SHARED_INPUTS_SIZE = 128
 _SHARED_INPUTS: OrderedDict[bytes, _SharedInput] = OrderedDict()
 #: orjson refuses what is not plain JSON data (a subclass, a dataclass, a date) instead of writing it
 #: as something else: such values, and NaN or an infinity (written as ``null``), are not shared.
@@ -189,12 +189,12 @@ _PLAIN_JSON = (
 def _shared_key(values: Mapping[str, Any], effective: Effective) -> bytes | None:
     """The canonical text of what a classified pool's chart input is built from but its release
     (the instance types and the chart are compared by identity), or None (not plain JSON data, or
-    longer than :data:`~workerclass.api.bounds.MAX_SHARED_TEXT`: not shared)."""
+    longer than :data:`~workerclass.api.bounds.MAX_SHARED_INPUT_TEXT`: not shared)."""
     try:
         text = orjson.dumps([values, effective.namespace, effective.cluster_values], option=_PLAIN_JSON)
     except TypeError:
         return None
-    return None if b"null" in text or len(text) > MAX_SHARED_TEXT else text
+    return None if b"null" in text or len(text) > MAX_SHARED_INPUT_TEXT else text
 
 
 def _size(inp: ChartInput, checked: Prechecked | None) -> Sizing:

@@ -18,7 +18,7 @@ from typing import Any, NamedTuple, cast
 
 import orjson
 
-from ..api.bounds import MAX_SHARED_TEXT
+from ..api.bounds import MAX_SHARED_INPUT_TEXT, MAX_SHARED_TEXT
 from ..api.resources import RELEASE_PREFIX
 from ..chart.checks import chart_failures, release_free
 from ..chart.context import ChartInput
@@ -71,11 +71,14 @@ def chart_checks(state: State, record: PoolRecord) -> tuple[Violation, ...]:
     return chart_checks_and_input(state, record)[0]
 
 
-def chart_checks_and_input(state: State, record: PoolRecord) -> tuple[tuple[Violation, ...], CheckedInput | None]:
+def chart_checks_and_input(
+    state: State, record: PoolRecord, *, keep_input: bool = True
+) -> tuple[tuple[Violation, ...], CheckedInput | None]:
     """:func:`chart_checks`, and the chart input they ran on when none failed and a render of the
     pool can read it (the values as written: none cut for depth; the State's instance types, which a
-    render is given when there are any); None when the checks came from this State's memo or the
-    input is not one a render reads."""
+    render is given when there are any); None when the checks came from this State's memo, the input
+    is not one a render reads, or ``keep_input`` is false (a decision, which renders nothing: no
+    input is built or kept for it)."""
     if record.kind == "ComputePlane":
         return (), None
     key = ("chart-checks", record.kind, record.namespace, record.name)
@@ -89,25 +92,30 @@ def chart_checks_and_input(state: State, record: PoolRecord) -> tuple[tuple[Viol
     content = _content_key(record.values, record.namespace, state.platform.cluster_values, state.chart.digest, lookups)
     shared = _SHARED_CHECKS.get(content) if content is not None else None
     checked: CheckedInput | None = None
-    platform = _platform_values(state)
-    if shared is not None and shared.instancetypes is state.instancetypes and shared.release == release:
-        failures: tuple[Violation, ...] | None = shared.failures
-        if shared.input is not None and shared.input.chart is state.chart:
-            checked = CheckedInput(record.values, platform, shared.input, shared.size)
-    elif (
-        shared is not None
-        and shared.instancetypes is state.instancetypes
-        and shared.input is not None
-        and shared.input.chart is state.chart
-        and release_free(release, record.values.get("cluster"))
-    ):
-        # Every check passed on these values under another well-formed release: they pass under this one.
-        failures = ()
-        checked = CheckedInput(record.values, platform, replace(shared.input, release=release), shared.size)
+    failures: tuple[Violation, ...] | None = None
+    if shared is not None and shared.instancetypes is state.instancetypes:
+        if shared.release == release:
+            failures = shared.failures
+        elif shared.free and release_free(release, record.values.get("cluster")):
+            failures = ()  # every check passed on these values under another well-formed release
+    if failures is not None and keep_input and not failures:
+        # a render reads the input of the pass: given it when kept, else it is built below
+        passed = _SHARED_PASSES.get(content)  # type: ignore[arg-type]
+        if (
+            passed is not None
+            and passed.input.instancetypes is state.instancetypes
+            and passed.input.chart is state.chart
+        ):
+            inp = passed.input if passed.input.release == release else replace(passed.input, release=release)
+            checked = CheckedInput(record.values, _platform_values(state), inp, passed.size)
+        else:
+            failures = None
+    if failures is not None:
+        with contextlib.suppress(KeyError):  # another thread may have evicted it meanwhile
+            _SHARED_CHECKS.move_to_end(content)  # type: ignore[arg-type]
     else:
-        failures = None
-    if failures is None:
         bounded = _bounded(record.values)
+        platform = _platform_values(state)
         inp = chart_input(
             bounded,
             namespace=record.namespace,
@@ -120,22 +128,21 @@ def chart_checks_and_input(state: State, record: PoolRecord) -> tuple[tuple[Viol
         )
         size = sizing(inp)
         failures = tuple(chart_failures(inp, size=size))
-        if not failures and bounded is record.values and state.instancetypes:
+        if keep_input and not failures and bounded is record.values and state.instancetypes:
             checked = CheckedInput(record.values, platform, inp, size)
         if content is not None:
-            # An input is shared only under an exact key (orjson's bytes) and where every check
-            # passed under a release they read only as a name.
-            exact = isinstance(content, bytes) and checked is not None
-            free = exact and release_free(release, record.values.get("cluster"))
-            _SHARED_CHECKS[content] = _Shared(
-                state.instancetypes, release, failures, inp if exact and free else None, size
-            )
+            # A pass is shared with other releases only under an exact key (orjson's bytes) and a
+            # release the checks read only as a name; its input only under a short one.
+            free = isinstance(content, bytes) and not failures and release_free(release, record.values.get("cluster"))
+            _SHARED_CHECKS[content] = _Shared(state.instancetypes, release, failures, free)
             if len(_SHARED_CHECKS) > SHARED_CHECKS_SIZE:
                 with contextlib.suppress(KeyError):
                     _SHARED_CHECKS.popitem(last=False)
-    else:
-        with contextlib.suppress(KeyError):  # another thread may have evicted it meanwhile
-            _SHARED_CHECKS.move_to_end(content)  # type: ignore[arg-type]
+            if free and checked is not None and len(content) <= MAX_SHARED_INPUT_TEXT:
+                _SHARED_PASSES[content] = _Pass(inp, size)  # type: ignore[index]
+                if len(_SHARED_PASSES) > SHARED_PASSES_SIZE:
+                    with contextlib.suppress(KeyError):
+                        _SHARED_PASSES.popitem(last=False)
     violations = under_values(failures, record.field)
     state.memo[key] = (record.values, violations)
     return violations, checked
@@ -143,13 +150,19 @@ def chart_checks_and_input(state: State, record: PoolRecord) -> tuple[tuple[Viol
 
 class _Shared(NamedTuple):
     """What one run of the chart's checks left for pools with the same values: the instance types
-    and release it ran with, its failures, and, when they are none and the release is one the checks
-    read only as a name (:func:`~workerclass.chart.release_free`), the input and sizing it checked."""
+    and release it ran with, its failures, and whether they are none under a release the checks read
+    only as a name (:func:`~workerclass.chart.release_free`: ``free``, a pass for every such release)."""
 
     instancetypes: Mapping[str, Mapping[str, Any]]
     release: str
     failures: tuple[Violation, ...]
-    input: ChartInput | None
+    free: bool
+
+
+class _Pass(NamedTuple):
+    """The input and sizing of a ``free`` pass, for a render of a pool with the same values."""
+
+    input: ChartInput
     size: Sizing
 
 
@@ -159,6 +172,11 @@ class _Shared(NamedTuple):
 #: where every check passed. Bounded, least recently used first out.
 SHARED_CHECKS_SIZE = 4096
 _SHARED_CHECKS: OrderedDict[str | bytes, _Shared] = OrderedDict()
+#: The inputs of those passes a render reads, kept for fewer pools (an input holds the pool's values
+#: as objects, many times their text): the last ones added, of values no longer than
+#: :data:`~workerclass.api.bounds.MAX_SHARED_INPUT_TEXT`.
+SHARED_PASSES_SIZE = 128
+_SHARED_PASSES: OrderedDict[bytes, _Pass] = OrderedDict()
 #: orjson refuses what is not plain JSON data instead of writing it as something else (a subclass
 #: of str, a dataclass or a date would otherwise read like a plain value): those keys are ``json``'s.
 _PLAIN_JSON = orjson.OPT_SORT_KEYS | orjson.OPT_PASSTHROUGH_SUBCLASS | orjson.OPT_PASSTHROUGH_DATACLASS

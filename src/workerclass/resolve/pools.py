@@ -146,7 +146,7 @@ def _resolve_pool(
     # the tenant namespace rule and a MachineDeployment another release owns are render failures
     # of every read, so they stay).
     seen = {(v.code, v.field) for v in result.denials}
-    failures, checked = chart_checks_and_input(state, record)
+    failures, checked = chart_checks_and_input(state, record, keep_input=not verdict)
     if not verdict:
         result.chart_input = checked  # the render reads it (no failure at all: it renders as checked)
     for failure in failures:
