@@ -505,11 +505,17 @@ KUBELET_KEYS = (
 )
 
 
+#: the kubelet view of values without a reservation (values.yaml's ``kubelet: {}``)
+_NO_KUBELET: tuple[tuple[bool, str], ...] = tuple((truthy(None), go_str(None)) for _ in KUBELET_KEYS)
+
+
 def _check_kubelet(inp: ChartInput, size: Sizing, out: _Collector, missing_type: bool) -> None:
     raw = inp.values.get("kubelet")
-    kubelet: Mapping[str, Any] = raw if isinstance(raw, Mapping) else {}
     # The checks read each value only as its truth and its %v text: cached on those and the sizes.
-    view = tuple((truthy(value), go_str(value)) for value in (kubelet.get(key) for key in KUBELET_KEYS))
+    if isinstance(raw, Mapping) and raw:
+        view = tuple((truthy(value), go_str(value)) for value in (raw.get(key) for key in KUBELET_KEYS))
+    else:
+        view = _NO_KUBELET
     for code, field, message in _kubelet_failures(
         view,
         size.effective_memory,
