@@ -107,3 +107,23 @@ def test_a_private_key_is_still_refused(where: str) -> None:
     for decision in (admit(state, "CREATE", pool), validate(state, "CREATE", pool)):
         assert "PrivateKeyMaterial" in {denial.code for denial in decision.denials}
         assert _PRIVATE not in orjson.dumps([d.message for d in decision.denials]).decode()
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [{}, {"workerClassName": None}, {"workerClassName": "kairos", "sshKeys": []}],
+)
+def test_a_create_runs_the_chart_checks_once_and_keeps_no_input(monkeypatch: pytest.MonkeyPatch, spec: Any) -> None:
+    """Its verdict and the name rules read one run of the chart's checks; a decision renders
+    nothing, so no chart input is kept for it."""
+    chart_module = importlib.import_module("workerclass.resolve.chart")
+    monkeypatch.setattr(chart_module, "_SHARED_CHECKS", type(chart_module._SHARED_CHECKS)())
+    monkeypatch.setattr(chart_module, "_SHARED_PASSES", type(chart_module._SHARED_PASSES)())
+    runs = _Count(chart_module.chart_failures)
+    monkeypatch.setattr(chart_module, "chart_failures", runs)
+    pool = make_pool("once", **spec)
+    if spec.get("workerClassName", "") is None:
+        del pool["spec"]["workerClassName"]
+    admit(make_state(), "CREATE", pool)
+    assert runs.calls == 1
+    assert len(chart_module._SHARED_PASSES) == 0

@@ -68,7 +68,7 @@ def chart_checks(state: State, record: PoolRecord) -> tuple[Violation, ...]:
     HelmRelease). ``InvalidPoolName`` ones are included: admission takes them on CREATE only.
     Computed once per state and values.
     """
-    return chart_checks_and_input(state, record)[0]
+    return chart_checks_and_input(state, record, keep_input=False)[0]
 
 
 def chart_checks_and_input(
