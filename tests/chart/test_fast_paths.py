@@ -362,3 +362,16 @@ def test_release_free_admits_only_the_chart_s_own_release_shape() -> None:
         assert [f.code for f in chart_failures(chart_input(base, namespace="tenant-x", release=release))] == [
             "InvalidPoolName"
         ]
+
+
+def test_plain_json_text_is_one_text_per_plain_value_and_none_for_the_rest() -> None:
+    from workerclass.chart.schema import plain_json_text
+
+    class Text(str):
+        pass
+
+    assert plain_json_text({"b": 1, "a": [1.5, True, "x"]}) == b'{"a":[1.5,true,"x"],"b":1}'
+    assert plain_json_text({"b": 1, "a": 2}) == plain_json_text({"a": 2, "b": 1})
+    assert plain_json_text([1]) != plain_json_text([1.0]) != plain_json_text([True])
+    for value in ({"a": None}, [math.nan], [math.inf], [Text("x")], {1: "a"}, [2**70]):
+        assert plain_json_text(value) is None, value

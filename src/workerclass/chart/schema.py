@@ -106,6 +106,17 @@ def null_failures(
 _PLAIN = orjson.OPT_PASSTHROUGH_SUBCLASS | orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_PASSTHROUGH_DATETIME
 
 
+def plain_json_text(value: Any) -> bytes | None:
+    """orjson's text of ``value`` with sorted keys, when it is plain JSON data holding no null (one
+    text per value: a key for caches of equal values); None otherwise (not plain JSON data, or a
+    ``null`` in the text: a None, or a NaN or an infinity, which orjson writes as ``null``)."""
+    try:
+        text = orjson.dumps(value, option=_PLAIN | orjson.OPT_SORT_KEYS)
+    except TypeError:
+        return None
+    return None if b"null" in text else text
+
+
 def _may_hold_null(values: Mapping[str, Any]) -> bool:
     """False only when no None lies anywhere in ``values`` (one C pass instead of the walk):
     plain JSON data whose text has no ``null`` (a string holding the word, or a NaN, which orjson

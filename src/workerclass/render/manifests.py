@@ -32,8 +32,6 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any, NamedTuple
 
-import orjson
-
 from ..api.bounds import MAX_SHARED_INPUT_TEXT
 from ..api.names import FAMILIES, INFRASTRUCTURES
 from ..api.resources import RELEASE_PREFIX
@@ -41,6 +39,7 @@ from ..chart import ChartInput, Prechecked, chart_failures, passes_rest_as, rele
 from ..chart.context import ChartRefused
 from ..chart.nodegroup import Disk
 from ..chart.render import kubevirtmachinetemplate_hash, kubevirtmachinetemplate_spec, render_chart
+from ..chart.schema import plain_json_text
 from ..chart.sizing import Sizing, sizing
 from ..chart.source import ChartSource
 from ..chart.talos_job import talos_config_template as chart_talos_config_template
@@ -128,14 +127,14 @@ def _chart_input(effective: Effective) -> tuple[ChartInput, Prechecked | None]:
         return same.input, Prechecked(same.size, whole=True)
     values = chart_values(effective)
     kept = effective.chart_input
-    key = _shared_key(values, effective) if kept is not None else None
+    # shared only under a release the checks read as a name alone
+    key = _shared_key(values, effective) if kept is not None and release_free(release, values.get("cluster")) else None
     shared = _SHARED_INPUTS.get(key) if key is not None else None
     if (
         kept is not None
         and shared is not None
         and shared.instancetypes is (effective.instancetypes or None)
         and shared.chart is effective.chart
-        and release_free(release, values.get("cluster"))
     ):
         inp = replace(shared.input, release=release)
         if passes_rest_as(inp, kept.input):
@@ -152,12 +151,11 @@ def _chart_input(effective: Effective) -> tuple[ChartInput, Prechecked | None]:
     )
     if kept is not None and passes_rest_as(inp, kept.input):
         if key is None or chart_failures(inp, size=kept.size, rest_passed=True):
-            return inp, Prechecked(kept.size, whole=False)  # the render runs them again, and refuses
-        if release_free(release, values.get("cluster")):
-            _SHARED_INPUTS[key] = _SharedInput(inp, effective.instancetypes or None, effective.chart)
-            if len(_SHARED_INPUTS) > SHARED_INPUTS_SIZE:
-                with contextlib.suppress(KeyError):  # another thread may have evicted it meanwhile
-                    _SHARED_INPUTS.popitem(last=False)
+            return inp, Prechecked(kept.size, whole=False)  # the render runs them (and refuses)
+        _SHARED_INPUTS[key] = _SharedInput(inp, effective.instancetypes or None, effective.chart)
+        if len(_SHARED_INPUTS) > SHARED_INPUTS_SIZE:
+            with contextlib.suppress(KeyError):  # another thread may have evicted it meanwhile
+                _SHARED_INPUTS.popitem(last=False)
         return inp, Prechecked(kept.size, whole=True)
     return inp, None
 
@@ -176,25 +174,14 @@ class _SharedInput(NamedTuple):
 #: such shapes added (an input holds the values as objects, many times their text).
 SHARED_INPUTS_SIZE = 128
 _SHARED_INPUTS: OrderedDict[bytes, _SharedInput] = OrderedDict()
-#: orjson refuses what is not plain JSON data (a subclass, a dataclass, a date) instead of writing it
-#: as something else: such values, and NaN or an infinity (written as ``null``), are not shared.
-_PLAIN_JSON = (
-    orjson.OPT_SORT_KEYS
-    | orjson.OPT_PASSTHROUGH_SUBCLASS
-    | orjson.OPT_PASSTHROUGH_DATACLASS
-    | orjson.OPT_PASSTHROUGH_DATETIME
-)
 
 
 def _shared_key(values: Mapping[str, Any], effective: Effective) -> bytes | None:
     """The canonical text of what a classified pool's chart input is built from but its release
     (the instance types and the chart are compared by identity), or None (not plain JSON data, or
     longer than :data:`~workerclass.api.bounds.MAX_SHARED_INPUT_TEXT`: not shared)."""
-    try:
-        text = orjson.dumps([values, effective.namespace, effective.cluster_values], option=_PLAIN_JSON)
-    except TypeError:
-        return None
-    return None if b"null" in text or len(text) > MAX_SHARED_INPUT_TEXT else text
+    text = plain_json_text([values, effective.namespace, effective.cluster_values])
+    return text if text is not None and len(text) <= MAX_SHARED_INPUT_TEXT else None
 
 
 def _size(inp: ChartInput, checked: Prechecked | None) -> Sizing:

@@ -16,12 +16,11 @@ from dataclasses import replace
 from functools import lru_cache
 from typing import Any, NamedTuple, cast
 
-import orjson
-
 from ..api.bounds import MAX_SHARED_INPUT_TEXT, MAX_SHARED_TEXT
 from ..api.resources import RELEASE_PREFIX
 from ..chart.checks import chart_failures, release_free
 from ..chart.context import ChartInput
+from ..chart.schema import plain_json_text
 from ..chart.sizing import Sizing, sizing
 from ..chart.values import chart_defaults, chart_input, version_map
 from ..state import PoolRecord, State, release_of
@@ -177,10 +176,6 @@ _SHARED_CHECKS: OrderedDict[str | bytes, _Shared] = OrderedDict()
 #: :data:`~workerclass.api.bounds.MAX_SHARED_INPUT_TEXT`.
 SHARED_PASSES_SIZE = 128
 _SHARED_PASSES: OrderedDict[bytes, _Pass] = OrderedDict()
-#: orjson refuses what is not plain JSON data instead of writing it as something else (a subclass
-#: of str, a dataclass or a date would otherwise read like a plain value): those keys are ``json``'s.
-_PLAIN_JSON = orjson.OPT_SORT_KEYS | orjson.OPT_PASSTHROUGH_SUBCLASS | orjson.OPT_PASSTHROUGH_DATACLASS
-_PLAIN_JSON |= orjson.OPT_PASSTHROUGH_DATETIME
 
 
 def _content_key(
@@ -201,13 +196,9 @@ def _content_key(
     # A lookup finds a nonempty string or nothing: "" stands for nothing, so that the usual key
     # (nothing found) has no ``null``.
     inputs = [values, namespace, cluster_values, chart, [found or "" for found in lookups]]
-    try:
-        text = orjson.dumps(inputs, option=_PLAIN_JSON)
-    except TypeError:
-        pass
-    else:
-        if b"null" not in text:
-            return text if len(text) <= MAX_SHARED_TEXT else None
+    text = plain_json_text(inputs)
+    if text is not None:
+        return text if len(text) <= MAX_SHARED_TEXT else None
     try:
         slow = json.dumps(inputs, sort_keys=True, default=repr)
     except (TypeError, ValueError, RecursionError):
