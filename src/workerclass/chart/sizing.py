@@ -204,23 +204,7 @@ def sizing(inp: ChartInput) -> Sizing:
     auto_cpu = _auto_cpu(effective_cpu)
 
     kubelet_raw = v.get("kubelet")
-    if not isinstance(kubelet_raw, Mapping) or not kubelet_raw:
-        # no reservation written (values.yaml's ``kubelet: {}``): every one is its default
-        return Sizing(
-            instancetype=it_obj,
-            effective_memory=effective_memory,
-            effective_cpu=effective_cpu,
-            system_reserved_memory=auto_memory,
-            kube_reserved_memory=auto_memory,
-            system_reserved_cpu=auto_cpu,
-            kube_reserved_cpu=auto_cpu,
-            eviction_hard_memory="7%",
-            eviction_soft_memory="10%",
-            has_cpu=has_cpu,
-            has_memory=has_mem,
-            uses_instancetype=uses_it,
-        )
-    kubelet: Mapping[str, Any] = kubelet_raw
+    kubelet: Mapping[str, Any] = kubelet_raw if isinstance(kubelet_raw, Mapping) else {}
     return Sizing(
         instancetype=it_obj,
         effective_memory=effective_memory,
