@@ -70,6 +70,23 @@ def _without_kept(effective: Effective) -> Effective:
     return dataclasses.replace(effective, chart_input=None)
 
 
+class _Runs:
+    """The chart's checks, counted: each run's release and whether only the rewritten ones ran."""
+
+    def __init__(self) -> None:
+        self.exact = chart_render.chart_failures  # the one function every module imported
+        self.calls: list[tuple[str, bool]] = []
+
+    def __call__(self, inp: Any, **kwargs: Any) -> Any:
+        self.calls.append((inp.release, bool(kwargs.get("rest_passed", False))))
+        return self.exact(inp, **kwargs)
+
+    def watch(self, monkeypatch: pytest.MonkeyPatch, *modules: Any) -> _Runs:
+        for module in modules:
+            monkeypatch.setattr(module, "chart_failures", self)
+        return self
+
+
 @pytest.mark.parametrize("name", sorted(CLASSLESS))
 def test_a_classless_pool_renders_the_same_from_the_input_resolution_checked(name: str) -> None:
     effective = effective_of(CLASSLESS[name])
@@ -119,22 +136,14 @@ def test_a_classified_pool_renders_the_same_running_only_the_rewritten_checks(
     assert effective.chart_input is not None, "resolution keeps the input its checks passed on"
     assert effective.checked_input(effective.release or "") is None, "the class's render has its own input"
     fresh = render(_without_kept(effective)), template_hash(_without_kept(effective))
-    modes: list[bool] = []
-    exact = chart_render.chart_failures
-
-    def recorded(*args: Any, rest_passed: bool = False, **kwargs: Any) -> Any:
-        modes.append(rest_passed)
-        return exact(*args, rest_passed=rest_passed, **kwargs)
-
     from workerclass.render import manifests
 
-    monkeypatch.setattr(chart_render, "chart_failures", recorded)
-    monkeypatch.setattr(manifests, "chart_failures", recorded)
+    runs = _Runs().watch(monkeypatch, chart_render, manifests)
     assert (render(effective), template_hash(effective)) == fresh
     # the first read runs only the rewritten checks; the second is given the input they passed on
-    assert modes == [True], "both read what resolution's checks established"
+    assert [rest for _, rest in runs.calls] == [True], "both read what resolution's checks established"
     assert (render(effective), template_hash(effective)) == fresh
-    assert modes == [True]
+    assert [rest for _, rest in runs.calls] == [True]
 
 
 def test_a_classified_render_still_runs_the_checks_of_what_the_class_wrote() -> None:
@@ -228,19 +237,12 @@ def test_pools_that_differ_only_in_name_share_one_run_of_the_checks(name: str, m
     state = state_of(twin, obj, *objects)
     from workerclass.resolve import chart
 
-    runs: list[str] = []
-    exact = chart.chart_failures
-
-    def counted(inp: Any, **kwargs: Any) -> Any:
-        runs.append(inp.release)
-        return exact(inp, **kwargs)
-
-    monkeypatch.setattr(chart, "chart_failures", counted)
+    runs = _Runs().watch(monkeypatch, chart)
     first = state.pool(identity(obj))
     second = state.pool(identity(twin))
     assert first is not None and second is not None
     resolved = [resolve_pool(state, record)[0] for record in (first, second)]
-    assert len(runs) == 1, runs
+    assert len(runs.calls) == 1, runs.calls
     for effective in resolved:
         assert effective is not None and effective.chart_input is not None
         assert effective.chart_input.input.release == (effective.release or f"kubernetes-nodes-{effective.name}")
@@ -248,18 +250,11 @@ def test_pools_that_differ_only_in_name_share_one_run_of_the_checks(name: str, m
     assert first_effective is not None and twin_effective is not None
     from workerclass.render import manifests
 
-    render_runs: list[str] = []
-
-    def render_counted(inp: Any, **kwargs: Any) -> Any:
-        render_runs.append(inp.release)
-        return exact(inp, **kwargs)
-
-    monkeypatch.setattr(manifests, "chart_failures", render_counted)
-    monkeypatch.setattr(chart_render, "chart_failures", render_counted)
+    runs.watch(monkeypatch, manifests, chart_render)
     first_objects = render(first_effective)
-    before = len(render_runs)
+    before = len(runs.calls)
     twin_objects = render(twin_effective), template_hash(twin_effective)
-    assert len(render_runs) == before, "the twin's render runs no chart check"
+    assert len(runs.calls) == before, "the twin's render runs no chart check"
     monkeypatch.setattr(chart, "_SHARED_CHECKS", type(chart._SHARED_CHECKS)())
     monkeypatch.setattr(manifests, "_SHARED_INPUTS", type(manifests._SHARED_INPUTS)())
     alone = effective_of(twin, *objects)
@@ -318,22 +313,20 @@ def test_a_decision_shares_a_pass_but_keeps_no_input(monkeypatch: pytest.MonkeyP
     obj = CLASSLESS["sized"]
     twin = _renamed(obj, obj["metadata"]["name"] + "-twin")
     state = state_of(twin, obj)
-    runs: list[str] = []
-    exact = chart.chart_failures
-    monkeypatch.setattr(chart, "chart_failures", lambda inp, **kw: runs.append(inp.release) or exact(inp, **kw))
+    runs = _Runs().watch(monkeypatch, chart)
     for obj_ in (obj, twin):
         record = state.pool(identity(obj_))
         assert record is not None
         denials, _ = resolve_verdict(state, record)
         assert denials == []
-    assert len(runs) == 1, runs
+    assert len(runs.calls) == 1, runs.calls
     assert len(chart._SHARED_CHECKS) == 1 and len(chart._SHARED_PASSES) == 0
     rendering = state_of(twin, obj)  # a render's resolution (another State): it builds the input
     record = rendering.pool(identity(twin))
     assert record is not None
     effective = resolve_pool(rendering, record)[0]
     assert effective is not None and effective.chart_input is not None
-    assert len(runs) == 2 and len(chart._SHARED_PASSES) == 1
+    assert len(runs.calls) == 2 and len(chart._SHARED_PASSES) == 1
     assert render(effective) == render(_without_kept(effective))
 
 
