@@ -860,6 +860,71 @@ async def test_a_pool_waiting_for_its_helmrelease_says_so_on_itself() -> None:
     assert len(client.events) == 1  # said when it changes, not at every pass
 
 
+class Remembering(FakeClient):
+    """A FakeClient that keeps the Events it is sent and lists them by field (as a server's field
+    selector on ``involvedObject.*`` and ``reason`` does)."""
+
+    async def list(
+        self, resource: Any, *, fields: Mapping[str, str] | None = None, **options: Any
+    ) -> AsyncIterator[Any]:
+        from lightkube.resources.core_v1 import Event
+
+        async for obj in super().list(resource, **options):
+            if _kind(resource) != "Event":
+                yield obj
+                continue
+            involved = obj.get("involvedObject") or {}
+            if all(
+                (obj.get(name) if "." not in name else involved.get(name.partition(".")[2])) == value
+                for name, value in (fields or {}).items()
+            ):
+                yield Event.from_dict(obj)  # as lightkube gives it: read by attribute
+
+    async def create(self, obj: Any) -> Any:
+        await super().create(obj)
+        event = obj.to_dict()
+        self.objects[("Event", event["metadata"]["namespace"], f"event-{len(self.events)}")] = event
+        return obj
+
+
+UNRESOLVABLE = make_pool("unresolvable", workerClassName="no-such-class")
+
+
+def unresolvable_release(uid: str) -> dict[str, Any]:
+    helm = release_of(UNRESOLVABLE)
+    helm["metadata"]["uid"] = uid
+    return helm
+
+
+async def test_a_pool_deleted_and_made_again_under_its_name_is_told_again() -> None:
+    """A HelmRelease deleted and created again is a new object: the reason its pool is not
+    resolvable is posted on it (its uid), though the object of the same name before carried the
+    same Event, whether or not a pass saw the pool gone in between. A restart says nothing twice."""
+    client = Remembering()
+    controller = WorkerController(client)
+    first = [UNRESOLVABLE, unresolvable_release("uid-first")]
+    report = await controller.reconcile(make_state(first), full=True)
+    assert report.states == {"tenant-example/example-unresolvable": "not-resolvable"}
+    (event,) = client.events
+    assert event["reason"] == "WorkersNotResolvable" and event["involvedObject"]["uid"] == "uid-first"
+    await controller.reconcile(make_state(first), full=True)
+    await WorkerController(client).reconcile(make_state(first), full=True)  # a restart: said before
+    assert len(client.events) == 1
+
+    # deleted and made again between two passes: the pool never seen gone
+    second = [UNRESOLVABLE, unresolvable_release("uid-second")]
+    await controller.reconcile(make_state(second), full=True)
+    assert [e["involvedObject"]["uid"] for e in client.events] == ["uid-first", "uid-second"]
+
+    # a pass sees it gone, then it comes back with the old objects' Events still listed
+    await controller.reconcile(make_state([]), full=True)
+    third = [UNRESOLVABLE, unresolvable_release("uid-third")]
+    await controller.reconcile(make_state(third), full=True)
+    await controller.reconcile(make_state(third), full=True)
+    assert [e["involvedObject"]["uid"] for e in client.events] == ["uid-first", "uid-second", "uid-third"]
+    assert {e["message"] for e in client.events} == {event["message"]}
+
+
 async def test_a_first_apply_reads_each_object_once() -> None:
     """Naming the Talos template and the no-takeover check both need what lives: one read serves both."""
     gets: list[tuple[str, str]] = []

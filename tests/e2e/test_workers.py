@@ -440,12 +440,42 @@ def test_a_pool_that_no_longer_resolves_is_left_as_it_is(
         )
 
     wait_until(reported, timeout=30, what="the WorkersNotResolvable Event")
+    release = "kubernetes-nodes-example-e2e-forced"
+
+    def told(uid: str) -> int:
+        """How many WorkersNotResolvable Events the HelmRelease of ``uid`` carries."""
+        return sum(
+            1
+            for event in kube.list("v1", "Event", TENANT)
+            if event.get("reason") == "WorkersNotResolvable" and event["involvedObject"].get("uid") == uid
+        )
+
+    first = kube.get(FLUX, "HelmRelease", release, TENANT)["metadata"]["uid"]
+    # a restart finds the Event on the HelmRelease (the API server's field selector on its uid)
+    workers.stop()
+    workers.start()
+    wait_until(
+        lambda: (metric("workerclass_worker_pools", state="not-resolvable") or 0) >= 1,
+        timeout=60,
+        what="the restarted controller's first pass" + workers.tail(),
+    )
+    assert told(first) == 1, workers.tail()
     time.sleep(6)  # a resync more
     after = kube.get(CAPI, "MachineDeployment", "kubernetes-example-e2e-forced", TENANT)
     assert after["metadata"]["generation"] == deployment["metadata"]["generation"]  # (CAPI writes its status)
     assert after["spec"] == deployment["spec"]
     templates = labelled(kube, KUBEVIRT, "KubevirtMachineTemplate", "kubernetes-example-e2e-forced-")
     assert len(templates) == 1
+    assert told(first) == 1
+    # the HelmRelease deleted and made again under its name: a new object, told why on its own
+    helm = pool_objects("example-e2e-forced", spec)[1]
+    kube.delete(FLUX, "HelmRelease", release, TENANT)
+    wait_until(lambda: kube.find(FLUX, "HelmRelease", release, TENANT) is None, timeout=30, what="deleted")
+    kube.apply(helm, manager="cozystack-api")
+    second = kube.get(FLUX, "HelmRelease", release, TENANT)["metadata"]["uid"]
+    assert second != first
+    wait_until(lambda: told(second) == 1, timeout=30, what="the Event on the new HelmRelease" + workers.tail())
+    assert told(first) == 1
     for obj in pool_objects("example-e2e-forced", spec):
         kube.delete(obj["apiVersion"], obj["kind"], obj["metadata"]["name"], TENANT)
 

@@ -228,6 +228,9 @@ class WorkerController:
         self._served: dict[str, bool] = {}
         self._resources: dict[str, Any] = {}
         self._pool_states: dict[str, tuple[str, str]] = {}
+        #: the uid of the object each pool's last report was about (its HelmRelease's, or while it has
+        #: none its own): an object deleted and made again under its name has been told nothing
+        self._reported_to: dict[str, str] = {}
         self._counts: dict[str, int] = {}  # pools per state (the metrics' gauge)
         self._backoff: dict[str, _Backoff] = {}
         self._synced_live = False
@@ -549,8 +552,11 @@ class WorkerController:
 
     async def _report(self, pool: DesiredPool, state: str, message: str, *, wrote: int = 0) -> None:
         """Record the pool's state and post what :func:`~workerclass.ops.writes.plan_report` says."""
+        about = involved_object(pool).get("uid", "")
         previous = self._pool_states.get(pool.identity)
-        self._set_state(pool.identity, (state, message))
+        if previous is not None and self._reported_to.get(pool.identity, "") != about:
+            previous = None  # another object under the pool's names (deleted and made again): told nothing yet
+        self._set_state(pool.identity, (state, message), about=about)
         writes = plan_report(previous, state, message, wrote=wrote, class_name=pool.class_name)
         if writes.changed:
             self.states.bump()
@@ -562,15 +568,17 @@ class WorkerController:
             await self._event(pool, event.reason, event.message, warning=event.warning)
 
     async def _said(self, pool: DesiredPool, reason: str, message: str) -> bool:
-        """Whether the pool's HelmRelease already carries this Event (a read, never a write)."""
+        """Whether the object the pool's Events are about (:func:`involved_object`) already carries
+        this Event (a read, never a write): matched on its uid where known, so an Event of an object
+        deleted before under the same name does not count."""
         from lightkube.resources.core_v1 import Event
 
+        involved = involved_object(pool)
+        fields = {"involvedObject.name": involved["name"], "reason": reason}
+        if involved.get("uid"):
+            fields["involvedObject.uid"] = involved["uid"]
         try:
-            async for event in self._client.list(
-                Event,
-                namespace=pool.namespace,
-                fields={"involvedObject.name": involved_object(pool)["name"], "reason": reason},
-            ):
+            async for event in self._client.list(Event, namespace=pool.namespace, fields=fields):
                 if getattr(event, "message", None) == message[:1000]:
                     return True
         except Exception as error:  # cannot tell: say it again rather than never
@@ -876,13 +884,16 @@ class WorkerController:
         self._measured(started)
         return report
 
-    def _set_state(self, identity: str, value: tuple[str, str] | None) -> None:
-        """A pool's reported state (``None``: the pool went), with the count per state kept."""
+    def _set_state(self, identity: str, value: tuple[str, str] | None, *, about: str = "") -> None:
+        """A pool's reported state (``None``: the pool went) and the uid of the object it was
+        reported on (``about``), with the count per state kept."""
         previous = self._pool_states.pop(identity, None)
+        self._reported_to.pop(identity, None)
         if previous is not None:
             self._counts[previous[0]] -= 1
         if value is not None:
             self._pool_states[identity] = value
+            self._reported_to[identity] = about
             self._counts[value[0]] = self._counts.get(value[0], 0) + 1
 
     def _measured(self, started: float) -> None:
