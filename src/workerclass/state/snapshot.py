@@ -97,6 +97,23 @@ def _builtin_class_records() -> tuple[ClassRecord, ...]:
     return tuple(out)
 
 
+#: how many pool changes a State's journal reaches back (:meth:`State.pools_changed_since`)
+JOURNAL_SPAN = 1024
+
+
+#: one pool change of a fold: ``(key, the change before or None, depth)``, a link of a journal of
+#: at most :data:`JOURNAL_SPAN` links (the link after the last one starts again, so a snapshot keeps
+#: at most that many alive). A link whose key is ``None`` starts a journal (a batch read). Plain
+#: tuples of strings and ints: the collector stops tracking them, so a journal kept alive does not
+#: add to what its full collections walk.
+PoolChange = tuple[Any, Any, int]
+
+
+def _journal_start() -> PoolChange:
+    """A new journal's first link, an object of its own (never a shared constant)."""
+    return tuple([None, None, 0])  # type: ignore[return-value]
+
+
 @dataclass(frozen=True)
 class State:
     """Classes, pools, the platform and parent clusters, as one snapshot that never changes.
@@ -148,6 +165,8 @@ class State:
     #: the chart the cluster runs (admission follows its rules, the renderer its facts and text);
     #: by default the one the shipped facts describe, without its text (see :meth:`with_chart`)
     chart: ChartSource = field(default_factory=ChartSource.shipped)
+    #: the last pool changes folded into this snapshot (:meth:`pools_changed_since` reads it)
+    pool_journal: PoolChange | None = field(default=None, compare=False, repr=False)
     #: the facts derived from this snapshot (:class:`~workerclass.state.memo.Memo`). Not a
     #: constructor argument: every State, :func:`dataclasses.replace`'s included, makes its own,
     #: seeded with :attr:`pool_names`, so no two snapshots ever share one.
@@ -247,6 +266,8 @@ class State:
         for record in records:
             state = state._apply(record.kind, record.namespace, record.name, record)
         return state._next(
+            # a batch read: later snapshots are told apart from this one, not from the fold's steps
+            pool_journal=_journal_start(),
             # the shipped facts' chart as of now (the built-ins' State is made once and shared)
             chart=ChartSource.shipped(),
             **_instancetype_fields(PMap(instancetypes) if instancetypes else EMPTY),
@@ -298,6 +319,25 @@ class State:
         """Live pools whose stored class is ``class_name`` (from the by-class index, in :meth:`sorted_pools` order)."""
         members = self.pools_by_class.get(class_name) or {}
         return sorted(members.values(), key=lambda p: (p.namespace, p.name, POOL_KINDS.index(p.kind)))
+
+    def pools_changed_since(self, older: State) -> set[tuple[str, str, str]] | None:
+        """The keys of the pools that changed (added, replaced or gone) from ``older`` to this
+        State, when this State was folded from it event by event (:meth:`with_object`,
+        :meth:`without`) within the last :data:`JOURNAL_SPAN` pool changes; ``None`` when that
+        cannot be told (another fold or a batch read, or too long ago): the caller reads every
+        pool then. What keeps a count per class up at the cost of what changed."""
+        if self.pools is older.pools:
+            return set()
+        target, node = older.pool_journal, self.pool_journal
+        if target is None:
+            return None
+        keys: set[tuple[str, str, str]] = set()
+        while node is not target:
+            if node is None or node[0] is None:
+                return None  # past the journal's start: ``older`` is not behind it
+            keys.add(node[0])
+            node = node[1]
+        return keys
 
     def pools_scoped_as(self, name: str) -> list[tuple[str, str, str]]:
         """``(created, namespace, release)`` of each stored KubernetesNodes or HelmRelease pool whose
@@ -464,6 +504,7 @@ class _PoolIndex:
     """The pool maps of one State being changed: ``pools`` and the by-class and by-name indexes."""
 
     def __init__(self, state: State) -> None:
+        self.journal = state.pool_journal
         self.pools = as_pmap(state.pools)
         self.by_class = as_pmap(state.pools_by_class)
         self.names = as_pmap(state.pool_names)
@@ -475,6 +516,11 @@ class _PoolIndex:
         if old is None and pool is None:
             return
         self.pools = self.pools.put(key, pool)
+        journal = self.journal
+        if journal is not None and journal[2] < JOURNAL_SPAN:
+            self.journal = (key, journal, journal[2] + 1)
+        else:
+            self.journal = (key, None, 1)  # a journal starts (again)
         # Each map is changed only where its entry changes: a pool that keeps its class is set once
         # in that class's members, and the by-name index changes only when a pool appears or goes
         # (each change copies a path of trie nodes, which the young collector must then scan).
@@ -532,6 +578,7 @@ class _PoolIndex:
             "pools_by_class": self.by_class,
             "pool_names": self.names,
             "pools_by_scoped_name": self.scoped,
+            "pool_journal": self.journal,
         }
 
 
