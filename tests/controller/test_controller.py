@@ -775,18 +775,16 @@ async def test_a_finalizer_patch_refused_for_good_is_a_warning_and_an_event(capl
 async def test_a_bug_in_the_finalizer_pass_never_ends_the_controller(
     caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import workerclass.controller as controller_module
-
-    real = controller_module.selecting
+    real = ClassController._release
     calls: list[str] = []
 
-    def failing_once(state: State, name: str) -> list[str]:
+    async def failing_once(self: ClassController, state: State, name: str, seen: list[str], now: float) -> float:
         calls.append(name)
         if len(calls) == 1:
             raise KeyError("a bug")
-        return real(state, name)
+        return await real(self, state, name, seen, now)
 
-    monkeypatch.setattr(controller_module, "selecting", failing_once)
+    monkeypatch.setattr(ClassController, "_release", failing_once)
     state = State.from_objects([*example_objects(), deleted_class("going", FINALIZER)])
     source, finalizers = Source(state), Finalizers()
     controller = fake_controller(source, finalizers=finalizers, retry_delay=0.05)
@@ -843,3 +841,66 @@ async def test_a_condition_keeps_its_transition_time_until_its_status_changes() 
     times_by_type = {c["type"]: c["lastTransitionTime"] for c in written["lonely"]["conditions"]}
     assert times_by_type["Accepted"] == "2026-12-03T10:00:00Z"  # unchanged: its time kept
     assert times_by_type["InUse"] == "2026-12-03T12:00:00Z"  # False -> True: the pass's time
+
+
+class Reported:
+    """The worker controller's report as the class controller reads it (states, and which changed)."""
+
+    settled = True
+    states_version = 0
+
+    def __init__(self) -> None:
+        self.states: dict[str, str] = {}
+        self.changes: list[str] = []
+
+    @property
+    def state_serial(self) -> int:
+        return len(self.changes)
+
+    def states_changed_since(self, serial: int) -> set[str] | None:
+        return set(self.changes[serial:])
+
+    def pool_state(self, identity: str) -> str | None:
+        return self.states.get(identity)
+
+    def set(self, identity: str, state: str) -> None:
+        self.states[identity] = state
+        self.changes.append(identity)
+
+    async def states_changed(self, after: int) -> int:
+        await asyncio.Event().wait()
+        return after
+
+
+async def test_class_status_follows_a_change_without_counting_every_pool_again() -> None:
+    """The status written after one pool's change is the one counting every pool gives, and the
+    controller counted only that pool (one whole read, the first)."""
+    from workerclass.ops.status import class_status
+
+    written: dict[str, dict[str, Any]] = {}
+
+    class Writer:
+        async def write(self, name: str, status: dict[str, Any]) -> None:
+            written[name] = status
+
+    klass = worker_class("a-first", bootstrap="talos", talos={"version": "v1.13.6"})
+    state = State.from_objects([*example_objects(), klass, *(pool(f"p{index}", "a-first") for index in range(40))])
+    workers = Reported()
+    for index in range(40):
+        workers.set(f"tenant-example/p{index}", "applied")
+    source = SimpleNamespace(state=state, reason="")
+    controller = ClassController(source, Writer(), NoPools(), workers=workers)  # type: ignore[arg-type]
+    assert await controller.refresh(state)
+    assert written["a-first"]["pools"] == 40 and controller.usage.reads == 1
+
+    def without_times(status: dict[str, Any]) -> list[dict[str, Any]]:
+        return [{k: v for k, v in c.items() if k != "lastTransitionTime"} for c in status["conditions"]]
+
+    state = state.with_object(pool("p40", "a-first")).without("KubernetesNodes", "tenant-example", "p0")
+    workers.set("tenant-example/p1", "refused")
+    assert await controller.refresh(state)
+    assert controller.usage.reads == 1
+    expected = class_status(state, "a-first", 1, workers.states)
+    assert expected is not None and written["a-first"]["pools"] == expected["pools"] == 40
+    assert without_times(written["a-first"]) == expected["conditions"]
+    assert written["a-first"]["conditions"][2]["reason"] == "Refused"

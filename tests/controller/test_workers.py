@@ -1248,3 +1248,26 @@ async def test_a_pool_whose_helmrelease_goes_after_it_is_cleaned_up_by_that_chan
     assert all("example-two" in key[2] for verb, key in client.writes if verb == "delete")
     stop.set()
     await asyncio.wait_for(loop, 5)
+
+
+async def test_the_state_journal_says_which_pools_changed_and_when_it_cannot() -> None:
+    """What class status reads to count by change: the pools whose state changed or went since a
+    change number, ``None`` once the journal no longer reaches back (it reads every pool then)."""
+    from workerclass.controller.workers import STATE_JOURNAL
+
+    controller = WorkerController(FakeClient(), events=False)
+    start = controller.state_serial
+    assert controller.states_changed_since(start) == set()
+    controller._set_state("ns/a", ("applied", ""))
+    controller._set_state("ns/b", ("refused", "why"))
+    controller._set_state("ns/a", ("applied", "another message"))  # the same state: no change
+    assert controller.states_changed_since(start) == {"ns/a", "ns/b"}
+    assert controller.state_serial == start + 2
+    assert (controller.pool_state("ns/a"), controller.pool_state("ns/c")) == ("applied", None)
+    middle = controller.state_serial
+    controller._set_state("ns/b", None)
+    assert controller.states_changed_since(middle) == {"ns/b"}
+    for index in range(STATE_JOURNAL):
+        controller._set_state(f"ns/p{index}", ("applied", ""))
+    assert controller.states_changed_since(middle) is None
+    assert controller.states_changed_since(controller.state_serial - 1) == {f"ns/p{STATE_JOURNAL - 1}"}

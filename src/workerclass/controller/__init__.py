@@ -52,9 +52,10 @@ from typing import Any, Protocol
 from ..adapters.kube import ClusterCache, short_error, status_code
 from ..api import FINALIZER
 from ..api.resources import CLASS_SELECTORS, WORKER_CLASS
-from ..ops.status import class_status, with_transitions
+from ..ops.status import ClassUsage, class_status, with_transitions
+from ..ops.status import WorkerStates as PoolStates
 from ..rules.classes import BUILTIN_FAMILIES
-from ..rules.usage import in_use_message, pool_list, selecting
+from ..rules.usage import in_use_message, in_use_message_as, pool_list, selecting
 from ..state import State
 from .reporting import post_object_event
 from .settled import ChartRead
@@ -126,11 +127,10 @@ class LightkubeStatusWriter:
         await self._client.patch(self._resource.Status, name, {"status": status}, patch_type=PatchType.MERGE)
 
 
-class WorkerStates(Protocol):
-    """The worker controller's report: each classified pool's state, and a counter bumped on a change."""
-
-    @property
-    def pool_states(self) -> dict[str, str]: ...
+class WorkerStates(PoolStates, Protocol):
+    """The worker controller's report: each classified pool's state (:class:`PoolStates`: which
+    changed since when, for :class:`~workerclass.ops.status.ClassUsage`), and a counter bumped on a
+    change."""
 
     @property
     def states_version(self) -> int: ...
@@ -272,6 +272,9 @@ class ClassController:
         #: the last status written per class and (uid, generation): never written twice, so a server that
         #: prunes or defaults part of it cannot make the loop write forever
         self._written: dict[str, tuple[Any, Any, dict[str, Any]]] = {}
+        #: each class's pools and their worker states, kept up by change (a State's pools are not
+        #: counted again for each announcement)
+        self.usage = ClassUsage()
         self.settings = settings or ControllerSettings()
         self._clock = clock
         self._held: dict[str, _Held] = {}
@@ -346,13 +349,14 @@ class ClassController:
         """Write the status of every cluster class whose status differs; ``False`` if a write failed."""
         complete = True
         now = self._wall().strftime("%Y-%m-%dT%H:%M:%SZ")  # one time for the pass's transitions
+        self.usage.fold(state, self.workers)
         for name, record in sorted(state.classes.items()):
             if record.builtin:
                 continue  # the package's embedded class: no object in the cluster to write to
             metadata = record.obj.get("metadata") or {}
             generation = metadata.get("generation")
-            workers = self.workers.pool_states if self.workers is not None else None
-            status = class_status(state, name, generation if isinstance(generation, int) else None, workers)
+            observed = generation if isinstance(generation, int) else None
+            status = class_status(state, name, observed, usage=self.usage.of(name))
             current = record.obj.get("status") or {}
             if status is None:
                 continue
@@ -421,8 +425,10 @@ class ClassController:
     async def _release(self, state: State, name: str, seen: list[str], now: float) -> float:
         """A deleted class with our finalizer: released if no live pool selects it, else held."""
         held = self._held.get(name)
-        pools = selecting(state, name)
-        blocker = in_use_message(name, pools) if pools else None
+        self.usage.fold(state, self.workers)  # the cache's count, kept by change (this runs per State)
+        count = self.usage.of(name).pools
+        pools: list[str] | None = None  # named only for the hoster's log line below
+        blocker = in_use_message_as(name, *count) if count[0] else None
         listed = blocker is None  # whether the API server's list (not the cache) holds it
         if blocker is None:
             if held is not None and held.listed and now < held.until:
@@ -449,7 +455,8 @@ class ClassController:
         # an expected wait: INFO, when it starts, when its reason changes and at every recheck
         if held is None or held.message != blocker or now >= held.until:
             # the hoster's log names the pools (what a tenant may read only counts them)
-            logger.info("WorkerClass %s: %s %s: %s", name, RETAINED, blocker, pool_list(pools))
+            named = pools if pools is not None else selecting(state, name)
+            logger.info("WorkerClass %s: %s %s: %s", name, RETAINED, blocker, pool_list(named))
             held = _Held(now + self.settings.retain_recheck, blocker, listed=listed)
             self._held[name] = held
         return held.until

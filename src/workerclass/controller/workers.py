@@ -57,6 +57,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import collections
 import contextlib
 import logging
 import random
@@ -111,6 +112,8 @@ logger = logging.getLogger("workerclass.workers")
 
 #: the one field manager of everything the controller applies
 FIELD_MANAGER = "workerclass-controller"
+#: how many pool state changes the worker controller remembers for class status to catch up on
+STATE_JOURNAL = 4096
 #: owned kinds listed (by our label) at the full resync's pace, never watched: the controller's RBAC
 #: grants no ``watch`` on Secrets, so that no Secret of any namespace streams to it
 LISTED_ONLY = frozenset({"Secret"})
@@ -231,6 +234,10 @@ class WorkerController:
         #: the uid of the object each pool's last report was about (its HelmRelease's, or while it has
         #: none its own): an object deleted and made again under its name has been told nothing
         self._reported_to: dict[str, str] = {}
+        #: the pools whose state changed or went, newest last, each with its change's number
+        #: (:meth:`states_changed_since`: class status counts per change, not per pool)
+        self._state_changes: collections.deque[tuple[int, str]] = collections.deque(maxlen=STATE_JOURNAL)
+        self._state_serial = 0
         self._counts: dict[str, int] = {}  # pools per state (the metrics' gauge)
         self._backoff: dict[str, _Backoff] = {}
         self._synced_live = False
@@ -544,6 +551,30 @@ class WorkerController:
     async def states_changed(self, after: int) -> int:
         """Wait until :attr:`states_version` passes ``after``; return it."""
         return await self.states.wait(after)
+
+    @property
+    def state_serial(self) -> int:
+        """The number of pool state changes so far (:meth:`states_changed_since` takes it)."""
+        return self._state_serial
+
+    def states_changed_since(self, serial: int) -> set[str] | None:
+        """The pools whose state changed or went after change number ``serial``; ``None`` when the
+        journal no longer reaches back that far (the last :data:`STATE_JOURNAL` changes)."""
+        if serial == self._state_serial:
+            return set()
+        if serial > self._state_serial or not self._state_changes or self._state_changes[0][0] > serial + 1:
+            return None
+        changed: set[str] = set()
+        for number, identity in reversed(self._state_changes):
+            if number <= serial:
+                break
+            changed.add(identity)
+        return changed
+
+    def pool_state(self, identity: str) -> str | None:
+        """A classified pool's last state (``applied``, ``refused``...), ``None`` before its first."""
+        found = self._pool_states.get(identity)
+        return found[0] if found is not None else None
 
     @property
     def pool_states(self) -> dict[str, str]:
@@ -889,6 +920,9 @@ class WorkerController:
         reported on (``about``), with the count per state kept."""
         previous = self._pool_states.pop(identity, None)
         self._reported_to.pop(identity, None)
+        if (previous[0] if previous is not None else None) != (value[0] if value is not None else None):
+            self._state_serial += 1
+            self._state_changes.append((self._state_serial, identity))
         if previous is not None:
             self._counts[previous[0]] -= 1
         if value is not None:

@@ -14,7 +14,16 @@ from __future__ import annotations
 
 from ..state import State
 
-__all__ = ["LIST_POOLS", "SHOWN_POOLS", "counted", "deletion_blocker", "in_use_message", "pool_list", "selecting"]
+__all__ = [
+    "LIST_POOLS",
+    "SHOWN_POOLS",
+    "counted",
+    "counted_as",
+    "deletion_blocker",
+    "in_use_message",
+    "pool_list",
+    "selecting",
+]
 
 #: how many pool identities a log line lists before "..."
 SHOWN_POOLS = 5
@@ -25,7 +34,12 @@ LIST_POOLS = "the hoster lists them with workerclass resolve over the cluster's 
 def counted(identities: list[str], noun: str = "pool(s)") -> str:
     """``N pool(s) in M namespace(s)``: which pools, said without naming a pool or a namespace."""
     namespaces = {identity.split("/", 1)[0] for identity in identities}
-    return f"{len(identities)} {noun} in {len(namespaces)} namespace(s)"
+    return counted_as(len(identities), len(namespaces), noun)
+
+
+def counted_as(pools: int, namespaces: int, noun: str = "pool(s)") -> str:
+    """:func:`counted`'s words for ``pools`` pools in ``namespaces`` namespaces, already counted."""
+    return f"{pools} {noun} in {namespaces} namespace(s)"
 
 
 def pool_list(identities: list[str]) -> str:
@@ -43,8 +57,14 @@ def selecting(state: State, name: str) -> list[str]:
 def in_use_message(name: str, pools: list[str]) -> str:
     """Why WorkerClass ``name`` cannot go while ``pools`` (``NS/NAME``) select it: the webhook's
     ``ClassInUse`` message and the controller's reason for holding a deletion."""
+    namespaces = {identity.split("/", 1)[0] for identity in pools}
+    return in_use_message_as(name, len(pools), len(namespaces))
+
+
+def in_use_message_as(name: str, pools: int, namespaces: int) -> str:
+    """:func:`in_use_message` of ``pools`` pools in ``namespaces`` namespaces, already counted."""
     return (
-        f"{counted(pools, 'live pool(s)')} select WorkerClass {name}; move or remove them "
+        f"{counted_as(pools, namespaces, 'live pool(s)')} select WorkerClass {name}; move or remove them "
         f"before deleting the class ({LIST_POOLS})"
     )
 
