@@ -37,7 +37,9 @@ in one namespace cost the API server more per pool than the same pools in many).
    just before). Run with ``PYTHONPATH`` set to another tree's ``src`` to measure that tree's
    controller with the same harness (the before/after pairs of ``bench/README.md``), or pass
    ``--changes-also SRC``: the same phase again, on other pools of the same settled cluster, for
-   the controller of the tree whose ``src`` is SRC.
+   the controller of the tree whose ``src`` is SRC. With ``--worker-class NAME`` every pool selects
+   a custom class of that name (the built-in ``talos`` otherwise), whose status the class
+   controller beside the worker controller writes on every State, so its pass is in the figure.
    ``--no-baseline`` goes from the settled cold start straight to this phase.
 
 ``--seed-as-admin`` (with ``--no-baseline``): the cold-start controller runs under an admin identity
@@ -429,7 +431,15 @@ def main() -> int:
         help="after this tree's per-change phase, the same phase (other pools) for the controller of the tree "
         "whose src folder is SRC, on the same settled pools: a before/after pair in one run (repeatable)",
     )
+    parser.add_argument(
+        "--worker-class",
+        metavar="NAME",
+        help="every pool selects a custom WorkerClass of this name (created first, a Talos baseline), not the "
+        "built-in talos class: the class controller then writes its status on every change too",
+    )
     args = parser.parse_args()
+    if args.worker_class:
+        SPEC["workerClassName"] = args.worker_class  # pool_objects' default and every change read it
     if args.seed_as_admin and not args.no_baseline:
         parser.error("--seed-as-admin needs --no-baseline: its cold start is not the account's")
     user = SEEDER if args.seed_as_admin else CONTROLLER_USER
@@ -449,6 +459,12 @@ def main() -> int:
         tenants = tenant_namespaces(max(1, args.tenants))
         prepare(kube, binaries, folder, tenants, [] if args.no_baseline else [baseline_namespace(t) for t in tenants])
         names = [(tenants[index % len(tenants)], f"example-bench-{index:05d}") for index in range(args.pools)]
+        if args.worker_class:
+            kube.apply(
+                {"apiVersion": "cozystack.io/v1alpha1", "kind": "WorkerClass", "metadata": {"name": args.worker_class},
+                 "spec": {"bootstrap": "talos", "talos": {"version": "v1.13.6"}}},
+                manager="workerclass-bench",
+            )  # fmt: skip
         started = time.monotonic()
         parallel(
             admin,

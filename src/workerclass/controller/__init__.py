@@ -52,8 +52,7 @@ from typing import Any, Protocol
 from ..adapters.kube import ClusterCache, short_error, status_code
 from ..api import FINALIZER
 from ..api.resources import CLASS_SELECTORS, WORKER_CLASS
-from ..ops.status import ClassUsage, class_status, with_transitions
-from ..ops.status import WorkerStates as PoolStates
+from ..ops.status import ClassUsage, PoolStates, class_status, with_transitions
 from ..rules.classes import BUILTIN_FAMILIES
 from ..rules.usage import in_use_message, in_use_message_as, pool_list, selecting
 from ..state import State

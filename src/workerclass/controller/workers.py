@@ -578,7 +578,8 @@ class WorkerController:
 
     @property
     def pool_states(self) -> dict[str, str]:
-        """Each classified pool's last state (identity -> ``applied``, ``refused``...), for class status."""
+        """Each classified pool's last state (identity -> ``applied``, ``refused``...): a copy of every
+        pool's, for tests and tools (class status reads :meth:`pool_state` by change)."""
         return {identity: state for identity, (state, _) in self._pool_states.items()}
 
     async def _report(self, pool: DesiredPool, state: str, message: str, *, wrote: int = 0) -> None:

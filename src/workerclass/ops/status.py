@@ -53,8 +53,8 @@ __all__ = [
     "SHOWN_POOLS",
     "WORKER_REASONS",
     "ClassUsage",
+    "PoolStates",
     "Usage",
-    "WorkerStates",
     "class_status",
     "deletion_blocker",
     "in_use_message",
@@ -111,7 +111,7 @@ def _workers_condition(pools: int, by_state: Mapping[str, Count]) -> dict[str, A
     return {"type": "WorkersApplied", "status": "False", "reason": reason, "message": "; ".join(parts)}
 
 
-class WorkerStates(Protocol):
+class PoolStates(Protocol):
     """What :class:`ClassUsage` reads of the worker controller: each pool's last state, and which
     pools' states changed since a change number."""
 
@@ -210,7 +210,7 @@ class ClassUsage:
 
     def __init__(self) -> None:
         self._state: State | None = None
-        self._workers: WorkerStates | None = None
+        self._workers: PoolStates | None = None
         self._serial = 0
         self._member: dict[tuple[str, str, str], tuple[str, str]] = {}  # pool key -> (class, identity)
         self._classes: dict[str, _Members] = {}
@@ -218,7 +218,7 @@ class ClassUsage:
         #: whole reads so far (tests and the bench see that a change does not make one)
         self.reads = 0
 
-    def fold(self, state: State, workers: WorkerStates | None = None) -> None:
+    def fold(self, state: State, workers: PoolStates | None = None) -> None:
         """Bring the counts up to ``state`` and ``workers``' states as they are now."""
         changed = state.pools_changed_since(self._state) if self._state is not None else None
         restated: set[str] | None = set()
@@ -241,14 +241,14 @@ class ClassUsage:
             return Usage((0, 0), {} if self._workers is not None else None)
         return members.usage(self._workers is not None)
 
-    def _read(self, state: State, workers: WorkerStates | None) -> None:
+    def _read(self, state: State, workers: PoolStates | None) -> None:
         self.reads += 1
         self._member, self._classes, self._of = {}, {}, {}
         for members in state.pools_by_class.values():
             for key, pool in members.items():
                 self._pool(key, pool, workers)
 
-    def _pool(self, key: tuple[str, str, str], pool: PoolRecord | None, workers: WorkerStates | None) -> None:
+    def _pool(self, key: tuple[str, str, str], pool: PoolRecord | None, workers: PoolStates | None) -> None:
         now = (pool.class_name, pool.identity) if pool is not None and pool.class_name is not None else None
         before = self._member.get(key)
         if before == now:
@@ -269,7 +269,7 @@ class ClassUsage:
             self._classes.setdefault(name, _Members()).add(identity, found or "pending")
             self._of.setdefault(identity, set()).add(name)
 
-    def _restate(self, identity: str, workers: WorkerStates | None) -> None:
+    def _restate(self, identity: str, workers: PoolStates | None) -> None:
         found = (workers.pool_state(identity) if workers is not None else None) or "pending"
         for name in self._of.get(identity, ()):
             self._classes[name].restate(identity, found)
