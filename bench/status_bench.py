@@ -27,34 +27,15 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))  # the tests' record of worker states
 sys.path.insert(0, str(ROOT / "src"))
+
+from tests.builders import PoolStatesLog  # noqa: E402
 
 from workerclass.ops.status import ClassUsage, class_status  # noqa: E402
 from workerclass.state import State  # noqa: E402
 
 CLASS = "talos-bench-r1"
-
-
-class Workers:
-    """The worker controller's report: states and a journal of changed pools."""
-
-    def __init__(self) -> None:
-        self.states: dict[str, str] = {}
-        self.changes: list[str] = []
-
-    @property
-    def state_serial(self) -> int:
-        return len(self.changes)
-
-    def states_changed_since(self, serial: int) -> set[str] | None:
-        return set(self.changes[serial:])
-
-    def pool_state(self, identity: str) -> str | None:
-        return self.states.get(identity)
-
-    def set(self, identity: str, state: str) -> None:
-        self.states[identity] = state
-        self.changes.append(identity)
 
 
 def pool(namespace: str, name: str, replicas: int) -> dict[str, Any]:
@@ -88,11 +69,11 @@ def objects(pools: int, tenants: int) -> list[dict[str, Any]]:
     return found
 
 
-def history(pools: int, tenants: int, changes: int) -> Iterator[tuple[State, Workers]]:
+def history(pools: int, tenants: int, changes: int) -> Iterator[tuple[State, PoolStatesLog]]:
     """The settled State and worker states, then the same after each change (a pool's
     ``maxReplicas`` and its worker state), one at a time."""
     state = State.from_objects(objects(pools, tenants))
-    workers = Workers()
+    workers = PoolStatesLog()
     for index in range(pools):
         workers.set(f"tenant-{index % tenants}/example-p{index}", "applied")
     yield state, workers

@@ -374,3 +374,45 @@ def chart_known_as(name: str, *, artifacts: frozenset[str] = frozenset()) -> Cha
     """A chart the cluster is known to run (a known identity, by name), without its text."""
     identity = by_name(name)
     return ChartSource(identity, identity.digest, identity.version, origin="this test", artifacts=artifacts)
+
+
+# --------------------------------------------------------------------------- worker states
+
+
+class PoolStatesLog:
+    """The worker controller's report as class status reads it (``ops.status.PoolStates``): each
+    pool's state, and a journal of the pools whose state changed, by change number. ``forget``
+    drops the journal, as the controller's bounded one loses what is too old."""
+
+    def __init__(self) -> None:
+        self.states: dict[str, str] = {}
+        self.changes: list[tuple[int, str]] = []
+        self.serial = 0
+
+    @property
+    def state_serial(self) -> int:
+        return self.serial
+
+    def states_changed_since(self, serial: int) -> set[str] | None:
+        if serial == self.serial:
+            return set()
+        if not self.changes or self.changes[0][0] > serial + 1:
+            return None
+        return {identity for number, identity in self.changes if number > serial}
+
+    def pool_state(self, identity: str) -> str | None:
+        return self.states.get(identity)
+
+    def set(self, identity: str, state: str | None) -> None:
+        """Pool ``identity``'s state now (``None``: the pool went), one change when it differs."""
+        if self.states.get(identity) == state:
+            return
+        if state is None:
+            del self.states[identity]
+        else:
+            self.states[identity] = state
+        self.serial += 1
+        self.changes.append((self.serial, identity))
+
+    def forget(self) -> None:
+        self.changes = []

@@ -27,6 +27,7 @@ import pytest
 import pytest_asyncio
 from lightkube import AsyncClient, KubeConfig
 
+from tests.builders import PoolStatesLog
 from workerclass.adapters.changes import Changes
 from workerclass.adapters.folder import load_state
 from workerclass.adapters.kube import WATCHED, ClusterCache
@@ -843,29 +844,11 @@ async def test_a_condition_keeps_its_transition_time_until_its_status_changes() 
     assert times_by_type["InUse"] == "2026-12-03T12:00:00Z"  # False -> True: the pass's time
 
 
-class Reported:
+class Reported(PoolStatesLog):
     """The worker controller's report as the class controller reads it (states, and which changed)."""
 
     settled = True
     states_version = 0
-
-    def __init__(self) -> None:
-        self.states: dict[str, str] = {}
-        self.changes: list[str] = []
-
-    @property
-    def state_serial(self) -> int:
-        return len(self.changes)
-
-    def states_changed_since(self, serial: int) -> set[str] | None:
-        return set(self.changes[serial:])
-
-    def pool_state(self, identity: str) -> str | None:
-        return self.states.get(identity)
-
-    def set(self, identity: str, state: str) -> None:
-        self.states[identity] = state
-        self.changes.append(identity)
 
     async def states_changed(self, after: int) -> int:
         await asyncio.Event().wait()

@@ -15,7 +15,7 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.builders import make_class, make_state
+from tests.builders import PoolStatesLog, make_class, make_state
 from workerclass.ops.status import ClassUsage, class_status
 from workerclass.state import State
 from workerclass.state.snapshot import JOURNAL_SPAN
@@ -57,43 +57,6 @@ def release(namespace: str, name: str, klass: str | None) -> dict[str, Any]:
     }
 
 
-class Workers:
-    """The worker controller's report as :class:`ClassUsage` reads it: states and a journal of
-    the pools whose state changed (``forget`` drops it, as an overflow would)."""
-
-    def __init__(self) -> None:
-        self.states: dict[str, str] = {}
-        self.changes: list[tuple[int, str]] = []
-        self.serial = 0
-
-    @property
-    def state_serial(self) -> int:
-        return self.serial
-
-    def states_changed_since(self, serial: int) -> set[str] | None:
-        if serial == self.serial:
-            return set()
-        if not self.changes or self.changes[0][0] > serial + 1:
-            return None
-        return {identity for number, identity in self.changes if number > serial}
-
-    def pool_state(self, identity: str) -> str | None:
-        return self.states.get(identity)
-
-    def set(self, identity: str, state: str | None) -> None:
-        if self.states.get(identity) == state:
-            return
-        if state is None:
-            del self.states[identity]
-        else:
-            self.states[identity] = state
-        self.serial += 1
-        self.changes.append((self.serial, identity))
-
-    def forget(self) -> None:
-        self.changes = []
-
-
 def base() -> State:
     return make_state(classes=[make_class(name, talos={"version": "v1.13.6"}) for name in CLASSES])
 
@@ -125,7 +88,7 @@ steps = st.one_of(
 def test_counts_kept_by_change_are_the_counts_of_every_pool(history: list[Any], with_workers: bool) -> None:
     """Each step may be folded at once or with the next ones (several changes between two States)."""
     state = base()
-    workers = Workers() if with_workers else None
+    workers = PoolStatesLog() if with_workers else None
     usage = ClassUsage()
     usage.fold(state, workers)
     reads = 1
@@ -162,7 +125,7 @@ def test_a_change_is_counted_without_reading_every_pool() -> None:
         state = state.with_object(
             nodes(("tenant-a", "tenant-b", "tenant-c")[index % 3], f"pool{index}", CLASSES[index % 2])
         )
-    workers = Workers()
+    workers = PoolStatesLog()
     usage = ClassUsage()
     usage.fold(state, workers)
     assert usage.reads == 1
