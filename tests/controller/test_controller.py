@@ -887,3 +887,43 @@ async def test_class_status_follows_a_change_without_counting_every_pool_again()
     assert expected is not None and written["a-first"]["pools"] == expected["pools"] == 40
     assert without_times(written["a-first"]) == expected["conditions"]
     assert written["a-first"]["conditions"][2]["reason"] == "Refused"
+
+
+async def test_a_class_whose_inputs_did_not_change_is_not_made_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each State makes the status only of the classes whose record, platform, generation or pools
+    changed; the others' is the one made before (the same, as every input is)."""
+    import workerclass.controller as controller_module
+
+    made: list[str] = []
+    real = controller_module.class_status
+
+    def counting(state: State, name: str, *args: Any, **options: Any) -> Any:
+        made.append(name)
+        return real(state, name, *args, **options)
+
+    monkeypatch.setattr(controller_module, "class_status", counting)
+    written: dict[str, dict[str, Any]] = {}
+
+    class Writer:
+        async def write(self, name: str, status: dict[str, Any]) -> None:
+            written[name] = status
+
+    classes = [worker_class(name, bootstrap="talos", talos={"version": "v1.13.6"}) for name in ("a-first", "z-last")]
+    state = State.from_objects([*example_objects(), *classes, pool("p0", "a-first"), pool("p1", "a-first")])
+    workers = Reported()
+    source = SimpleNamespace(state=state, reason="")
+    controller = ClassController(source, Writer(), NoPools(), workers=workers)  # type: ignore[arg-type]
+    assert await controller.refresh(state)
+    custom = sorted(name for name, record in state.classes.items() if not record.builtin)
+    assert sorted(made) == custom
+    made.clear()
+    workers.set("tenant-example/p0", "applied")
+    assert await controller.refresh(state)
+    assert made == ["a-first"]
+    made.clear()
+    state = state.with_object(pool("p2", "z-last"))
+    assert await controller.refresh(state)
+    assert made == ["z-last"] and written["z-last"]["pools"] == 1
+    made.clear()
+    assert await controller.refresh(state.with_object(pool("p3", "nobody-selects-this")))
+    assert made == []

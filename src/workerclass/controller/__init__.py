@@ -52,7 +52,7 @@ from typing import Any, Protocol
 from ..adapters.kube import ClusterCache, short_error, status_code
 from ..api import FINALIZER
 from ..api.resources import CLASS_SELECTORS, WORKER_CLASS
-from ..ops.status import ClassUsage, PoolStates, class_status, with_transitions
+from ..ops.status import ClassUsage, PoolStates, Usage, class_status, with_transitions
 from ..rules.classes import BUILTIN_FAMILIES
 from ..rules.usage import in_use_message, in_use_message_as, pool_list, selecting
 from ..state import State
@@ -274,6 +274,9 @@ class ClassController:
         #: each class's pools and their worker states, kept up by change (a State's pools are not
         #: counted again for each announcement)
         self.usage = ClassUsage()
+        #: each class's status as last made, with what it was made of (its record, the platform,
+        #: the generation, its usage): a State that changed none of them makes none again
+        self._statuses: dict[str, tuple[Any, Any, int | None, Usage, dict[str, Any] | None]] = {}
         self.settings = settings or ControllerSettings()
         self._clock = clock
         self._held: dict[str, _Held] = {}
@@ -355,7 +358,13 @@ class ClassController:
             metadata = record.obj.get("metadata") or {}
             generation = metadata.get("generation")
             observed = generation if isinstance(generation, int) else None
-            status = class_status(state, name, observed, usage=self.usage.of(name))
+            usage = self.usage.of(name)
+            made = self._statuses.get(name)
+            if made is not None and made[0] is record and made[1] is state.platform and made[2:4] == (observed, usage):
+                status = made[4]
+            else:
+                status = class_status(state, name, observed, usage=usage)
+                self._statuses[name] = (record, state.platform, observed, usage, status)
             current = record.obj.get("status") or {}
             if status is None:
                 continue
@@ -383,6 +392,8 @@ class ClassController:
                 logger.warning("WorkerClass %s is not accepted: %s", name, accepted["reason"])
         for gone in set(self._written) - set(state.classes):
             del self._written[gone]
+        for gone in set(self._statuses) - set(state.classes):
+            del self._statuses[gone]
         return complete
 
     # ------------------------------------------------------------------ the finalizer
