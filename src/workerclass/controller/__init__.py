@@ -7,9 +7,11 @@ A thin door over the core (:mod:`workerclass.ops.status`):
   out. The controller reads the same cluster cache as the webhook
   (:class:`~workerclass.adapters.kube.ClusterCache`: classes, pools, the platform and parent
   clusters); whenever the cache announces a new State (:meth:`~workerclass.adapters.kube.ClusterCache.changed`,
-  bursts gathered by its debounce), or a pool's worker state changes, it recomputes every class
-  and patches the ``status`` subresource of those whose status differs. Nothing polls: a quiet
-  cluster wakes nothing and sees no writes;
+  bursts gathered by its debounce), or a pool's worker state changes, it makes again the status of
+  the classes whose record, generation, platform or pools changed, and patches the ``status``
+  subresource of those whose status differs. Each class's pools and their worker states are
+  counted by change (:class:`~workerclass.ops.status.ClassUsage`), so a change costs the same at
+  any number of pools. Nothing polls: a quiet cluster wakes nothing and sees no writes;
 * custom classes (every name but the built-in ``talos`` and ``kairos``) carry the finalizer
   :data:`FINALIZER`, added and released from the same cache's States (a JSON patch that tests the
   finalizers it read, so a concurrent write is never overwritten). The design page: "Retain custom
@@ -31,9 +33,9 @@ Its edge: the status and finalizer writes, the Events and the loop; no rule live
 resource, the finalizer and what it reads come from the API table (:mod:`workerclass.api`,
 :data:`workerclass.api.CONTROLLER_READS`).
 
-Modules: this one (the loop, status and retention, and the lightkube-backed helpers
-:class:`LightkubeStatusWriter`, :class:`LightkubeFinalizerWriter` and :class:`LightkubeClassEvents`,
-and :class:`CachePoolLister` over the cluster cache); :mod:`.workers` (the worker controller: classified pools become
+Modules: this one (the loop, status and retention, and the protocols of what it reads and writes
+through); :mod:`.doors` (their lightkube-backed forms, and the pool lister over the cluster cache);
+:mod:`.workers` (the worker controller: classified pools become
 machines, the handoff from Helm, Events and metrics); :mod:`.reporting` (Events and metrics);
 :mod:`.leader` (leader election on a Lease); :mod:`.liveness` (``/healthz`` on every replica);
 :mod:`.settled` (the cache as the controllers read it: no State before the chart is read).
@@ -49,16 +51,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from ..adapters.kube import ClusterCache, short_error, status_code
+from ..adapters.kube import short_error, status_code
 from ..api import FINALIZER
-from ..api.resources import CLASS_SELECTORS, WORKER_CLASS
 from ..ops.status import ClassUsage, PoolStates, Usage, class_status, with_transitions
 from ..rules.classes import BUILTIN_FAMILIES
 from ..rules.usage import in_use_message, in_use_message_as, pool_list, selecting
 from ..state import State
-from .reporting import post_object_event
+from .doors import CachePoolLister, LightkubeClassEvents, LightkubeFinalizerWriter, LightkubeStatusWriter
 from .settled import ChartRead
-from .workers import FIELD_MANAGER, wait_first
+from .workers import wait_first
 
 __all__ = [
     "FINALIZER",
@@ -85,8 +86,6 @@ RETAINED = "retained:"
 
 # FINALIZER (imported from the API table, exported): holds a custom class while live pools select it.
 
-GROUP, VERSION, PLURAL = WORKER_CLASS.group, WORKER_CLASS.version, WORKER_CLASS.plural
-
 
 class StateSource(Protocol):
     """Where the controller reads the cluster (a :class:`~workerclass.adapters.kube.ClusterCache`):
@@ -109,21 +108,6 @@ class StatusWriter(Protocol):
     """Writes the ``status`` subresource of one WorkerClass (a merge patch of ``status``)."""
 
     async def write(self, name: str, status: dict[str, Any]) -> None: ...
-
-
-class LightkubeStatusWriter:
-    """:class:`StatusWriter` over a ``lightkube.AsyncClient``."""
-
-    def __init__(self, client: Any) -> None:
-        from lightkube.generic_resource import create_global_resource
-
-        self._client = client
-        self._resource = create_global_resource(GROUP, VERSION, WORKER_CLASS.kind, PLURAL)
-
-    async def write(self, name: str, status: dict[str, Any]) -> None:
-        from lightkube.types import PatchType
-
-        await self._client.patch(self._resource.Status, name, {"status": status}, patch_type=PatchType.MERGE)
 
 
 class WorkerStates(PoolStates, Protocol):
@@ -150,21 +134,6 @@ class PoolLister(Protocol):
     async def selecting(self, name: str) -> list[str]: ...
 
 
-class CachePoolLister:
-    """:class:`PoolLister` over the cluster cache: the pool kinds that can select a class, listed from the
-    API server (:meth:`~workerclass.adapters.kube.ClusterCache.fresher`, as the webhook confirms a
-    class DELETE), every namespace; where the list equals the cache's stores, the cache's snapshot."""
-
-    def __init__(self, cache: ClusterCache) -> None:
-        self._cache = cache
-
-    async def selecting(self, name: str) -> list[str]:
-        state = await self._cache.fresher(CLASS_SELECTORS) or self._cache.state
-        if state is None:
-            raise RuntimeError("the cluster cache has not synced")
-        return selecting(state, name)
-
-
 class FinalizerWriter(Protocol):
     """Sets the finalizers of one WorkerClass, only if they are still ``seen`` (``None``: none)."""
 
@@ -173,46 +142,10 @@ class FinalizerWriter(Protocol):
         ...
 
 
-class LightkubeFinalizerWriter:
-    """:class:`FinalizerWriter` over a ``lightkube.AsyncClient``: a JSON patch whose ``test`` op holds
-    the finalizers read, so a finalizer another controller added meanwhile is never overwritten."""
-
-    def __init__(self, client: Any) -> None:
-        from lightkube.generic_resource import create_global_resource
-
-        self._client = client
-        self._resource = create_global_resource(GROUP, VERSION, WORKER_CLASS.kind, PLURAL)
-
-    async def set(self, name: str, seen: list[str] | None, finalizers: list[str]) -> None:
-        from lightkube.types import PatchType
-
-        # a test for null passes on an absent list (the API server's JSON patch), so the add is guarded too
-        patch = [
-            {"op": "test", "path": "/metadata/finalizers", "value": seen},
-            {"op": "add" if seen is None else "replace", "path": "/metadata/finalizers", "value": finalizers},
-        ]
-        await self._client.patch(self._resource, name, patch, patch_type=PatchType.JSON)
-
-
 class ClassEvents(Protocol):
     """Posts a Warning Event about one WorkerClass (best effort)."""
 
     async def warn(self, name: str, reason: str, message: str, *, uid: str = "") -> None: ...
-
-
-class LightkubeClassEvents:
-    """:class:`ClassEvents` over a ``lightkube.AsyncClient`` (in ``default``: a class is cluster-scoped)."""
-
-    def __init__(self, client: Any) -> None:
-        self._client = client
-
-    async def warn(self, name: str, reason: str, message: str, *, uid: str = "") -> None:
-        involved = {"apiVersion": WORKER_CLASS.api_version, "kind": WORKER_CLASS.kind, "name": name}
-        if uid:
-            involved["uid"] = uid  # what kubectl describe finds the class's Events by
-        await post_object_event(
-            self._client, involved, reason, message, warning=True, component=FIELD_MANAGER, what=f"WorkerClass {name}"
-        )
 
 
 def _bare(status: dict[str, Any]) -> dict[str, Any]:
