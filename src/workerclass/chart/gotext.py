@@ -32,7 +32,7 @@ from typing import Any
 from .goyaml import to_yaml
 from .quantity import go_quote_text, go_str, nindent, truthy
 
-__all__ = ["SPRIG", "Template", "TemplateError", "compile_define", "compile_template"]
+__all__ = ["SPRIG", "Path", "Template", "TemplateError", "compile_define", "compile_template", "data_read", "value_at"]
 
 
 class TemplateError(Exception):
@@ -559,6 +559,85 @@ def compile_define(text: str, define: str, name: str) -> Template:
                 depth -= 1
         raise TemplateError(f"{name}:{token.line}: define {define!r} has no end")
     raise TemplateError(f"{name}: no define {define!r}")
+
+
+# ------------------------------------------------------------------ what a part of a template reads
+
+#: A path into the data a template reads: the names of a field chain from ``$`` (or the top dot).
+Path = tuple[str, ...]
+
+
+def data_read(nodes: Sequence[Node]) -> tuple[Path, ...] | None:
+    """The paths whose values decide everything ``nodes`` print and every failure they raise, for a
+    render whose ``$`` is its dot (``root`` unset), in the order they are first read; or None when
+    their text may depend on anything else.
+
+    Every field chain from the top-level dot or from ``$`` is a path (``.`` or ``$`` alone: ``()``,
+    the whole data). What a ``with`` body reads of its own dot is a part of the value its test
+    read, and a variable the nodes declare holds what its pipeline read: neither adds a path. A
+    variable the nodes do not declare themselves (set before them) makes it None, and so does a
+    pipeline the code generator does not read. The functions are pure: two renders whose data holds
+    equal values at every path (read as the generated code reads them, :func:`value_at`) print the
+    same text, or fail the same way."""
+    out: list[Path] = []
+    try:
+        known = _read_nodes(nodes, False, set(), out)
+    except (_NotGenerated, TemplateError):
+        return None
+    return tuple(dict.fromkeys(out)) if known else None
+
+
+def value_at(data: Any, path: Path) -> Any:
+    """The value the generated code reads at ``path`` of ``data`` (a missing step is None)."""
+    value = data
+    for name in path:
+        value = value.get(name) if value.__class__ is dict else _step(value, name)
+    return value
+
+
+def _read_nodes(nodes: Sequence[Node], in_with: bool, defined: set[str], out: list[Path]) -> bool:
+    for node in nodes:
+        if isinstance(node, Text):
+            continue
+        if isinstance(node, Action):
+            lexemes = _lex(node.source, node.where)
+            if node.variable is not None:
+                lexemes = lexemes[2:]
+            pipeline, _ = _parse_pipeline(lexemes, 0)
+            if not _read_pipeline(pipeline, in_with, defined, out):
+                return False
+            if node.variable is not None:
+                defined.add(node.variable)
+            continue
+        keyword = _KEYWORD.match(node.source)
+        if keyword is None:  # pragma: no cover - the tree holds only the blocks it read
+            return False
+        pipeline, _ = _parse_pipeline(_lex(keyword.group(2), node.where), 0)
+        if not _read_pipeline(pipeline, in_with, defined, out):
+            return False
+        if not _read_nodes(node.body, in_with or node.kind == "with", set(defined), out):
+            return False
+        if not _read_nodes(node.otherwise, in_with, set(defined), out):
+            return False
+    return True
+
+
+def _read_pipeline(commands: list[_Command], in_with: bool, defined: set[str], out: list[Path]) -> bool:
+    for _, parts in commands:
+        for part in parts:
+            kind = part[0]
+            if kind == "pipe":
+                if not _read_pipeline(part[1], in_with, defined, out):
+                    return False
+            elif kind == "field":
+                if not in_with:  # in a with body the dot is what the with's test read
+                    out.append(tuple(part[1]))
+            elif kind == "var":
+                if part[1] == "$":
+                    out.append(tuple(part[2]))
+                elif part[1] not in defined:
+                    return False
+    return True
 
 
 # ------------------------------------------------------------------ the nodes as Python code

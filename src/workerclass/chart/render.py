@@ -70,22 +70,22 @@ def render_chart(
     size, ca, disk = _checked(inp, disk, kernel_modules, installer_image, image_factory_ca, checked=checked)
     from .dashboard import render_dashboard
     from .talos_job import applied_template, job_context, job_documents
-    from .talos_job_spec import job_spec_text
+    from .talos_job_spec import job_spec
     from .unpin import render_unpin_hook
 
     objects: list[dict[str, Any]] = list(render_dashboard(inp))
     objects += nodegroup_objects(inp, size, disk)
     if chart_text and inp.chart.rules.unpin_hook:
         objects += render_unpin_hook(inp)
-    ctx = spec_text = None
+    ctx = spec = None
     if chart_text:  # the Job and the TalosConfigTemplate it applies: one context, one text of the define
         ctx = job_context(inp, sizing=size, kernel_modules=kernel_modules, installer_image=installer_image)
-        spec_text = job_spec_text(ctx, inp.chart)
-        objects += job_documents(inp, ctx, spec_text)
+        spec = job_spec(ctx, inp.chart)
+        objects += job_documents(inp, ctx, spec)
     if ca is not None and disk is not None and disk.kind == "http":
         objects.append(image_factory_ca_configmap(inp, ca))
-    if talos_config_template and ctx is not None and spec_text is not None:
-        objects.append(applied_template(ctx, spec_text))
+    if talos_config_template and ctx is not None and spec is not None:
+        objects.append(applied_template(ctx, spec))
     return objects
 
 

@@ -19,6 +19,7 @@ PR 3294's installer image with their character rule in :mod:`.kernel_modules`. W
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
@@ -36,7 +37,7 @@ from .labels import common_labels
 from .quantity import go_str, truthy
 from .scope import coredns_role_name
 from .sizing import Sizing
-from .talos_job_spec import JobContext, command_script, image_scalar, job_name, job_spec_text
+from .talos_job_spec import RESTS_KEPT, JobContext, JobSpec, as_spec, image_scalar, job_name, job_spec
 from .values import kubectl_image, version_map
 
 __all__ = [
@@ -208,7 +209,7 @@ _SECRET_ENV = (
 )
 
 
-def _job(inp: ChartInput, ctx: JobContext, spec_text: str, labels: Mapping[str, str]) -> dict[str, Any]:
+def _job(inp: ChartInput, ctx: JobContext, spec: JobSpec, labels: Mapping[str, str]) -> dict[str, Any]:
     secrets = f"{ctx.cluster_name}-talos-secrets"
     env: list[dict[str, Any]] = [
         {"name": "RELEASE", "value": ctx.cluster_name},
@@ -220,7 +221,7 @@ def _job(inp: ChartInput, ctx: JobContext, spec_text: str, labels: Mapping[str, 
         "name": "kubectl",
         "image": image_scalar(ctx.kubectl_image) or ctx.kubectl_image,  # as YAML reads the quoted text
         "env": env,
-        "command": ["sh", "-ec", command_script(spec_text)],
+        "command": ["sh", "-ec", spec.script],
         "resources": {"requests": {"cpu": "10m", "memory": "64Mi"}, "limits": {"cpu": "100m", "memory": "256Mi"}},
         "securityContext": {
             "allowPrivilegeEscalation": False,
@@ -234,7 +235,7 @@ def _job(inp: ChartInput, ctx: JobContext, spec_text: str, labels: Mapping[str, 
     return {
         "apiVersion": "batch/v1",
         "kind": "Job",
-        "metadata": _meta(inp, job_name(ctx.release, ctx.group_name, spec_text), labels),
+        "metadata": _meta(inp, job_name(ctx.release, ctx.group_name, spec), labels),
         "spec": {
             "backoffLimit": 30,
             "ttlSecondsAfterFinished": 600,
@@ -259,14 +260,14 @@ def render_talos_job(
 ) -> list[dict[str, Any]]:
     """The documents of ``talos-reconcile-job.yaml`` in the chart's order, the Job last."""
     ctx = job_context(inp, sizing=sizing, kernel_modules=kernel_modules, installer_image=installer_image)
-    return job_documents(inp, ctx, job_spec_text(ctx, inp.chart))
+    return job_documents(inp, ctx, job_spec(ctx, inp.chart))
 
 
-def job_documents(inp: ChartInput, ctx: JobContext, spec_text: str) -> list[dict[str, Any]]:
+def job_documents(inp: ChartInput, ctx: JobContext, spec: str | JobSpec) -> list[dict[str, Any]]:
     """:func:`render_talos_job` from the context and the define's text it renders (computed once
     where the TalosConfigTemplate is read from the same text: :func:`applied_template`)."""
     labels = common_labels(inp)
-    return [*_rbac_documents(inp, labels), _job(inp, ctx, spec_text, labels)]
+    return [*_rbac_documents(inp, labels), _job(inp, ctx, as_spec(spec), labels)]
 
 
 # ----------------------------------------------------------------------------- the applied TalosConfigTemplate
@@ -298,26 +299,46 @@ def talos_config_template(
     """The ``bootstrap.cluster.x-k8s.io/v1alpha3`` TalosConfigTemplate the Job applies, run-time
     inputs (token, CA, IPs, KCP uid) left as ``${NAME}``."""
     ctx = job_context(inp, sizing=sizing, kernel_modules=kernel_modules, installer_image=installer_image)
-    return applied_template(ctx, job_spec_text(ctx, inp.chart))
+    return applied_template(ctx, job_spec(ctx, inp.chart))
 
 
-def applied_template(ctx: JobContext, spec_text: str) -> dict[str, Any]:
+def applied_template(ctx: JobContext, spec: str | JobSpec) -> dict[str, Any]:
     """:func:`talos_config_template` from the context and the define's text it renders."""
-    script = command_script(spec_text)
-    match = _HEREDOC.search(script)
-    if match is None:  # the literal template always carries it
+    body = _heredoc_body(as_spec(spec).script)
+    if body is None:  # the literal template always carries it
         raise AssertionError("the talos-reconcile script has no TalosConfigTemplate heredoc")
     env = {"RELEASE": ctx.cluster_name, "NS": ctx.namespace, "GROUP_NAME": ctx.group_name}
-    # kubectl reads the heredoc as go-yaml v2 does (a mirror's 1e+20 is a number, not text). The
-    # shell passes the body with the newline before ``EOF``: the ``data: |`` block keeps it.
     try:
-        loaded = load_expanded(match.group(1) + "\n", env)
+        loaded = load_expanded(body, env)
     except yaml.YAMLError:
         loaded = None
     if not isinstance(loaded, dict):
         # the chart renders such a Job (it writes these values unquoted), and its kubectl apply fails
         raise ChartRefused([Violation("Invalid", "spec.talos", _UNREADABLE_TEMPLATE)])
     return loaded
+
+
+#: Scripts and bodies whose reading is kept: as many as the texts the define's cut keeps.
+_KEPT = RESTS_KEPT
+
+#: The heredoc's body per script: one script object is shared by the pools of one shape
+#: (:class:`~.talos_job_spec.SpecRest`), so each is searched once and its body is one object too.
+_BODIES: OrderedDict[str, str | None] = OrderedDict()
+
+
+def _heredoc_body(script: str) -> str | None:
+    """The TalosConfigTemplate heredoc's body in the script, with the newline before ``EOF`` (the
+    shell passes it: the ``data: |`` block keeps it), or None. kubectl reads it as go-yaml v2 does
+    (a mirror's 1e+20 is a number, not text)."""
+    if script in _BODIES:
+        return _BODIES[script]
+    match = _HEREDOC.search(script)
+    body = None if match is None else match.group(1) + "\n"
+    _BODIES[script] = body
+    if len(_BODIES) > _KEPT:
+        with contextlib.suppress(KeyError):  # another thread may have evicted it meanwhile
+            _BODIES.popitem(last=False)
+    return body
 
 
 #: A value the shell puts in the heredoc that cannot change how YAML reads the text around it
@@ -344,7 +365,7 @@ def load_expanded(body: str, env: Mapping[str, str]) -> Any:
     read = _READ.get(body)
     if read is None:
         read = _read_with_stand_ins(body)
-        if len(_READ) >= 64:
+        if len(_READ) >= _KEPT:
             _READ.popitem(last=False)
         _READ[body] = read
     if read is _UNUSABLE:

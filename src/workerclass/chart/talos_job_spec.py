@@ -12,21 +12,32 @@ after the block that reads ``.group.gpus``, where PR 3571's chart prints them.
 
 Also owns the Job's name (:func:`job_name`) and the container's command script cut from the text
 as YAML reads it (:func:`command_script`). Its edge: a :class:`JobContext` and the chart in, text out.
+
+The define is compiled cut in two where the command script starts (:func:`job_spec`,
+:class:`JobSpec`): the text before it names the pool and is rendered per pool; the script and what
+follows read only the pool's versions, reservations, GPUs and Talos settings (the paths
+:func:`~.gotext.data_read` finds in those nodes), so they are rendered, encoded and cut once per
+distinct value of those paths and shared by the pools that agree on them. A define whose rest reads
+a variable set before the cut, or the whole data, is not cut.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import hashlib
 import re
+from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import orjson
 import yaml
 
-from .gotext import SPRIG, Action, Block, Node, Template, TemplateError, Text, compile_define
+from .gotext import SPRIG, Action, Block, Node, Path, Template, TemplateError, Text, compile_define, data_read, value_at
 from .kubeyaml import k8s_load
-from .nodegroup import chart_hash
+from .nodegroup import HASH_LENGTH, chart_hash
 from .quantity import nindent
 from .source import ChartSource, ChartTextMissing
 
@@ -37,9 +48,11 @@ __all__ = [
     "SERVICE_CIDR",
     "TENANT_CLUSTER_DOMAIN",
     "JobContext",
+    "JobSpec",
     "command_script",
     "image_scalar",
     "job_name",
+    "job_spec",
     "job_spec_text",
 ]
 
@@ -114,6 +127,136 @@ class _Compiled:
     gpu_block: Block
     #: that block alone, rendered to print the kernel modules after it
     gpu_template: Template
+    #: the define cut where the command script starts (None: rendered whole for every pool)
+    split: _Split | None = None
+
+
+#: Texts after the cut kept per chart, one per distinct value of what they read (each about 40 KB
+#: with its bytes and script): the most recently used.
+RESTS_KEPT = 256
+
+#: orjson refuses what is not plain JSON data (a subclass, a dataclass, a date): such a value is never a key
+_PLAIN = orjson.OPT_PASSTHROUGH_SUBCLASS | orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_PASSTHROUGH_DATETIME
+
+
+@dataclass(frozen=True, slots=True)
+class _Split:
+    """The define as the text before the command script, which names the pool (its labels, account,
+    environment and secrets), and the text from the script on, which reads only the paths
+    :attr:`reads` (:func:`~.gotext.data_read`): the pool's versions, reservations, GPUs and Talos
+    settings. Pools that agree on those share the rest's text, its bytes and its script: it is
+    rendered once per distinct value of what it reads (the :data:`RESTS_KEPT` most recently used)."""
+
+    head: Template
+    rest: Template
+    reads: tuple[Path, ...]
+    rests: OrderedDict[tuple[Any, ...], SpecRest]
+
+    def rest_for(self, data: Mapping[str, Any], replace: Mapping[int, str]) -> SpecRest:
+        key = _read_key(data, self.reads, replace)
+        if key is None:  # not one value per text: rendered for this pool alone
+            return SpecRest(self.rest.render(data, functions=SPRIG, replace=replace))
+        rest = self.rests.get(key)
+        if rest is not None:
+            with contextlib.suppress(KeyError):  # another thread may have evicted it meanwhile
+                self.rests.move_to_end(key)  # the most recently used kept last
+            return rest
+        rest = self.rests[key] = SpecRest(self.rest.render(data, functions=SPRIG, replace=replace))
+        if len(self.rests) > RESTS_KEPT:
+            with contextlib.suppress(KeyError):
+                self.rests.popitem(last=False)
+        return rest
+
+
+def _read_key(data: Mapping[str, Any], reads: tuple[Path, ...], replace: Mapping[int, str]) -> tuple[Any, ...] | None:
+    """One key per distinct value of what the rest reads (and of the nodes a class-era input
+    replaces), or None when the values are not plain JSON data or would read ambiguously (a null
+    below the top of a path, a NaN: orjson writes both as ``null``)."""
+    values = [value_at(data, path) for path in reads]
+    absent = 0
+    for index, value in enumerate(values):
+        if value is None:
+            absent |= 1 << index
+            values[index] = 0
+    try:
+        text = orjson.dumps(values, option=_PLAIN)
+    except TypeError:
+        return None
+    if b"null" in text:
+        return None
+    return (absent, text, tuple(sorted(replace.items())) if replace else ())
+
+
+def _split(template: Template) -> _Split | None:
+    """The define cut before the top-level text where the command script starts, when what follows
+    reads only paths of the data (none of its variables set before the cut, not the whole data)."""
+    for index, node in enumerate(template.nodes):
+        if not isinstance(node, Text) or _SCRIPT_START not in node.text:
+            continue
+        cut = node.text.index(_SCRIPT_START)
+        head = (*template.nodes[:index], Text(node.text[:cut]))
+        rest = (Text(node.text[cut:]), *template.nodes[index + 1 :])
+        reads = data_read(rest)
+        if reads is None or () in reads:
+            return None
+        return _Split(Template(template.name, head), Template(template.name, rest), reads, OrderedDict())
+    return None
+
+
+class SpecRest:
+    """The define's text from the cut on, with its UTF-8 bytes and (once asked) its command script."""
+
+    __slots__ = ("_script", "data", "text")
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.data = text.encode("utf-8")
+        self._script: str | None = None
+
+    @property
+    def script(self) -> str:
+        """:func:`command_script` of the text (it starts where the script does)."""
+        if self._script is None:
+            self._script = command_script(self.text)
+        return self._script
+
+
+_NO_REST = SpecRest("")
+
+
+class JobSpec:
+    """The define's text for one pool: the text before the cut and the (shared) rest
+    (:class:`SpecRest`; none when the define is not cut, or for a text given whole)."""
+
+    __slots__ = ("head", "rest")
+
+    def __init__(self, head: str, rest: SpecRest = _NO_REST) -> None:
+        self.head, self.rest = head, rest
+
+    @property
+    def text(self) -> str:
+        """The whole text, as Helm renders it."""
+        return self.head + self.rest.text if self.rest.text else self.head
+
+    @property
+    def name_hash(self) -> str:
+        """:func:`~.nodegroup.chart_hash` of the text: the hash in the Job's name."""
+        digest = hashlib.sha256(self.head.encode("utf-8"))
+        digest.update(self.rest.data)
+        return digest.hexdigest()[:HASH_LENGTH]
+
+    @property
+    def script(self) -> str:
+        """:func:`command_script` of the text: the rest's own when the script starts in it, which it
+        does unless the text before the cut already holds the script's start."""
+        if self.rest.text and _SCRIPT_START not in self.head + _SCRIPT_START[:-1]:
+            return self.rest.script
+        return command_script(self.text)
+
+
+def as_spec(spec: str | JobSpec) -> JobSpec:
+    """A define's text given whole, as a :class:`JobSpec`."""
+    return spec if isinstance(spec, JobSpec) else JobSpec(spec)
 
 
 _COMPILED: dict[str, _Compiled] = {}
@@ -167,7 +310,9 @@ def _compiled(chart: ChartSource) -> _Compiled:
             raise TemplateError(f"{template.name}: {len(gpu_blocks)} blocks test .group.gpus, the port knows one")
         gpu_block = gpu_blocks[0]
         assert isinstance(gpu_block, Block)
-        cached = _Compiled(template, _install_image_nodes(template), gpu_block, Template(template.name, (gpu_block,)))
+        cached = _Compiled(
+            template, _install_image_nodes(template), gpu_block, Template(template.name, (gpu_block,)), _split(template)
+        )
         if len(_COMPILED) >= 16:  # a few charts per process at most
             _COMPILED.clear()
         _COMPILED[chart.digest] = cached
@@ -178,19 +323,27 @@ def job_spec_text(ctx: JobContext, chart: ChartSource) -> str:
     """``include "kubernetes-nodes.talos-reconcile-job-spec" $jobContext``: the exact text Helm renders.
 
     Raises :class:`~.source.ChartTextMissing` when only the shipped facts are at hand."""
+    return job_spec(ctx, chart).text
+
+
+def job_spec(ctx: JobContext, chart: ChartSource) -> JobSpec:
+    """:func:`job_spec_text` as a :class:`JobSpec`: the text before the cut rendered for the pool,
+    the rest shared with the pools whose values it reads are the same."""
     compiled = _compiled(chart)
     replace: dict[int, str] = {}
     if ctx.installer_image is not None:
         first, *rest = compiled.install_image
         replace[id(first)] = ctx.installer_image
         replace.update((id(node), "") for node in rest)
+    data = ctx.data()
     if ctx.kernel_modules_yaml:
-        data = ctx.data()
         gpus = compiled.gpu_template.render(data, functions=SPRIG)
         kernel = "\n" + " " * 24 + "kernel:\n" + " " * 26 + "modules:" + nindent(ctx.kernel_modules_yaml, 28)
         replace[id(compiled.gpu_block)] = gpus + kernel
-        return compiled.template.render(data, functions=SPRIG, replace=replace)
-    return compiled.template.render(ctx.data(), functions=SPRIG, replace=replace)
+    split = compiled.split
+    if split is None:
+        return JobSpec(compiled.template.render(data, functions=SPRIG, replace=replace))
+    return JobSpec(split.head.render(data, functions=SPRIG, replace=replace), split.rest_for(data, replace))
 
 
 #: an image that reads as itself in the double-quoted scalar: printable ASCII but ``"`` and ``\\``
@@ -219,10 +372,10 @@ def image_scalar(image: str) -> str | None:
     return read if isinstance(read, str) else None
 
 
-def job_name(release: str, group_name: str, spec_text: str) -> str:
+def job_name(release: str, group_name: str, spec: str | JobSpec) -> str:
     """``<release>-talos-reconcile-<pool>`` cut to 56 (one trailing dash trimmed), ``-<sha256[:6]>``."""
     base = f"{release}-talos-reconcile-{group_name}"[:56].removesuffix("-")
-    return f"{base}-{chart_hash(spec_text)}"
+    return f"{base}-{spec.name_hash if isinstance(spec, JobSpec) else chart_hash(spec)}"
 
 
 _SCRIPT_INDENT = 14
