@@ -22,6 +22,7 @@ from typing import Any
 from ..violations import Violation
 from .checks import Prechecked, chart_failures
 from .context import ChartInput, ChartRefused
+from .dashboard import render_dashboard
 from .kernel_modules import SHELL_SAFE, kernel_module_failures
 from .nodegroup import (
     Disk,
@@ -33,6 +34,9 @@ from .nodegroup import (
 )
 from .scope import scope_failures
 from .sizing import Sizing, sizing
+from .talos_job import applied_template, job_context, job_documents
+from .talos_job_spec import job_spec
+from .unpin import render_unpin_hook
 from .values import app_version, chart_version
 
 
@@ -68,11 +72,6 @@ def render_chart(
     if not inp.chart.known:
         return _by_helm(inp, (disk, kernel_modules, installer_image, image_factory_ca), talos_config_template)
     size, ca, disk = _checked(inp, disk, kernel_modules, installer_image, image_factory_ca, checked=checked)
-    from .dashboard import render_dashboard
-    from .talos_job import applied_template, job_context, job_documents
-    from .talos_job_spec import job_spec
-    from .unpin import render_unpin_hook
-
     objects: list[dict[str, Any]] = list(render_dashboard(inp))
     objects += nodegroup_objects(inp, size, disk)
     if chart_text and inp.chart.rules.unpin_hook:

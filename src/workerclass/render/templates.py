@@ -144,7 +144,9 @@ def _replace(objects: list[dict[str, Any]], old: Mapping[str, Any], new: list[di
 
 
 def _kairos_machine_template(chart_template: Mapping[str, Any], reference: str) -> dict[str, Any]:
-    template = kairos_vm_template(copy_values(chart_template["spec"]["template"]), reference)
+    """The Kairos KubevirtMachineTemplate made from the chart's, whose ``spec.template`` it takes
+    as its own (the render's fresh object, not kept by anything else)."""
+    template = kairos_vm_template(chart_template["spec"]["template"], reference)
     metadata = chart_template["metadata"]
     base = str(metadata["name"]).rsplit("-", 1)[0]
     return {
@@ -200,7 +202,10 @@ def kairos_objects(
     chart_objects: list[dict[str, Any]], effective: Effective, *, kairos_path: str = KAIROS_DATA_SECRET_PATH
 ) -> list[dict[str, Any]]:
     """The chart's objects for the pool, made a Kairos pool (see the module docstring); ``kairos_path``
-    says how its machines get their bootstrap: :data:`KAIROS_DATA_SECRET_PATH` or :data:`KAIROS_PROVIDER_PATH`."""
+    says how its machines get their bootstrap: :data:`KAIROS_DATA_SECRET_PATH` or :data:`KAIROS_PROVIDER_PATH`.
+
+    ``chart_objects`` are the render's own, just made: the chart's KubevirtMachineTemplate is
+    changed in place into the Kairos one (the caller keeps none of them)."""
     if kairos_path not in KAIROS_PATHS:
         raise RenderError(f"{effective.identity}: unknown Kairos bootstrap path {kairos_path!r}")
     reference = effective.image.reference
