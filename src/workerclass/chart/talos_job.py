@@ -324,14 +324,16 @@ _KEPT = RESTS_KEPT
 #: The heredoc's body per script: one script object is shared by the pools of one shape
 #: (:class:`~.talos_job_spec.SpecRest`), so each is searched once and its body is one object too.
 _BODIES: OrderedDict[str, str | None] = OrderedDict()
+_UNREAD = "\x00unread"  # no script's body: a body starts at the heredoc's first line
 
 
 def _heredoc_body(script: str) -> str | None:
     """The TalosConfigTemplate heredoc's body in the script, with the newline before ``EOF`` (the
     shell passes it: the ``data: |`` block keeps it), or None. kubectl reads it as go-yaml v2 does
     (a mirror's 1e+20 is a number, not text)."""
-    if script in _BODIES:
-        return _BODIES[script]
+    kept = _BODIES.get(script, _UNREAD)  # one lookup: another thread may evict it meanwhile
+    if kept != _UNREAD:
+        return kept
     match = _HEREDOC.search(script)
     body = None if match is None else match.group(1) + "\n"
     _BODIES[script] = body
