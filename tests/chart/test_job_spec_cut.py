@@ -19,7 +19,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from workerclass.chart import talos_job_spec
-from workerclass.chart.gotext import SPRIG, TemplateError, compile_template, data_read, value_at
+from workerclass.chart.gotext import SPRIG, TemplateError, compile_template, data_read, read_value
 from workerclass.chart.nodegroup import chart_hash
 from workerclass.chart.talos_job_spec import (
     _SCRIPT_START,
@@ -47,7 +47,7 @@ def _graft(target: dict[str, Any], source: dict[str, Any], paths: tuple[tuple[st
             child = node.get(name)
             node[name] = dict(child) if isinstance(child, dict) else {}
             node = node[name]
-        node[path[-1]] = value_at(source, path)
+        node[path[-1]] = read_value(source, path)
     return out
 
 
@@ -64,7 +64,7 @@ def test_data_that_agree_where_the_nodes_read_print_the_same(
     if paths is None:
         return
     other = _graft(second, first, paths)
-    assert all(repr(value_at(other, path)) == repr(value_at(first, path)) for path in paths)
+    assert all(repr(read_value(other, path)) == repr(read_value(first, path)) for path in paths)
     assert _outcome(lambda: template.render(first, functions=SPRIG)) == _outcome(
         lambda: template.render(other, functions=SPRIG)
     )

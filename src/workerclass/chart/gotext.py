@@ -32,7 +32,16 @@ from typing import Any
 from .goyaml import to_yaml
 from .quantity import go_quote_text, go_str, nindent, truthy
 
-__all__ = ["SPRIG", "Path", "Template", "TemplateError", "compile_define", "compile_template", "data_read", "value_at"]
+__all__ = [
+    "SPRIG",
+    "DataPath",
+    "Template",
+    "TemplateError",
+    "compile_define",
+    "compile_template",
+    "data_read",
+    "read_value",
+]
 
 
 class TemplateError(Exception):
@@ -564,10 +573,10 @@ def compile_define(text: str, define: str, name: str) -> Template:
 # ------------------------------------------------------------------ what a part of a template reads
 
 #: A path into the data a template reads: the names of a field chain from ``$`` (or the top dot).
-Path = tuple[str, ...]
+DataPath = tuple[str, ...]
 
 
-def data_read(nodes: Sequence[Node]) -> tuple[Path, ...] | None:
+def data_read(nodes: Sequence[Node]) -> tuple[DataPath, ...] | None:
     """The paths whose values decide everything ``nodes`` print and every failure they raise, for a
     render whose ``$`` is its dot (``root`` unset), in the order they are first read; or None when
     their text may depend on anything else.
@@ -577,9 +586,9 @@ def data_read(nodes: Sequence[Node]) -> tuple[Path, ...] | None:
     read, and a variable the nodes declare holds what its pipeline read: neither adds a path. A
     variable the nodes do not declare themselves (set before them) makes it None, and so does a
     pipeline the code generator does not read. The functions are pure: two renders whose data holds
-    equal values at every path (read as the generated code reads them, :func:`value_at`) print the
+    equal values at every path (read as the generated code reads them, :func:`read_value`) print the
     same text, or fail the same way."""
-    out: list[Path] = []
+    out: list[DataPath] = []
     try:
         known = _read_nodes(nodes, False, set(), out)
     except (_NotGenerated, TemplateError):
@@ -587,7 +596,7 @@ def data_read(nodes: Sequence[Node]) -> tuple[Path, ...] | None:
     return tuple(dict.fromkeys(out)) if known else None
 
 
-def value_at(data: Any, path: Path) -> Any:
+def read_value(data: Any, path: DataPath) -> Any:
     """The value the generated code reads at ``path`` of ``data`` (a missing step is None)."""
     value = data
     for name in path:
@@ -595,7 +604,7 @@ def value_at(data: Any, path: Path) -> Any:
     return value
 
 
-def _read_nodes(nodes: Sequence[Node], in_with: bool, defined: set[str], out: list[Path]) -> bool:
+def _read_nodes(nodes: Sequence[Node], in_with: bool, defined: set[str], out: list[DataPath]) -> bool:
     for node in nodes:
         if isinstance(node, Text):
             continue
@@ -622,7 +631,7 @@ def _read_nodes(nodes: Sequence[Node], in_with: bool, defined: set[str], out: li
     return True
 
 
-def _read_pipeline(commands: list[_Command], in_with: bool, defined: set[str], out: list[Path]) -> bool:
+def _read_pipeline(commands: list[_Command], in_with: bool, defined: set[str], out: list[DataPath]) -> bool:
     for _, parts in commands:
         for part in parts:
             kind = part[0]

@@ -35,7 +35,19 @@ from typing import Any
 import orjson
 import yaml
 
-from .gotext import SPRIG, Action, Block, Node, Path, Template, TemplateError, Text, compile_define, data_read, value_at
+from .gotext import (
+    SPRIG,
+    Action,
+    Block,
+    DataPath,
+    Node,
+    Template,
+    TemplateError,
+    Text,
+    compile_define,
+    data_read,
+    read_value,
+)
 from .kubeyaml import k8s_load
 from .nodegroup import HASH_LENGTH, chart_hash
 from .quantity import nindent
@@ -149,7 +161,7 @@ class _Split:
 
     head: Template
     rest: Template
-    reads: tuple[Path, ...]
+    reads: tuple[DataPath, ...]
     rests: OrderedDict[tuple[Any, ...], SpecRest]
 
     def rest_for(self, data: Mapping[str, Any], replace: Mapping[int, str]) -> SpecRest:
@@ -168,11 +180,13 @@ class _Split:
         return rest
 
 
-def _read_key(data: Mapping[str, Any], reads: tuple[Path, ...], replace: Mapping[int, str]) -> tuple[Any, ...] | None:
+def _read_key(
+    data: Mapping[str, Any], reads: tuple[DataPath, ...], replace: Mapping[int, str]
+) -> tuple[Any, ...] | None:
     """One key per distinct value of what the rest reads (and of the nodes a class-era input
     replaces), or None when the values are not plain JSON data or would read ambiguously (a null
     below the top of a path, a NaN: orjson writes both as ``null``)."""
-    values = [value_at(data, path) for path in reads]
+    values = [read_value(data, path) for path in reads]
     absent = 0
     for index, value in enumerate(values):
         if value is None:
