@@ -12,7 +12,9 @@ key are never shared.
 from __future__ import annotations
 
 import dataclasses
+import enum
 import math
+import uuid
 from typing import Any
 
 import pytest
@@ -195,9 +197,26 @@ def test_a_text_before_the_cut_that_holds_the_script_s_start_reads_the_whole_tex
     assert straddling.script == command_script(straddling.text) != rest.script
 
 
+class _Kind(enum.Enum):
+    ONE = "one"
+
+
 @pytest.mark.parametrize(
     "value",
-    [{"a": None}, [None], math.nan, math.inf, "null", object(), {1: "a"}, 2**70],
+    [
+        {"a": None},
+        [None],
+        math.nan,
+        math.inf,
+        "null",
+        object(),
+        {1: "a"},
+        2**70,
+        (1,),
+        [(1,)],
+        _Kind.ONE,
+        uuid.UUID(int=1),
+    ],
 )
 def test_values_that_would_read_ambiguously_are_no_key(value: Any) -> None:
     assert _read_key({"v": value}, (("v",),), {}) is None
@@ -209,3 +228,23 @@ def test_keys_tell_apart_what_prints_apart() -> None:
     assert None not in keys and len(set(keys)) == len(keys)
     assert _read_key({}, (("v",),), {}) == _read_key({"v": None}, (("v",),), {})  # read alike: None
     assert _read_key({"v": 1}, (("v",),), {1: "x"}) != _read_key({"v": 1}, (("v",),), {})
+
+
+def test_a_define_that_sets_dollar_is_not_cut() -> None:
+    """``$`` set before the cut is what the rest's ``$`` reads: rendered alone, the rest would read the data."""
+    text = "{{ $ := .a }}head" + _SCRIPT_START + "{{ $.x }}\n          resources:\n"
+    template = compile_template(text, "t.yaml")
+    assert talos_job_spec._split(template) is None
+    plain = compile_template("head" + _SCRIPT_START + "{{ $.x }}\n          resources:\n", "t.yaml")
+    assert talos_job_spec._split(plain) is not None
+
+
+def test_a_lone_surrogate_fails_the_name_hash_as_the_whole_text_does() -> None:
+    chart = given_chart("main")
+    ctx = dataclasses.replace(_main_context(), talos_version="v1\ud800")
+    spec = job_spec(ctx, chart)  # the text renders, as it did whole: only the hash needs its bytes
+    with pytest.raises(UnicodeEncodeError) as whole:
+        chart_hash(spec.text)
+    with pytest.raises(UnicodeEncodeError) as cut:
+        _ = spec.name_hash
+    assert str(cut.value) == str(whole.value)

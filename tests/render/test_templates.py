@@ -181,3 +181,19 @@ def test_kairos_data_disk_takes_the_pools_disk_settings() -> None:
     assert volume["spec"]["storage"]["storageClassName"] == "local"
     disks = [disk["name"] for disk in vm["template"]["spec"]["domain"]["devices"]["disks"]]
     assert disks == ["system", "data"]
+
+
+def test_a_kairos_template_changes_no_container_the_chart_s_holds_twice() -> None:
+    """A chart read by YAML may hold one container in two places (an alias): the Kairos template
+    adds its data disk and volumes to copies of the containers it changes, not to the chart's."""
+    from workerclass.render.templates import _kairos_machine_template
+
+    (chart_kmt,) = [obj for obj in _talos() if obj["kind"] == "KubevirtMachineTemplate"]
+    guest = chart_kmt["spec"]["template"]["spec"]["virtualMachineTemplate"]["spec"]["template"]["spec"]
+    disks, volumes = guest["domain"]["devices"]["disks"], guest["volumes"]
+    guest["aliased"] = {"disks": disks, "guest": dict(guest)}  # the alias a YAML anchor makes
+    before = copy.deepcopy(guest["aliased"])
+    kairos = _kairos_machine_template(chart_kmt, FIXED_REFERENCE)
+    made = kairos["spec"]["template"]["spec"]["virtualMachineTemplate"]["spec"]["template"]["spec"]
+    assert [disk["name"] for disk in made["domain"]["devices"]["disks"]] == ["system", "data"]
+    assert guest["aliased"] == before and guest["volumes"] is volumes and [d["name"] for d in disks] == ["system"]

@@ -192,6 +192,8 @@ def _read_key(
         if value is None:
             absent |= 1 << index
             values[index] = 0
+        elif value.__class__ not in _SCALARS and not _plain(value):
+            return None  # orjson writes a tuple as a list, an enum as its value: they print otherwise
     try:
         text = orjson.dumps(values, option=_PLAIN)
     except TypeError:
@@ -201,9 +203,25 @@ def _read_key(
     return (absent, text, tuple(sorted(replace.items())) if replace else ())
 
 
+#: the types of JSON's scalars as the values hold them (a subclass is none of them)
+_SCALARS = frozenset({str, int, float, bool})
+
+
+def _plain(value: Any) -> bool:
+    """Whether ``value`` is JSON data of the exact built-in types (dicts with string keys, lists)."""
+    if value.__class__ is dict:
+        return all(key.__class__ is str and _plain(item) for key, item in value.items())
+    if value.__class__ is list:
+        return all(_plain(item) for item in value)
+    return value is None or value.__class__ in _SCALARS
+
+
 def _split(template: Template) -> _Split | None:
     """The define cut before the top-level text where the command script starts, when what follows
-    reads only paths of the data (none of its variables set before the cut, not the whole data)."""
+    reads only paths of the data (none of its variables set before the cut, not the whole data),
+    and nothing in the define sets ``$`` (the rest is rendered with ``$`` its data)."""
+    if template.find(lambda node: isinstance(node, Action) and node.variable == "$"):
+        return None
     for index, node in enumerate(template.nodes):
         if not isinstance(node, Text) or _SCRIPT_START not in node.text:
             continue
@@ -218,14 +236,21 @@ def _split(template: Template) -> _Split | None:
 
 
 class SpecRest:
-    """The define's text from the cut on, with its UTF-8 bytes and (once asked) its command script."""
+    """The define's text from the cut on, with (once asked) its UTF-8 bytes and its command script."""
 
-    __slots__ = ("_script", "data", "text")
+    __slots__ = ("_data", "_script", "text")
 
     def __init__(self, text: str) -> None:
         self.text = text
-        self.data = text.encode("utf-8")
+        self._data: bytes | None = None
         self._script: str | None = None
+
+    @property
+    def data(self) -> bytes:
+        """The text's UTF-8 bytes (``UnicodeEncodeError`` for a lone surrogate in it)."""
+        if self._data is None:
+            self._data = self.text.encode("utf-8")
+        return self._data
 
     @property
     def script(self) -> str:
@@ -255,8 +280,11 @@ class JobSpec:
     @property
     def name_hash(self) -> str:
         """:func:`~.nodegroup.chart_hash` of the text: the hash in the Job's name."""
-        digest = hashlib.sha256(self.head.encode("utf-8"))
-        digest.update(self.rest.data)
+        try:
+            digest = hashlib.sha256(self.head.encode("utf-8"))
+            digest.update(self.rest.data)
+        except UnicodeEncodeError:  # a lone surrogate: the whole text's own error, as chart_hash raises it
+            return chart_hash(self.text)
         return digest.hexdigest()[:HASH_LENGTH]
 
     @property

@@ -144,9 +144,10 @@ def _replace(objects: list[dict[str, Any]], old: Mapping[str, Any], new: list[di
 
 
 def _kairos_machine_template(chart_template: Mapping[str, Any], reference: str) -> dict[str, Any]:
-    """The Kairos KubevirtMachineTemplate made from the chart's, whose ``spec.template`` it takes
-    as its own (the render's fresh object, not kept by anything else)."""
-    template = kairos_vm_template(chart_template["spec"]["template"], reference)
+    """The Kairos KubevirtMachineTemplate made from the chart's (the render's fresh object, not
+    kept by anything else): :func:`kairos_vm_template` changes its own copies of the containers on
+    the paths it changes, the rest is the chart's."""
+    template = kairos_vm_template(_own_path(chart_template["spec"]["template"]), reference)
     metadata = chart_template["metadata"]
     base = str(metadata["name"]).rsplit("-", 1)[0]
     return {
@@ -155,6 +156,22 @@ def _kairos_machine_template(chart_template: Mapping[str, Any], reference: str) 
         "metadata": named_by_content(base, metadata["namespace"], template),
         "spec": {"template": template},
     }
+
+
+#: where kairos_vm_template sets a key or adds an item, from the template down
+_CHANGED_PATH = ("spec", "virtualMachineTemplate", "spec", "template", "spec", "domain", "devices", "disks")
+
+
+def _own_path(template: Mapping[str, Any]) -> dict[str, Any]:
+    """``template`` with fresh copies of the containers on :data:`_CHANGED_PATH` (a chart's text
+    read by YAML may hold one container in two places, an alias: changed in place, both would)."""
+    top = dict(template)
+    node: Any = top
+    for name in _CHANGED_PATH:
+        child = node[name]
+        node[name] = child = list(child) if isinstance(child, list) else dict(child)
+        node = child
+    return top
 
 
 def kairos_vm_template(template: dict[str, Any], reference: str) -> dict[str, Any]:
