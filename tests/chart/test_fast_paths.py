@@ -40,8 +40,8 @@ from workerclass.chart import (
     sizing,
 )
 from workerclass.chart import quantity as q
-from workerclass.chart.kubeyaml import k8s_load
-from workerclass.chart.nodegroup import Disk, all_plain_safe, plain_safe
+from workerclass.chart.kubeyaml import k8s_load, plain_scalar
+from workerclass.chart.nodegroup import Disk, _scalar, all_plain_safe, plain_safe, tpl
 from workerclass.chart.talos_job_spec import _SCRIPT_END, _SCRIPT_START, command_script
 
 from .cases import free_pools, make_input, pools
@@ -375,3 +375,23 @@ def test_plain_json_text_is_one_text_per_plain_value_and_none_for_the_rest() -> 
     assert plain_json_text([1]) != plain_json_text([1.0]) != plain_json_text([True])
     for value in ({"a": None}, [math.nan], [math.inf], [Text("x")], {1: "a"}, [2**70]):
         assert plain_json_text(value) is None, value
+
+
+def _scalar_by_text(value: Any) -> Any:
+    """An unquoted ``{{ value }}`` read back from its printed text, as the parse of the document does."""
+    text = tpl(value)
+    if plain_safe(text):
+        return plain_scalar(text)
+    loaded = k8s_load(f"v: {text}")
+    return loaded.get("v") if isinstance(loaded, dict) else text
+
+
+@settings(max_examples=1000, deadline=None, database=None)
+@given(
+    st.one_of(
+        st.integers(-1_100_000, 1_100_000), st.integers(), st.booleans(), st.floats(allow_nan=False), st.text("1e+-0")
+    )
+)
+def test_a_scalar_taken_as_it_is_reads_as_its_printed_text(value: Any) -> None:
+    fast, slow = _scalar(value), _scalar_by_text(value)
+    assert (fast, type(fast)) == (slow, type(slow))

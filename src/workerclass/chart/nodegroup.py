@@ -459,8 +459,14 @@ def kmt_template(
     return parsed
 
 
+#: integers whose ``{{ }}`` is their own digits: fmt prints a float64 of 1e+06 or more with an exponent
+_SMALL_INT = 1_000_000
+
+
 def _scalar(value: Any) -> Any:
     """An unquoted ``{{ value }}`` as the parsed YAML holds it."""
+    if value.__class__ is int and -_SMALL_INT < value < _SMALL_INT:
+        return value  # printed as its digits (a float64's %v below 1e+06), read back as itself
     text = tpl(value)
     if plain_safe(text):
         return plain_scalar(text)

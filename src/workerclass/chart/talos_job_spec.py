@@ -186,7 +186,8 @@ def _read_key(
     """One key per distinct value of what the rest reads (and of the nodes a class-era input
     replaces), or None when the values are not plain JSON data or would read ambiguously (a null
     below the top of a path, a NaN: orjson writes both as ``null``)."""
-    values = [read_value(data, path) for path in reads]
+    top = data.__class__ is dict
+    values = [data.get(path[0]) if top and len(path) == 1 else read_value(data, path) for path in reads]
     absent = 0
     for index, value in enumerate(values):
         if value is None:
