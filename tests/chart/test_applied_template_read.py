@@ -17,7 +17,8 @@ from hypothesis import strategies as st
 
 from workerclass.chart import talos_job
 from workerclass.chart.kubeyaml import k8s_load
-from workerclass.chart.talos_job import _HEREDOC, expand_heredoc, load_expanded
+from workerclass.chart.talos_job import expand_heredoc, load_expanded
+from workerclass.chart.talos_job_spec import _HEREDOC
 
 from ..shared import given_chart
 

@@ -30,6 +30,7 @@ from workerclass.chart.talos_job_spec import (
     SpecRest,
     _read_key,
     command_script,
+    heredoc_body,
     job_spec,
 )
 
@@ -128,6 +129,7 @@ def test_the_cut_define_is_the_define_rendered_whole(name: str, data: dict[str, 
         spec = job_spec(ctx, chart)
         assert spec.name_hash == chart_hash(whole[1])
         assert _outcome(lambda: spec.script) == _outcome(lambda: command_script(whole[1]))
+        assert _outcome(lambda: spec.heredoc) == _outcome(lambda: heredoc_body(command_script(whole[1])))
 
 
 @pytest.mark.parametrize("name", ["main", "pr3315"])
@@ -182,6 +184,7 @@ def test_pools_that_differ_in_name_share_the_rest_and_others_do_not() -> None:
     assert other.rest is one.rest and other.head != one.head
     assert other.name_hash != one.name_hash  # the text before the cut names the pool: so does the hash
     assert other.script is one.script
+    assert other.heredoc is one.heredoc is not None  # the heredoc searched once, its body one object
     changed = dataclasses.replace(_main_context(), kubelet_version="v1.34.2")
     assert job_spec(changed, chart).rest is not one.rest
 

@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 
 from workerclass.chart.kubeyaml import k8s_load
-from workerclass.chart.talos_job import _HEREDOC, expand_heredoc
+from workerclass.chart.talos_job import expand_heredoc
+from workerclass.chart.talos_job_spec import _HEREDOC
 from workerclass.render.talos_template import as_applied, configured_template, keep_running_template, same_content
 
 from .builders import CA, by_kind, pool, render_pool

@@ -19,7 +19,6 @@ PR 3294's installer image with their character rule in :mod:`.kernel_modules`. W
 
 from __future__ import annotations
 
-import contextlib
 import re
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
@@ -272,7 +271,6 @@ def job_documents(inp: ChartInput, ctx: JobContext, spec: str | JobSpec) -> list
 
 # ----------------------------------------------------------------------------- the applied TalosConfigTemplate
 
-_HEREDOC = re.compile(r"cat <<EOF \| kubectl apply -f -\n(.*?)\nEOF\n", re.S)
 _EXPANSION = re.compile(r"(\\[$`\\])|\$\{([A-Za-z_][A-Za-z0-9_]*)\}|\$([A-Za-z_][A-Za-z0-9_]*)")
 
 
@@ -304,7 +302,7 @@ def talos_config_template(
 
 def applied_template(ctx: JobContext, spec: str | JobSpec) -> dict[str, Any]:
     """:func:`talos_config_template` from the context and the define's text it renders."""
-    body = _heredoc_body(as_spec(spec).script)
+    body = as_spec(spec).heredoc
     if body is None:  # the literal template always carries it
         raise AssertionError("the talos-reconcile script has no TalosConfigTemplate heredoc")
     env = {"RELEASE": ctx.cluster_name, "NS": ctx.namespace, "GROUP_NAME": ctx.group_name}
@@ -316,31 +314,6 @@ def applied_template(ctx: JobContext, spec: str | JobSpec) -> dict[str, Any]:
         # the chart renders such a Job (it writes these values unquoted), and its kubectl apply fails
         raise ChartRefused([Violation("Invalid", "spec.talos", _UNREADABLE_TEMPLATE)])
     return loaded
-
-
-#: Scripts and bodies whose reading is kept: as many as the texts the define's cut keeps.
-_KEPT = RESTS_KEPT
-
-#: The heredoc's body per script: one script object is shared by the pools of one shape
-#: (:class:`~.talos_job_spec.SpecRest`), so each is searched once and its body is one object too.
-_BODIES: OrderedDict[str, str | None] = OrderedDict()
-_UNREAD = "\x00unread"  # no script's body: a body starts at the heredoc's first line
-
-
-def _heredoc_body(script: str) -> str | None:
-    """The TalosConfigTemplate heredoc's body in the script, with the newline before ``EOF`` (the
-    shell passes it: the ``data: |`` block keeps it), or None. kubectl reads it as go-yaml v2 does
-    (a mirror's 1e+20 is a number, not text)."""
-    kept = _BODIES.get(script, _UNREAD)  # one lookup: another thread may evict it meanwhile
-    if kept != _UNREAD:
-        return kept
-    match = _HEREDOC.search(script)
-    body = None if match is None else match.group(1) + "\n"
-    _BODIES[script] = body
-    if len(_BODIES) > _KEPT:
-        with contextlib.suppress(KeyError):  # another thread may have evicted it meanwhile
-            _BODIES.popitem(last=False)
-    return body
 
 
 #: A value the shell puts in the heredoc that cannot change how YAML reads the text around it
@@ -367,7 +340,7 @@ def load_expanded(body: str, env: Mapping[str, str]) -> Any:
     read = _READ.get(body)
     if read is None:
         read = _read_with_stand_ins(body)
-        if len(_READ) >= _KEPT:
+        if len(_READ) >= RESTS_KEPT:  # one reading per kept rest's body
             _READ.popitem(last=False)
         _READ[body] = read
     if read is _UNUSABLE:

@@ -62,6 +62,7 @@ __all__ = [
     "JobContext",
     "JobSpec",
     "command_script",
+    "heredoc_body",
     "image_scalar",
     "job_name",
     "job_spec",
@@ -147,9 +148,6 @@ class _Compiled:
 #: with its bytes and script): the most recently used.
 RESTS_KEPT = 256
 
-#: orjson refuses what is not plain JSON data (a subclass, a dataclass, a date): such a value is never a key
-_PLAIN = orjson.OPT_PASSTHROUGH_SUBCLASS | orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_PASSTHROUGH_DATETIME
-
 
 @dataclass(frozen=True, slots=True)
 class _Split:
@@ -196,8 +194,8 @@ def _read_key(
         elif value.__class__ not in _SCALARS and not _plain(value):
             return None  # orjson writes a tuple as a list, an enum as its value: they print otherwise
     try:
-        text = orjson.dumps(values, option=_PLAIN)
-    except TypeError:
+        text = orjson.dumps(values)
+    except TypeError:  # an integer past 64 bits
         return None
     if b"null" in text:
         return None
@@ -237,14 +235,16 @@ def _split(template: Template) -> _Split | None:
 
 
 class SpecRest:
-    """The define's text from the cut on, with (once asked) its UTF-8 bytes and its command script."""
+    """The define's text from the cut on, with (once asked) its UTF-8 bytes, its command script and
+    the script's heredoc."""
 
-    __slots__ = ("_data", "_script", "text")
+    __slots__ = ("_data", "_heredoc", "_script", "text")
 
     def __init__(self, text: str) -> None:
         self.text = text
         self._data: bytes | None = None
         self._script: str | None = None
+        self._heredoc: tuple[str | None] | None = None
 
     @property
     def data(self) -> bytes:
@@ -259,6 +259,13 @@ class SpecRest:
         if self._script is None:
             self._script = command_script(self.text)
         return self._script
+
+    @property
+    def heredoc(self) -> str | None:
+        """:func:`heredoc_body` of the script."""
+        if self._heredoc is None:
+            self._heredoc = (heredoc_body(self.script),)
+        return self._heredoc[0]
 
 
 _NO_REST = SpecRest("")
@@ -290,11 +297,18 @@ class JobSpec:
 
     @property
     def script(self) -> str:
-        """:func:`command_script` of the text: the rest's own when the script starts in it, which it
-        does unless the text before the cut already holds the script's start."""
-        if self.rest.text and _SCRIPT_START not in self.head + _SCRIPT_START[:-1]:
-            return self.rest.script
-        return command_script(self.text)
+        """:func:`command_script` of the text: the rest's own when the script starts in it."""
+        return self.rest.script if self._script_in_rest() else command_script(self.text)
+
+    @property
+    def heredoc(self) -> str | None:
+        """:func:`heredoc_body` of the script: the rest's own when the script starts in it."""
+        return self.rest.heredoc if self._script_in_rest() else heredoc_body(self.script)
+
+    def _script_in_rest(self) -> bool:
+        """Whether the script starts in the rest: it does unless the text before the cut already
+        holds the script's start (whole, or with the rest's first line break)."""
+        return bool(self.rest.text) and _SCRIPT_START not in self.head + _SCRIPT_START[:-1]
 
 
 def as_spec(spec: str | JobSpec) -> JobSpec:
@@ -419,6 +433,18 @@ def job_name(release: str, group_name: str, spec: str | JobSpec) -> str:
     """``<release>-talos-reconcile-<pool>`` cut to 56 (one trailing dash trimmed), ``-<sha256[:6]>``."""
     base = f"{release}-talos-reconcile-{group_name}"[:56].removesuffix("-")
     return f"{base}-{spec.name_hash if isinstance(spec, JobSpec) else chart_hash(spec)}"
+
+
+#: The TalosConfigTemplate the script applies: an unquoted heredoc piped to ``kubectl apply``.
+_HEREDOC = re.compile(r"cat <<EOF \| kubectl apply -f -\n(.*?)\nEOF\n", re.S)
+
+
+def heredoc_body(script: str) -> str | None:
+    """The TalosConfigTemplate heredoc's body in the script, with the newline before ``EOF`` (the
+    shell passes it: the ``data: |`` block keeps it), or None. kubectl reads it as go-yaml v2 does
+    (a mirror's 1e+20 is a number, not text)."""
+    match = _HEREDOC.search(script)
+    return None if match is None else match.group(1) + "\n"
 
 
 _SCRIPT_INDENT = 14
