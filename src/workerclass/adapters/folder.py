@@ -34,7 +34,8 @@ from typing import IO, Any
 import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
-from ..api.bounds import MAX_DEPTH, excess
+from ..admission.bounds import request_excess
+from ..api.bounds import MAX_DEPTH
 from ..api.resources import APPLICATION_DEFINITION, INSTANCETYPE, WORKER_CLASS, WORKER_PLATFORM
 from ..chart.kubeyaml import PLAIN_TAG, STR_TAG, KubeLoader, json_key, plain_scalar
 from ..state import Document, LoadError, State
@@ -174,7 +175,7 @@ def _append(out: list[Document], item: object, origin: str, line: int, warnings:
     with one warning ``FILE#N: ...`` (API.md section 4). Objects of kinds workerclass does not read
     are the State's to skip (and say so)."""
     if isinstance(item, dict) and isinstance(item.get("kind"), str) and item["kind"]:
-        found = excess(item)
+        found = request_excess(item)
         if found is not None:  # read no further: a deeper walk would fail for the whole STATE
             raise LoadError(f"{origin.partition('#')[0]}:{line}: the {item['kind']} {found.message}")
         out.append(Document(item, origin, line))

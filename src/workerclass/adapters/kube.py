@@ -77,8 +77,8 @@ from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
+from ..admission.bounds import request_excess
 from ..api import WATCHED, Resource
-from ..api.bounds import excess
 from ..api.resources import APPLICATION_KIND_LABEL, INSTANCETYPE
 from ..chart.source import ChartSource
 from ..state import State
@@ -653,7 +653,7 @@ class ClusterCache:
         if not isinstance(raw, dict):
             return None
         raw = dict(raw)
-        found = excess(raw)
+        found = request_excess(raw)
         if found is not None:
             # one tenant's object beyond the bounds is skipped, said, and never walked: every reader
             # of a State built with it would fail, and so would the webhook for every tenant

@@ -44,8 +44,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
+from ..admission.bounds import request_excess
 from ..api import WEBHOOK_DOMAIN
-from ..api.bounds import excess
 from ..api.resources import HELM_RELEASE, RELEASE_PREFIX
 from ..chart.source import ChartTextMissing
 from ..chart.values import copy_values
@@ -264,7 +264,7 @@ def desired_pool(state: State, record: PoolRecord, *, kairos_path: str = KAIROS_
     """One pool of :func:`desired_workers` (``None``: not a classified pool, so none of the controller's)."""
     if record.kind == "ComputePlane" or record.class_name is None:
         return None
-    beyond = excess(record.values)
+    beyond = request_excess(record.values)
     if beyond is not None:  # refused at admission; a HelmRelease no webhook saw is refused here
         return _left(record, "refused", f"the pool's values {beyond.message} (ObjectTooLarge): left as it is")
     try:
