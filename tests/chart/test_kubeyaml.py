@@ -194,6 +194,21 @@ def test_a_subclass_with_resolvers_of_its_own_is_read_by_pyyamls_resolution() ->
     assert yaml.load("a: 2001-12-14\n", Loader=Dated) == {"a": "2001-12-14"}  # a timestamp keeps its text
 
 
+def test_a_path_resolver_is_refused_and_the_composer_tracks_no_path() -> None:
+    """The composer's calls around each node are C callables that keep nothing: a path resolver,
+    which they would have to track, is refused rather than silently ignored."""
+    with pytest.raises(NotImplementedError):
+        KubeLoader.add_path_resolver("tag:yaml.org,2002:str", ["spec"], ScalarNode)
+    assert not KubeLoader.yaml_path_resolvers
+    loader = KubeLoader("a: [1, {b: c}]\n")
+    try:
+        assert loader.descend_resolver(None, None) is True  # no frame, no state kept
+        assert loader.ascend_resolver() == ()
+        assert loader.construct_document(loader.get_single_node()) == {"a": [1, {"b": "c"}]}
+    finally:
+        loader.dispose()
+
+
 def test_a_document_deeper_than_the_builder_goes_is_pyyamls_to_build() -> None:
     """Past twice the bounds' depth the builder hands the document on, so that a deep one gets the
     readers' refusal with its file and line (``tests/test_poison.py``), not Python's recursion limit."""
