@@ -122,9 +122,13 @@ class Table:
         self.rows: list[_Row] = []
 
     def add_row(self, *cells: Cell) -> None:
-        if len(cells) == len(self.columns) and all(type(cell) is str and "\n" not in cell for cell in cells):
-            self.rows.append(cast(tuple[str, ...], cells))  # every cell a str: checked just above
-            return
+        if len(cells) == len(self.columns):
+            for cell in cells:
+                if type(cell) is not str or "\n" in cell:
+                    break
+            else:
+                self.rows.append(cast(tuple[str, ...], cells))  # every cell a str: checked just above
+                return
         row = [_lines(cell) for cell in cells]
         while len(row) < len(self.columns):
             row.append(([""], None))
@@ -152,10 +156,15 @@ class Table:
         header = "  ".join(column.ljust(widths[i]) if i < last else column for i, column in enumerate(self.columns))
         out.append(paint(header.rstrip(), "bold", colour_on))
         plain = not colour_on
+        three = last == 2
+        if three:
+            first, second = widths[0], widths[1]
         for row in self.rows:
             if isinstance(row, tuple):
                 # The common row: one line per cell, nothing to paint.
-                if last:
+                if three:  # SETTING VALUE WHY, the tables of resolve and check: the join unrolled
+                    out.append(f"{row[0].ljust(first)}  {row[1].ljust(second)}  {row[2]}".rstrip())
+                elif last:
                     line = "  ".join([text.ljust(widths[i]) for i, text in enumerate(row[:last])])
                     out.append((line + "  " + row[last]).rstrip())
                 else:
