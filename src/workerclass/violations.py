@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from .api.frozen import fast_init
+
 CODES = frozenset(
     {
         "ClassNotFound",
@@ -56,6 +58,7 @@ CODES = frozenset(
 )
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Violation:
     """One reason to refuse an object: a stable code, the field path and an actionable message."""

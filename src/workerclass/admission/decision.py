@@ -6,9 +6,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..api.frozen import fast_init
 from ..violations import Violation
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Decision:
     """``allowed``, an RFC 6902 ``patch``, the ``object`` after the patch, warnings and all denials."""

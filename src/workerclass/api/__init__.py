@@ -11,6 +11,7 @@
 - :mod:`.names`: the closed name sets (families, infrastructures, image sources) as ``Literal`` types.
 - :mod:`.paths`: typed field paths.
 - :mod:`.bounds`: how deep and how large an object workerclass reads may be, measured iteratively.
+- :mod:`.frozen`: frozen records built at the cost of plain ones (the core's per-request records).
 
 The bottom layer: it imports nothing else of the package, and every layer may import it.
 """

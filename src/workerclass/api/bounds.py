@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .frozen import fast_init
+
 __all__ = ["MAX_BYTES", "MAX_DEPTH", "MAX_SHARED_INPUT_TEXT", "MAX_SHARED_TEXT", "Excess", "excess", "measure"]
 
 #: levels of nesting (a mapping or a list is one level)
@@ -32,6 +34,7 @@ MAX_SHARED_TEXT = 16 * 1024
 MAX_SHARED_INPUT_TEXT = 8 * 1024
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Excess:
     """Why an object is beyond the bounds, said without quoting it."""

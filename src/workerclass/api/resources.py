@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Literal
 
+from .frozen import fast_init
+
 __all__ = [
     "APPLICATION_DEFINITION",
     "APPLICATION_KIND_LABEL",
@@ -74,6 +76,7 @@ CLASS_CONDITIONS = ("Accepted", "InUse", "WorkersApplied")
 Role = Literal["platform", "class", "parent", "pool", "instancetype"]
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Resource:
     """One resource: its API coordinates, what it is to us, and where it is read."""
@@ -216,6 +219,7 @@ AUXILIARY_KINDS = (
 )
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Fetched:
     """A resource read by name only (``get``: never listed or watched), so RBAC grants ``get`` alone."""

@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TypeVar
 
+from .frozen import fast_init
 from .names import FAMILIES
 from .patterns import (
     HTTP_URL,
@@ -62,6 +63,7 @@ __all__ = [
 _T = TypeVar("_T")
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Rule:
     """A CEL rule (``x-kubernetes-validations``) the API server evaluates on the node it sits on."""
@@ -70,6 +72,7 @@ class Rule:
     message: str
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class String:
     """A string field.
@@ -87,17 +90,20 @@ class String:
     empty: bool = True
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Boolean:
     description: str | None = None
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Array:
     items: Node
     description: str | None = None
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Map:
     """An object with free keys (``additionalProperties``); ``key_pattern`` is the parser's alone:
@@ -110,6 +116,7 @@ class Map:
     preserve_unknown: bool = False
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Object:
     """An object with known fields; any other field is unknown (the parser's ``Invalid``, the API

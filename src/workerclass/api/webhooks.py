@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from .frozen import fast_init
 from .resources import COMPUTE_PLANE, KUBERNETES, KUBERNETES_NODES, WEBHOOK_DOMAIN, WORKER_CLASS, Resource
 
 __all__ = [
@@ -38,6 +39,7 @@ HEALTH_PATH = "/healthz"
 METRICS_PATH = "/metrics"
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Webhook:
     """One served path: what it admits and the requests it must receive (no fewer, ideally no more)."""

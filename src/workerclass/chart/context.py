@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from ..api.frozen import fast_init
 from ..api.resources import RELEASE_PREFIX
 from ..violations import Violation
 from .source import ChartSource
@@ -21,6 +22,7 @@ from .source import ChartSource
 Variant = Literal["main", "pr3571"]
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class ChartInput:
     """What the chart's templates see for one pool release."""

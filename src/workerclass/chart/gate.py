@@ -26,6 +26,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from ..api.frozen import fast_init
 from .facts import facts
 from .identity import ChartIdentity, by_name, chart_digest, identify, known_identities
 
@@ -39,6 +40,7 @@ class GateError(ValueError):
     """A gate patch that is not a zero-context, add-only patch, or a chart its insertions do not fit."""
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class ChartGate:
     """The gate of one known ungated chart.
@@ -159,6 +161,7 @@ def gate_for(chart: str) -> ChartGate | None:
 GateStatus = Literal["gated", "applied", "unknown", "mismatch"]
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class GateOutcome:
     """What gating a chart's files came to.

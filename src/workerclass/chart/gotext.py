@@ -29,6 +29,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..api.frozen import fast_init
 from .goyaml import to_yaml
 from .quantity import go_quote_text, go_str, nindent, truthy
 
@@ -52,11 +53,13 @@ Scope = dict[str, Any]  # "." (dot), "$" (root), "$name" (variables), and "funct
 Evaluator = Callable[[Scope], Any]
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Text:
     text: str
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Action:
     """``{{ pipeline }}`` (printed) or ``{{ $x := pipeline }}`` (``variable`` set, nothing printed)."""
@@ -68,6 +71,7 @@ class Action:
     where: str = ""  # "<file>:<line>", as the action's own errors name it
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Block:
     """``{{ if }}`` / ``{{ with }}`` ... ``{{ else }}`` ... ``{{ end }}``."""

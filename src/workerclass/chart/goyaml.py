@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
+from ..api.frozen import fast_init
 from .quantity import go_float_str, parse_float, parse_int
 
 __all__ = ["to_yaml"]
@@ -109,6 +110,7 @@ def _is_readable(ch: str) -> bool:
 _BREAKS = "\r\n\x85\u2028\u2029"
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class _Analysis:
     block_plain: bool

@@ -28,6 +28,7 @@ from typing import Any
 
 import yaml
 
+from ..api.frozen import fast_init
 from .facts import DEFAULT_UPSTREAM, facts
 
 __all__ = [
@@ -43,6 +44,7 @@ __all__ = [
 ]
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class ChartRules:
     """What a chart decides beyond the facts every known chart shares (admission and render follow it).
@@ -76,6 +78,7 @@ class ChartRules:
         )
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class ChartIdentity:
     """A chart the port has been proved against (or, from :func:`identify`, files found to be one).
@@ -186,6 +189,7 @@ def _go_glob(pattern: str) -> re.Pattern[str]:
     return re.compile("".join(out) + r"\Z")
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class _IgnoreRule:
     pattern: re.Pattern[str]

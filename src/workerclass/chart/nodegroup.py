@@ -29,6 +29,7 @@ from typing import Any, Literal
 
 import yaml
 
+from ..api.frozen import fast_init
 from .context import ChartInput
 from .goyaml import to_yaml
 from .kubeyaml import from_yaml, k8s_load, plain_scalar
@@ -45,6 +46,7 @@ WM_API = "cozystack.io/v1alpha1"
 POSITIVE_DURATION = re.compile(r"[1-9][0-9]{0,4}[smh]([0-9]{1,5}[smh]){0,2}")
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Disk:
     """Where ``disk-system`` is imported or cloned from.

@@ -23,6 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ..api.frozen import fast_init
 from .context import ChartInput
 from .quantity import (
     addf,
@@ -61,6 +62,7 @@ def _chain(obj: Any, *path: str) -> bool:
     return True
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Sizing:
     """What ``nodegroup.yaml`` computes for one pool, as the strings it computes."""

@@ -35,6 +35,7 @@ from typing import Any
 import orjson
 import yaml
 
+from ..api.frozen import fast_init
 from .gotext import (
     SPRIG,
     Action,
@@ -79,6 +80,7 @@ JOB_TEMPLATE = "templates/talos-reconcile-job.yaml"
 JOB_SPEC_DEFINE = "kubernetes-nodes.talos-reconcile-job-spec"
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class JobContext:
     """``$jobContext``: every value the job-spec define reads (``values`` is the pool's ``.Values``)."""
@@ -131,6 +133,7 @@ class JobContext:
         }
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class _Compiled:
     template: Template
@@ -149,6 +152,7 @@ class _Compiled:
 RESTS_KEPT = 256
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class _Split:
     """The define as the text before the command script, which names the pool (its labels, account,

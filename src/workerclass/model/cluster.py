@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..api.frozen import fast_init
 from ..api.names import INFRASTRUCTURES, Infrastructure, is_infrastructure
 from ..api.patterns import KUBERNETES_MINOR, KUBERNETES_PATCH
 from ..api.schema import CLASS_ERA_KEYS
@@ -50,6 +51,7 @@ def node_group_refusals(cluster: str, groups: object, field: str) -> list[Violat
     return out
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Cluster:
     """The parent Kubernetes app: only its control-plane minor and infrastructure matter."""

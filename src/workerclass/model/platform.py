@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..api.frozen import fast_init
 from ..api.schema import PLATFORM_KAIROS, PLATFORM_SPEC, PLATFORM_TALOS, Map, Object, values_of
 from ..builtin import embedded_platform_spec
 from ..violations import Violation
@@ -18,18 +19,21 @@ from .versions import minor_of
 __all__ = ["Golden", "KairosImage", "Platform", "complete_platform_spec", "parse_platform"]
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Golden:
     version: str
     schematic_id: str
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class KairosImage:
     reference: str
     kubernetes_version: str | None
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Platform:
     """The singleton WorkerPlatform ``default``: platform defaults and version maps."""

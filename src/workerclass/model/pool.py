@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
+from ..api.frozen import fast_init
 from ..api.patterns import KUBERNETES_MINOR, KUBERNETES_PATCH, NAME, QUANTITY
 from ..api.schema import CLASS_ERA_KEYS
 from ..chart.checks import KUBELET_KEYS
@@ -54,12 +55,14 @@ DEFAULT_MIN_REPLICAS = 0
 DEFAULT_MAX_REPLICAS = 10
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Resources:
     cpu: str
     memory: str
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Taint:
     key: str
@@ -73,12 +76,14 @@ class Taint:
         return out
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Gpu:
     name: str
     vgpu: bool = False
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class PoolSpec:
     """A standalone pool's values (KubernetesNodes ``spec``, HelmRelease ``spec.values``)."""

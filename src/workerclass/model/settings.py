@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..api import schema
+from ..api.frozen import fast_init
 from ..api.patterns import HTTP_URL, URL_CREDENTIALS
 from .reader import (
     CREDENTIALS_MESSAGE,
@@ -35,6 +36,7 @@ __all__ = [
 # --------------------------------------------------------------------------- Talos settings
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class TalosSettings:
     """The ``talos`` block a class and a pool share. ``None`` = absent, ``""`` = supplied empty."""
@@ -64,6 +66,7 @@ class TalosSettings:
         return out
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class KernelModule:
     name: str
@@ -73,6 +76,7 @@ class KernelModule:
         return {"name": self.name, "parameters": list(self.parameters)}
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class ImageSource:
     """A builtin golden or an Image Factory source; empty values fall back to effective Talos."""
@@ -82,6 +86,7 @@ class ImageSource:
     endpoint: str | None = None
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class OsImage:
     """``kubevirt.osImage``: at most one of ``builtin`` / ``factory``; ``{}`` = default factory."""
@@ -94,6 +99,7 @@ class OsImage:
         return self.builtin is None and self.factory is None
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class OsSettings:
     """Every Talos-only setting, at the same paths in a class and in a pool."""

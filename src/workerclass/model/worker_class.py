@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
+from ..api.frozen import fast_init
 from ..api.names import Family, is_family
 from ..api.schema import CLASS_IMAGE, CLASS_SPEC
 from ..violations import Violation
@@ -20,12 +21,14 @@ _IMAGE_KEYS = CLASS_IMAGE.keys
 _IMAGE_VERSION = CLASS_IMAGE.string("kubernetesVersion")
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class FixedImage:
     kubernetes_version: str | None = None
     reference: str | None = None
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class WorkerClassSpec:
     #: ``""`` when ``spec.bootstrap`` could not be read (the parser said why)

@@ -23,6 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ..api.frozen import fast_init
 from ..api.schema import CLASS_ERA_KEYS
 from ..chart import factory_disk_url
 from ..chart.values import copy_values
@@ -102,6 +103,7 @@ def legacy_values(effective: Effective) -> dict[str, Any]:
     return values
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class ClassEra:
     """Effective settings beyond the main chart, with the pool field each one came from."""

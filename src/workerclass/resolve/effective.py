@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
+from ..api.frozen import fast_init
 from ..api.names import Family, ImageSource, Infrastructure
 from ..chart.context import ChartInput
 from ..chart.sizing import Sizing
@@ -32,6 +33,7 @@ class CheckedInput(NamedTuple):
     size: Sizing
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class EffectiveTalos:
     """Final Talos settings.
@@ -62,6 +64,7 @@ class EffectiveTalos:
         }
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class EffectiveImage:
     """The selected disk.
@@ -88,6 +91,7 @@ class EffectiveImage:
         }
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Effective:
     """Everything needed to render one pool's workers, and why each value won."""

@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ..api.frozen import fast_init
 from ..api.resources import KUBERNETES_NODES, RELEASE_PREFIX
 from ..model import Cluster, PoolSpec, WorkerClassSpec, parse_cluster, parse_node_group, parse_pool_spec
 from ..model.reader import key_path
@@ -61,6 +62,7 @@ def located(origin: str, line: int) -> str:
     return f"{origin_file(origin)}:{line}" if line > 0 else origin
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Document:
     """One YAML document: the object, where it was read from (``file#index``) and its first line
@@ -125,6 +127,7 @@ def parent_cluster(
     return parse_cluster(namespace, name, found[1])[0] if found is not None and found[0] == name else None
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class ObjectRecord:
     """One object read into the state, with where it came from (``obj``: shared, read-only by contract)."""
@@ -152,6 +155,7 @@ class ObjectRecord:
         return located(self.origin, self.line)
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class ClassRecord:
     """A WorkerClass as parsed (``obj``: the object read, shared, read-only by contract)."""
@@ -163,6 +167,7 @@ class ClassRecord:
     violations: tuple[Violation, ...] = ()
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class PoolRecord:
     """A pool as stored: a KubernetesNodes, a labelled HelmRelease or a ComputePlane node group.
