@@ -10,6 +10,8 @@ import dataclasses
 import importlib
 import inspect
 import pkgutil
+import typing
+import weakref
 from dataclasses import FrozenInstanceError, InitVar, dataclass, field
 from typing import Any
 
@@ -57,10 +59,14 @@ def _state(obj: Any) -> dict[str, Any]:
     return {f.name: getattr(obj, f.name) for f in dataclasses.fields(obj)}
 
 
+def _is_fast(cls: type[Any]) -> bool:
+    return "_twin" in cls.__init__.__code__.co_freevars
+
+
 def test_the_generated_init_is_the_one_in_use() -> None:
-    assert Fast.__init__ is not Plain.__init__
-    assert "_twin" in Fast.__init__.__code__.co_names
+    assert _is_fast(Fast) and not _is_fast(Plain)
     assert str(inspect.signature(Fast)) == str(inspect.signature(Plain))
+    assert typing.get_type_hints(Fast.__init__) == typing.get_type_hints(Plain.__init__)
 
 
 @given(_ARGS)
@@ -126,9 +132,30 @@ def test_a_shape_it_would_not_reproduce_keeps_the_dataclass_init() -> None:
     class Mutable:
         a: int
 
-    for cls in (WithInitVar, Derived, Unslotted, Mutable):
+    @dataclass(frozen=True, slots=True, weakref_slot=True)
+    class Weak:  # CPython refuses __class__ assignment between classes with a weakref slot
+        a: int
+
+    for cls in (WithInitVar, Derived, Unslotted, Mutable, Weak):
         before = cls.__init__
         assert fast_init(cls) is cls and cls.__init__ is before
+    weak = Weak(1)
+    assert weakref.ref(weak)() is weak
+
+
+def test_a_subclass_instance_is_built_by_the_dataclass_init() -> None:
+    class Slotted(Fast):  # type: ignore[misc,valid-type]
+        __slots__ = ()
+
+    class Unslotted(Fast):  # type: ignore[misc,valid-type]
+        pass
+
+    for cls in (Slotted, Unslotted):
+        obj = cls("a", 2, extra={"k": 1}, flag=True)
+        assert type(obj) is cls
+        assert _state(obj) == _state(Fast("a", 2, extra={"k": 1}, flag=True))
+        with pytest.raises(FrozenInstanceError):
+            obj.name = "b"
 
 
 def _core_records() -> list[type[Any]]:
@@ -149,8 +176,23 @@ def _core_records() -> list[type[Any]]:
 def test_every_frozen_slotted_record_of_the_core_is_built_by_plain_stores() -> None:
     records = _core_records()
     assert len(records) > 40
-    slow = [cls.__qualname__ for cls in records if "_twin" not in cls.__init__.__code__.co_names]
+    slow = [cls.__qualname__ for cls in records if not _is_fast(cls)]
     assert slow == []
+    for cls in records:  # each takes what the dataclass's own took, typed alike
+        original = cls.__init__._dataclass_init
+        assert str(inspect.signature(cls.__init__)) == str(inspect.signature(original)), cls
+        assert _defaults(cls.__init__) == _defaults(original), cls
+        assert typing.get_type_hints(cls.__init__) == typing.get_type_hints(original), cls
+
+
+def _defaults(init: Any) -> tuple[Any, ...]:
+    """An ``__init__``'s defaults, a factory's sentinel (each generator has its own) named alike."""
+
+    def shown(value: Any) -> Any:
+        return "<factory>" if repr(value) == "<factory>" else value
+
+    keyword = tuple((name, shown(value)) for name, value in (init.__kwdefaults__ or {}).items())
+    return tuple(shown(value) for value in init.__defaults__ or ()), keyword
 
 
 def test_a_module_record_pickles_and_compares_as_before() -> None:

@@ -198,8 +198,8 @@ class KubeLoader(_Base):
     def resolve(self, kind: type[Node], value: str | None, implicit: tuple[bool, bool]) -> str:
         """A node's tag as the two resolvers registered below give it (a plain ``<<`` is a merge key,
         any other plain scalar :data:`PLAIN_TAG`), without matching their patterns: the C parser
-        asks for every node. A subclass that registers resolvers or paths of its own is read by
-        PyYAML's resolution."""
+        asks for every node. A subclass that registers resolvers of its own is read by PyYAML's
+        resolution (paths are refused: :meth:`add_path_resolver`)."""
         if self.yaml_implicit_resolvers is not _RESOLVERS or self.yaml_path_resolvers:
             return str(super().resolve(kind, value, implicit))  # type: ignore[no-untyped-call]
         if kind is ScalarNode:
