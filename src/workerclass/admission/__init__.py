@@ -74,13 +74,13 @@ _OPERATION_WORDS = f"{', '.join(ALL_OPERATIONS[:-1])} or {ALL_OPERATIONS[-1]}"
 
 
 def _spec(obj: Mapping[str, Any] | None) -> Any:
-    return obj.get("spec") if isinstance(obj, Mapping) else None
+    return obj.get("spec") if type(obj) is dict or isinstance(obj, Mapping) else None
 
 
 def _pool_values(obj: Mapping[str, Any] | None) -> Any:
     """A pool's values: ``spec`` of a KubernetesNodes, ``spec.values`` of a HelmRelease."""
     spec = _spec(obj)
-    if isinstance(obj, Mapping) and obj.get("kind") == "HelmRelease":
+    if (type(obj) is dict or isinstance(obj, Mapping)) and obj.get("kind") == "HelmRelease":
         return spec.get("values") if isinstance(spec, dict) else None
     return spec
 
@@ -277,7 +277,7 @@ def _validated(
     """:func:`validate` of an object already judged within the bounds, ``old`` already the one to read;
     ``clean``: its text showed no string that can hold private key material (nothing to search)."""
     subject = obj if obj is not None else old
-    if not isinstance(subject, Mapping):
+    if type(subject) is not dict and not isinstance(subject, Mapping):
         return Decision(False, operation, denials=[Violation("Invalid", "object", "no object to admit")])
     kind = subject.get("kind")
     handler = _VALIDATORS.get(kind) if isinstance(kind, str) else None
@@ -428,7 +428,7 @@ def _validate_pool(
     # The class the pool held before this request: the old object's, or (``check`` admitting what a
     # STATE already stores) the stored pool's. A pool that keeps its class keeps it while it is deleted.
     stored = state.pools.get((record.kind, record.namespace, record.name))
-    if isinstance(old, Mapping):
+    if old is not None and isinstance(old, Mapping):
         before = _stored_class(old)
     else:
         before = stored.class_name if stored is not None and _same_values(stored.values, record.values) else None

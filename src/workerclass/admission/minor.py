@@ -36,7 +36,7 @@ def omitted_minor(state: State, obj: Mapping[str, Any], patched: Mapping[str, An
     A classless pool is left as written (the chart renders it with its default).
     """
     spec = patched.get("spec")
-    if not isinstance(spec, Mapping) or spec.get("version") not in (None, ""):
+    if (type(spec) is not dict and not isinstance(spec, Mapping)) or spec.get("version") not in (None, ""):
         return None
     if _class_of(patched) is None:
         return None

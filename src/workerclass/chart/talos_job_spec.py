@@ -172,8 +172,10 @@ class _Split:
             return SpecRest(self.rest.render(data, functions=SPRIG, replace=replace))
         rest = self.rests.get(key)
         if rest is not None:
-            with contextlib.suppress(KeyError):  # another thread may have evicted it meanwhile
+            try:  # noqa: SIM105 - every hit takes this path: a try costs nothing, a suppress two calls
                 self.rests.move_to_end(key)  # the most recently used kept last
+            except KeyError:  # another thread may have evicted it meanwhile
+                pass
             return rest
         rest = self.rests[key] = SpecRest(self.rest.render(data, functions=SPRIG, replace=replace))
         if len(self.rests) > RESTS_KEPT:

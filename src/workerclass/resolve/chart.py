@@ -110,8 +110,10 @@ def chart_checks_and_input(
         else:
             failures = None
     if failures is not None:
-        with contextlib.suppress(KeyError):  # another thread may have evicted it meanwhile
+        try:  # noqa: SIM105 - every hit takes this path: a try costs nothing, a suppress two calls
             _SHARED_CHECKS.move_to_end(content)  # type: ignore[arg-type]
+        except KeyError:  # another thread may have evicted it meanwhile
+            pass
     else:
         bounded = _bounded(record.values)
         platform = _platform_values(state)

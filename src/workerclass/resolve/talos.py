@@ -47,15 +47,18 @@ def mirror_map(parsed: Mapping[str, tuple[str, ...]], values: Any) -> dict[str, 
     ``values`` holds ``talos.registryMirrors`` (a pool's values, a class's spec). A registry whose
     written map cannot be found keeps the parsed endpoints (``{"endpoints": [...]}``).
     """
-    talos = values.get("talos") if isinstance(values, Mapping) else None
-    written = talos.get("registryMirrors") if isinstance(talos, Mapping) else None
-    raw = {str(key): body for key, body in written.items()} if isinstance(written, Mapping) else {}
+    # (``type(x) is dict`` first: an ABC check is a Python frame, and these are dicts from JSON)
+    talos = values.get("talos") if type(values) is dict or isinstance(values, Mapping) else None
+    written = talos.get("registryMirrors") if type(talos) is dict or isinstance(talos, Mapping) else None
+    raw: dict[str, Any] = {}
+    if type(written) is dict or isinstance(written, Mapping):
+        raw = {str(key): body for key, body in written.items()}
     out: dict[str, Mapping[str, Any]] = {}
     for registry, endpoints in parsed.items():
         body = raw.get(registry)
         # Not copied: values are read-only here, and a mirror map may nest arbitrarily deep
         # (such a pool is refused for it; resolving it must not recurse).
-        out[registry] = body if isinstance(body, Mapping) else {"endpoints": list(endpoints)}
+        out[registry] = body if type(body) is dict or isinstance(body, Mapping) else {"endpoints": list(endpoints)}
     return out
 
 

@@ -262,7 +262,7 @@ def pool_from_object(obj: Mapping[str, Any]) -> PoolRecord | None:
 
 def _created(obj: Mapping[str, Any]) -> str:
     meta = obj.get("metadata")
-    stamp = meta.get("creationTimestamp") if isinstance(meta, Mapping) else None
+    stamp = meta.get("creationTimestamp") if type(meta) is dict or isinstance(meta, Mapping) else None
     return stamp if isinstance(stamp, str) else ""
 
 
