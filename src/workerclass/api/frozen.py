@@ -11,8 +11,8 @@ the same fields, equality, hash, repr and ``replace``) and gives it an ``__init_
 new instance, for the time of its stores, to a twin class with the same slots and no
 ``__setattr__`` of its own: the stores are plain ones, then the instance is the frozen class's
 again, before ``__post_init__`` and before anyone else sees it. What the generated ``__init__``
-does not reproduce exactly (an ``InitVar``, a base class, a field named ``self`` or with a leading
-underscore) leaves the class with the dataclass's own.
+does not reproduce exactly (an ``InitVar``, a base class, a metaclass, a weakref slot, a field
+named ``self`` or with a leading underscore) leaves the class with the dataclass's own.
 
 Its edge: a class in, the same class out.
 """
