@@ -428,7 +428,7 @@ def _validate_pool(
     # The class the pool held before this request: the old object's, or (``check`` admitting what a
     # STATE already stores) the stored pool's. A pool that keeps its class keeps it while it is deleted.
     stored = state.pools.get((record.kind, record.namespace, record.name))
-    if old is not None and isinstance(old, Mapping):
+    if old is not None and (type(old) is dict or isinstance(old, Mapping)):
         before = _stored_class(old)
     else:
         before = stored.class_name if stored is not None and _same_values(stored.values, record.values) else None

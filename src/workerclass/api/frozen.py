@@ -61,10 +61,16 @@ def fast_init(cls: type[_T]) -> type[_T]:
         return cls  # a name the generated text could not take as a parameter of its own
     original = cls.__init__
     twin = type(f"_{cls.__name__}Stores", (), {"__slots__": own, "__module__": cls.__module__})
-    bound: dict[str, Any] = {"_twin": twin, "_cls": cls, "_set": object.__setattr__, "_FACTORY": _FACTORY}
-    bound["_original"] = original
-    positional: list[str] = []
+    bound: dict[str, Any] = {
+        "_twin": twin,
+        "_cls": cls,
+        "_set": object.__setattr__,
+        "_FACTORY": _FACTORY,
+        "_original": original,
+    }
+    positional: list[str] = []  # the parameters, as written in the signature
     keyword: list[str] = []
+    passed: list[str] = []  # the same, as passed on to the dataclass's own __init__
     body = ["        _set(self, '__class__', _twin)"]
     for field in fields:
         name = field.name
@@ -86,18 +92,17 @@ def fast_init(cls: type[_T]) -> type[_T]:
         else:
             parameter = name
         (keyword if field.kw_only else positional).append(parameter)
+        passed.append(f"{name}={name}")
         body.append(f"        self.{name} = {name}")
     body.append("        self.__class__ = _cls")
     if hasattr(cls, "__post_init__"):
         body.append("        self.__post_init__()")
     parameters = [*positional, *(["*", *keyword] if keyword else [])]
-    arguments = [name.partition("=")[0] for name in parameters if name != "*"]
-    passed = ", ".join([*(arguments[: len(positional)]), *(f"{name}={name}" for name in arguments[len(positional) :])])
     source = (
         f"def __create_fn__({', '.join(bound)}):\n"
         f"    def __init__({', '.join(['self', *parameters])}):\n"
         "        if type(self) is not _cls:\n"
-        f"            return _original(self, {passed})\n" + "\n".join(body) + "\n"
+        f"            return _original(self, {', '.join(passed)})\n" + "\n".join(body) + "\n"
         "    return __init__\n"
     )
     module = sys.modules.get(cls.__module__)
