@@ -12,9 +12,12 @@ resources (WorkerClass) keep refusing unknown fields.
 from __future__ import annotations
 
 import copy
+import difflib
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tests.builders import (
     make_class,
@@ -25,6 +28,9 @@ from tests.builders import (
     pairs,
 )
 from workerclass import admit
+from workerclass.model import reader as reader_module
+from workerclass.model.pool import CHART_KEYS
+from workerclass.model.reader import MAX_NAMED_UNKNOWN
 
 #: (spec overrides, the path the warning names, the known key it suggests or None)
 UNKNOWN = {
@@ -165,3 +171,73 @@ def test_a_compute_plane_unknown_key_names_the_chart_that_ignores_it() -> None:
     plane = make_compute_plane(node_groups={"workers": {"maxReplicas": 2, "someOldKey": 1}})
     (said,) = [w for w in admit(make_state(), "CREATE", plane).warnings if "someOldKey" in w]
     assert "kubernetes chart" in said and "neither the chart nor workerclass" not in said
+
+
+# --------------------------------------------------------------------------- many unknown keys
+
+
+def test_past_twenty_unknown_keys_one_line_counts_the_rest() -> None:
+    """Each named key costs a spelling search and a line of the answer: a pool of thousands of unknown
+    keys is said in 21 lines, the first 20 keys in the values' order and one that counts the rest."""
+    extra = {f"oldKey{index}": index for index in range(MAX_NAMED_UNKNOWN + 7)}
+    decision = admit(make_state(), "CREATE", make_pool("md1", **extra))
+    assert decision.allowed, [str(v) for v in decision.denials]
+    said = [w for w in decision.warnings if "unknown field" in w]
+    assert [w.split(":", 1)[0] for w in said[:MAX_NAMED_UNKNOWN]] == [
+        f"spec.oldKey{index}" for index in range(MAX_NAMED_UNKNOWN)
+    ]
+    assert said[MAX_NAMED_UNKNOWN:] == [
+        "spec: 7 more unknown fields (their names are not shown): "
+        "neither the chart nor workerclass reads it, so it has no effect"
+    ]
+
+
+def test_exactly_twenty_unknown_keys_are_all_named() -> None:
+    extra = {f"oldKey{index}": index for index in range(MAX_NAMED_UNKNOWN)}
+    said = [w for w in admit(make_state(), "CREATE", make_pool("md1", **extra)).warnings if "unknown field" in w]
+    assert len(said) == MAX_NAMED_UNKNOWN and not [w for w in said if "more unknown fields" in w]
+
+
+def test_a_worker_class_with_many_unknown_fields_is_refused_with_a_count() -> None:
+    extra = {f"versoin{index}": "x" for index in range(MAX_NAMED_UNKNOWN + 3)}
+    decision = admit(make_state(), "CREATE", make_class("custom", talos=extra))
+    unknown = [v for v in decision.denials if v.field.startswith("spec.talos")]
+    assert len(unknown) == MAX_NAMED_UNKNOWN + 1
+    assert unknown[-1].field == "spec.talos"
+    assert unknown[-1].message.startswith("has 3 more unknown fields (their names are not shown); expected one of: ")
+
+
+def test_thousands_of_unknown_keys_are_read_in_one_pass(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Only the named keys are searched for a spelling (the search is what made a wide mapping slow)."""
+    searched: list[str] = []
+    real = reader_module._closest
+
+    def counting(key: str, known: frozenset[str]) -> str | None:
+        searched.append(key)
+        return real(key, known)
+
+    monkeypatch.setattr(reader_module, "_closest", counting)
+    extra = {f"k{index}": 1 for index in range(5000)}
+    decision = admit(make_state(), "CREATE", make_pool("md1", **extra))
+    assert decision.allowed
+    assert len(searched) == MAX_NAMED_UNKNOWN
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    key=st.one_of(
+        st.text(alphabet="abcdefghijklmnopqrstuvwxyzRMN", min_size=0, max_size=60),
+        st.sampled_from(sorted(CHART_KEYS)).map(lambda k: k + "x" * 7),
+        st.sampled_from(sorted(CHART_KEYS)).flatmap(lambda k: st.integers(0, len(k)).map(lambda n: k[:n] + k)),
+    )
+)
+def test_a_long_key_is_the_typo_of_no_known_key(key: str) -> None:
+    """The length cut-off gives difflib's answer: past 1.5 times the longest known key no ratio reaches 0.8."""
+    known = frozenset(CHART_KEYS)
+    folded = {name.lower(): name for name in known}
+    if key.lower() in folded:
+        expected: str | None = folded[key.lower()]
+    else:
+        match = difflib.get_close_matches(key.lower(), list(folded), n=1, cutoff=0.8)
+        expected = folded[match[0]] if match else None
+    assert reader_module._closest(key, known) == expected
