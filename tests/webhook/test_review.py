@@ -110,3 +110,35 @@ def test_the_scrubber_hides_request_values_but_never_the_objects_keys() -> None:
     assert causes[0]["message"] == "Talos has no SSH server: leave sshKeys empty"
     assert causes[1]["message"] == f"unknown field; expected one of: sshKeys, workerClassName (got {HIDDEN})"
     assert secret not in response["status"]["message"] and "leave sshKeys empty" in response["status"]["message"]
+
+
+def test_an_answer_carries_fifty_denials_and_counts_the_rest() -> None:
+    """Every line of an answer is compared with the request's values, and the API server keeps 4096
+    characters of warnings: 20,000 denials of one wide pool are answered as their first 50 and a count."""
+    from workerclass.webhook.review import MAX_ANSWERED, scrub
+
+    secret = "ahunter2secretz+Q/"
+    denials = [
+        Violation("Invalid", f"spec.roles[{index}]", f"is not a role ({secret})") for index in range(MAX_ANSWERED + 12)
+    ]
+    warnings = [f"spec.k{index}: unknown field" for index in range(MAX_ANSWERED + 3)]
+    response = from_decision("u", Decision(False, "CREATE", denials=denials, warnings=warnings), mutating=False)
+    causes = response["status"]["details"]["causes"]
+    assert [cause["field"] for cause in causes] == [f"spec.roles[{index}]" for index in range(MAX_ANSWERED)]
+    assert response["status"]["message"].endswith("; and 12 more denials not shown (fix these first)")
+    assert response["status"]["message"].count("Invalid spec.roles[") == MAX_ANSWERED
+    assert response["warnings"] == [*warnings[:MAX_ANSWERED], "workerclass: 3 more warnings not shown"]
+    scrubbed = scrub(response, {"spec": {"roles": [secret]}})
+    assert secret not in scrubbed["status"]["message"]
+    assert scrubbed["status"]["message"].endswith("; and 12 more denials not shown (fix these first)")
+
+
+def test_an_answer_of_fifty_denials_is_whole() -> None:
+    from workerclass.webhook.review import MAX_ANSWERED
+
+    denials = [Violation("Invalid", f"spec.roles[{index}]", "is not a role") for index in range(MAX_ANSWERED)]
+    response = from_decision("u", Decision(False, "CREATE", denials=denials), mutating=False)
+    assert len(response["status"]["details"]["causes"]) == MAX_ANSWERED
+    assert response["status"]["message"] == "; ".join(
+        f"Invalid spec.roles[{i}]: is not a role" for i in range(MAX_ANSWERED)
+    )

@@ -288,10 +288,13 @@ class ReviewHandler:
             answer["warnings"] = [*answer.get("warnings", ()), *stale]
         if not decision.allowed:
             if logger.isEnabledFor(logging.INFO):  # the denial's codes are only joined for the log
+                denials = decision.denials
                 codes = ", ".join(
                     f"{escaped(violation.code, 64)} {escaped(wire.shown_field(violation.field), 160)}"
-                    for violation in decision.denials
+                    for violation in denials[: wire.MAX_ANSWERED]
                 )
+                if len(denials) > wire.MAX_ANSWERED:
+                    codes += f" and {len(denials) - wire.MAX_ANSWERED} more"
                 logger.info(
                     "%s: uid=%s %s %s %s denied: %s",
                     route.name,

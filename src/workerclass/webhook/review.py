@@ -302,6 +302,11 @@ _CREDENTIALS = re.compile(
     r"(?<=://)[^/\s@]*@|-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----.*?(-----END [A-Z0-9 ]*-----|$)", re.S
 )
 HIDDEN = "(a value that is not shown)"
+#: denials (``status.details.causes``) and warnings an answer carries at most, each list in the
+#: core's order; past them the answer says how many it leaves out. Every line is compared with the
+#: request's values before it is sent (:func:`scrub`), and the API server keeps 4096 characters of
+#: warnings in all: 20,000 denials would take the loop for seconds and answer megabytes.
+MAX_ANSWERED = 50
 #: request strings compared with an answer's text at most (a wide object costs the denial path only)
 MAX_VALUES = 5000
 
@@ -357,9 +362,13 @@ def scrub(response: dict[str, Any], *objects: object) -> dict[str, Any]:
         return response
     values = request_values(*objects)
     if causes and isinstance(status, dict):
+        # what follows the causes in the message is ours (how many were left out): kept as it is
+        message = status.get("message")
+        joined = _joined(causes)
+        tail = message[len(joined) :] if isinstance(message, str) and message.startswith(joined) else ""
         for cause in causes:
             cause["message"] = scrubbed(cause["message"], values)
-        status["message"] = "; ".join(f"{cause['reason']} {cause['field']}: {cause['message']}" for cause in causes)
+        status["message"] = _joined(causes) + tail
     if warnings:
         response["warnings"] = [scrubbed(warning, values) for warning in warnings]
     return response
@@ -398,13 +407,13 @@ def from_decision(uid: str, decision: Decision, *, mutating: bool) -> dict[str, 
             first = denials[0].code
             causes = [
                 {"reason": violation.code, "field": shown_field(violation.field), "message": violation.message}
-                for violation in denials
+                for violation in denials[:MAX_ANSWERED]
             ]
             response["status"] = {
                 "status": "Failure",
                 "code": INVALID_CODE if first == "Invalid" else DENIED_CODE,
                 "reason": first,
-                "message": "; ".join(f"{cause['reason']} {cause['field']}: {cause['message']}" for cause in causes),
+                "message": status_message(causes, len(denials)),
                 "details": {"causes": causes},
             }
         else:  # the core denied without saying why: still a denial, and say so
@@ -415,5 +424,21 @@ def from_decision(uid: str, decision: Decision, *, mutating: bool) -> dict[str, 
                 "message": "denied by workerclass admission without a stated reason",
             }
     if decision.warnings:
-        response["warnings"] = [str(warning) for warning in decision.warnings]
+        warnings = [str(warning) for warning in decision.warnings[:MAX_ANSWERED]]
+        if len(decision.warnings) > MAX_ANSWERED:
+            warnings.append(f"workerclass: {len(decision.warnings) - MAX_ANSWERED} more warnings not shown")
+        response["warnings"] = warnings
     return response
+
+
+def status_message(causes: list[dict[str, Any]], total: int) -> str:
+    """``status.message``: each cause as ``CODE field: message``, joined by ``"; "``, and how many
+    of the ``total`` denials the answer leaves out (past :data:`MAX_ANSWERED`)."""
+    message = _joined(causes)
+    if total > len(causes):
+        message += f"; and {total - len(causes)} more denials not shown (fix these first)"
+    return message
+
+
+def _joined(causes: list[dict[str, Any]]) -> str:
+    return "; ".join(f"{cause['reason']} {cause['field']}: {cause['message']}" for cause in causes)
