@@ -11,10 +11,14 @@ what a denial judges, or a denial the stored pool did not have, is refused. ``ra
 from __future__ import annotations
 
 import copy
+import importlib
 from collections.abc import Callable
 from typing import Any
+from unittest import mock
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tests.builders import (
     KUBERNETES_VERSIONS,
@@ -180,3 +184,33 @@ def test_the_stored_object_is_not_judged_when_no_denied_field_is_left_as_stored(
         raise AssertionError("the stored object was judged though nothing denied was left as stored")
 
     assert ratchet([denial], new=new, old=old, values=values, stored=stored) == ([denial], [])
+
+
+#: the module (the package's ``ratchet`` is its function)
+RATCHET = importlib.import_module("workerclass.admission.ratchet")
+#: keys made of a few parts that dotted paths can split anywhere, and keys of other types (YAML)
+_KEY_PARTS = st.sampled_from(["a", "b", "io", "docker", "", "1"])
+_KEYS = st.one_of(
+    st.lists(_KEY_PARTS, min_size=1, max_size=3).map(".".join),
+    st.lists(_KEY_PARTS, min_size=1, max_size=2).map(lambda parts: "[".join(parts)),
+    st.integers(0, 3),
+    st.none(),
+)
+_VALUES = st.recursive(
+    st.one_of(st.integers(0, 2), st.text("xy", max_size=2)),
+    lambda inner: st.one_of(st.lists(inner, max_size=3), st.dictionaries(_KEYS, inner, max_size=12)),
+    max_leaves=40,
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(root=st.dictionaries(_KEYS, _VALUES, max_size=12), paths=st.lists(st.lists(_KEY_PARTS, min_size=1, max_size=5)))
+def test_an_index_finds_what_the_scan_finds(root: dict[Any, Any], paths: list[list[str]]) -> None:
+    """The ratchet's indexes of wide mappings give the scan's answer: the longest key text a path
+    starts with, the first key of that text (keys of another type, and texts holding dots or brackets, too)."""
+    indexes: dict[int, dict[str, Any]] = {}
+    fields = [field for parts in paths for field in (".".join(parts), "[".join(parts), ".".join(parts) + "[0]")]
+    scanned = [value_at(root, field) for field in fields]
+    with mock.patch.object(RATCHET, "_SCANNED", 0):  # every mapping through its index, however small
+        indexed = [value_at(root, field, indexes) for field in fields]
+    assert all(left is right for left, right in zip(indexed, scanned, strict=True))

@@ -10,11 +10,15 @@ are compared with the values, and the ratchet compares each value it finds once.
 
 from __future__ import annotations
 
+import copy
+import importlib
 import json
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
+from workerclass import validate
 from workerclass.adapters.tls import ReloadingContext
 from workerclass.webhook import StaticSource
 from workerclass.webhook import review as wire
@@ -25,6 +29,8 @@ from .conftest import fast_settings
 from .helpers import CertFiles, Client, Running, review
 
 VALIDATE = "/validate/kubernetesnodes"
+#: the module (the package's ``ratchet`` is its function)
+ratchet_module = importlib.import_module("workerclass.admission.ratchet")
 
 
 @pytest.fixture
@@ -62,3 +68,47 @@ def test_thousands_of_denials_are_answered_as_fifty_and_a_count(
         f"; and {3000 - wire.MAX_ANSWERED} more denials not shown (fix these first)"
     )
     assert len(compared) <= wire.MAX_ANSWERED + len(answer.get("warnings", ()))
+
+
+def test_an_update_leaving_thousands_of_refused_labels_compares_each_value_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    pairs: list[tuple[Any, Any]] = []
+    real = ratchet_module._same
+
+    def counting(left: Any, right: Any) -> bool:
+        pairs.append((left, right))
+        return real(left, right)
+
+    monkeypatch.setattr(ratchet_module, "_same", counting)
+    labels = {f"team{index}": "-refused-" for index in range(2000)}
+    roles = [f"-r{index}" for index in range(2000)]
+    old = pool("wide", workerClassName="talos", labels=labels, roles=roles)
+    new = copy.deepcopy(old)
+    new["spec"]["maxReplicas"] = 7
+    decision = validate(table_state(), "UPDATE", new, old)
+    assert decision.allowed, [str(v) for v in decision.denials[:3]]
+    assert len(decision.warnings) >= 4000  # each stored refusal said (the door answers fifty)
+    # one comparison per label (each its own value), one for the whole roles list
+    assert len(pairs) <= len(labels) + 1 + 5
+
+
+class _CountingDict(dict[str, Any]):
+    """A dict that counts how often its keys are walked."""
+
+    walks = 0
+
+    def __iter__(self) -> Iterator[str]:
+        type(self).walks += 1
+        return super().__iter__()
+
+
+def test_the_ratchet_indexes_a_wide_mapping_once() -> None:
+    labels = _CountingDict({f"team{index}": "-refused-" for index in range(500)})
+    values = {"labels": labels}
+    fields = [f"spec.labels.team{index}" for index in range(500)]
+    indexes: dict[int, dict[str, Any]] = {}
+    _CountingDict.walks = 0
+    found = [ratchet_module.value_at({"spec": values}, field, indexes) for field in fields]
+    assert found == ["-refused-"] * 500
+    assert _CountingDict.walks == 1
