@@ -30,7 +30,7 @@ from typing import Any, NamedTuple
 import orjson
 
 from ..admission.decision import Decision
-from ..api.patterns import TOKEN, looks_like_token, looks_private
+from ..api.patterns import looks_like_token, looks_private, token_start
 from ..api.webhooks import ADMITTED_OPERATIONS
 
 API_VERSION = "admission.k8s.io/v1"
@@ -275,7 +275,7 @@ def shown_field(field: str) -> str:
     token, a JWT, whose dots would make it look like three segments); otherwise cut before the
     segment that is not (a map key taken from the request, which may be anything) and that
     segment named, not shown."""
-    token = TOKEN.search(field)
+    token = token_start(field)
     if _FIELD.fullmatch(field) and token is None and not looks_like_token(field):
         return field
     index = next(
@@ -283,7 +283,7 @@ def shown_field(field: str) -> str:
         len(field),
     )
     if token is not None:
-        index = min(index, token.start())
+        index = min(index, token)
     elif looks_like_token(field):
         run = next(run for run in _SECRET_RUNS.finditer(field) if looks_like_token(run.group()))
         index = min(index, run.start())
