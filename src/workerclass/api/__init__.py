@@ -12,6 +12,7 @@
 - :mod:`.paths`: typed field paths.
 - :mod:`.bounds`: how deep and how large an object workerclass reads may be, measured iteratively.
 - :mod:`.frozen`: frozen records built at the cost of plain ones (the core's per-request records).
+- :mod:`.caching`: caches that keep only short arguments (a tenant's text is never kept whole).
 
 The bottom layer: it imports nothing else of the package, and every layer may import it.
 """

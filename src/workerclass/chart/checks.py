@@ -33,6 +33,7 @@ from typing import Any, NamedTuple
 
 import yaml
 
+from ..api.caching import short_cache
 from ..api.resources import RELEASE_PREFIX
 from ..violations import Violation
 from .context import ChartInput
@@ -551,7 +552,7 @@ class _KubeletView:
         return self._text.get(key)
 
 
-@functools.lru_cache(maxsize=1024)
+@short_cache(maxsize=1024)
 def _kubelet_failures(
     view: tuple[tuple[bool, str], ...],
     effective_memory: str,

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
+from ..api.caching import short_cache
 from ..api.frozen import fast_init
 from .quantity import go_float_str, parse_float, parse_int
 
@@ -281,7 +282,7 @@ def _string_lines(value: str, indent: int, column: int, *, key: bool) -> list[st
 
 
 #: Pools repeat their mirrors' strings; each one's lines are worked out once.
-_cached_string_lines = functools.lru_cache(maxsize=4096)(_string_lines)
+_cached_string_lines = short_cache(maxsize=4096)(_string_lines)
 
 
 def _number(value: int | float) -> str:

@@ -29,6 +29,7 @@ from typing import Any, Literal
 
 import yaml
 
+from ..api.caching import short_cache
 from ..api.frozen import fast_init
 from .context import ChartInput
 from .goyaml import to_yaml
@@ -120,7 +121,7 @@ def sanitized_pod_resources(inp: ChartInput) -> str:
     return _pod_resources_text(tuple(limits.items()), tuple(requests.items()))
 
 
-@functools.lru_cache(maxsize=1024)
+@short_cache(maxsize=1024)
 def _pod_resources_text(limits: tuple[tuple[str, Any], ...], requests: tuple[tuple[str, Any], ...]) -> str:
     # Cached by the map: go-yaml's emitter costs ~45 us a call, the lookup ~1 us, and a fleet's
     # pools share a handful of pod CPU settings.
@@ -146,7 +147,7 @@ def _ephemeral_request(ratio_raw: Any) -> str:
     return str(to_int(divf(to_float("2Gi"), to_float64(ratio_raw))))
 
 
-@functools.lru_cache(maxsize=64)
+@short_cache(maxsize=64)
 def _ephemeral_request_str(ratio_raw: str) -> str:
     return str(to_int(divf(to_float("2Gi"), to_float64(ratio_raw))))
 

@@ -21,6 +21,8 @@ from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any
 
+from ..api.caching import short_cache
+
 _INT64_MIN = -(1 << 63)
 _INT64_MAX = (1 << 63) - 1
 
@@ -355,7 +357,7 @@ def to_float(value: Any) -> float:
     return _to_float(value)
 
 
-@functools.lru_cache(maxsize=4096)
+@short_cache(maxsize=4096)
 def _to_float_str(value: str) -> float:
     return _to_float(value)
 
@@ -381,7 +383,7 @@ def cpu_to_millicores(value: Any) -> str:
     return _cpu_to_millicores_str(go_str(value))
 
 
-@functools.lru_cache(maxsize=4096)
+@short_cache(maxsize=4096)
 def _cpu_to_millicores_str(s: str) -> str:
     if s.endswith("m"):
         return s[:-1]

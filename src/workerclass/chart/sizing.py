@@ -17,12 +17,12 @@ and a missing instance type fails ``nodegroup.yaml`` whenever it would be consul
 
 from __future__ import annotations
 
-import functools
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ..api.caching import short_cache
 from ..api.frozen import fast_init
 from .context import ChartInput
 from .quantity import (
@@ -117,7 +117,7 @@ class Sizing:
 # The arithmetic is a pure function of a few strings: cached on them (pools share sizes).
 
 
-@functools.lru_cache(maxsize=1024)
+@short_cache(maxsize=1024)
 def _eviction_hard_bytes(effective_memory: str, hard: str) -> float:
     if not effective_memory:
         return 0.0
@@ -127,33 +127,33 @@ def _eviction_hard_bytes(effective_memory: str, hard: str) -> float:
     return to_float(hard)
 
 
-@functools.lru_cache(maxsize=1024)
+@short_cache(maxsize=1024)
 def _total_reserved_memory_bytes(system: str, kube: str, effective_memory: str, hard: str) -> float:
     sys_b = to_float(system)
     kube_b = to_float(kube)
     return addf(addf(sys_b, kube_b), _eviction_hard_bytes(effective_memory, hard))
 
 
-@functools.lru_cache(maxsize=1024)
+@short_cache(maxsize=1024)
 def _total_reserved_cpu_millis(system: str, kube: str) -> float:
     return addf(to_float64(cpu_to_millicores(system)), to_float64(cpu_to_millicores(kube)))
 
 
-@functools.lru_cache(maxsize=1024)
+@short_cache(maxsize=1024)
 def _capacity_memory(system: str, kube: str, effective_memory: str, hard: str) -> str:
     allocatable = subf(to_float(effective_memory), _total_reserved_memory_bytes(system, kube, effective_memory, hard))
     mi = float(math.floor(divf(allocatable, _MI)))
     return f"{go_float_str(mi)}Mi"
 
 
-@functools.lru_cache(maxsize=1024)
+@short_cache(maxsize=1024)
 def _capacity_cpu(effective_cpu: str, system: str, kube: str) -> str:
     millis = float(to_int(cpu_to_millicores(effective_cpu)))
     allocatable = subf(millis, _total_reserved_cpu_millis(system, kube))
     return f"{float_to_int(float(math.ceil(allocatable)))}m"
 
 
-@functools.lru_cache(maxsize=1024)
+@short_cache(maxsize=1024)
 def _auto_memory(effective_memory: str) -> str:
     auto_mi = 256
     if effective_memory:
@@ -163,7 +163,7 @@ def _auto_memory(effective_memory: str) -> str:
     return f"{auto_mi}Mi"
 
 
-@functools.lru_cache(maxsize=1024)
+@short_cache(maxsize=1024)
 def _auto_cpu(effective_cpu: str) -> str:
     auto_millis = 50
     if effective_cpu:

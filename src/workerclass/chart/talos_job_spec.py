@@ -24,7 +24,6 @@ a variable set before the cut, or the whole data, is not cut.
 from __future__ import annotations
 
 import contextlib
-import functools
 import hashlib
 import re
 from collections import OrderedDict
@@ -35,6 +34,7 @@ from typing import Any
 import orjson
 import yaml
 
+from ..api.caching import short_cache
 from ..api.frozen import fast_init
 from .gotext import (
     SPRIG,
@@ -413,7 +413,7 @@ def job_spec(ctx: JobContext, chart: ChartSource) -> JobSpec:
 _IMAGE_AS_WRITTEN = re.compile(r"[\x20\x21\x23-\x5b\x5d-\x7e]*")
 
 
-@functools.lru_cache(maxsize=256)
+@short_cache(maxsize=256)
 def image_scalar(image: str) -> str | None:
     """What the container's ``image: "<image>"`` line holds once read (a double-quoted YAML scalar:
     its escapes apply, line breaks fold), or None when the value breaks that scalar or closes it

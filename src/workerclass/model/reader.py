@@ -12,9 +12,9 @@ from __future__ import annotations
 import difflib
 import re
 from collections.abc import Mapping
-from functools import lru_cache
 from typing import Any, Literal
 
+from ..api.caching import short_cache
 from ..api.patterns import (
     HTTP_URL,
     LABEL_KEY,
@@ -58,7 +58,7 @@ def key_path(field: str, key: object) -> str:
     return f"{field}.{key}"
 
 
-@lru_cache(maxsize=4096)
+@short_cache(maxsize=4096)
 def _secret_key(key: str) -> bool:
     """:func:`key_path`'s test of a key; the same keys come in every pool: judged once each (bounded)."""
     return looks_private(key) or looks_like_token(key)

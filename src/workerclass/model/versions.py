@@ -5,12 +5,12 @@ Its edge: strings that already matched their pattern (:mod:`workerclass.api.patt
 
 from __future__ import annotations
 
-from functools import lru_cache
+from ..api.caching import short_cache
 
 __all__ = ["minor_of", "version_tuple"]
 
 
-@lru_cache(maxsize=1024)
+@short_cache(maxsize=1024)
 def version_tuple(version: str) -> tuple[int, ...]:
     """``v1.35.6`` -> ``(1, 35, 6)``; a pre-release suffix is ignored. Cached: a hot path."""
     core = version.lstrip("v").split("-", 1)[0]
@@ -27,7 +27,7 @@ def _number(part: str) -> int:
     return int(digits or "0") if len(digits) <= 18 else HUGE
 
 
-@lru_cache(maxsize=1024)
+@short_cache(maxsize=1024)
 def minor_of(version: str) -> str:
     """``v1.35.6`` -> ``v1.35``."""
     major, minor = version_tuple(version)[:2]

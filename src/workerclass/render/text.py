@@ -17,10 +17,11 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Iterator
-from functools import lru_cache
 from typing import Any
 
 import yaml
+
+from ..api.caching import short_cache
 
 __all__ = ["iter_list_json", "iter_manifests_yaml", "manifests_json", "manifests_yaml", "yaml_document"]
 
@@ -44,7 +45,7 @@ _OTHER_READERS = re.compile(
 )
 
 
-@lru_cache(maxsize=65536)
+@short_cache(maxsize=65536)
 def _scalar(value: str) -> str:
     """The shortest spelling of a string that every YAML reader (PyYAML, go-yaml, YAML 1.2) keeps a string."""
     if (

@@ -4,8 +4,7 @@ rules between the minor, the platform's version map, the chart's and the parent 
 
 from __future__ import annotations
 
-from functools import lru_cache
-
+from ..api.caching import short_cache
 from ..model import CHART_VERSIONS, Cluster, version_tuple
 from ..state import PoolRecord, State
 from ..violations import Violation
@@ -28,7 +27,7 @@ __all__ = [
 MAX_MINOR_SKEW = 3
 
 
-@lru_cache(maxsize=1024)
+@short_cache(maxsize=1024)
 def minor_key(minor: str) -> tuple[int, ...]:
     return version_tuple(minor)[:2]
 

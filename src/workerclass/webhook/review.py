@@ -24,12 +24,12 @@ import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Any, NamedTuple
 
 import orjson
 
 from ..admission.decision import Decision
+from ..api.caching import short_cache
 from ..api.patterns import looks_like_token, looks_private, token_start
 from ..api.webhooks import ADMITTED_OPERATIONS
 
@@ -335,7 +335,7 @@ def request_values(*objects: object) -> list[str]:
     return sorted(found, key=len, reverse=True)
 
 
-@lru_cache(maxsize=4096)
+@short_cache(maxsize=4096)
 def _secret_key(key: str) -> bool:
     """A map key shaped like a credential or holding key material. The same field names come in
     every review: judged once each (a bounded cache)."""
