@@ -130,6 +130,8 @@ _SECRET_RUN = re.compile(r"[A-Za-z0-9+/=_-]{32,}")
 # at runs (the look-behind) and tries only their first ``eyJ`` (the atomic group).
 _FIXED_TOKENS = re.compile(TOKEN.pattern.rsplit("|", 1)[0])
 _JWT_RUN = re.compile(r"(?<![A-Za-z0-9_-])(?>[A-Za-z0-9_-]*?eyJ)[A-Za-z0-9_-]{4,}+\.[A-Za-z0-9_-]{4}")
+#: both in one search, for whether there is any (where one starts is :func:`token_start`'s)
+_ANY_TOKEN = re.compile(f"{_FIXED_TOKENS.pattern}|{_JWT_RUN.pattern}")
 assert TOKEN.pattern.rsplit("|", 1)[1] == r"eyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{4,}"
 
 
@@ -151,7 +153,7 @@ def looks_like_token(text: str) -> bool:
     """True for text holding a credential of a published shape (:data:`TOKEN`), or a run of 32 or
     more base64 characters mixing upper case, lower case and digits (a random secret: identifiers,
     schematic IDs and digests are not shaped so)."""
-    if _FIXED_TOKENS.search(text) or _JWT_RUN.search(text):
+    if _ANY_TOKEN.search(text):
         return True
     # (the runs are ASCII: their upper case, lower case and digits are these classes, searched in C)
     return any(_UPPER.search(run) and _LOWER.search(run) and _DIGIT.search(run) for run in _SECRET_RUN.findall(text))
