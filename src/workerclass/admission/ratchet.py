@@ -66,12 +66,16 @@ def value_at(root: Any, field: str, indexes: dict[int, dict[str, Any]] | None = 
         if indexes is not None and len(value) > _SCANNED:
             match = _longest_key(value, rest, indexes)
         else:
+            longest = -1
             for key in value:
-                text = str(key)
-                if (rest == text or rest.startswith((text + ".", text + "["))) and (
-                    match is None or len(text) > len(str(match))
+                text = key if key.__class__ is str else str(key)
+                # the key whole, or followed by a dot or a bracket (read without building either text)
+                if (
+                    rest.startswith(text)
+                    and len(text) > longest
+                    and (len(rest) == len(text) or rest[len(text)] in ".[")
                 ):
-                    match = key
+                    match, longest = key, len(text)
         if match is None:  # (a key that is None is never taken: a path cannot tell it)
             return MISSING
         value = value[match]
