@@ -52,13 +52,12 @@ def short_cache(maxsize: int) -> Callable[[F], F]:
 
     def decorate(function: F) -> F:
         cached = functools.lru_cache(maxsize=maxsize)(function)
-        plain = [
-            parameter
-            for parameter in inspect.signature(function).parameters.values()
-            if parameter.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD
-            and parameter.default is inspect.Parameter.empty
-        ]
-        arity = len(plain) if len(plain) == len(inspect.signature(function).parameters) else None
+        parameters = inspect.signature(function).parameters.values()
+        plain = all(
+            parameter.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD and parameter.default is inspect.Parameter.empty
+            for parameter in parameters
+        )
+        arity = len(parameters) if plain else None
         make = _one if arity == 1 else _two if arity == 2 else _any
         call = make(function, cached)
         wrapper: Any = functools.update_wrapper(call, function)

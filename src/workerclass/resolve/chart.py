@@ -82,11 +82,11 @@ def chart_checks_and_input(
         return (), None
     # The State's own pools are remembered by name; any other pool (a request's) in one slot, so a
     # snapshot that serves reviews for long keeps one request's values, not every request's.
-    stored = state.pools.get((record.kind, record.namespace, record.name))
-    own = stored is not None and stored.values is record.values
-    key = ("chart-checks", record.kind, record.namespace, record.name) if own else _REQUEST_CHECKS
+    identity = (record.kind, record.namespace, record.name)
+    stored = state.pools.get(identity)
+    key = ("chart-checks", *identity) if stored is not None and stored.values is record.values else _REQUEST_CHECKS
     cached = state.memo.get(key)
-    if cached is not None and cached[0] is record.values and (own or cached[2] == _identity(record)):
+    if cached is not None and cached[0] is record.values and cached[2] == identity:
         return cast(tuple[Violation, ...], cached[1]), None
     release = record.release or release_of(record.kind, record.name)
     # The key is the values as written: equal values are cut alike (``_bounded``), so the walk
@@ -149,17 +149,12 @@ def chart_checks_and_input(
                     with contextlib.suppress(KeyError):
                         _SHARED_PASSES.popitem(last=False)
     violations = under_values(failures, record.field)
-    state.memo[key] = (record.values, violations) if own else (record.values, violations, _identity(record))
+    state.memo[key] = (record.values, violations, identity)
     return violations, checked
 
 
 #: The memo key of the last checks of a pool that is not one of the State's own (a request's).
 _REQUEST_CHECKS = ("chart-checks", "request")
-
-
-def _identity(record: PoolRecord) -> tuple[str, str, str]:
-    """What names a pool's checks beside its values: its kind, namespace and name."""
-    return record.kind, record.namespace, record.name
 
 
 class _Shared(NamedTuple):

@@ -6,9 +6,8 @@ Whoever computes such a fact keeps it in the snapshot's memo under a key that na
 
 - ``"pool-names"``: ``(namespace, name)`` -> the kinds of the pools with that name (seeded by the
   State from the index it keeps incrementally, so no reader rebuilds it);
-- ``("chart-checks", kind, namespace, name)``: ``(values, violations)`` of one of the snapshot's
-  own pools (resolve);
-- ``("chart-checks", "request")``: ``(values, violations, (kind, namespace, name))`` of the last
+- ``("chart-checks", kind, namespace, name)``: ``(values, violations, (kind, namespace, name))`` of
+  one of the snapshot's own pools (resolve); ``("chart-checks", "request")``: the same of the last
   pool checked that is not the snapshot's (a request's): one slot, so a snapshot that serves
   reviews for hours holds one request's values, not every request's;
 - ``("class-problems", class)``: the class rules the class breaks (resolve).
